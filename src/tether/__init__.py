@@ -1,0 +1,29 @@
+"""Tether: behavior-tree workflows for AI agents, a replay-safe runtime, and a guard.
+
+The public Python API is re-exported lazily so that `import tether` stays cheap for the CLI:
+`tether.load_tree` (tree loading and validation), `tether.Runtime` (the verb layer over a store)
+and `tether.TetherError`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__version__ = "0.1.0"
+__all__ = ["Runtime", "TetherError", "load_tree"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "load_tree":
+        from tether.tree.load import load_tree
+
+        return load_tree
+    if name == "Runtime":
+        from tether.verbs import Runtime
+
+        return Runtime
+    if name == "TetherError":
+        from tether.errors import TetherError
+
+        return TetherError
+    raise AttributeError(name)

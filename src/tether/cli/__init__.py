@@ -1,0 +1,1 @@
+"""The command-line edge: parse arguments, call the verb layer, print JSON."""
