@@ -1,0 +1,103 @@
+"""Command-line argument parsing for the `tether` verbs.
+
+Owns a small table-driven parser with one rule argparse cannot give: a value is never taken for
+an option. Only the option names a command declares are options; every other token, even one that
+begins with `-` (`-5`, `-fix the flaky test`), is a positional value, and an option's value is the
+next token whatever it looks like. `--` ends the options. It also keeps the CLI's start-up lean:
+no argparse import on the step path. It does not run commands (see `tether.cli.main`).
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+
+from tether.errors import TetherError
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    summary: str
+    positionals: tuple[str, ...] = ()
+    required: int = 0
+    values: tuple[str, ...] = ()  # options that take a value
+    repeated: tuple[str, ...] = ()  # options that take a value and may repeat
+    flags: tuple[str, ...] = ()
+    help: str = ""
+
+    def usage(self) -> str:
+        parts = ["tether", self.name]
+        for i, name in enumerate(self.positionals):
+            parts.append(name if i < self.required else f"[{name}]")
+        parts += [f"[{o} VALUE]" for o in self.values]
+        parts += [f"[{o} K=V ...]" for o in self.repeated]
+        parts += [f"[{o}]" for o in self.flags]
+        return " ".join(parts)
+
+
+@dataclass
+class Parsed:
+    command: Command
+    args: dict[str, str | None] = field(default_factory=dict)
+    options: dict[str, str] = field(default_factory=dict)
+    multi: dict[str, list[str]] = field(default_factory=dict)
+    flags: set[str] = field(default_factory=set)
+    help: bool = False
+
+
+def parse(command: Command, argv: list[str]) -> Parsed:
+    out = Parsed(command)
+    positionals: list[str] = []
+    known = (*command.values, *command.repeated, *command.flags)
+    i = 0
+    options_done = False
+    while i < len(argv):
+        token = argv[i]
+        i += 1
+        if options_done:
+            positionals.append(token)
+            continue
+        if token == "--":
+            options_done = True
+            continue
+        if token in ("-h", "--help"):
+            out.help = True
+            continue
+        name, eq, inline = token.partition("=")
+        if name in command.values or name in command.repeated:
+            if not eq:
+                if i >= len(argv):
+                    raise _usage(command, f"option {name} needs a value")
+                inline = argv[i]
+                i += 1
+            if name in command.repeated:
+                out.multi.setdefault(name, []).append(inline)
+            else:
+                out.options[name] = inline
+            continue
+        if token in command.flags:
+            out.flags.add(token)
+            continue
+        positionals.append(token)
+    if out.help:
+        return out
+    if len(positionals) < command.required:
+        missing = command.positionals[len(positionals) : command.required]
+        raise _usage(command, f"missing {', '.join(missing)}")
+    if len(positionals) > len(command.positionals):
+        extra = positionals[len(command.positionals)]
+        hint = ""
+        if extra.startswith("--"):
+            close = difflib.get_close_matches(extra.partition("=")[0], known, n=1)
+            hint = (
+                f" (did you mean {close[0]}?)" if close else f" ({command.name} has no such option)"
+            )
+        raise _usage(command, f"unexpected argument {extra!r}{hint}")
+    for name, value in zip(command.positionals, positionals, strict=False):
+        out.args[name] = value
+    return out
+
+
+def _usage(command: Command, message: str) -> TetherError:
+    return TetherError("usage", f"{message}; usage: {command.usage()}", usage=command.usage())

@@ -1,0 +1,323 @@
+"""The `tether` command: parse, call the verb layer, print JSON.
+
+Owns the command table, the mapping from arguments to verb calls, and the output contract: the
+result as JSON on stdout; an error as `{"error": {"code", "message", ...}}` on stderr with the
+exit code of its class (README, "Exit codes"). Heavy modules (YAML, pydantic, CEL, the MCP SDK)
+are imported only by the commands that need them. It holds no runtime logic of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from tether.cli.args import Command, Parsed, parse
+from tether.errors import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, TetherError
+
+_STEP = ("--step",)
+_NOTE = ("--note", "--note-file")
+
+COMMANDS: dict[str, Command] = {
+    c.name: c
+    for c in (
+        Command("validate", "check a tree file and print its summary", ("TREE",), 1),
+        Command("schema", "print the tree files' JSON Schema (draft 2020-12)"),
+        Command(
+            "start",
+            "start an execution of TREE at TRACE",
+            ("TREE", "TRACE"),
+            2,
+            repeated=("--var", "--const"),
+            flags=("--json",),
+            help="--var/--const K=V set initial scope values (V is JSON, else a string; "
+            "with --json it must be JSON).",
+        ),
+        Command("resume", "confirm an execution can be driven", ("TRACE",), 1),
+        Command("reset", "clear the trace, restore the scopes, re-arm the protocol", ("TRACE",), 1),
+        Command("next", "print the open request (replay-safe)", ("TRACE",), 1, flags=("--all",)),
+        Command(
+            "eval",
+            "answer an evaluate step",
+            ("TRACE", "RESULT"),
+            2,
+            values=(*_NOTE, *_STEP),
+            help="RESULT is true or false.",
+        ),
+        Command(
+            "submit",
+            "answer an instruct step",
+            ("TRACE", "STATUS"),
+            2,
+            values=(*_NOTE, *_STEP),
+            help="STATUS is success, failure or running.",
+        ),
+        Command(
+            "think",
+            "record a checkpoint thought",
+            ("TRACE", "THOUGHT"),
+            1,
+            values=("--file",),
+            flags=("--stdin",),
+        ),
+        Command(
+            "var",
+            "read $VAR, or write PATH VALUE",
+            ("TRACE", "PATH", "VALUE"),
+            1,
+            values=("--file",),
+            flags=("--json", "--stdin"),
+            help="VALUE is JSON, else a string; --json requires JSON; --file/--stdin read it.",
+        ),
+        Command("const", "read $CONST (read-only)", ("TRACE", "PATH", "VALUE"), 1),
+        Command("get", "print the whole execution document", ("TRACE",), 1),
+        Command(
+            "trace",
+            "print trace entries with FROM <= seq < TO",
+            ("TRACE",),
+            1,
+            values=("--from", "--to"),
+        ),
+        Command("verify", "replay the trace and compare with the stored state", ("TRACE",), 1),
+    )
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if not args or args[0] in ("-h", "--help", "help"):
+        sys.stdout.write(_overview())
+        return EXIT_OK if args else EXIT_USAGE
+    if args[0] == "--version":
+        from tether import __version__
+
+        sys.stdout.write(f"tether {__version__}\n")
+        return EXIT_OK
+    name, rest = args[0], args[1:]
+    if name == "guard":
+        from tether.guard.cli import main as guard_main
+
+        return guard_main(rest)
+    command = COMMANDS.get(name)
+    try:
+        if command is None:
+            import difflib
+
+            close = difflib.get_close_matches(name, list(COMMANDS), n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise TetherError("usage", f"unknown command {name!r}{hint}; see tether --help")
+        parsed = parse(command, rest)
+        if parsed.help:
+            sys.stdout.write(_command_help(command))
+            return EXIT_OK
+        result = HANDLERS[name](parsed)
+    except TetherError as exc:
+        return _fail(exc.exit_code, {"error": exc.to_dict()})
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # the last line of defence: a JSON error, never a traceback
+        return _fail(
+            EXIT_INTERNAL,
+            {"error": {"code": "internal", "message": f"{type(exc).__name__}: {exc}"}},
+        )
+    _emit(sys.stdout, result)
+    if name == "verify" and not result["ok"]:
+        return TetherError("verify_failed", "").exit_code
+    return EXIT_OK
+
+
+def _emit(stream: Any, value: Any) -> None:
+    stream.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
+
+
+def _fail(code: int, payload: dict[str, Any]) -> int:
+    _emit(sys.stderr, payload)
+    return code
+
+
+def _overview() -> str:
+    lines = ["usage: tether COMMAND [ARGS]  (tether COMMAND --help for one command)", ""]
+    lines += [f"  {c.name:<10} {c.summary}" for c in COMMANDS.values()]
+    lines.append(f"  {'guard':<10} the guard over an agent's tool calls (tether guard --help)")
+    return "\n".join(lines) + "\n"
+
+
+def _command_help(command: Command) -> str:
+    text = f"usage: {command.usage()}\n\n{command.summary}\n"
+    return text + (f"{command.help}\n" if command.help else "")
+
+
+# ----------------------------------------------------------------------------------------------
+# Handlers: turn parsed arguments into one verb call.
+
+
+def _runtime() -> Any:
+    from tether.verbs import Runtime
+
+    return Runtime()
+
+
+def _value_text(p: Parsed, positional: str) -> str | None:
+    """A value from the positional, `--file PATH` or `--stdin` (exactly one of them)."""
+    given = [s for s in (positional in p.args, "--file" in p.options, "--stdin" in p.flags) if s]
+    if len(given) > 1:
+        raise TetherError("usage", f"give {positional} once: as an argument, --file or --stdin")
+    if "--file" in p.options:
+        return _read_file(p.options["--file"])
+    if "--stdin" in p.flags:
+        return sys.stdin.read()
+    return p.args.get(positional)
+
+
+def _read_file(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise TetherError("not_found", f"file {path} does not exist", path=path) from None
+    except OSError as exc:
+        raise TetherError(
+            "invalid_value", f"cannot read {path}: {exc.strerror}", path=path
+        ) from None
+
+
+def _note(p: Parsed) -> str | None:
+    if "--note" in p.options and "--note-file" in p.options:
+        raise TetherError("usage", "give the note once: --note or --note-file")
+    if "--note-file" in p.options:
+        return _read_file(p.options["--note-file"])
+    return p.options.get("--note")
+
+
+def _assignments(pairs: list[str], option: str, strict: bool) -> dict[str, Any]:
+    from tether.verbs import parse_value
+
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, eq, text = pair.partition("=")
+        if not eq or not key:
+            raise TetherError("usage", f"{option} takes KEY=VALUE, got {pair!r}")
+        try:
+            out[key] = parse_value(text, strict_json=strict)
+        except TetherError as exc:
+            raise TetherError(
+                exc.code, f"{option} {key}: {exc.message}", option=option, key=key
+            ) from None
+    return out
+
+
+def _int_option(p: Parsed, name: str) -> int | None:
+    text = p.options.get(name)
+    if text is None:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise TetherError("usage", f"{name} takes a whole number, got {text!r}") from None
+
+
+def _validate(p: Parsed) -> Any:
+    from tether.tree.load import load_tree
+
+    tree = load_tree(str(p.args["TREE"]))
+    return {
+        "valid": True,
+        "file": tree.source,
+        "name": tree.data["name"],
+        "version": tree.data["version"],
+        "hash": tree.hash,
+    }
+
+
+def _schema(p: Parsed) -> Any:
+    from tether.tree.schema import json_schema
+
+    return json_schema()
+
+
+def _start(p: Parsed) -> Any:
+    strict = "--json" in p.flags
+    return _runtime().start(
+        str(p.args["TREE"]),
+        str(p.args["TRACE"]),
+        var=_assignments(p.multi.get("--var", []), "--var", strict),
+        const=_assignments(p.multi.get("--const", []), "--const", strict),
+    )
+
+
+def _eval(p: Parsed) -> Any:
+    text = str(p.args["RESULT"]).lower()
+    if text not in ("true", "false"):
+        raise TetherError("usage", f"eval RESULT must be true or false, got {p.args['RESULT']!r}")
+    return _runtime().eval(
+        str(p.args["TRACE"]), text == "true", note=_note(p), step=p.options.get("--step")
+    )
+
+
+def _submit(p: Parsed) -> Any:
+    status = str(p.args["STATUS"]).lower()
+    if status not in ("success", "failure", "running"):
+        raise TetherError(
+            "usage", f"submit STATUS must be success, failure or running, got {p.args['STATUS']!r}"
+        )
+    return _runtime().submit(
+        str(p.args["TRACE"]), status, note=_note(p), step=p.options.get("--step")
+    )
+
+
+def _think(p: Parsed) -> Any:
+    thought = _value_text(p, "THOUGHT")
+    if not thought:
+        raise TetherError("usage", "think needs a THOUGHT (an argument, --file or --stdin)")
+    return _runtime().think(str(p.args["TRACE"]), thought)
+
+
+def _var(p: Parsed) -> Any:
+    from tether.verbs import parse_value
+
+    trace = str(p.args["TRACE"])
+    text = _value_text(p, "VALUE")
+    if text is None:
+        if "--json" in p.flags:
+            raise TetherError("usage", "--json applies to a value to write; give PATH and VALUE")
+        return _runtime().var_read(trace, p.args.get("PATH"))
+    path = p.args.get("PATH")
+    if path is None:
+        raise TetherError("usage", "writing $VAR needs a PATH before the value")
+    return _runtime().var_write(trace, path, parse_value(text, strict_json="--json" in p.flags))
+
+
+def _const(p: Parsed) -> Any:
+    if "VALUE" in p.args:
+        raise TetherError(
+            "read_only", "$CONST is read-only after start (set it with start --const)"
+        )
+    return _runtime().const_read(str(p.args["TRACE"]), p.args.get("PATH"))
+
+
+def _trace(p: Parsed) -> Any:
+    return _runtime().trace(
+        str(p.args["TRACE"]), start=_int_option(p, "--from"), stop=_int_option(p, "--to")
+    )
+
+
+HANDLERS: dict[str, Callable[[Parsed], Any]] = {
+    "validate": _validate,
+    "schema": _schema,
+    "start": _start,
+    "resume": lambda p: _runtime().resume(str(p.args["TRACE"])),
+    "reset": lambda p: _runtime().reset(str(p.args["TRACE"])),
+    "next": lambda p: _runtime().next(str(p.args["TRACE"]), all="--all" in p.flags),
+    "eval": _eval,
+    "submit": _submit,
+    "think": _think,
+    "var": _var,
+    "const": _const,
+    "get": lambda p: _runtime().get(str(p.args["TRACE"])),
+    "trace": _trace,
+    "verify": lambda p: _runtime().verify(str(p.args["TRACE"])),
+}
+
+if __name__ == "__main__":
+    raise SystemExit(main())

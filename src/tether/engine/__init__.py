@@ -1,0 +1,1 @@
+"""The pure runtime: tree semantics, answers, the protocol gate, and replay."""

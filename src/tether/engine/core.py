@@ -1,0 +1,703 @@
+"""The pure semantics of a running tree: ticking, answers, and the phase machine.
+
+Owns: what each node type does (sequence, selector, parallel, action), the modifiers (`retries`,
+`optional`, `when`), steps (`evaluate`, `instruct`, `check`, `writes`), the protocol gate, step
+tokens, and the trace entries each answer produces. Every function here is pure: it takes the
+normalised tree (`tether.tree`'s `data` dict), the execution state and an answer, and returns a new
+state, a response and the new trace entries. There is no I/O and no clock: the caller passes `now`.
+
+It does not own persistence (the store), concurrency (the verbs commit with compare-and-swap), the
+tree format (`tether.tree`), or argument parsing (the CLI and MCP edges).
+
+State layout (a plain JSON dict; the store persists it as is):
+- `runtime` maps a node key ("" for the root, "0.2" for the third child of the first child) to a
+  frame, only for nodes that are entered and not finished, so a step costs O(depth), whatever the
+  tree's size: `i` current child (sequence/selector), `res` child results (parallel), `k` step
+  index, `o` the trace seq at which the open step was opened, `w` var paths written while it was
+  open, `x` a failure waiting to propagate (action), `r` retries used (any node).
+- `open` is the list of open requests in declaration order; `next` returns the first.
+- `seq` is the next trace sequence number; it never goes back, not even across a reset.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tether.engine.protocol import GATE_NAME, PROTOCOL_TEXT
+from tether.engine.varpath import write_path
+from tether.errors import TetherError
+
+SCHEMA_VERSION = 1
+
+RUNNING = "running"
+SUCCESS = "success"
+FAILURE = "failure"
+
+SUBMIT_STATUSES = ("success", "failure", "running")
+
+# An evaluator of CEL conditions: (expression, var, const) -> bool, raising an exception whose
+# str() is the reason when the expression cannot be evaluated. Injected so the engine stays pure
+# and the CEL library is loaded only when a tree uses `check` or `when`.
+Condition = Callable[[str, dict[str, Any], dict[str, Any]], bool]
+
+
+@dataclass(frozen=True)
+class Eval:
+    result: bool
+    note: str | None = None
+    step: str | None = None
+
+
+@dataclass(frozen=True)
+class Submit:
+    status: str
+    note: str | None = None
+    step: str | None = None
+
+
+@dataclass(frozen=True)
+class Think:
+    thought: str
+
+
+@dataclass(frozen=True)
+class VarWrite:
+    path: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class Reset:
+    pass
+
+
+Answer = Eval | Submit | Think | VarWrite | Reset
+
+
+@dataclass
+class Outcome:
+    """What one answer did: the new state, the response for the agent, the new trace entries."""
+
+    state: dict[str, Any]
+    response: dict[str, Any]
+    entries: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.entries)
+
+
+def default_condition(expression: str, var: dict[str, Any], const: dict[str, Any]) -> bool:
+    from tether.tree.expressions import evaluate_condition
+
+    return evaluate_condition(expression, var, const)
+
+
+# --------------------------------------------------------------------------------------------
+# Creating and resetting
+
+
+def initial_state(
+    tree: dict[str, Any],
+    *,
+    uri: str,
+    tree_uri: str,
+    tree_hash: str,
+    now: str,
+    salt: str,
+    var: dict[str, Any] | None = None,
+    const: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A fresh, gated execution. `var`/`const` override the tree's initial scopes, key by key."""
+    scopes = {
+        "var": {**copy.deepcopy(tree["state"]["var"]), **(var or {})},
+        "const": {**copy.deepcopy(tree["state"]["const"]), **(const or {})},
+    }
+    state: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "uri": uri,
+        "tree_uri": tree_uri,
+        "tree_hash": tree_hash,
+        "tree_name": tree["name"],
+        "salt": salt,
+        "status": "running",
+        "phase": "protocol",
+        "cursor": None,
+        "open": [],
+        "protocol_accepted": False,
+        "var": copy.deepcopy(scopes["var"]),
+        "const": copy.deepcopy(scopes["const"]),
+        "initial": scopes,
+        "runtime": {},
+        "failure": None,
+        "seq": 0,
+        "since_reset": 0,
+        "revision": 0,
+        "created_at": now,
+        "updated_at": now,
+    }
+    _open_gate(state)
+    return state
+
+
+def _open_gate(state: dict[str, Any]) -> None:
+    state["open"] = [
+        {
+            "type": "instruct",
+            "name": GATE_NAME,
+            "instruction": PROTOCOL_TEXT,
+            "step": f"gate:0:0:{state['seq']}:{state['salt']}",
+            "path": None,
+            "index": 0,
+        }
+    ]
+    state["phase"] = "protocol"
+    state["cursor"] = None
+
+
+def _pristine(state: dict[str, Any]) -> dict[str, Any]:
+    out = dict(state)
+    out.update(
+        status="running",
+        protocol_accepted=False,
+        var=copy.deepcopy(state["initial"]["var"]),
+        const=copy.deepcopy(state["initial"]["const"]),
+        runtime={},
+        failure=None,
+        since_reset=0,
+    )
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Reading
+
+
+def current(state: dict[str, Any]) -> dict[str, Any]:
+    """The response of `next`: the first open request, or the terminal status."""
+    if state["status"] == "complete":
+        return {"status": "done"}
+    if state["status"] == "failed":
+        out: dict[str, Any] = {"status": "failure"}
+        if state.get("failure"):
+            out["message"] = state["failure"]
+        return out
+    return dict(state["open"][0])
+
+
+def all_open(state: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every open request (several inside a `parallel`), or the terminal status as one item."""
+    if state["status"] != "running":
+        return [current(state)]
+    return [dict(r) for r in state["open"]]
+
+
+# --------------------------------------------------------------------------------------------
+# Answering
+
+
+def apply(
+    tree: dict[str, Any],
+    state: dict[str, Any],
+    answer: Answer,
+    now: str,
+    condition: Condition = default_condition,
+) -> Outcome:
+    """Apply one answer. Raises `TetherError` (and leaves `state` untouched) if it is refused."""
+    work = _copy_state(state)
+    if isinstance(answer, Reset):
+        return _reset(state, work, now)
+    if state["status"] != "running":
+        raise TetherError(
+            "execution_finished",
+            f"the execution is {state['status']}; nothing more can be answered "
+            "(reset to start over)",
+            current=current(state),
+        )
+    if isinstance(answer, VarWrite):
+        return _var_write(work, answer, now)
+    if isinstance(answer, Think):
+        return _think(work, answer, now)
+    if isinstance(answer, Eval):
+        req = _select(work, answer.step, "evaluate", "eval")
+        return _answer(tree, work, req, answer, now, condition)
+    if isinstance(answer, Submit):
+        if answer.status not in SUBMIT_STATUSES:
+            raise TetherError(
+                "invalid_value",
+                f"submit status must be one of {', '.join(SUBMIT_STATUSES)}, got {answer.status!r}",
+            )
+        req = _select(work, answer.step, "instruct", "submit")
+        if req["path"] is None:
+            return _answer_gate(tree, work, answer, now, condition)
+        return _answer(tree, work, req, answer, now, condition)
+    raise TypeError(f"not an answer: {answer!r}")
+
+
+def _copy_state(state: dict[str, Any]) -> dict[str, Any]:
+    out = dict(state)
+    out["runtime"] = {k: _copy_frame(v) for k, v in state["runtime"].items()}
+    out["open"] = list(state["open"])
+    return out
+
+
+def _copy_frame(frame: dict[str, Any]) -> dict[str, Any]:
+    out = dict(frame)
+    for key in ("res", "w"):
+        if key in out:
+            out[key] = list(out[key])
+    return out
+
+
+def _select(state: dict[str, Any], token: str | None, kind: str, verb: str) -> dict[str, Any]:
+    open_ = state["open"]
+    if token is None:
+        req = open_[0]
+    else:
+        found = [r for r in open_ if r["step"] == token]
+        if not found:
+            raise TetherError(
+                "stale_step",
+                f"step token {token!r} does not name an open step of this execution "
+                "(it was already answered, belongs to an earlier attempt, or to another execution)",
+                current=dict(open_[0]),
+                open=[dict(r) for r in open_],
+            )
+        req = found[0]
+    if req["type"] != kind:
+        other = "submit" if verb == "eval" else "eval"
+        raise TetherError(
+            "wrong_phase",
+            f"{verb} answers an {kind} step, but the open step {req['name']!r} is an "
+            f"{req['type']}; answer it with {other}",
+            current=dict(req),
+        )
+    return req
+
+
+def _entry(
+    state: dict[str, Any], kind: str, now: str, req: dict[str, Any] | None, **fields: Any
+) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "seq": state["seq"],
+        "ts": now,
+        "kind": kind,
+        "cursor": _cursor_of(req),
+        "name": req["name"] if req else None,
+    }
+    entry.update({k: v for k, v in fields.items() if v is not None})
+    state["seq"] += 1
+    state["since_reset"] += 1
+    return entry
+
+
+def _cursor_of(req: dict[str, Any] | None) -> dict[str, Any] | None:
+    if req is None or req["path"] is None:
+        return None
+    return {"path": list(req["path"]), "step": req["index"]}
+
+
+def _reset(state: dict[str, Any], work: dict[str, Any], now: str) -> Outcome:
+    if state["since_reset"] == 0:
+        return Outcome(
+            state, {"status": "reset", "message": "The execution is already at its start."}
+        )
+    out = _pristine(work)
+    entry = {
+        "seq": out["seq"],
+        "ts": now,
+        "kind": "reset",
+        "cursor": None,
+        "name": None,
+        "outcome": "reset",
+    }
+    out["seq"] += 1
+    _open_gate(out)
+    return Outcome(
+        out,
+        {"status": "reset", "message": "Trace cleared, scopes restored, protocol gate re-armed."},
+        [entry],
+    )
+
+
+def _var_write(state: dict[str, Any], answer: VarWrite, now: str) -> Outcome:
+    state["var"] = write_path(state["var"], answer.path, answer.value)
+    req = state["open"][0] if state["protocol_accepted"] else None
+    entry = _entry(
+        state, "var_write", now, req, path=answer.path, value=answer.value, outcome="written"
+    )
+    for r in state["open"]:
+        if r["path"] is not None and r.get("writes"):
+            frame = state["runtime"][_key(r["path"])]
+            frame["w"] = [*frame.get("w", []), answer.path]
+    return Outcome(
+        state, {"status": "written", "path": answer.path, "value": answer.value}, [entry]
+    )
+
+
+def _think(state: dict[str, Any], answer: Think, now: str) -> Outcome:
+    if not state["protocol_accepted"]:
+        raise TetherError(
+            "wrong_phase",
+            "think records progress on an action in flight; the protocol gate is still open",
+            current=current(state),
+        )
+    entry = _entry(
+        state, "think", now, state["open"][0], submitted=answer.thought, outcome="recorded"
+    )
+    return Outcome(state, {"status": "recorded", "message": "Thought recorded."}, [entry])
+
+
+def _answer_gate(
+    tree: dict[str, Any], state: dict[str, Any], answer: Submit, now: str, condition: Condition
+) -> Outcome:
+    status = {"success": "protocol_accepted", "failure": "protocol_rejected"}.get(
+        answer.status, "running"
+    )
+    entry = _entry(
+        state,
+        "protocol",
+        now,
+        state["open"][0],
+        submitted=answer.status,
+        outcome=status,
+        note=answer.note,
+    )
+    entries = [entry]
+    if answer.status == "success":
+        state["protocol_accepted"] = True
+        _Ticker(tree, state, now, entries, condition).run()
+        message = "Protocol accepted. Call next for the first step."
+    elif answer.status == "failure":
+        state.update(
+            status="failed",
+            phase="idle",
+            open=[],
+            cursor=None,
+            failure="The protocol was declined.",
+        )
+        message = "Protocol declined; the execution has failed."
+    else:
+        message = "The protocol is still waiting for acceptance: submit success to begin."
+    return Outcome(state, {"status": status, "message": message}, entries)
+
+
+def _answer(
+    tree: dict[str, Any],
+    state: dict[str, Any],
+    req: dict[str, Any],
+    answer: Eval | Submit,
+    now: str,
+    condition: Condition,
+) -> Outcome:
+    key = _key(req["path"])
+    frame = state["runtime"][key]
+    if isinstance(answer, Eval):
+        kind, submitted, advance = "evaluate", answer.result, answer.result
+    else:
+        kind, submitted, advance = "instruct", answer.status, answer.status == "success"
+        if advance and req.get("writes"):
+            missing = _missing_writes(req["writes"], frame.get("w", []))
+            if missing:
+                raise TetherError(
+                    "writes_missing",
+                    f"step {req['name']!r} must write {', '.join('$VAR.' + m for m in missing)} "
+                    "before it is submitted as success",
+                    missing=missing,
+                    current=dict(req),
+                )
+    entry = _entry(state, kind, now, req, submitted=submitted, note=answer.note)
+    entries = [entry]
+    if isinstance(answer, Submit) and answer.status == "running":
+        entry["outcome"] = "running"
+        return Outcome(
+            state,
+            {
+                "status": "running",
+                "message": f"Step {req['name']!r} stays open; submit again when done.",
+            },
+            entries,
+        )
+    if advance:
+        frame["k"] = frame.get("k", 0) + 1
+        frame.pop("o", None)
+        frame.pop("w", None)
+    else:
+        frame["x"] = 1
+    ticker = _Ticker(tree, state, now, entries, condition)
+    ticker.run()
+    failed = ticker.finished.get(key) == FAILURE
+    if isinstance(answer, Eval):
+        status = "evaluation_passed" if answer.result else "evaluation_failed"
+    elif failed:
+        status = "action_failed"
+    elif ticker.finished.get(key) == SUCCESS:
+        status = "action_complete"
+    else:
+        status = "step_complete"
+    entry["outcome"] = status
+    return Outcome(
+        state, {"status": status, "message": _message(status, req, ticker, state)}, entries
+    )
+
+
+def _message(status: str, req: dict[str, Any], ticker: _Ticker, state: dict[str, Any]) -> str:
+    name = req["name"]
+    text = {
+        "evaluation_passed": f"Evaluate of {name!r} passed.",
+        "evaluation_failed": f"Evaluate of {name!r} failed; the action {name!r} fails.",
+        "step_complete": f"Step of {name!r} complete.",
+        "action_complete": f"Action {name!r} complete.",
+        "action_failed": f"Action {name!r} failed.",
+    }[status]
+    if ticker.reasons:
+        text += " " + " ".join(ticker.reasons)
+    if ticker.retried:
+        text += " Retrying: " + ", ".join(ticker.retried) + "."
+    if state["status"] == "complete":
+        return text + " The workflow is done."
+    if state["status"] == "failed":
+        return text + " The workflow has failed."
+    return text + " Call next."
+
+
+def _missing_writes(required: list[str], written: list[str]) -> list[str]:
+    def covered(path: str) -> bool:
+        return any(
+            w == path or path.startswith(w + ".") or w.startswith(path + ".") for w in written
+        )
+
+    return [p for p in required if not covered(p)]
+
+
+def _key(path: list[int]) -> str:
+    return ".".join(map(str, path))
+
+
+# --------------------------------------------------------------------------------------------
+# Ticking
+
+
+class _Ticker:
+    """Walks the tree from the root along the entered frames, finishing what can finish and
+    collecting the open requests. One instance per answer."""
+
+    def __init__(
+        self,
+        tree: dict[str, Any],
+        state: dict[str, Any],
+        now: str,
+        entries: list[dict[str, Any]],
+        condition: Condition,
+    ) -> None:
+        self.tree = tree
+        self.state = state
+        self.runtime: dict[str, dict[str, Any]] = state["runtime"]
+        self.now = now
+        self.entries = entries
+        self.condition = condition
+        self.open: list[dict[str, Any]] = []
+        self.finished: dict[str, str] = {}
+        self.reasons: list[str] = []
+        self.retried: list[str] = []
+
+    def run(self) -> None:
+        result = self.tick(self.tree["root"], "", [])
+        state = self.state
+        if result == RUNNING:
+            state["open"] = self.open
+            first = self.open[0]
+            state["phase"] = "evaluating" if first["type"] == "evaluate" else "performing"
+            state["cursor"] = _cursor_of(first)
+            return
+        state["open"] = []
+        state["cursor"] = None
+        state["phase"] = "idle"
+        state["status"] = "complete" if result == SUCCESS else "failed"
+        if result == FAILURE:
+            state["failure"] = " ".join(self.reasons) or (
+                f"The root {self.tree['root']['name']!r} failed."
+            )
+
+    def tick(self, node: dict[str, Any], key: str, path: list[int]) -> str:
+        frame = self.runtime.get(key)
+        if frame is None:
+            when = node.get("when")
+            if when is not None:
+                verdict = self._condition(node, path, None, when, ("entered", "skipped"))
+                if verdict is None:
+                    self.finished[key] = FAILURE
+                    return SUCCESS if node.get("optional") else FAILURE
+                if not verdict:
+                    self.finished[key] = "skipped"
+                    return SUCCESS
+            frame = self.runtime[key] = {}
+        while True:
+            result = self._tick_type(node, key, path, frame)
+            if result != FAILURE:
+                break
+            self.finished[key] = FAILURE
+            used = frame.get("r", 0)
+            if used >= node.get("retries", 0):
+                break
+            self._drop(key)
+            frame = self.runtime[key] = {"r": used + 1}
+            self.retried.append(f"{node['name']!r} attempt {used + 2} of {node['retries'] + 1}")
+        if result == RUNNING:
+            return RUNNING
+        self._drop(key)
+        self.finished[key] = result
+        if result == FAILURE and node.get("optional"):
+            return SUCCESS
+        return result
+
+    def _tick_type(
+        self, node: dict[str, Any], key: str, path: list[int], frame: dict[str, Any]
+    ) -> str:
+        kind = node["type"]
+        if kind == "action":
+            return self._action(node, key, path, frame)
+        if kind == "parallel":
+            return self._parallel(node, key, path, frame)
+        stop_on = FAILURE if kind == "sequence" else SUCCESS
+        children = node["children"]
+        i = frame.get("i", 0)
+        while i < len(children):
+            result = self.tick(children[i], _child_key(key, i), [*path, i])
+            if result == RUNNING:
+                frame["i"] = i
+                return RUNNING
+            if result == stop_on:
+                return result
+            i += 1
+        return SUCCESS if kind == "sequence" else FAILURE
+
+    def _parallel(
+        self, node: dict[str, Any], key: str, path: list[int], frame: dict[str, Any]
+    ) -> str:
+        children = node["children"]
+        n = len(children)
+        policy = node.get("policy", "all")
+        need = n if policy == "all" else 1 if policy == "any" else int(policy)
+        results: list[bool | None] = frame.get("res") or [None] * n
+        frame["res"] = results
+        for i, child in enumerate(children):
+            if results[i] is None:
+                result = self.tick(child, _child_key(key, i), [*path, i])
+                if result != RUNNING:
+                    results[i] = result == SUCCESS
+            ok = sum(1 for r in results if r is True)
+            pending = sum(1 for r in results if r is None)
+            if ok >= need or ok + pending < need:
+                self._halt(key, path, results)
+                return SUCCESS if ok >= need else FAILURE
+        return RUNNING
+
+    def _halt(self, key: str, path: list[int], results: list[bool | None]) -> None:
+        for i, r in enumerate(results):
+            if r is None:
+                self._drop(_child_key(key, i))
+                prefix = [*path, i]
+                self.open = [o for o in self.open if o["path"][: len(prefix)] != prefix]
+
+    def _action(
+        self, node: dict[str, Any], key: str, path: list[int], frame: dict[str, Any]
+    ) -> str:
+        if frame.pop("x", None):
+            return FAILURE
+        steps = node["steps"]
+        k = frame.get("k", 0)
+        while k < len(steps):
+            step = steps[k]
+            if "check" in step:
+                if not self._condition(node, path, k, step["check"], ("passed", "failed")):
+                    return FAILURE
+                k += 1
+                continue
+            frame["k"] = k
+            if "o" not in frame:
+                frame["o"] = self.state["seq"]
+            self.open.append(self._request(node, path, k, step, frame))
+            return RUNNING
+        return SUCCESS
+
+    def _request(
+        self,
+        node: dict[str, Any],
+        path: list[int],
+        k: int,
+        step: dict[str, Any],
+        frame: dict[str, Any],
+    ) -> dict[str, Any]:
+        token = f"{_key(path) or '-'}:{k}:{frame.get('r', 0)}:{frame['o']}:{self.state['salt']}"
+        if "evaluate" in step:
+            req: dict[str, Any] = {
+                "type": "evaluate",
+                "name": node["name"],
+                "expression": step["evaluate"],
+            }
+        else:
+            req = {"type": "instruct", "name": node["name"], "instruction": step["instruct"]}
+            if step.get("writes"):
+                req["writes"] = list(step["writes"])
+        req.update(step=token, path=list(path), index=k)
+        return req
+
+    def _condition(
+        self,
+        node: dict[str, Any],
+        path: list[int],
+        k: int | None,
+        expression: str,
+        words: tuple[str, str],
+    ) -> bool | None:
+        """Evaluate a `check` step (k is its index) or a `when` (k is None); record it in the
+        trace. Returns the verdict, or None when the expression could not be evaluated."""
+        cursor = {"path": list(path), "step": k}
+        try:
+            verdict: bool | None = bool(
+                self.condition(expression, self.state["var"], self.state["const"])
+            )
+        except Exception as exc:  # the evaluator's reason goes to the trace, whatever it is
+            verdict = None
+            reason = str(exc) or type(exc).__name__
+        entry = {
+            "seq": self.state["seq"],
+            "ts": self.now,
+            "kind": "check",
+            "cursor": cursor,
+            "name": node["name"],
+            "submitted": expression,
+        }
+        if k is None:
+            entry["on"] = "when"
+        if verdict is None:
+            entry["outcome"] = "error"
+            entry["note"] = reason
+            where = "when" if k is None else "check"
+            self.reasons.append(
+                f"The {where} of {node['name']!r} could not be evaluated: {reason}."
+            )
+        else:
+            entry["outcome"] = words[0] if verdict else words[1]
+            if not verdict and k is not None:
+                self.reasons.append(f"Check {expression!r} of {node['name']!r} is false.")
+        self.state["seq"] += 1
+        self.state["since_reset"] += 1
+        self.entries.append(entry)
+        return verdict
+
+    def _drop(self, key: str) -> None:
+        if not key:
+            self.runtime.clear()
+            return
+        prefix = key + "."
+        for k in [k for k in self.runtime if k == key or k.startswith(prefix)]:
+            del self.runtime[k]
+
+
+def _child_key(key: str, i: int) -> str:
+    return f"{key}.{i}" if key else str(i)

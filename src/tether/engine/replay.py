@@ -1,0 +1,133 @@
+"""Replay: re-derive an execution's state from its trace alone, and compare.
+
+Owns the mapping from each trace entry back to the answer that produced it, and the comparison
+that `tether verify` reports. `check` entries are not answers: replay regenerates them and then
+compares them with the stored ones like every other entry. It does not read or write storage.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tether.engine.core import (
+    Answer,
+    Condition,
+    Eval,
+    Reset,
+    Submit,
+    Think,
+    VarWrite,
+    apply,
+    default_condition,
+    initial_state,
+)
+from tether.errors import TetherError
+
+# The fields of the state that the trace determines (revision and timestamps it does not).
+DERIVED_FIELDS = (
+    "status",
+    "phase",
+    "cursor",
+    "open",
+    "protocol_accepted",
+    "var",
+    "const",
+    "runtime",
+    "failure",
+    "seq",
+    "since_reset",
+)
+
+
+def fresh_state(tree: dict[str, Any], stored: dict[str, Any]) -> dict[str, Any]:
+    """The state the stored execution had at `start`, from its recorded initial scopes."""
+    base = initial_state(
+        {**tree, "state": {"var": {}, "const": {}}},
+        uri=stored["uri"],
+        tree_uri=stored["tree_uri"],
+        tree_hash=stored["tree_hash"],
+        now=stored["created_at"],
+        salt=stored["salt"],
+        var=stored["initial"]["var"],
+        const=stored["initial"]["const"],
+    )
+    return base
+
+
+def replay(
+    tree: dict[str, Any],
+    stored: dict[str, Any],
+    trace: list[dict[str, Any]],
+    condition: Condition = default_condition,
+    upto: int | None = None,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Rebuild the state from the trace (its first `upto` entries, if given).
+
+    Returns the rebuilt state and the entries the replay produced, to compare with `trace`.
+    """
+    state = fresh_state(tree, stored)
+    produced: list[dict[str, Any]] = []
+    for entry in trace[:upto] if upto is not None else trace:
+        answer = _answer_of(entry, state)
+        if answer is None:
+            continue
+        if isinstance(answer, Reset):
+            # Entries before a reset were cleared from the trace; numbering goes on from here.
+            state["seq"] = entry["seq"]
+            state["since_reset"] = max(state["since_reset"], 1)
+        outcome = apply(tree, state, answer, entry["ts"], condition)
+        state = outcome.state
+        produced.extend(outcome.entries)
+    return state, produced
+
+
+def _answer_of(entry: dict[str, Any], state: dict[str, Any]) -> Answer | None:
+    kind = entry["kind"]
+    if kind == "check":
+        return None
+    if kind == "reset":
+        return Reset()
+    if kind == "think":
+        return Think(entry["submitted"])
+    if kind == "var_write":
+        return VarWrite(entry["path"], entry["value"])
+    token = _token_at(state, entry.get("cursor"))
+    if kind == "evaluate":
+        return Eval(bool(entry["submitted"]), entry.get("note"), token)
+    if kind in ("instruct", "protocol"):
+        return Submit(str(entry["submitted"]), entry.get("note"), token)
+    raise TetherError(
+        "corrupt_execution", f"trace entry {entry.get('seq')} has unknown kind {kind!r}"
+    )
+
+
+def _token_at(state: dict[str, Any], cursor: dict[str, Any] | None) -> str | None:
+    if cursor is None:
+        return None
+    for req in state["open"]:
+        if req["path"] == cursor["path"] and req["index"] == cursor["step"]:
+            return str(req["step"])
+    return None
+
+
+def verify(
+    tree: dict[str, Any],
+    stored: dict[str, Any],
+    trace: list[dict[str, Any]],
+    condition: Condition = default_condition,
+) -> list[dict[str, Any]]:
+    """Differences between the stored execution and its replay; empty when they agree."""
+    try:
+        state, produced = replay(tree, stored, trace, condition)
+    except TetherError as exc:
+        return [{"field": "trace", "problem": f"replay refused an answer: {exc.message}"}]
+    diffs: list[dict[str, Any]] = []
+    for name in DERIVED_FIELDS:
+        if state.get(name) != stored.get(name):
+            diffs.append({"field": name, "stored": stored.get(name), "replayed": state.get(name)})
+    for i in range(max(len(produced), len(trace))):
+        want = produced[i] if i < len(produced) else None
+        have = trace[i] if i < len(trace) else None
+        if want != have:
+            diffs.append({"field": f"trace[{i}]", "stored": have, "replayed": want})
+    return diffs

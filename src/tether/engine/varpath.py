@@ -1,0 +1,101 @@
+"""Dotted paths into the `var` and `const` scopes: parsing, reading, copy-on-write writing.
+
+Owns the path syntax (`a.b.0.c`; a leading `$VAR.`, `$LOCAL.`, `$CONST.` or `$GLOBAL.` is
+accepted and dropped) and its errors. It does not decide who may write (the engine does).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tether.errors import TetherError
+
+_PREFIXES = ("$VAR.", "$LOCAL.", "$CONST.", "$GLOBAL.")
+
+
+def parse_path(path: str) -> list[str]:
+    """Split a dotted path into its segments, refusing empty or malformed ones."""
+    text = path.strip()
+    for prefix in _PREFIXES:
+        if text.startswith(prefix):
+            text = text[len(prefix) :]
+            break
+    parts = text.split(".")
+    if not text or any(not p or p != p.strip() for p in parts):
+        raise TetherError(
+            "invalid_path",
+            f"bad var path {path!r}: use dot-separated keys such as 'build.tag' "
+            "(no empty segments, no surrounding spaces)",
+            path=path,
+        )
+    return parts
+
+
+def read_path(scope: dict[str, Any], path: str | None, scope_name: str = "var") -> Any:
+    """The value at `path` (the whole scope when `path` is None or empty)."""
+    if not path:
+        return scope
+    node: Any = scope
+    walked: list[str] = []
+    for part in parse_path(path):
+        walked.append(part)
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            raise TetherError(
+                "not_found",
+                f"${scope_name.upper()}.{'.'.join(walked)} is not set",
+                path=path,
+            )
+    return node
+
+
+def write_path(scope: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    """A copy of `scope` with `value` at `path`; objects are created on the way, and only the
+    containers along the path are copied."""
+    parts = parse_path(path)
+    root = dict(scope)
+    node: Any = root
+    for i, part in enumerate(parts[:-1]):
+        child = _child(node, part)
+        if child is None:
+            child = {}
+        elif isinstance(child, dict):
+            child = dict(child)
+        elif isinstance(child, list):
+            child = list(child)
+        else:
+            where = ".".join(parts[: i + 1])
+            raise TetherError(
+                "invalid_path",
+                f"cannot write {path!r}: $VAR.{where} holds {json.dumps(child)}, not an object",
+                path=path,
+            )
+        _set(node, part, child, path)
+        node = child
+    _set(node, parts[-1], value, path)
+    return root
+
+
+def _child(node: dict[str, Any] | list[Any], part: str) -> Any:
+    if isinstance(node, dict):
+        return node.get(part)
+    if part.isdigit() and int(part) < len(node):
+        return node[int(part)]
+    return None
+
+
+def _set(node: dict[str, Any] | list[Any], part: str, value: Any, path: str) -> None:
+    if isinstance(node, dict):
+        node[part] = value
+    elif part.isdigit() and int(part) < len(node):
+        node[int(part)] = value
+    else:
+        raise TetherError(
+            "invalid_path",
+            f"cannot write {path!r}: {part!r} is not an index of the list it names",
+            path=path,
+        )

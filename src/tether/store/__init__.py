@@ -1,0 +1,51 @@
+"""Execution stores addressed by URI, and the choice of store for a URI.
+
+Owns the scheme table: a bare path or `file:` URI goes to the file store (the embedded default),
+`memory://` to the process-wide memory store. Anything else is refused with `unknown_scheme`.
+Store modules are imported only when their scheme is used.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from tether.errors import TetherError
+
+if TYPE_CHECKING:
+    from tether.store.base import Store
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
+_stores: dict[str, Store] = {}
+
+
+def scheme_of(uri: str) -> str:
+    """`file` for a bare path, else the URI's scheme in lower case."""
+    match = _SCHEME.match(uri)
+    if match is None or len(match.group(1)) == 1:  # a bare path, or a Windows drive letter
+        return "file"
+    return match.group(1).lower()
+
+
+def store_for(uri: str) -> Store:
+    """The store that holds `uri` (one instance per scheme per process)."""
+    scheme = scheme_of(uri)
+    store = _stores.get(scheme)
+    if store is not None:
+        return store
+    if scheme == "file":
+        from tether.store.file import FileStore
+
+        store = FileStore()
+    elif scheme == "memory":
+        from tether.store.memory import MemoryStore
+
+        store = MemoryStore()
+    else:
+        raise TetherError(
+            "unknown_scheme",
+            f"unknown URI scheme {scheme!r} in {uri!r}: use a path, file://, or memory://",
+            uri=uri,
+        )
+    _stores[scheme] = store
+    return store

@@ -1,0 +1,61 @@
+"""The store interface: what every execution store (file, memory, PostgreSQL) provides.
+
+Owns the contract: an execution lives at a URI as three parts — the state (a small JSON object
+with a `revision`), the embedded tree (written once, at create), and the append-only trace. A
+verb opens one `transaction` per call, reads, and commits once; the store makes that commit atomic
+and serialises concurrent transactions on the same URI. It does not know the tree semantics (the
+engine) or the phase rules (the verbs). The shared conformance suite in `tests/store/` holds every
+store to this contract.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+
+class Transaction(Protocol):
+    """An exclusive hold on one existing execution, open for the length of one verb."""
+
+    state: dict[str, Any]
+
+    def tree(self) -> dict[str, Any]: ...
+
+    def commit(
+        self, state: dict[str, Any], entries: list[dict[str, Any]], *, reset_trace: bool = False
+    ) -> dict[str, Any]:
+        """Persist `state` (its revision bumped by one) and append `entries` to the trace, or
+        replace the whole trace with them when `reset_trace`. Returns the committed state."""
+        ...
+
+
+class Store(Protocol):
+    """Documents addressed by URI. Methods raise `TetherError` with `not_found`,
+    `already_exists` or `corrupt_execution` as their names say."""
+
+    def canonical(self, uri: str) -> str:
+        """The one spelling of `uri` this store keeps (an absolute path for files)."""
+        ...
+
+    def exists(self, uri: str) -> bool: ...
+
+    def create(self, uri: str, state: dict[str, Any], tree: dict[str, Any]) -> dict[str, Any]:
+        """Store a new execution with an empty trace; refuses a URI that exists."""
+        ...
+
+    def load(self, uri: str) -> dict[str, Any]:
+        """The committed state, without locking."""
+        ...
+
+    def load_tree(self, uri: str) -> dict[str, Any]: ...
+
+    def read_trace(self, uri: str) -> Iterator[dict[str, Any]]:
+        """The committed trace entries, oldest first."""
+        ...
+
+    def trace_length(self, state: dict[str, Any]) -> int:
+        """How many entries the committed trace of `state` holds."""
+        ...
+
+    def transaction(self, uri: str) -> AbstractContextManager[Transaction]: ...

@@ -1,0 +1,109 @@
+"""The `memory://` store: executions that live as long as the process (the MCP server, tests).
+
+Owns an in-process map from URI to (state, tree, trace), guarded by one lock per URI so that
+threads see the same serialised, all-or-nothing commits as the file store gives processes. Values
+are stored as JSON text, so no caller can change a stored document by mutating what it was given.
+It does not interpret the state.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from tether.errors import TetherError
+
+
+@dataclass
+class _Record:
+    state: str
+    tree: str
+    trace: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class MemoryStore:
+    """Executions kept in this process (see the module docstring)."""
+
+    scheme = "memory"
+
+    def __init__(self) -> None:
+        self._records: dict[str, _Record] = {}
+        self._guard = threading.Lock()
+
+    def canonical(self, uri: str) -> str:
+        name = uri[len("memory://") :] if uri.startswith("memory://") else uri
+        if not name:
+            raise TetherError("invalid_value", "a memory:// URI needs a name, e.g. memory://run-1")
+        return "memory://" + name
+
+    def exists(self, uri: str) -> bool:
+        return self.canonical(uri) in self._records
+
+    def create(self, uri: str, state: dict[str, Any], tree: dict[str, Any]) -> dict[str, Any]:
+        key = self.canonical(uri)
+        stored = dict(state, trace={"entries": 0})
+        with self._guard:
+            if key in self._records:
+                raise TetherError(
+                    "already_exists",
+                    f"an execution already exists at {key}; resume it, reset it, or choose another",
+                    uri=key,
+                )
+            self._records[key] = _Record(json.dumps(stored), json.dumps(tree))
+        return stored
+
+    def _record(self, uri: str) -> _Record:
+        key = self.canonical(uri)
+        record = self._records.get(key)
+        if record is None:
+            raise TetherError("not_found", f"no execution at {key}", uri=key)
+        return record
+
+    def load(self, uri: str) -> dict[str, Any]:
+        return dict(json.loads(self._record(uri).state))
+
+    def load_tree(self, uri: str) -> dict[str, Any]:
+        return dict(json.loads(self._record(uri).tree))
+
+    def read_trace(self, uri: str) -> Iterator[dict[str, Any]]:
+        record = self._record(uri)
+        count = json.loads(record.state)["trace"]["entries"]
+        for line in record.trace[:count]:
+            yield json.loads(line)
+
+    def trace_length(self, state: dict[str, Any]) -> int:
+        return int(state["trace"]["entries"])
+
+    @contextmanager
+    def transaction(self, uri: str) -> Iterator[_MemoryTransaction]:
+        record = self._record(uri)
+        with record.lock:
+            yield _MemoryTransaction(record)
+
+
+class _MemoryTransaction:
+    def __init__(self, record: _Record) -> None:
+        self._record = record
+        self.state = dict(json.loads(record.state))
+
+    def tree(self) -> dict[str, Any]:
+        return dict(json.loads(self._record.tree))
+
+    def commit(
+        self, state: dict[str, Any], entries: list[dict[str, Any]], *, reset_trace: bool = False
+    ) -> dict[str, Any]:
+        lines = [json.dumps(e) for e in entries]
+        trace = lines if reset_trace else [*self._record.trace, *lines]
+        committed = dict(
+            state, revision=int(self.state["revision"]) + 1, trace={"entries": len(trace)}
+        )
+        encoded = json.dumps(committed)
+        self._record.trace = trace
+        self._record.state = encoded
+        self.state = committed
+        return committed

@@ -1,0 +1,220 @@
+"""The verb layer: the one place where a request becomes read → engine → one commit.
+
+Owns the verbs that every interface calls (the CLI, the MCP server, the bot tools): start,
+resume, reset, next, eval, submit, think, var read/write, const, get, trace and verify; the
+parsing of answer values (JSON or string); the clock; and the phase rules that depend on storage
+(start refuses a URI that exists). Each verb that changes an execution holds the store's
+transaction for the URI, runs the engine once, and commits once; a verb the engine refuses
+commits nothing. It does not format output (the edges do) and does not know node semantics
+(the engine does) or encodings (the stores do).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from tether.engine import core
+from tether.engine.varpath import read_path
+from tether.errors import TetherError
+from tether.store import store_for
+
+Clock = Callable[[], str]
+
+# Execution-state keys that are engine or store bookkeeping, not part of the document.
+_INTERNAL = ("salt", "seq", "since_reset", "initial", "trace")
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_value(text: str, *, strict_json: bool = False) -> Any:
+    """A `var` value: JSON when it parses, else the text itself (or an error, if `strict_json`)."""
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        if strict_json:
+            raise TetherError(
+                "invalid_json",
+                f"value is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+                line=exc.lineno,
+                column=exc.colno,
+            ) from None
+        return text
+
+
+class Runtime:
+    """Drives executions in whatever store their URI names.
+
+    `condition` evaluates `check`/`when` expressions (CEL by default); `clock` gives timestamps.
+    Trees are cached by hash: an embedded tree never changes, so the cache cannot go stale.
+    """
+
+    def __init__(
+        self,
+        *,
+        clock: Clock = utc_now,
+        condition: core.Condition = core.default_condition,
+    ) -> None:
+        self._clock = clock
+        self._condition = condition
+        self._trees: dict[str, dict[str, Any]] = {}
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def start(
+        self,
+        tree_uri: str,
+        trace: str,
+        *,
+        var: dict[str, Any] | None = None,
+        const: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        from tether.store.file import path_of
+        from tether.tree.load import load_tree
+
+        store = store_for(trace)
+        uri = store.canonical(trace)
+        if store.exists(uri):
+            raise TetherError(
+                "already_exists",
+                f"an execution already exists at {uri}; resume it, reset it, or choose another",
+                uri=uri,
+            )
+        tree = load_tree(path_of(tree_uri))
+        now = self._clock()
+        state = core.initial_state(
+            tree.data,
+            uri=uri,
+            tree_uri="file://" + tree.source,
+            tree_hash=tree.hash,
+            now=now,
+            salt=secrets.token_hex(4),
+            var=var,
+            const=const,
+        )
+        stored = store.create(uri, state, tree.data)
+        self._trees[tree.hash] = tree.data
+        return {
+            "status": "started",
+            "uri": uri,
+            "tree": tree.data["name"],
+            "tree_hash": tree.hash,
+            "message": "Execution created. Call next: the first request is the protocol.",
+            "current": core.current(stored),
+        }
+
+    def resume(self, trace: str) -> dict[str, Any]:
+        store = store_for(trace)
+        uri = store.canonical(trace)
+        state = store.load(uri)
+        self._tree(store, uri, state)
+        return {
+            "status": "resumable" if state["status"] == "running" else state["status"],
+            "uri": uri,
+            "tree": state.get("tree_name"),
+            "phase": state["phase"],
+            "revision": state["revision"],
+            "current": core.current(state),
+        }
+
+    def reset(self, trace: str) -> dict[str, Any]:
+        return self._answer(trace, core.Reset())
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def next(self, trace: str, *, all: bool = False) -> Any:
+        store = store_for(trace)
+        state = store.load(store.canonical(trace))
+        return core.all_open(state) if all else core.current(state)
+
+    def eval(
+        self, trace: str, result: bool, *, note: str | None = None, step: str | None = None
+    ) -> dict[str, Any]:
+        return self._answer(trace, core.Eval(result, note, step))
+
+    def submit(
+        self, trace: str, status: str, *, note: str | None = None, step: str | None = None
+    ) -> dict[str, Any]:
+        return self._answer(trace, core.Submit(status, note, step))
+
+    def think(self, trace: str, thought: str) -> dict[str, Any]:
+        return self._answer(trace, core.Think(thought))
+
+    # -- scopes --------------------------------------------------------------------------------
+
+    def var_read(self, trace: str, path: str | None = None) -> Any:
+        store = store_for(trace)
+        return read_path(store.load(store.canonical(trace))["var"], path, "var")
+
+    def var_write(self, trace: str, path: str, value: Any) -> dict[str, Any]:
+        return self._answer(trace, core.VarWrite(path, value))
+
+    def const_read(self, trace: str, path: str | None = None) -> Any:
+        store = store_for(trace)
+        return read_path(store.load(store.canonical(trace))["const"], path, "const")
+
+    # -- inspection ----------------------------------------------------------------------------
+
+    def get(self, trace: str) -> dict[str, Any]:
+        store = store_for(trace)
+        uri = store.canonical(trace)
+        state = store.load(uri)
+        doc = {k: v for k, v in state.items() if k not in _INTERNAL}
+        doc["tree"] = self._tree(store, uri, state)
+        doc["trace"] = list(store.read_trace(uri))
+        return doc
+
+    def trace(self, trace: str, *, start: int | None = None, stop: int | None = None) -> list[Any]:
+        """Trace entries with `start <= seq < stop` (either bound may be omitted)."""
+        store = store_for(trace)
+        return [
+            e
+            for e in store.read_trace(store.canonical(trace))
+            if (start is None or e["seq"] >= start) and (stop is None or e["seq"] < stop)
+        ]
+
+    def verify(self, trace: str) -> dict[str, Any]:
+        from tether.engine.replay import verify
+
+        store = store_for(trace)
+        uri = store.canonical(trace)
+        state = store.load(uri)
+        entries = list(store.read_trace(uri))
+        tree = self._tree(store, uri, state)
+        diffs = verify(tree, state, entries, self._condition)
+        return {
+            "ok": not diffs,
+            "uri": uri,
+            "entries": len(entries),
+            "revision": state["revision"],
+            "differences": diffs,
+        }
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _tree(self, store: Any, uri: str, state: dict[str, Any]) -> dict[str, Any]:
+        cached = self._trees.get(state["tree_hash"])
+        if cached is None:
+            cached = self._trees[state["tree_hash"]] = store.load_tree(uri)
+        return cached
+
+    def _answer(self, trace: str, answer: core.Answer) -> dict[str, Any]:
+        store = store_for(trace)
+        uri = store.canonical(trace)
+        with store.transaction(uri) as tx:
+            state = tx.state
+            cached = self._trees.get(state["tree_hash"])
+            tree = cached if cached is not None else tx.tree()
+            self._trees[state["tree_hash"]] = tree
+            outcome = core.apply(tree, state, answer, self._clock(), self._condition)
+            if outcome.changed:
+                outcome.state["updated_at"] = outcome.entries[-1]["ts"]
+                tx.commit(
+                    outcome.state, outcome.entries, reset_trace=isinstance(answer, core.Reset)
+                )
+        return outcome.response
