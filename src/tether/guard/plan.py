@@ -1,0 +1,64 @@
+"""The resolved plan of a configuration file, cached so that a fresh process stays fast.
+
+Owns: loading a configuration file's plan (see `config.resolve`) through a JSON cache keyed by the
+file's absolute path and invalidated when the file, a custom profile it read, or the guard's own
+rule and profile sources change. A fresh cache is read without importing YAML or pydantic, which
+keeps `tether guard hook` quick. It does not validate anything itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+CACHE_VERSION = 1
+_SOURCES = ("config.py", "rules.py", "profiles.py", "conditions.py", "prompts/dev.md")
+
+
+def _stamp(path: str) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_mtime_ns, st.st_size]
+
+
+def _sources() -> list[str]:
+    here = Path(__file__).parent
+    return [str(here / name) for name in _SOURCES]
+
+
+def load_plan(path: str | os.PathLike[str], cache_dir: str | None = None) -> dict[str, Any]:
+    """The plan of the configuration file at `path`, from `cache_dir` when still fresh."""
+    if cache_dir is None:
+        from tether.guard.config import plan_from_file
+
+        return plan_from_file(path)[0]
+    absolute = os.path.abspath(path)
+    name = hashlib.sha256(absolute.encode()).hexdigest()[:24]
+    cache_file = Path(cache_dir) / f"plan-{name}.json"
+    try:
+        cached = json.loads(cache_file.read_text(encoding="utf-8"))
+        if (
+            cached["version"] == CACHE_VERSION
+            and cached["path"] == str(path)
+            and all(_stamp(file) == stamp for file, stamp in cached["files"].items())
+        ):
+            return cached["plan"]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    from tether.guard.config import plan_from_file
+
+    plan, read = plan_from_file(path)
+    files = {file: _stamp(file) for file in [absolute, *read, *_sources()]}
+    os.makedirs(cache_dir, exist_ok=True)
+    tmp = cache_file.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(
+        json.dumps({"version": CACHE_VERSION, "path": str(path), "files": files, "plan": plan}),
+        encoding="utf-8",
+    )
+    os.replace(tmp, cache_file)
+    return plan

@@ -1,0 +1,292 @@
+"""Per-session state: what is tracked, and the fold of a session's events into it.
+
+Owns: the compiled `state_tracking` (sets, counters, flags and which tools touch them), the target
+of a call, the `SessionState` snapshot and the events that change it. The state is a pure fold over
+an append-only list of events, so a session can be rebuilt by replaying its log. It does not decide
+anything (that is the engine) and does not persist anything (that is the session store).
+
+Events (plain JSON objects):
+
+- `{"e": "user", "text": ...}`: a user message starts a new turn.
+- `{"e": "text", "text": ...}`: the model produced text.
+- `{"e": "tool", "tool", "ok", "target", "add", "inc", "reset", "set", "unset"}`: a tool call
+  that ran; `ok: false` for a failed call, which counts as a call but changes no set, counter or
+  flag. The effects are computed when the event is made, so replay needs no configuration.
+- `{"e": "decision", "rule", "action", "phase"}`: a rule fired (recorded in `violations`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from tether.guard.triggers import Trigger, canonical
+
+DEFAULT_TARGET_KEYS: tuple[str, ...] = (
+    "file_path",
+    "path",
+    "filepath",
+    "url",
+    "query",
+    "pattern",
+    "target",
+)
+HISTORY_LIMIT = 50
+VIOLATION_LIMIT = 50
+
+
+def _is_path_key(key: str) -> bool:
+    return key.endswith("path")
+
+
+def extract_target(params: dict[str, Any], keys: tuple[str, ...], cwd: str | None) -> str | None:
+    """The first non-empty value among `keys`; path-like keys are made absolute against `cwd`."""
+    for key in keys:
+        value = params.get(key)
+        if value is None or value == "":
+            continue
+        text = value if isinstance(value, str) else str(value)
+        if _is_path_key(key):
+            text = os.path.expanduser(text)
+            if cwd and not os.path.isabs(text):
+                text = os.path.join(cwd, text)
+            text = os.path.normpath(text)
+        return text
+    return None
+
+
+@dataclass(frozen=True)
+class SetSpec:
+    name: str
+    add_on: Trigger
+    keys: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ResetWhen:
+    tool: Trigger
+    param: str
+    pattern: re.Pattern[str]
+
+
+@dataclass(frozen=True)
+class CounterSpec:
+    name: str
+    increment_on: Trigger
+    reset_on: Trigger | None
+    reset_when: tuple[ResetWhen, ...]
+
+
+@dataclass(frozen=True)
+class FlagSpec:
+    name: str
+    set_on: Trigger
+    unset_on: Trigger | None
+
+
+@dataclass(frozen=True)
+class ToolEffects:
+    """Which sets, counters and flags one tool touches (computed once per tool name)."""
+
+    sets: tuple[SetSpec, ...]
+    inc: tuple[str, ...]
+    reset: tuple[str, ...]
+    reset_when: tuple[tuple[str, ResetWhen], ...]
+    set_flags: tuple[str, ...]
+    unset_flags: tuple[str, ...]
+
+
+def set_keys(spec: dict[str, Any]) -> tuple[str, ...]:
+    """The target keys of a set: its `target`, its `aliases`, then the default keys."""
+    keys: list[str] = []
+    for key in [spec.get("target"), *spec.get("aliases", []), *DEFAULT_TARGET_KEYS]:
+        if key and key not in keys:
+            keys.append(key)
+    return tuple(keys)
+
+
+class Tracking:
+    """The compiled `state_tracking` block."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.sets = {
+            name: SetSpec(name, Trigger(spec["add_on"]), set_keys(spec))
+            for name, spec in config.get("sets", {}).items()
+        }
+        self.counters = {
+            name: CounterSpec(
+                name,
+                Trigger(spec["increment_on"]),
+                Trigger(spec["reset_on"]) if spec.get("reset_on") else None,
+                tuple(
+                    ResetWhen(
+                        Trigger(item["tool"]), item["param"], re.compile(item["matches"], re.I)
+                    )
+                    for item in spec.get("reset_when", [])
+                ),
+            )
+            for name, spec in config.get("counters", {}).items()
+        }
+        self.flags = {
+            name: FlagSpec(
+                name,
+                Trigger(spec["set_on"]),
+                Trigger(spec["unset_on"]) if spec.get("unset_on") else None,
+            )
+            for name, spec in config.get("flags", {}).items()
+        }
+        self._effects: dict[str, ToolEffects] = {}
+
+    def effects_for(self, tool: str) -> ToolEffects:
+        found = self._effects.get(tool)
+        if found is None:
+            found = ToolEffects(
+                sets=tuple(s for s in self.sets.values() if s.add_on.matches(tool)),
+                inc=tuple(c.name for c in self.counters.values() if c.increment_on.matches(tool)),
+                reset=tuple(
+                    c.name
+                    for c in self.counters.values()
+                    if c.reset_on is not None and c.reset_on.matches(tool)
+                ),
+                reset_when=tuple(
+                    (c.name, rw)
+                    for c in self.counters.values()
+                    for rw in c.reset_when
+                    if rw.tool.matches(tool)
+                ),
+                set_flags=tuple(f.name for f in self.flags.values() if f.set_on.matches(tool)),
+                unset_flags=tuple(
+                    f.name
+                    for f in self.flags.values()
+                    if f.unset_on is not None and f.unset_on.matches(tool)
+                ),
+            )
+            self._effects[tool] = found
+        return found
+
+    def tool_event(
+        self, tool: str, params: dict[str, Any], ok: bool, cwd: str | None
+    ) -> dict[str, Any]:
+        """The event recording a call of `tool` that ran (`ok`) or failed."""
+        event: dict[str, Any] = {
+            "e": "tool",
+            "tool": canonical(tool),
+            "ok": ok,
+            "target": extract_target(params, DEFAULT_TARGET_KEYS, cwd),
+        }
+        if not ok:
+            return event
+        fx = self.effects_for(tool)
+        add = {}
+        for spec in fx.sets:
+            target = extract_target(params, spec.keys, cwd)
+            if target is not None:
+                add[spec.name] = target
+        reset = list(fx.reset)
+        for name, rw in fx.reset_when:
+            value = params.get(rw.param)
+            if value is not None and rw.pattern.search(str(value)) and name not in reset:
+                reset.append(name)
+        for key, value in (
+            ("add", add),
+            ("inc", list(fx.inc)),
+            ("reset", reset),
+            ("set", list(fx.set_flags)),
+            ("unset", list(fx.unset_flags)),
+        ):
+            if value:
+                event[key] = value
+        return event
+
+
+@dataclass
+class SessionState:
+    """Everything a session has accumulated; `apply` folds one event into it."""
+
+    turn: int = 0
+    step: int = 0
+    awaiting_step: bool = True
+    tool_calls_this_turn: int = 0
+    total_tool_calls: int = 0
+    text_this_turn: bool = False
+    last_tool: str | None = None
+    streak: int = 0
+    last_user_message: str | None = None
+    events: int = 0
+    sets: dict[str, dict[str, None]] = field(default_factory=dict)
+    counters: dict[str, int] = field(default_factory=dict)
+    flags: dict[str, bool] = field(default_factory=dict)
+    history: list[list[Any]] = field(default_factory=list)
+    violations: list[dict[str, Any]] = field(default_factory=list)
+    violation_count: int = 0
+    classified: list[int] = field(default_factory=list)
+
+    def apply(self, event: dict[str, Any]) -> None:
+        kind = event["e"]
+        self.events += 1
+        if kind == "user":
+            self.turn += 1
+            self.tool_calls_this_turn = 0
+            self.text_this_turn = False
+            self.awaiting_step = True
+            self.last_tool = None
+            self.streak = 0
+            self.last_user_message = event.get("text")
+            if event.get("classified"):
+                self.classified.append(self.turn)
+        elif kind == "text":
+            self.text_this_turn = True
+            self._begin_step()
+        elif kind == "tool":
+            self._begin_step()
+            self.awaiting_step = True
+            tool = event["tool"]
+            self.tool_calls_this_turn += 1
+            self.total_tool_calls += 1
+            self.streak = self.streak + 1 if self.last_tool == tool else 1
+            self.last_tool = tool
+            self.history.append([tool, event.get("target"), event["ok"]])
+            del self.history[:-HISTORY_LIMIT]
+            for name, target in event.get("add", {}).items():
+                self.sets.setdefault(name, {})[target] = None
+            for name in event.get("inc", ()):
+                self.counters[name] = self.counters.get(name, 0) + 1
+            for name in event.get("reset", ()):
+                self.counters[name] = 0
+            for name in event.get("set", ()):
+                self.flags[name] = True
+            for name in event.get("unset", ()):
+                self.flags[name] = False
+        elif kind == "decision":
+            self.violation_count += 1
+            self.violations.append(
+                {"rule": event["rule"], "action": event["action"], "turn": self.turn}
+            )
+            del self.violations[:-VIOLATION_LIMIT]
+        else:
+            raise ValueError(f"unknown event kind {kind!r}")
+
+    def _begin_step(self) -> None:
+        if self.awaiting_step:
+            self.step += 1
+            self.awaiting_step = False
+
+    def to_json(self) -> dict[str, Any]:
+        out = self.__dict__.copy()
+        out["sets"] = {name: list(values) for name, values in self.sets.items()}
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SessionState:
+        state = cls(**{**data, "sets": {}})
+        state.sets = {name: dict.fromkeys(values) for name, values in data["sets"].items()}
+        return state
+
+    @classmethod
+    def replay(cls, events: list[dict[str, Any]]) -> SessionState:
+        state = cls()
+        for event in events:
+            state.apply(event)
+        return state
