@@ -1,0 +1,193 @@
+"""CEL expressions in trees: `check` steps and `when` modifiers.
+
+Owns: compiling (with a cache keyed by source), static checking with the position of a problem,
+and evaluating an expression against the `var` and `const` scopes.
+
+Scopes. CEL reserves the words `var` and `const`, so an expression sees the scopes as `VAR` and
+`CONST`, with the abtree aliases `LOCAL` (= VAR) and `GLOBAL` (= CONST). Authors may also write
+the step-text spelling `$VAR.x`, `$LOCAL.x`, `$CONST.x` or `$GLOBAL.x`: before compiling, the `$`
+of those four prefixes (outside string literals) becomes a space, so every column the library
+reports still points at the author's text.
+
+Loading the library. `import cel` costs about 200 ms, because the package's `__init__` also
+imports its interactive command line (prompt_toolkit and friends), and the CLI's step path has to
+stay fast. So the compiled extension module `cel/cel.*.so` (or `.pyd`) is loaded on its own, by
+file, through `importlib.machinery.ExtensionFileLoader` (about 10 ms), and registered as
+`cel.cel` in `sys.modules`, so that a later `import cel` elsewhere reuses it rather than
+initialising the extension twice. If the file cannot be found, it falls back to `import cel`.
+The library is loaded on first use only: importing this module costs nothing, and it never
+imports YAML or pydantic.
+
+Does not own: where in a tree file an expression sits (`load.py` adds the file location), or
+what a false condition means at run time (the engine).
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from tether.errors import TetherError
+
+_PREFIX = re.compile(r"\$(VAR|LOCAL|CONST|GLOBAL)\b")
+_ERROR = re.compile(r"ERROR: <input>:(\d+):(\d+): ([^\n]*)")
+_QUOTES = "\"'"
+
+_cel: ModuleType | None = None
+_programs: dict[str, Any] = {}
+
+
+class ExpressionError(Exception):
+    """An expression could not be evaluated, or a condition did not produce a bool."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _library() -> ModuleType:
+    global _cel
+    if _cel is None:
+        _cel = sys.modules.get("cel.cel") or _load_extension()
+    return _cel
+
+
+def _load_extension() -> ModuleType:
+    spec = importlib.util.find_spec("cel")
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    paths = [p for d in folders for glob in ("cel.*.so", "cel*.pyd") for p in Path(d).glob(glob)]
+    ext_spec = (
+        importlib.util.spec_from_file_location(
+            "cel.cel",
+            paths[0],
+            loader=importlib.machinery.ExtensionFileLoader("cel.cel", str(paths[0])),
+        )
+        if paths
+        else None
+    )
+    if ext_spec is None or ext_spec.loader is None:
+        import cel
+
+        return cel
+    module = importlib.util.module_from_spec(ext_spec)
+    ext_spec.loader.exec_module(module)
+    sys.modules["cel.cel"] = module
+    return module
+
+
+def prepare(src: str) -> str:
+    """`src` with the `$` of `$VAR`, `$LOCAL`, `$CONST` and `$GLOBAL` replaced by a space,
+    outside string literals (so columns are unchanged)."""
+    if "$" not in src:
+        return src
+    out: list[str] = []
+    i = 0
+    while i < len(src):
+        char = src[i]
+        if char in _QUOTES:
+            end = _string_end(src, i)
+            out.append(src[i:end])
+            i = end
+            continue
+        match = _PREFIX.match(src, i) if char == "$" else None
+        if match:
+            out.append(" " + match.group(1))
+            i = match.end()
+            continue
+        out.append(char)
+        i += 1
+    return "".join(out)
+
+
+def _string_end(src: str, start: int) -> int:
+    """The index just after the string literal opening at `start` (or the end of `src`)."""
+    quote = src[start] * 3 if src.startswith(src[start] * 3, start) else src[start]
+    raw = start > 0 and src[start - 1] in "rR"
+    i = start + len(quote)
+    while i < len(src):
+        if src[i] == "\\" and not raw:
+            i += 2
+            continue
+        if src.startswith(quote, i):
+            return i + len(quote)
+        i += 1
+    return len(src)
+
+
+def _compile(src: str) -> Any:
+    program = _programs.get(src)
+    if program is None:
+        try:
+            program = _library().compile(prepare(src))
+        except ValueError as exc:
+            line, column, problem = _syntax_problem(str(exc))
+            raise TetherError(
+                "invalid_expression",
+                f"invalid CEL expression at {line}:{column}: {problem}",
+                line=line,
+                column=column,
+                expression=src,
+            ) from None
+        _programs[src] = program
+    return program
+
+
+def _syntax_problem(text: str) -> tuple[int, int, str]:
+    """(line, column, problem) from the library's `ERROR: <input>:1:8: ...` text."""
+    match = _ERROR.search(text)
+    if not match:
+        return 1, 1, text
+    problem = match.group(3).split(" expecting {")[0]
+    reserved = re.fullmatch(r"reserved identifier: (var|const)", problem)
+    if reserved:
+        word = reserved.group(1)
+        problem += f" (write {word.upper()} or ${word.upper()})"
+    return int(match.group(1)), int(match.group(2)), problem
+
+
+def check_expression(src: str) -> None:
+    """Raise TetherError("invalid_expression") with `line`/`column` inside the expression if
+    `src` does not compile."""
+    _compile(src)
+
+
+def evaluate(src: str, var: dict[str, Any], const: dict[str, Any]) -> Any:
+    """The plain Python value of `src` against the scopes; ExpressionError if evaluation fails."""
+    program = _compile(src)
+    scopes = {"VAR": var, "CONST": const, "LOCAL": var, "GLOBAL": const}
+    try:
+        return program.execute(scopes)
+    except KeyError as exc:
+        raise ExpressionError(
+            f"no such key {exc.args[0]!r}" if exc.args else "no such key"
+        ) from None
+    except Exception as exc:
+        raise ExpressionError(_first_sentence(str(exc)) or type(exc).__name__) from None
+
+
+def _first_sentence(text: str) -> str:
+    return text.split(". ")[0].rstrip(".")
+
+
+def evaluate_condition(src: str, var: dict[str, Any], const: dict[str, Any]) -> bool:
+    """Like `evaluate`, but the result must be a bool."""
+    result = evaluate(src, var, const)
+    if not isinstance(result, bool):
+        raise ExpressionError(f"check must produce a bool, got {_describe(result)}")
+    return result
+
+
+def _describe(value: Any) -> str:
+    kinds = {int: "int", float: "double", str: "string", list: "list", dict: "map", bytes: "bytes"}
+    kind = "null" if value is None else kinds.get(type(value), type(value).__name__)
+    try:
+        shown = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        shown = repr(value)
+    return f"{kind} {shown}"

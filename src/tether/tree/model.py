@@ -1,0 +1,232 @@
+"""The tree file format as data: which keys each part of a file takes, what kind of value each
+key holds, and what it means.
+
+Owns: the field tables (file wrapper, `state`, node types, `$ref`, steps), the value kinds with
+their JSON Schema fragments, the type aliases and the name pattern. It is the one source of truth
+read by both the validator (`load.py`, which checks values kind by kind) and the JSON Schema
+(`schema.py`, which emits each kind's fragment), so the two cannot drift apart.
+
+Does not own: parsing, error reporting, `$ref` resolution or normalisation (`load.py`), CEL
+(`expressions.py`), or the emitted schema document itself (`schema.py`). Imports nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+NAME_PATTERN = r"^[A-Za-z0-9_-]+$"
+WRITE_PATH_PATTERN = r"^(\$(VAR|LOCAL)\.)?[^.\s]+(\.[^.\s]+)*$"
+
+
+@dataclass(frozen=True)
+class Field:
+    """One key of a mapping in a tree file."""
+
+    kind: str
+    description: str
+    required: bool = False
+
+
+SCHEMA_FIELD = Field(
+    "uri", "The JSON Schema this file follows (for editors); ignored when the tree is loaded."
+)
+STATE_FIELD = Field(
+    "state",
+    "Initial state: `var` (alias `local`) is the per-execution blackboard the agent reads and "
+    "writes; `const` (alias `global`) is the read-only world model, fixed at start.",
+)
+
+WRAPPER_FIELDS: dict[str, Field] = {
+    "$schema": SCHEMA_FIELD,
+    "name": Field("tree_name", "The tree's name.", required=True),
+    "version": Field("version", "The tree's version (a number is kept as its text)."),
+    "description": Field("text", "What the tree is for."),
+    "state": STATE_FIELD,
+    "tree": Field("node", "The root node.", required=True),
+}
+
+SCOPE_ALIASES: dict[str, str] = {"local": "var", "global": "const"}
+STATE_FIELDS: dict[str, Field] = {
+    "var": Field("scope", "The per-execution blackboard ($VAR): read and written by the agent."),
+    "const": Field("scope", "The read-only world model ($CONST), seeded once at start."),
+    "local": Field("scope", "abtree spelling of `var` ($LOCAL)."),
+    "global": Field("scope", "abtree spelling of `const` ($GLOBAL)."),
+}
+
+TYPE_ALIASES: dict[str, str] = {"fallback": "selector"}
+TYPE_DESCRIPTIONS: dict[str, str] = {
+    "sequence": "Runs children in order; fails on the first failure, succeeds when all succeed.",
+    "selector": "Runs children in order; succeeds on the first success, fails when all fail.",
+    "fallback": "Another name for `selector`.",
+    "parallel": "Runs every child; succeeds when `policy` is met, fails once it no longer can be.",
+    "action": "A leaf: runs its steps in order; fails on a false evaluate or check, or a failed "
+    "instruct.",
+}
+
+COMMON_FIELDS: dict[str, Field] = {
+    "type": Field("node_type", "The node type.", required=True),
+    "name": Field(
+        "name",
+        "The node's name: letters, digits, `_` and `-`, unique among its siblings.",
+        required=True,
+    ),
+    "retries": Field(
+        "count",
+        "On failure, reset the subtree and try again, up to this many more times.",
+    ),
+    "optional": Field("flag", "When true, the node's failure counts as success."),
+    "when": Field(
+        "cel",
+        "A CEL condition checked when the node is first reached; false skips the node, which "
+        "then counts as success. Sees VAR/CONST (also LOCAL/GLOBAL, or $VAR.x and friends).",
+    ),
+    "description": Field("text", "What the node is for."),
+    "version": Field("version", "Accepted on any node for behaviors-sh files; ignored."),
+    "$schema": SCHEMA_FIELD,
+    "state": Field(
+        "state",
+        "Initial state declared on this node (behaviors-sh); merged into the tree's state.",
+    ),
+}
+
+CHILDREN_FIELD = Field("children", "The child nodes, at least one.", required=True)
+NODE_FIELDS: dict[str, dict[str, Field]] = {
+    "sequence": {"children": CHILDREN_FIELD},
+    "selector": {"children": CHILDREN_FIELD},
+    "parallel": {
+        "children": CHILDREN_FIELD,
+        "policy": Field(
+            "policy",
+            "When the parallel succeeds: `all` children (the default), `any` child, or at "
+            "least N children.",
+        ),
+    },
+    "action": {"steps": Field("steps", "The steps, at least one, run in order.", required=True)},
+}
+
+REF_FIELDS: dict[str, Field] = {
+    "$ref": Field(
+        "uri",
+        "A fragment file holding one node, relative to the file that refers to it.",
+        required=True,
+    ),
+}
+
+STEP_KINDS = ("evaluate", "instruct", "check")
+STEP_FIELDS: dict[str, Field] = {
+    "evaluate": Field(
+        "step_text", "A precondition the agent judges: true advances, false fails the action."
+    ),
+    "instruct": Field(
+        "step_text",
+        "Work the agent performs: success advances, failure fails the action, running waits.",
+    ),
+    "check": Field(
+        "cel",
+        "A CEL precondition the runtime evaluates against VAR and CONST: true advances, false "
+        "fails the action.",
+    ),
+    "writes": Field(
+        "write_paths",
+        "instruct only: var paths the agent must write during this step before success is "
+        "accepted (a leading $VAR. or $LOCAL. is dropped).",
+    ),
+}
+
+
+# Value kinds: the validator checks a value against its kind (load.py) and the schema emits the
+# kind's fragment (schema.py). Structural kinds (node, children, steps, state, scope) are
+# validated by recursion in load.py.
+KIND_SCHEMAS: dict[str, dict[str, Any]] = {
+    "node_type": {"enum": [*NODE_FIELDS, *TYPE_ALIASES]},
+    "name": {"type": "string", "pattern": NAME_PATTERN},
+    "tree_name": {"type": "string", "minLength": 1},
+    "text": {"type": "string"},
+    "step_text": {"type": "string", "minLength": 1},
+    "cel": {"type": "string", "minLength": 1},
+    "count": {"type": "integer", "minimum": 0},
+    "flag": {"type": "boolean"},
+    "version": {"type": ["string", "number"]},
+    "uri": {"type": "string"},
+    "policy": {
+        "anyOf": [
+            {"enum": ["all", "any"]},
+            {"type": "integer", "minimum": 1},
+        ]
+    },
+    "write_paths": {
+        "type": "array",
+        "minItems": 1,
+        "uniqueItems": True,
+        "items": {"type": "string", "pattern": WRITE_PATH_PATTERN},
+    },
+    "scope": {"type": ["object", "null"]},
+    "state": {"$ref": "#/$defs/state"},
+    "node": {"$ref": "#/$defs/node"},
+    "children": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/node"}},
+    "steps": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/step"}},
+}
+
+# How an error message names what a kind expects: "<key> must be <phrase>, got ...".
+KIND_PHRASES: dict[str, str] = {
+    "node_type": "one of " + ", ".join(KIND_SCHEMAS["node_type"]["enum"]),
+    "name": "a name made of letters, digits, '_' and '-'",
+    "tree_name": "a non-empty string",
+    "text": "a string",
+    "step_text": "a non-empty string",
+    "cel": "a non-empty CEL expression (a string)",
+    "count": "a whole number >= 0",
+    "flag": "true or false",
+    "version": "a string or a number",
+    "uri": "a string",
+    "policy": "'all', 'any' or a whole number >= 1",
+    "write_paths": "a list of distinct var paths such as 'result' or 'review.notes'",
+    "scope": "a mapping of names to values",
+    "state": "a mapping with 'var' and 'const' (or 'local' and 'global')",
+    "node": "a node (a mapping with 'type' and 'name', or '$ref')",
+    "children": "a non-empty list of nodes",
+    "steps": "a non-empty list of steps",
+}
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list,),
+    "null": (type(None),),
+}
+
+
+def conforms(value: object, fragment: dict[str, Any]) -> bool:
+    """Whether `value` satisfies a kind's schema fragment (the JSON Schema keywords used above;
+    `$ref` fragments are structural and checked by the loader, so they pass here)."""
+    if "anyOf" in fragment:
+        return any(conforms(value, f) for f in fragment["anyOf"])
+    if "enum" in fragment:
+        return isinstance(value, str) and value in fragment["enum"]
+    if "type" in fragment:
+        names = fragment["type"]
+        allowed = [names] if isinstance(names, str) else names
+        if isinstance(value, bool) and "boolean" not in allowed:
+            return False
+        if not any(isinstance(value, _JSON_TYPES[t]) for t in allowed):
+            return False
+    if isinstance(value, str):
+        if len(value) < fragment.get("minLength", 0):
+            return False
+        if "pattern" in fragment and not re.search(fragment["pattern"], value):
+            return False
+    if isinstance(value, int) and value < fragment.get("minimum", value):
+        return False
+    if isinstance(value, list):
+        items = fragment.get("items", {})
+        if len(value) < fragment.get("minItems", 0):
+            return False
+        if fragment.get("uniqueItems") and len(set(map(repr, value))) < len(value):
+            return False
+        return all(conforms(v, items) for v in value)
+    return True
