@@ -27,6 +27,7 @@ _EXIT_BY_CODE: dict[str, int] = {
     "unknown_scheme": EXIT_INVALID,
     "corrupt_execution": EXIT_INVALID,
     "verify_failed": EXIT_INVALID,
+    "forbidden": EXIT_INVALID,
     "not_found": EXIT_NOT_FOUND,
     "already_exists": EXIT_CONFLICT,
     "wrong_phase": EXIT_CONFLICT,

@@ -12,15 +12,19 @@ commits nothing. It does not format output (the edges do) and does not know node
 from __future__ import annotations
 
 import json
+import os
 import secrets
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tether.engine import core
 from tether.engine.varpath import read_path
 from tether.errors import TetherError
 from tether.store import store_for
+
+if TYPE_CHECKING:
+    from tether.store.base import Store
 
 Clock = Callable[[], str]
 
@@ -59,10 +63,37 @@ class Runtime:
         *,
         clock: Clock = utc_now,
         condition: core.Condition = core.default_condition,
+        root: str | None = None,
     ) -> None:
         self._clock = clock
         self._condition = condition
         self._trees: dict[str, dict[str, Any]] = {}
+        self._root = os.path.realpath(root) if root is not None else None
+
+    def _store(self, uri: str) -> tuple[Store, str]:
+        """The store for `uri` and the URI's canonical spelling, confined to `root` if set."""
+        store = store_for(uri)
+        canonical = store.canonical(self._anchor(uri))
+        if self._root is not None and canonical.startswith("file://"):
+            self._confine(canonical[len("file://") :])
+        return store, canonical
+
+    def _anchor(self, uri: str) -> str:
+        """A relative bare path is taken relative to the root, when there is one."""
+        if self._root is None or "://" in uri or uri.startswith("file:") or os.path.isabs(uri):
+            return uri
+        return os.path.join(self._root, uri)
+
+    def _confine(self, path: str) -> None:
+        """Refuse a file outside the root, however it is reached (`..`, symbolic links)."""
+        assert self._root is not None
+        real = os.path.realpath(path)
+        if os.path.commonpath([real, self._root]) != self._root:
+            raise TetherError(
+                "forbidden",
+                f"{path} is outside the allowed root {self._root}",
+                path=path,
+            )
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -77,15 +108,17 @@ class Runtime:
         from tether.store.file import path_of
         from tether.tree.load import load_tree
 
-        store = store_for(trace)
-        uri = store.canonical(trace)
+        store, uri = self._store(trace)
         if store.exists(uri):
             raise TetherError(
                 "already_exists",
                 f"an execution already exists at {uri}; resume it, reset it, or choose another",
                 uri=uri,
             )
-        tree = load_tree(path_of(tree_uri))
+        tree_path = path_of(self._anchor(tree_uri))
+        if self._root is not None:
+            self._confine(tree_path)
+        tree = load_tree(tree_path)
         now = self._clock()
         state = core.initial_state(
             tree.data,
@@ -109,8 +142,7 @@ class Runtime:
         }
 
     def resume(self, trace: str) -> dict[str, Any]:
-        store = store_for(trace)
-        uri = store.canonical(trace)
+        store, uri = self._store(trace)
         state = store.load(uri)
         self._tree(store, uri, state)
         return {
@@ -128,8 +160,8 @@ class Runtime:
     # -- the loop ------------------------------------------------------------------------------
 
     def next(self, trace: str, *, all: bool = False) -> Any:
-        store = store_for(trace)
-        state = store.load(store.canonical(trace))
+        store, uri = self._store(trace)
+        state = store.load(uri)
         return core.all_open(state) if all else core.current(state)
 
     def eval(
@@ -148,21 +180,20 @@ class Runtime:
     # -- scopes --------------------------------------------------------------------------------
 
     def var_read(self, trace: str, path: str | None = None) -> Any:
-        store = store_for(trace)
-        return read_path(store.load(store.canonical(trace))["var"], path, "var")
+        store, uri = self._store(trace)
+        return read_path(store.load(uri)["var"], path, "var")
 
     def var_write(self, trace: str, path: str, value: Any) -> dict[str, Any]:
         return self._answer(trace, core.VarWrite(path, value))
 
     def const_read(self, trace: str, path: str | None = None) -> Any:
-        store = store_for(trace)
-        return read_path(store.load(store.canonical(trace))["const"], path, "const")
+        store, uri = self._store(trace)
+        return read_path(store.load(uri)["const"], path, "const")
 
     # -- inspection ----------------------------------------------------------------------------
 
     def get(self, trace: str) -> dict[str, Any]:
-        store = store_for(trace)
-        uri = store.canonical(trace)
+        store, uri = self._store(trace)
         state = store.load(uri)
         doc = {k: v for k, v in state.items() if k not in _INTERNAL}
         doc["tree"] = self._tree(store, uri, state)
@@ -171,18 +202,17 @@ class Runtime:
 
     def trace(self, trace: str, *, start: int | None = None, stop: int | None = None) -> list[Any]:
         """Trace entries with `start <= seq < stop` (either bound may be omitted)."""
-        store = store_for(trace)
+        store, uri = self._store(trace)
         return [
             e
-            for e in store.read_trace(store.canonical(trace))
+            for e in store.read_trace(uri)
             if (start is None or e["seq"] >= start) and (stop is None or e["seq"] < stop)
         ]
 
     def verify(self, trace: str) -> dict[str, Any]:
         from tether.engine.replay import verify
 
-        store = store_for(trace)
-        uri = store.canonical(trace)
+        store, uri = self._store(trace)
         state = store.load(uri)
         entries = list(store.read_trace(uri))
         tree = self._tree(store, uri, state)
@@ -204,8 +234,7 @@ class Runtime:
         return cached
 
     def _answer(self, trace: str, answer: core.Answer) -> dict[str, Any]:
-        store = store_for(trace)
-        uri = store.canonical(trace)
+        store, uri = self._store(trace)
         with store.transaction(uri) as tx:
             state = tx.state
             cached = self._trees.get(state["tree_hash"])

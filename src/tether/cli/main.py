@@ -8,13 +8,13 @@ are imported only by the commands that need them. It holds no runtime logic of i
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from typing import Any
 
 from tether.cli.args import Command, Parsed, parse
-from tether.errors import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, TetherError
+from tether.cli.output import emit, report
+from tether.errors import EXIT_OK, EXIT_USAGE, TetherError
 
 _STEP = ("--step",)
 _NOTE = ("--note", "--note-file")
@@ -84,6 +84,18 @@ COMMANDS: dict[str, Command] = {
 }
 
 
+# Command families with parsers of their own: name -> ("module:function", summary). The function
+# takes the arguments after the name and returns the exit code.
+FAMILIES: dict[str, tuple[str, str]] = {
+    "guard": ("tether.guard.cli:main", "the guard over an agent's tool calls (see guard --help)"),
+    "mcp": ("tether.mcp.cli:main", "serve the runtime over MCP, stdio or HTTP (tether mcp --help)"),
+    "view": ("tether.viewer.cli:view_main", "serve the live viewer page for executions"),
+    "show": ("tether.viewer.cli:show_main", "draw an execution's tree in the terminal"),
+    "render": ("tether.viewer.cli:render_main", "write a tree or an execution as SVG"),
+    "bot": ("tether.bot.cli:main", "bot tool surfaces: list tools, build a bot folder"),
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if not args or args[0] in ("-h", "--help", "help"):
@@ -95,10 +107,12 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(f"tether {__version__}\n")
         return EXIT_OK
     name, rest = args[0], args[1:]
-    if name == "guard":
-        from tether.guard.cli import main as guard_main
+    if name in FAMILIES:
+        import importlib
 
-        return guard_main(rest)
+        module, _, function = FAMILIES[name][0].partition(":")
+        family_main: Callable[[list[str]], int] = getattr(importlib.import_module(module), function)
+        return family_main(rest)
     command = COMMANDS.get(name)
     try:
         if command is None:
@@ -112,34 +126,20 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.write(_command_help(command))
             return EXIT_OK
         result = HANDLERS[name](parsed)
-    except TetherError as exc:
-        return _fail(exc.exit_code, {"error": exc.to_dict()})
     except KeyboardInterrupt:
         return 130
-    except Exception as exc:  # the last line of defence: a JSON error, never a traceback
-        return _fail(
-            EXIT_INTERNAL,
-            {"error": {"code": "internal", "message": f"{type(exc).__name__}: {exc}"}},
-        )
-    _emit(sys.stdout, result)
+    except Exception as exc:  # TetherError, and the last line of defence for anything else
+        return report(exc)
+    emit(result)
     if name == "verify" and not result["ok"]:
         return TetherError("verify_failed", "").exit_code
     return EXIT_OK
 
 
-def _emit(stream: Any, value: Any) -> None:
-    stream.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
-
-
-def _fail(code: int, payload: dict[str, Any]) -> int:
-    _emit(sys.stderr, payload)
-    return code
-
-
 def _overview() -> str:
     lines = ["usage: tether COMMAND [ARGS]  (tether COMMAND --help for one command)", ""]
     lines += [f"  {c.name:<10} {c.summary}" for c in COMMANDS.values()]
-    lines.append(f"  {'guard':<10} the guard over an agent's tool calls (tether guard --help)")
+    lines += [f"  {name:<10} {summary}" for name, (_, summary) in FAMILIES.items()]
     return "\n".join(lines) + "\n"
 
 
