@@ -64,23 +64,32 @@ class Runtime:
         clock: Clock = utc_now,
         condition: core.Condition = core.default_condition,
         root: str | None = None,
+        default_store: str | None = None,
     ) -> None:
         self._clock = clock
         self._condition = condition
         self._trees: dict[str, dict[str, Any]] = {}
         self._root = os.path.realpath(root) if root is not None else None
+        self._default_store = default_store or os.environ.get("TETHER_STORE") or None
 
     def _store(self, uri: str) -> tuple[Store, str]:
         """The store for `uri` and the URI's canonical spelling, confined to `root` if set."""
-        store = store_for(uri)
-        canonical = store.canonical(self._anchor(uri))
+        anchored = self._anchor(uri)
+        store = store_for(anchored)
+        canonical = store.canonical(anchored)
         if self._root is not None and canonical.startswith("file://"):
             self._confine(canonical[len("file://") :])
         return store, canonical
 
-    def _anchor(self, uri: str) -> str:
-        """A relative bare path is taken relative to the root, when there is one."""
-        if self._root is None or "://" in uri or uri.startswith("file:") or os.path.isabs(uri):
+    def _anchor(self, uri: str, *, tree: bool = False) -> str:
+        """Where a name that is not a URI lives: in the default store (`default_store`, else
+        the `TETHER_STORE` environment variable) as `STORE#name`, or else as a file, relative to
+        the root when there is one. Trees are always files."""
+        if "://" in uri or uri.startswith("file:"):
+            return uri
+        if not tree and self._default_store and not self._default_store.startswith("file:"):
+            return f"{self._default_store}#{uri}"
+        if self._root is None or os.path.isabs(uri):
             return uri
         return os.path.join(self._root, uri)
 
@@ -115,7 +124,7 @@ class Runtime:
                 f"an execution already exists at {uri}; resume it, reset it, or choose another",
                 uri=uri,
             )
-        tree_path = path_of(self._anchor(tree_uri))
+        tree_path = path_of(self._anchor(tree_uri, tree=True))
         if self._root is not None:
             self._confine(tree_path)
         tree = load_tree(tree_path)

@@ -1,0 +1,154 @@
+"""The store conformance suite (DESIGN section 4): every store passes all of it."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support.stores import Backend
+from tether.errors import TetherError
+from tether.verbs import Runtime
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+TREE = {"name": "t", "version": "1", "state": {"var": {}, "const": {}},
+        "root": {"type": "action", "name": "A", "steps": [{"instruct": "x"}]}}
+
+
+def _state(uri: str, **extra: Any) -> dict[str, Any]:
+    return {"schema_version": 1, "uri": uri, "status": "running", "revision": 0, "var": {"a": 1},
+            "const": {}, "open": [], "runtime": {}, "tree_hash": "sha256:t", **extra}
+
+
+def _entry(seq: int) -> dict[str, Any]:
+    return {"seq": seq, "ts": "2026-01-01T00:00:00.000Z", "kind": "think", "cursor": None,
+            "name": "A", "submitted": f"thought {seq}", "outcome": "recorded"}
+
+
+def _code(call: Any, *args: Any) -> str:
+    with pytest.raises(TetherError) as err:
+        call(*args)
+    return err.value.code
+
+
+def test_create_then_load(backend: Backend) -> None:
+    uri = backend.store.canonical(backend.new_uri())
+    backend.store.create(uri, _state(uri), TREE)
+    state = backend.store.load(uri)
+    assert state["revision"] == 0 and state["var"] == {"a": 1}
+    assert backend.store.trace_length(state) == 0
+    assert backend.store.load_tree(uri) == TREE
+    assert list(backend.store.read_trace(uri)) == []
+    assert backend.store.exists(uri)
+
+
+def test_canonical_is_idempotent(backend: Backend) -> None:
+    uri = backend.store.canonical(backend.new_uri())
+    assert backend.store.canonical(uri) == uri
+
+
+def test_create_refuses_an_existing_uri_and_keeps_it(backend: Backend) -> None:
+    uri = backend.store.canonical(backend.new_uri())
+    backend.store.create(uri, _state(uri), TREE)
+    assert _code(backend.store.create, uri, _state(uri, var={"b": 2}), TREE) == "already_exists"
+    assert backend.store.load(uri)["var"] == {"a": 1}
+
+
+def test_missing_execution_is_not_found(backend: Backend) -> None:
+    uri = backend.store.canonical(backend.new_uri())
+    assert not backend.store.exists(uri)
+    assert _code(backend.store.load, uri) == "not_found"
+    with pytest.raises(TetherError) as err, backend.store.transaction(uri):
+        pass
+    assert err.value.code == "not_found"
+
+
+def test_commit_bumps_revision_and_appends(backend: Backend) -> None:
+    uri = backend.store.canonical(backend.new_uri())
+    backend.store.create(uri, _state(uri), TREE)
+    for seq in range(3):
+        with backend.store.transaction(uri) as tx:
+            tx.commit(dict(tx.state, var={"n": seq}), [_entry(seq)])
+    state = backend.store.load(uri)
+    assert state["revision"] == 3 and state["var"] == {"n": 2}
+    assert [e["seq"] for e in backend.store.read_trace(uri)] == [0, 1, 2]
+    assert backend.store.trace_length(state) == 3
+
+
+def test_reset_trace_replaces_the_trace(backend: Backend) -> None:
+    uri = backend.store.canonical(backend.new_uri())
+    backend.store.create(uri, _state(uri), TREE)
+    with backend.store.transaction(uri) as tx:
+        tx.commit(tx.state, [_entry(0), _entry(1)])
+    with backend.store.transaction(uri) as tx:
+        tx.commit(tx.state, [_entry(2)], reset_trace=True)
+    with backend.store.transaction(uri) as tx:
+        tx.commit(tx.state, [_entry(3)])
+    assert [e["seq"] for e in backend.store.read_trace(uri)] == [2, 3]
+    assert backend.store.load(uri)["revision"] == 3
+
+
+def test_a_failed_transaction_commits_nothing(backend: Backend) -> None:
+    uri = backend.store.canonical(backend.new_uri())
+    backend.store.create(uri, _state(uri), TREE)
+    with pytest.raises(RuntimeError), backend.store.transaction(uri) as tx:
+        tx.state["var"] = {"changed": True}
+        raise RuntimeError("the engine refused")
+    state = backend.store.load(uri)
+    assert state["revision"] == 0 and state["var"] == {"a": 1}
+
+
+def test_loaded_documents_are_copies(backend: Backend) -> None:
+    uri = backend.store.canonical(backend.new_uri())
+    backend.store.create(uri, _state(uri), TREE)
+    backend.store.load(uri)["var"]["a"] = 99
+    backend.store.load_tree(uri)["name"] = "changed"
+    assert backend.store.load(uri)["var"] == {"a": 1}
+    assert backend.store.load_tree(uri)["name"] == "t"
+
+
+def test_concurrent_transactions_are_serialised(backend: Backend) -> None:
+    uri = backend.store.canonical(backend.new_uri())
+    backend.store.create(uri, _state(uri, counter=0), TREE)
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            for _ in range(10):
+                with backend.store.transaction(uri) as tx:
+                    n = tx.state["counter"]
+                    tx.commit(dict(tx.state, counter=n + 1), [_entry(n)])
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    state = backend.store.load(uri)
+    assert state["counter"] == 60 and state["revision"] == 60
+    assert [e["seq"] for e in backend.store.read_trace(uri)] == list(range(60))
+
+
+def test_runtime_walks_an_example_on_the_store(backend: Backend) -> None:
+    rt = Runtime()
+    uri = backend.new_uri()
+    rt.start(str(EXAMPLES / "hello-world.yaml"), uri)
+    rt.submit(uri, "success")
+    rt.var_write(uri, "time_of_day", "evening")
+    rt.submit(uri, "success")
+    rt.eval(uri, False)
+    rt.eval(uri, False)
+    rt.eval(uri, True)
+    rt.var_write(uri, "greeting", "Good evening!")
+    rt.submit(uri, "success")
+    assert rt.next(uri) == {"status": "done"}
+    report = rt.verify(uri)
+    assert report["ok"], report["differences"]
+    doc = rt.get(uri)
+    assert doc["status"] == "complete" and doc["var"]["greeting"] == "Good evening!"
+    assert [e["seq"] for e in doc["trace"]] == list(range(len(doc["trace"])))

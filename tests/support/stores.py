@@ -1,0 +1,36 @@
+"""The stores under test: one `Backend` per store kind, for the conformance suite.
+
+Every store must pass every test in `tests/store/test_conformance.py`. A new store joins the suite
+by adding a factory to `BACKENDS`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tether.store import store_for
+from tether.store.base import Store
+
+_names = itertools.count()
+
+
+@dataclass
+class Backend:
+    kind: str
+    store: Store
+    new_uri: Callable[[], str]
+
+
+def _file(tmp_path: Path) -> Backend:
+    return Backend("file", store_for("x.json"), lambda: str(tmp_path / f"run-{next(_names)}.json"))
+
+
+def _memory(tmp_path: Path) -> Backend:
+    return Backend("memory", store_for("memory://x"), lambda: f"memory://conformance-{next(_names)}")
+
+
+BACKENDS: dict[str, Callable[[Path], Backend]] = {"file": _file, "memory": _memory}
+
