@@ -132,6 +132,7 @@ def _compile(src: str) -> Any:
                 f"invalid CEL expression at {line}:{column}: {problem}",
                 line=line,
                 column=column,
+                problem=problem,
                 expression=src,
             ) from None
         _programs[src] = program

@@ -49,11 +49,11 @@ _SAME_SCOPE = {**SCOPE_ALIASES, **{scope: alias for alias, scope in SCOPE_ALIASE
 
 def load_tree(path: str | os.PathLike[str]) -> Tree:
     """Load, validate and normalise the tree file at `path` (YAML, or JSON for `.json`)."""
-    file = Path(path).absolute()
+    file = Path(path).resolve()
     if not file.exists():
         raise TetherError("not_found", f"{path}: no such tree file", file=str(path))
     loader = _Loader()
-    doc = loader.document(file, Where(Document(None, Locator(None), str(path))))
+    doc = loader.document(file, Where(Document(None, Locator(None, in_file=False), str(path))))
     data = loader.tree(doc, file.parent, (file,))
     return Tree(data, tree_hash(data), str(file))
 
@@ -68,7 +68,8 @@ def load_tree_text(text: str, source_name: str = "<text>", *, base_dir: str | No
 
 def normalise(raw: Any, source: str = "<data>", *, base_dir: str | None = None) -> dict[str, Any]:
     """Validate and normalise already-parsed tree data (errors name key paths, not lines)."""
-    return _Loader().tree(Document(raw, Locator(None), source), Path(base_dir or "."), ())
+    doc = Document(raw, Locator(None, in_file=False), source)
+    return _Loader().tree(doc, Path(base_dir or "."), ())
 
 
 def _parse(text: str, display: str, *, as_json: bool) -> Document:
@@ -245,7 +246,8 @@ class _Loader:
         if not conforms(kind, KIND_SCHEMAS["node_type"]):
             close = difflib.get_close_matches(str(kind), KIND_SCHEMAS["node_type"]["enum"], n=1)
             hint = f"did you mean {close[0]!r}?" if close else KIND_PHRASES["node_type"]
-            (where / "type").fail(f"unknown node type {_describe(kind)}", hint=hint)
+            shown = repr(kind) if isinstance(kind, str) else _describe(kind)
+            (where / "type").fail(f"unknown node type {shown}", hint=hint)
         kind = TYPE_ALIASES.get(kind, kind)
         fields = {**COMMON_FIELDS, **NODE_FIELDS[kind]}
         self.keys(raw, fields, where, f"a {kind} node")
@@ -290,7 +292,7 @@ class _Loader:
             return "all"
         if isinstance(policy, int) and policy > count:
             (where / "policy").fail(
-                f"policy {policy} asks for more successes than the {count} children can give"
+                f"policy {policy} is more than the number of children ({count})"
             )
         return policy
 
@@ -321,11 +323,15 @@ class _Loader:
         target = self.field(raw, "$ref", REF_FIELDS["$ref"], where)
         at = where / "$ref"
         if not target or target.startswith("#"):
-            at.fail("$ref must be a file path relative to this file", after=repr(target))
+            at.fail(
+                f"$ref {target!r} is not a file path",
+                hint="a $ref names a fragment file, relative to the file it is in",
+            )
         file = (context.base / target).resolve()
         if file in context.chain:
             cycle = [*context.chain[context.chain.index(file) :], file]
-            at.fail(f"$ref cycle: {' -> '.join(_display(f) for f in cycle)}")
+            names = [os.path.relpath(f, cycle[0].parent) for f in cycle]
+            at.fail(f"$ref cycle: {' -> '.join(names)}")
         if not file.is_file():
             at.fail(f"$ref file {_display(file)} does not exist")
         doc = self.document(file, at)

@@ -41,11 +41,12 @@ def format_path(path: Path) -> str:
 
 class Locator:
     """Finds positions in one parsed document. A lookup falls back to the nearest ancestor it
-    can find, so an error in a file always carries a position; data that never was text (a
-    Locator without a root) has none."""
+    can find, so an error in a file always carries a position (1:1 for an empty file); data
+    that never was text (`in_file=False`) has none."""
 
-    def __init__(self, root: yaml.Node | None) -> None:
+    def __init__(self, root: yaml.Node | None, *, in_file: bool = True) -> None:
         self._root = root
+        self._default = (1, 1) if in_file else None
 
     def _walk(self, path: Path) -> tuple[yaml.Node | None, yaml.Node | None]:
         """The node at `path` and the key node that names it (either may be None)."""
@@ -66,21 +67,20 @@ class Locator:
 
     def value(self, path: Path) -> tuple[int, int] | None:
         node, _ = self._walk(path)
-        return _position(node)
+        return self._position(node)
 
     def key(self, path: Path) -> tuple[int, int] | None:
         node, key = self._walk(path)
-        return _position(key if key is not None else node)
+        return self._position(key if key is not None else node)
+
+    def _position(self, node: yaml.Node | None) -> tuple[int, int] | None:
+        if node is None:
+            return self._default
+        return node.start_mark.line + 1, node.start_mark.column + 1
 
     def duplicate_key(self) -> tuple[Path, str] | None:
         """The first key given twice in one mapping, as (path of the mapping, key)."""
         return _find_duplicate(self._root, ())
-
-
-def _position(node: yaml.Node | None) -> tuple[int, int] | None:
-    if node is None:
-        return None
-    return node.start_mark.line + 1, node.start_mark.column + 1
 
 
 def _find_duplicate(node: yaml.Node | None, path: Path) -> tuple[Path, str] | None:
