@@ -353,6 +353,8 @@ def _resolved_path(data: Any, loc: tuple[Any, ...], kind: str) -> Path_:
     out: list[str | int] = []
     node = data
     for part in loc:
+        if part == 0 and isinstance(node, dict) and 0 not in node:
+            continue  # a single value given where a list is accepted
         if (isinstance(node, dict) and part in node) or _index_ok(node, part):
             node = node[part]
         else:
@@ -492,7 +494,10 @@ class Resolver:
     def checked_rules(
         self, doc: Located, prefix: Path_, rules: dict[str, bool | int]
     ) -> tuple[dict[str, bool], dict[str, int]]:
-        """Split legacy `rules` into rule toggles (true/false) and thresholds (numbers)."""
+        """Split legacy `rules` into rule toggles (true/false) and thresholds (numbers).
+
+        `max_sequential_same_tool` is both a rule and its threshold: a number sets the threshold
+        and switches the rule on, `false` switches it off."""
         toggles: dict[str, bool] = {}
         thresholds: dict[str, int] = {}
         for key, value in rules.items():
@@ -503,6 +508,8 @@ class Resolver:
                 if value < 0:
                     self.fail(doc, path, f"{key} is a threshold: a whole number >= 0")
                 thresholds[key] = value
+                if key in BUILTIN_IDS:
+                    toggles[key] = True
             elif key in THRESHOLDS:
                 self.fail(doc, path, f"{key} takes a whole number (a threshold)")
             elif key in BUILTIN_IDS:

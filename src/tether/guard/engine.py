@@ -77,6 +77,11 @@ class Decision:
         return best
 
     @property
+    def rules(self) -> list[str]:
+        """The ids of the rules that fired, in rule order."""
+        return [f.rule for f in self.firings]
+
+    @property
     def blocked(self) -> bool:
         return any(f.action == "block" for f in self.firings)
 
