@@ -332,7 +332,7 @@ class _Loader:
             cycle = [*context.chain[context.chain.index(file) :], file]
             names = [os.path.relpath(f, cycle[0].parent) for f in cycle]
             at.fail(f"$ref cycle: {' -> '.join(names)}")
-        if not file.is_file():
+        if not file.exists():
             at.fail(f"$ref file {_display(file)} does not exist")
         doc = self.document(file, at)
         via = f"{where.doc.display} at {format_path(where.path)}"

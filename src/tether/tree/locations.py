@@ -118,10 +118,10 @@ def parse(text: str, display: str, *, as_json: bool) -> Document:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             position = (exc.lineno, exc.colno)
-            raise located_error(display, position, f"malformed JSON: {exc.msg}") from None
+            raise _located_error(display, position, f"malformed JSON: {exc.msg}") from None
         # JSON forbids raw tabs inside strings, so tabs are layout only: spaces keep the columns
         # and let the YAML composer (which rejects tab indentation) find positions.
-        return Document(data, Locator(_compose(text.replace("\t", " "), display)), display)
+        return Document(data, Locator(_compose(text.replace("\t", " "))), display)
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
@@ -133,7 +133,7 @@ def parse(text: str, display: str, *, as_json: bool) -> Document:
     return Document(data, Locator(node), display)
 
 
-def _compose(text: str, display: str) -> yaml.Node | None:
+def _compose(text: str) -> yaml.Node | None:
     try:
         return yaml.compose(text, Loader=_Loader)
     except yaml.YAMLError:
@@ -146,10 +146,10 @@ def _raise_yaml(exc: yaml.YAMLError, display: str) -> NoReturn:
     context = getattr(exc, "context", None)
     message = f"malformed YAML: {problem}" + (f" ({context})" if context else "")
     position = (mark.line + 1, mark.column + 1) if mark else None
-    raise located_error(display, position, message) from None
+    raise _located_error(display, position, message) from None
 
 
-def located_error(
+def _located_error(
     display: str,
     position: tuple[int, int] | None,
     problem: str,
@@ -204,7 +204,7 @@ class Where:
         tail = f": {after}" if after else ""
         tail += f" ({hint})" if hint else ""
         tail += f" (in a fragment included from {self.via})" if self.via else ""
-        raise located_error(
+        raise _located_error(
             self.doc.display,
             locate(self.path),
             problem,

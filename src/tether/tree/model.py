@@ -7,7 +7,8 @@ read by both the validator (`load.py`, which checks values kind by kind) and the
 (`schema.py`, which emits each kind's fragment), so the two cannot drift apart.
 
 Does not own: parsing, error reporting, `$ref` resolution or normalisation (`load.py`), CEL
-(`expressions.py`), or the emitted schema document itself (`schema.py`). Imports nothing.
+(`expressions.py`), or the emitted schema document itself (`schema.py`). Imports nothing of
+Tether.
 """
 
 from __future__ import annotations
@@ -185,7 +186,6 @@ KIND_PHRASES: dict[str, str] = {
     "write_paths": "a list of distinct var paths such as 'result' or 'review.notes'",
     "scope": "a mapping of names to values",
     "state": "a mapping with 'var' and 'const' (or 'local' and 'global')",
-    "node": "a node (a mapping with 'type' and 'name', or '$ref')",
     "children": "a non-empty list of nodes",
     "steps": "a non-empty list of steps",
 }
