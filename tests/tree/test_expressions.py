@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tether.errors import TetherError
 from tether.tree import ExpressionError, check_expression, evaluate, evaluate_condition
 from tether.tree.expressions import prepare
 
+FIXTURES = Path(__file__).parent / "fixtures"
 VAR = {"x": 5, "name": "ada", "review": {"notes": ["ok"]}}
 CONST = {"limit": 3}
 
@@ -44,6 +48,13 @@ def test_prepare_keeps_columns_and_leaves_other_dollar_words() -> None:
     src = "$VAR.x == $VARIABLE"
     assert prepare(src) == " VAR.x == $VARIABLE"
     assert len(prepare(src)) == len(src)
+
+
+@given(st.text(alphabet="$VARLOCNSTGBx.'\"\\ r", max_size=40))
+def test_prepare_only_blanks_dollars_and_never_moves_a_column(src: str) -> None:
+    out = prepare(src)
+    assert len(out) == len(src)
+    assert all(a == b or (a == "$" and b == " ") for a, b in zip(src, out, strict=True))
 
 
 def test_missing_key_is_an_expression_error() -> None:
@@ -124,7 +135,7 @@ def test_tree_package_imports_nothing_of_tether_but_errors() -> None:
     code = (
         "import sys\n"
         "from tether.tree import load_tree, json_schema\n"
-        "load_tree('tests/tree/fixtures/refs/main.yaml')\n"
+        f"load_tree({str(FIXTURES / 'refs' / 'main.yaml')!r})\n"
         "json_schema()\n"
         "print(sorted(m for m in sys.modules if m.startswith('tether') and "
         "not m.startswith('tether.tree')))\n"
