@@ -32,5 +32,20 @@ def _memory(tmp_path: Path) -> Backend:
     return Backend("memory", store_for("memory://x"), lambda: f"memory://conformance-{next(_names)}")
 
 
-BACKENDS: dict[str, Callable[[Path], Backend]] = {"file": _file, "memory": _memory}
+def _postgresql(tmp_path: Path) -> Backend:
+    from support.postgres import shared_server
+
+    server = shared_server()
+    return Backend(
+        "postgresql",
+        store_for(server.uri("x")),
+        lambda: server.uri(f"conformance-{next(_names)}"),
+    )
+
+
+BACKENDS: dict[str, Callable[[Path], Backend]] = {
+    "file": _file,
+    "memory": _memory,
+    "postgresql": _postgresql,
+}
 

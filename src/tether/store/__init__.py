@@ -1,7 +1,8 @@
 """Execution stores addressed by URI, and the choice of store for a URI.
 
 Owns the scheme table: a bare path or `file:` URI goes to the file store (the embedded default),
-`memory://` to the process-wide memory store. Anything else is refused with `unknown_scheme`.
+`memory://` to the process-wide memory store, `postgresql://` (or `postgres://`) to the PostgreSQL
+store, which keeps one connection pool per database. Anything else is refused with `unknown_scheme`.
 Store modules are imported only when their scheme is used.
 """
 
@@ -41,10 +42,15 @@ def store_for(uri: str) -> Store:
         from tether.store.memory import MemoryStore
 
         store = MemoryStore()
+    elif scheme in ("postgresql", "postgres"):
+        from tether.store.postgres import PostgresStore
+
+        store = PostgresStore()
     else:
         raise TetherError(
             "unknown_scheme",
-            f"unknown URI scheme {scheme!r} in {uri!r}: use a path, file://, or memory://",
+            f"unknown URI scheme {scheme!r} in {uri!r}: use a path, file://, memory:// or "
+            "postgresql://",
             uri=uri,
         )
     _stores[scheme] = store

@@ -1,0 +1,398 @@
+"""The `postgresql://` store: executions in a PostgreSQL database, for fleets of runtime replicas.
+
+Owns the URI form, the schema and its version, the connection pools, and the translation of
+database failures into `TetherError`s. An execution is addressed as
+`postgresql://[user[:password]@]host[:port]/database[?param=value&...]#name`: everything before `#`
+(the DSN) selects the database and the process-wide connection pool for it; the fragment names
+the execution inside that database. The canonical spelling drops the password (give it with
+`PGPASSWORD` or a `.pgpass` file; a password written in a URI is used for that DSN's pool for the
+life of the process) and sorts the query parameters.
+
+Two tables hold the data, created on first use under an advisory lock, with their version in
+`tether_schema` (a database written by a newer Tether is refused):
+
+- `tether_executions` — one row per execution: the state (as JSON text, key order kept), the
+  embedded tree, the revision and which trace epoch is current and how long it is;
+- `tether_trace` — one row per trace entry, keyed by (name, epoch, idx). The current epoch is only
+  ever appended to; a trace reset starts a new epoch and drops the older ones in the same
+  transaction.
+
+A verb's `transaction` is one database transaction that begins with `SELECT ... FOR UPDATE` on the
+execution's row, so concurrent verbs on one execution — from threads, processes or replicas on
+other machines — are serialised as the file store's lock serialises them, and the whole step is
+committed at once or not at all. Connections are checked when taken from the pool, so the pool
+recovers by itself after the database restarts. The pool's size and its wait for a connection
+come from `TETHER_PG_POOL_MAX` (default 10) and `TETHER_PG_TIMEOUT` (seconds, default 5).
+
+It does not interpret the state (the engine and verbs do). psycopg is imported only here, and
+this module only when a `postgresql://` or `postgres://` URI is used.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import math
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, unquote, urlsplit
+
+import psycopg
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from tether.errors import TetherError
+
+SCHEMA_VERSION = 1
+_SCHEMES = ("postgresql", "postgres")
+_POOL_MAX = int(os.environ.get("TETHER_PG_POOL_MAX", "10"))
+_TIMEOUT = float(os.environ.get("TETHER_PG_TIMEOUT", "5"))
+# After this long without a successful reconnection the pool gives up one attempt; the next
+# request starts a fresh one, so a database that comes back is used again within seconds.
+_RECONNECT_TIMEOUT = 10.0
+_SCHEMA_LOCK = 0x7465_7468_6572_0001  # pg_advisory_xact_lock key for creating the schema
+_NAME_SAFE = "-._~!$&'()*+,;=:@/"
+
+_DDL = """
+CREATE TABLE IF NOT EXISTS tether_schema (
+    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    version integer NOT NULL,
+    installed_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS tether_executions (
+    name text PRIMARY KEY,
+    state json NOT NULL,
+    tree json NOT NULL,
+    revision bigint NOT NULL,
+    trace_epoch bigint NOT NULL,
+    trace_entries bigint NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS tether_trace (
+    name text NOT NULL,
+    epoch bigint NOT NULL,
+    idx bigint NOT NULL,
+    entry json NOT NULL,
+    PRIMARY KEY (name, epoch, idx)
+);
+"""
+
+_COMMIT = """
+WITH dropped AS (
+    DELETE FROM tether_trace
+    WHERE %(reset)s AND name = %(name)s AND epoch < %(epoch)s::bigint
+), appended AS (
+    INSERT INTO tether_trace (name, epoch, idx, entry)
+    SELECT %(name)s, %(epoch)s::bigint, %(start)s::bigint + e.ord - 1, e.entry::json
+    FROM unnest(%(entries)s::text[]) WITH ORDINALITY AS e(entry, ord)
+)
+UPDATE tether_executions
+SET state = %(state)s::json, revision = %(revision)s::bigint, trace_epoch = %(epoch)s::bigint,
+    trace_entries = %(length)s::bigint, updated_at = now()
+WHERE name = %(name)s
+"""
+
+_READ_TRACE = """
+SELECT x.trace_entries, t.entry::text
+FROM tether_executions x
+LEFT JOIN tether_trace t
+    ON t.name = x.name AND t.epoch = x.trace_epoch AND t.idx < x.trace_entries
+WHERE x.name = %s
+ORDER BY t.idx
+"""
+
+
+@dataclass(frozen=True)
+class Target:
+    """A `postgresql://` URI taken apart: the canonical DSN (no password), the password it
+    carried, if any, and the execution's name."""
+
+    dsn: str
+    password: str | None
+    name: str
+
+    @property
+    def uri(self) -> str:
+        return f"{self.dsn}#{quote(self.name, safe=_NAME_SAFE)}"
+
+
+def parse(uri: str) -> Target:
+    """Split a `postgresql://` (or `postgres://`) URI; refuse one that names no execution."""
+    parts = urlsplit(uri)
+    if parts.scheme.lower() not in _SCHEMES:
+        raise TetherError("invalid_value", f"{uri!r} is not a postgresql:// URI", uri=uri)
+    userinfo, at, hosts = parts.netloc.rpartition("@")
+    user, colon, secret = userinfo.partition(":")
+    query = "&".join(sorted(p for p in parts.query.split("&") if p))
+    dsn = f"postgresql://{user + '@' if at else ''}{hosts}{parts.path}"
+    dsn += f"?{query}" if query else ""
+    name = unquote(parts.fragment)
+    if not name:
+        raise TetherError(
+            "invalid_value",
+            f"{dsn} names no execution: add one after '#', e.g. {dsn}#run-1",
+            uri=dsn,
+        )
+    return Target(dsn, unquote(secret) if colon else None, name)
+
+
+# -- connections ---------------------------------------------------------------------------------
+
+_pools: dict[str, ConnectionPool] = {}
+_ready: set[str] = set()
+_pools_lock = threading.Lock()
+
+
+def _pool(target: Target) -> ConnectionPool:
+    """The process-wide pool for the target's DSN, opened on first use."""
+    pool = _pools.get(target.dsn)
+    if pool is not None:
+        return pool
+    with _pools_lock:
+        pool = _pools.get(target.dsn)
+        if pool is None:
+            pool = ConnectionPool(
+                target.dsn,
+                kwargs=_connect_options(target),
+                min_size=1,
+                max_size=max(1, _POOL_MAX),
+                open=False,
+                check=ConnectionPool.check_connection,
+                timeout=_TIMEOUT,
+                reconnect_timeout=_RECONNECT_TIMEOUT,
+                name=target.dsn,
+            )
+            pool.open(wait=False)
+            _pools[target.dsn] = pool
+    return pool
+
+
+def _connect_options(target: Target) -> dict[str, Any]:
+    options: dict[str, Any] = {"autocommit": True}
+    if target.password is not None:
+        options["password"] = target.password
+    if "connect_timeout" not in psycopg.conninfo.conninfo_to_dict(target.dsn):
+        options["connect_timeout"] = max(2, math.ceil(_TIMEOUT))
+    return options
+
+
+@atexit.register
+def _close_pools() -> None:
+    with _pools_lock:
+        for pool in _pools.values():
+            pool.close(timeout=1.0)
+        _pools.clear()
+        _ready.clear()
+
+
+@contextmanager
+def _connection(target: Target) -> Iterator[psycopg.Connection[Any]]:
+    """A checked connection from the pool (schema ensured), with database failures turned into
+    `store_unavailable` errors. A transaction left open by a failure is rolled back."""
+    try:
+        with _pool(target).connection() as conn:
+            if target.dsn not in _ready:
+                _ensure_schema(conn, target.dsn)
+                _ready.add(target.dsn)
+            yield conn
+    except PoolTimeout:
+        raise _unreachable(target) from None
+    except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+        raise TetherError(
+            "store_unavailable",
+            f"the PostgreSQL database at {target.dsn} failed during the call "
+            f"({_first_line(exc)}); nothing half-written is stored: retry, or call next to see "
+            "where the execution stands",
+            uri=target.dsn,
+        ) from None
+    except psycopg.Error as exc:
+        raise TetherError(
+            "internal",
+            f"the PostgreSQL database at {target.dsn} refused a statement: {_first_line(exc)}",
+            uri=target.dsn,
+        ) from None
+
+
+def _unreachable(target: Target) -> TetherError:
+    """The error for a pool that gave no connection in time, with the database's own reason
+    when a direct connection attempt shows one."""
+    try:
+        with psycopg.connect(target.dsn, **_connect_options(target)):
+            reason = f"all {_POOL_MAX} pooled connections stayed busy for {_TIMEOUT:g} s"
+    except psycopg.Error as exc:
+        reason = _first_line(exc)
+    return TetherError(
+        "store_unavailable",
+        f"cannot reach the PostgreSQL database at {target.dsn}: {reason}",
+        uri=target.dsn,
+    )
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _ensure_schema(conn: psycopg.Connection[Any], dsn: str) -> None:
+    """Create the tables if they are missing; refuse a schema newer than this module knows."""
+    try:
+        row = conn.execute("SELECT version FROM tether_schema").fetchone()
+    except psycopg.errors.UndefinedTable:
+        row = None
+    if row is None:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+            conn.execute(_DDL)
+            row = conn.execute("SELECT version FROM tether_schema").fetchone()
+            if row is None:
+                conn.execute("INSERT INTO tether_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
+                row = (SCHEMA_VERSION,)
+    if int(row[0]) > SCHEMA_VERSION:
+        raise TetherError(
+            "internal",
+            f"the database at {dsn} holds Tether schema version {row[0]}, newer than this "
+            f"Tether's {SCHEMA_VERSION}: upgrade Tether to use it",
+            uri=dsn,
+        )
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _not_found(target: Target) -> TetherError:
+    return TetherError("not_found", f"no execution at {target.uri}", uri=target.uri)
+
+
+# -- the store -----------------------------------------------------------------------------------
+
+
+class PostgresStore:
+    """Executions in PostgreSQL databases (see the module docstring)."""
+
+    scheme = "postgresql"
+
+    def canonical(self, uri: str) -> str:
+        return parse(uri).uri
+
+    def exists(self, uri: str) -> bool:
+        target = parse(uri)
+        with _connection(target) as conn:
+            sql = "SELECT 1 FROM tether_executions WHERE name = %s"
+            return conn.execute(sql, (target.name,)).fetchone() is not None
+
+    def create(self, uri: str, state: dict[str, Any], tree: dict[str, Any]) -> dict[str, Any]:
+        target = parse(uri)
+        stored = dict(state, trace={"epoch": 0, "entries": 0})
+        with _connection(target) as conn:
+            row = conn.execute(
+                "INSERT INTO tether_executions"
+                " (name, state, tree, revision, trace_epoch, trace_entries)"
+                " VALUES (%s, %s::json, %s::json, %s, 0, 0)"
+                " ON CONFLICT (name) DO NOTHING RETURNING 1",
+                (target.name, _dumps(stored), _dumps(tree), int(stored["revision"])),
+            ).fetchone()
+        if row is None:
+            raise TetherError(
+                "already_exists",
+                f"an execution already exists at {target.uri}; resume it, reset it, or choose "
+                "another",
+                uri=target.uri,
+            )
+        return stored
+
+    def load(self, uri: str) -> dict[str, Any]:
+        return self._document(uri, "state")
+
+    def load_tree(self, uri: str) -> dict[str, Any]:
+        return self._document(uri, "tree")
+
+    def _document(self, uri: str, column: str) -> dict[str, Any]:
+        target = parse(uri)
+        with _connection(target) as conn:
+            row = conn.execute(
+                f"SELECT {column}::text FROM tether_executions WHERE name = %s", (target.name,)
+            ).fetchone()
+        if row is None:
+            raise _not_found(target)
+        return dict(json.loads(row[0]))
+
+    def read_trace(self, uri: str) -> Iterator[dict[str, Any]]:
+        target = parse(uri)
+        with _connection(target) as conn:
+            rows = conn.execute(_READ_TRACE, (target.name,)).fetchall()
+        if not rows:
+            raise _not_found(target)
+        entries = [json.loads(text) for _, text in rows if text is not None]
+        if len(entries) != rows[0][0]:
+            raise TetherError(
+                "corrupt_execution",
+                f"the trace of {target.uri} holds {len(entries)} of its {rows[0][0]} committed "
+                "entries",
+                uri=target.uri,
+            )
+        return iter(entries)
+
+    def trace_length(self, state: dict[str, Any]) -> int:
+        return int(state["trace"]["entries"])
+
+    @contextmanager
+    def transaction(self, uri: str) -> Iterator[_PostgresTransaction]:
+        target = parse(uri)
+        with _connection(target) as conn, conn.transaction():
+            row = conn.execute(
+                "SELECT state::text FROM tether_executions WHERE name = %s FOR UPDATE",
+                (target.name,),
+            ).fetchone()
+            if row is None:
+                raise _not_found(target)
+            yield _PostgresTransaction(conn, target, dict(json.loads(row[0])))
+
+
+class _PostgresTransaction:
+    """One verb's hold on an execution row; its commit is written when the verb's block ends."""
+
+    def __init__(
+        self, conn: psycopg.Connection[Any], target: Target, state: dict[str, Any]
+    ) -> None:
+        self._conn = conn
+        self._target = target
+        self.state = state
+
+    def tree(self) -> dict[str, Any]:
+        row = self._conn.execute(
+            "SELECT tree::text FROM tether_executions WHERE name = %s", (self._target.name,)
+        ).fetchone()
+        if row is None:
+            raise _not_found(self._target)
+        return dict(json.loads(row[0]))
+
+    def commit(
+        self, state: dict[str, Any], entries: list[dict[str, Any]], *, reset_trace: bool = False
+    ) -> dict[str, Any]:
+        trace = self.state["trace"]
+        epoch = int(trace["epoch"]) + 1 if reset_trace else int(trace["epoch"])
+        start = 0 if reset_trace else int(trace["entries"])
+        revision = int(self.state["revision"]) + 1
+        committed = dict(
+            state, revision=revision, trace={"epoch": epoch, "entries": start + len(entries)}
+        )
+        self._conn.execute(
+            _COMMIT,
+            {
+                "reset": reset_trace,
+                "name": self._target.name,
+                "epoch": epoch,
+                "start": start,
+                "entries": [_dumps(e) for e in entries],
+                "state": _dumps(committed),
+                "revision": revision,
+                "length": start + len(entries),
+            },
+        )
+        self.state = committed
+        return committed

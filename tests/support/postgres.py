@@ -1,0 +1,124 @@
+"""A real, throwaway PostgreSQL server for the tests: initdb'd in a temporary folder, listening on
+127.0.0.1 on a free port, stopped (and its folder removed) at the end.
+
+Owns finding the server binaries (on PATH or in Debian's /usr/lib/postgresql/<version>/bin, put
+there by `scripts/install-test-deps-postgres`), running them as the `postgres` user when the tests
+run as root (initdb and postgres refuse root), and stopping or restarting the server on demand
+for the outage tests. `shared_server()` is the one server of a test session that the conformance
+suite and most PostgreSQL tests use; it is stopped when the session's process exits. It does not
+know Tether's schema (the store creates it).
+"""
+
+from __future__ import annotations
+
+import atexit
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+INSTALL_HINT = "run scripts/install-test-deps-postgres to install PostgreSQL"
+
+
+def _binary(name: str) -> str:
+    found = shutil.which(name)
+    if found is not None:
+        return found
+    candidates = sorted(
+        glob.glob(f"/usr/lib/postgresql/*/bin/{name}"),
+        key=lambda p: int(Path(p).parts[-3]) if Path(p).parts[-3].isdigit() else 0,
+    )
+    if not candidates:
+        raise RuntimeError(f"PostgreSQL's {name} is not installed: {INSTALL_HINT}")
+    return candidates[-1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class PostgresServer:
+    """One PostgreSQL cluster in a temporary folder; `start`, `stop` and `restart` it at will.
+    Unless `durable`, it runs with `fsync=off` (the tests lose nothing when the process stops
+    cleanly, and run faster); the benchmark keeps PostgreSQL's durable defaults."""
+
+    user = "tether"
+
+    def __init__(self, *, durable: bool = False) -> None:
+        self.durable = durable
+        self.port = free_port()
+        self._as_root = os.geteuid() == 0
+        self.folder = tempfile.mkdtemp(prefix="tether-pg-")
+        self.data = os.path.join(self.folder, "data")
+        self.log = os.path.join(self.folder, "server.log")
+        if self._as_root:
+            owner = pwd.getpwnam("postgres")
+            os.chown(self.folder, owner.pw_uid, owner.pw_gid)
+        initdb = [_binary("initdb"), "-D", self.data, "-U", self.user, "-A", "trust"]
+        self._run(*initdb, "-E", "UTF8", "--no-sync", "--no-instructions")
+        self.running = False
+
+    @property
+    def dsn(self) -> str:
+        return f"postgresql://{self.user}@127.0.0.1:{self.port}/postgres"
+
+    def uri(self, name: str) -> str:
+        return f"{self.dsn}#{name}"
+
+    def _run(self, *command: str, timeout: float = 60) -> None:
+        prefix = ["runuser", "-u", "postgres", "--"] if self._as_root else []
+        done = subprocess.run(
+            [*prefix, *command], capture_output=True, text=True, timeout=timeout, check=False
+        )
+        if done.returncode != 0:
+            log = Path(self.log).read_text() if os.path.exists(self.log) else ""
+            raise RuntimeError(
+                f"{' '.join(command)} failed ({done.returncode}):\n{done.stdout}{done.stderr}{log}"
+            )
+
+    def start(self) -> None:
+        options = (
+            f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.folder} "
+            "-c max_connections=200"
+        )
+        if not self.durable:
+            options += " -c fsync=off"
+        self._run(_binary("pg_ctl"), "-D", self.data, "-l", self.log, "-o", options, "-w", "start")
+        self.running = True
+
+    def stop(self) -> None:
+        self._run(_binary("pg_ctl"), "-D", self.data, "-m", "fast", "-w", "stop")
+        self.running = False
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def close(self) -> None:
+        """Stop the server if it runs and remove its folder."""
+        if self.running:
+            self.stop()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+_shared: PostgresServer | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_server() -> PostgresServer:
+    """The session's server, started on first use and stopped when the process exits."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            server = PostgresServer()
+            server.start()
+            atexit.register(server.close)
+            _shared = server
+        return _shared
