@@ -14,16 +14,14 @@ makes its condition false, so a rule written for a newer engine never fires by a
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
+from tether.guard.patterns import Pattern
 from tether.guard.state import DEFAULT_TARGET_KEYS, SessionState, extract_target
-
-log = logging.getLogger("tether.guard")
 
 PRE, POST, TEXT = "pre_tool", "post_tool", "on_text"
 
@@ -195,9 +193,13 @@ class Not(Condition):
 
 
 class References:
-    """The sets, counters and flags a condition names, and the unknown keys it holds."""
+    """The sets, counters and flags a condition names, and the unknown keys it holds.
 
-    def __init__(self) -> None:
+    With `validating` (loading a configuration) regular expressions are compiled at once so that
+    a bad one is reported; otherwise they are compiled on first use."""
+
+    def __init__(self, validating: bool = True) -> None:
+        self.validating = validating
         self.sets: list[tuple[tuple[str | int, ...], str]] = []
         self.counters: list[tuple[tuple[str | int, ...], str]] = []
         self.flags: list[tuple[tuple[str | int, ...], str]] = []
@@ -225,12 +227,14 @@ def _name(path: tuple[str | int, ...], value: Any) -> str:
     return str(value)
 
 
-def _regex(path: tuple[str | int, ...], value: Any) -> re.Pattern[str]:
+def _regex(path: tuple[str | int, ...], value: Any, refs: References) -> Pattern:
     _need(path, isinstance(value, str), f"expected a regular expression, got {value!r}")
-    try:
-        return re.compile(value, re.IGNORECASE)
-    except re.error as exc:
-        raise ConditionError(path, f"invalid regular expression {value!r}: {exc}") from None
+    if refs.validating:
+        try:
+            re.compile(value, re.IGNORECASE)
+        except re.error as exc:
+            raise ConditionError(path, f"invalid regular expression {value!r}: {exc}") from None
+    return Pattern(value)
 
 
 def _fields(path: tuple[str | int, ...], value: Any, names: tuple[str, ...]) -> dict[str, Any]:
@@ -285,9 +289,9 @@ def _leaf(key: str, arg: Any, path: tuple[str | int, ...], refs: References) -> 
     if key == "param_matches":
         spec = _fields(path, arg, ("param", "pattern"))
         param = _name((*path, "param"), spec["param"])
-        pattern = _regex((*path, "pattern"), spec["pattern"])
+        pattern = _regex((*path, "pattern"), spec["pattern"], refs)
         return Leaf(
-            key, spec, lambda c: c.param(param), lambda v: v is not None and bool(pattern.search(v))
+            key, spec, lambda c: c.param(param), lambda v: v is not None and pattern.search(v)
         )
     if key == "param_contains":
         spec = _fields(path, arg, ("param", "value"))
@@ -313,13 +317,15 @@ def _leaf(key: str, arg: Any, path: tuple[str | int, ...], refs: References) -> 
         want = _bool(path, arg)
         return Leaf(key, want, _target_exists, lambda v: v is not None and v is want)
     if key == "text_matches":
-        pattern = _regex(path, arg)
-        return Leaf(key, arg, lambda c: c.text, lambda v: bool(pattern.search(v)))
+        text_pattern = _regex(path, arg, refs)
+        return Leaf(key, arg, lambda c: c.text, text_pattern.search)
     if key == "result_has_lint_errors":
         want = _bool(path, arg)
         return Leaf(key, want, lambda c: _lint_errors(c.result), lambda v: (v > 0) is want)
     refs.unknown.append((path, key))
-    log.warning("behavior: unknown condition type: %s", key)
+    import logging
+
+    logging.getLogger("tether.guard").warning("behavior: unknown condition type: %s", key)
     return Unknown(key)
 
 

@@ -21,8 +21,7 @@ Pinned semantics:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tether.guard.conditions import POST, PRE, TEXT, Context, References
 from tether.guard.messages import injected
@@ -36,8 +35,7 @@ if TYPE_CHECKING:
 _SEVERITY = {"allow": 0, "remind": 1, "warn": 2, "block": 3}
 
 
-@dataclass
-class Firing:
+class Firing(NamedTuple):
     """One rule that fired: its action, its message, where it was defined and why it fired."""
 
     rule: str
@@ -47,26 +45,30 @@ class Firing:
     source: str
     explanation: dict[str, Any]
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
+    def to_dict(self, explain: bool = True) -> dict[str, Any]:
+        out = {
             "rule": self.rule,
             "action": self.action,
             "message": self.message,
             "source": self.source,
-            "explanation": self.explanation,
         }
+        if explain:
+            out["explanation"] = self.explanation
+        return out
 
 
-@dataclass
 class Decision:
     """The outcome of one event: `action` is the strongest fired action, or `allow`."""
 
-    phase: str
-    tool: str | None = None
-    firings: list[Firing] = field(default_factory=list)
-    directive: str | None = None
-    evaluated: list[dict[str, Any]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    __slots__ = ("directive", "evaluated", "firings", "notes", "phase", "tool")
+
+    def __init__(self, phase: str, tool: str | None = None) -> None:
+        self.phase = phase
+        self.tool = tool
+        self.firings: list[Firing] = []
+        self.directive: str | None = None
+        self.evaluated: list[dict[str, Any]] = []
+        self.notes: list[str] = []
 
     @property
     def action(self) -> str:
@@ -97,10 +99,7 @@ class Decision:
         out: dict[str, Any] = {"phase": self.phase, "action": self.action}
         if self.tool is not None:
             out["tool"] = self.tool
-        out["rules"] = [
-            f.to_dict() if explain else {k: v for k, v in f.to_dict().items() if k != "explanation"}
-            for f in self.firings
-        ]
+        out["rules"] = [f.to_dict(explain) for f in self.firings]
         if self.directive is not None:
             out["directive"] = self.directive
         if self.notes:
@@ -116,7 +115,7 @@ class Guard:
     def __init__(self, plan: dict[str, Any], agent_brain: dict[str, Any] | None = None) -> None:
         self.plan = plan
         self.tracking = Tracking(plan["tracking"])
-        refs = References()
+        refs = References(validating=False)
         self.rules = [Rule.compile(spec, refs) for spec in plan["rules"]]
         self.set_keys = {name: spec.keys for name, spec in self.tracking.sets.items()}
         self._index: dict[tuple[str, str], list[Rule]] = {}

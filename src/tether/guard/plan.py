@@ -8,10 +8,9 @@ keeps `tether guard hook` quick. It does not validate anything itself.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-from pathlib import Path
+import re
 from typing import Any
 
 CACHE_VERSION = 1
@@ -27,8 +26,17 @@ def _stamp(path: str) -> list[int] | None:
 
 
 def _sources() -> list[str]:
-    here = Path(__file__).parent
-    return [str(here / name) for name in _SOURCES]
+    here = os.path.dirname(__file__)
+    return [os.path.join(here, name) for name in _SOURCES]
+
+
+def _cache_name(absolute: str) -> str:
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", absolute)
+    if len(name) <= 200:
+        return f"plan-{name}.json"
+    import hashlib
+
+    return f"plan-h-{hashlib.sha256(absolute.encode()).hexdigest()[:32]}.json"
 
 
 def load_plan(path: str | os.PathLike[str], cache_dir: str | None = None) -> dict[str, Any]:
@@ -38,10 +46,10 @@ def load_plan(path: str | os.PathLike[str], cache_dir: str | None = None) -> dic
 
         return plan_from_file(path)[0]
     absolute = os.path.abspath(path)
-    name = hashlib.sha256(absolute.encode()).hexdigest()[:24]
-    cache_file = Path(cache_dir) / f"plan-{name}.json"
+    cache_file = os.path.join(cache_dir, _cache_name(absolute))
     try:
-        cached = json.loads(cache_file.read_text(encoding="utf-8"))
+        with open(cache_file, encoding="utf-8") as handle:
+            cached = json.loads(handle.read())
         if (
             cached["version"] == CACHE_VERSION
             and cached["path"] == str(path)
@@ -55,10 +63,10 @@ def load_plan(path: str | os.PathLike[str], cache_dir: str | None = None) -> dic
     plan, read = plan_from_file(path)
     files = {file: _stamp(file) for file in [absolute, *read, *_sources()]}
     os.makedirs(cache_dir, exist_ok=True)
-    tmp = cache_file.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(
-        json.dumps({"version": CACHE_VERSION, "path": str(path), "files": files, "plan": plan}),
-        encoding="utf-8",
-    )
+    tmp = f"{cache_file}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as out:
+        out.write(
+            json.dumps({"version": CACHE_VERSION, "path": str(path), "files": files, "plan": plan})
+        )
     os.replace(tmp, cache_file)
     return plan

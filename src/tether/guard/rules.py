@@ -9,8 +9,7 @@ a session (the engine does).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from tether.guard.conditions import Condition, References, compile_condition
 from tether.guard.messages import Template
@@ -210,8 +209,7 @@ def builtin_rules(thresholds: dict[str, int]) -> list[dict[str, Any]]:
 BUILTIN_IDS: tuple[str, ...] = tuple(rule["id"] for rule in builtin_rules({}))
 
 
-@dataclass
-class Rule:
+class Rule(NamedTuple):
     """A rule compiled for evaluation."""
 
     id: str

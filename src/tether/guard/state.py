@@ -18,10 +18,9 @@ Events (plain JSON objects):
 from __future__ import annotations
 
 import os
-import re
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
+from tether.guard.patterns import Pattern
 from tether.guard.triggers import Trigger, canonical
 
 DEFAULT_TARGET_KEYS: tuple[str, ...] = (
@@ -57,37 +56,32 @@ def extract_target(params: dict[str, Any], keys: tuple[str, ...], cwd: str | Non
     return None
 
 
-@dataclass(frozen=True)
-class SetSpec:
+class SetSpec(NamedTuple):
     name: str
     add_on: Trigger
     keys: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class ResetWhen:
+class ResetWhen(NamedTuple):
     tool: Trigger
     param: str
-    pattern: re.Pattern[str]
+    pattern: Pattern
 
 
-@dataclass(frozen=True)
-class CounterSpec:
+class CounterSpec(NamedTuple):
     name: str
     increment_on: Trigger
     reset_on: Trigger | None
     reset_when: tuple[ResetWhen, ...]
 
 
-@dataclass(frozen=True)
-class FlagSpec:
+class FlagSpec(NamedTuple):
     name: str
     set_on: Trigger
     unset_on: Trigger | None
 
 
-@dataclass(frozen=True)
-class ToolEffects:
+class ToolEffects(NamedTuple):
     """Which sets, counters and flags one tool touches (computed once per tool name)."""
 
     sets: tuple[SetSpec, ...]
@@ -121,9 +115,7 @@ class Tracking:
                 Trigger(spec["increment_on"]),
                 Trigger(spec["reset_on"]) if spec.get("reset_on") else None,
                 tuple(
-                    ResetWhen(
-                        Trigger(item["tool"]), item["param"], re.compile(item["matches"], re.I)
-                    )
+                    ResetWhen(Trigger(item["tool"]), item["param"], Pattern(item["matches"]))
                     for item in spec.get("reset_when", [])
                 ),
             )
@@ -201,27 +193,60 @@ class Tracking:
         return event
 
 
-@dataclass
+_FIELDS: dict[str, Any] = {
+    "turn": 0,
+    "step": 0,
+    "awaiting_step": True,
+    "tool_calls_this_turn": 0,
+    "total_tool_calls": 0,
+    "text_this_turn": False,
+    "last_tool": None,
+    "streak": 0,
+    "last_user_message": None,
+    "events": 0,
+    "violation_count": 0,
+}
+_COLLECTIONS = ("sets", "counters", "flags", "history", "violations", "classified")
+
+
 class SessionState:
     """Everything a session has accumulated; `apply` folds one event into it."""
 
-    turn: int = 0
-    step: int = 0
-    awaiting_step: bool = True
-    tool_calls_this_turn: int = 0
-    total_tool_calls: int = 0
-    text_this_turn: bool = False
-    last_tool: str | None = None
-    streak: int = 0
-    last_user_message: str | None = None
-    events: int = 0
-    sets: dict[str, dict[str, None]] = field(default_factory=dict)
-    counters: dict[str, int] = field(default_factory=dict)
-    flags: dict[str, bool] = field(default_factory=dict)
-    history: list[list[Any]] = field(default_factory=list)
-    violations: list[dict[str, Any]] = field(default_factory=list)
-    violation_count: int = 0
-    classified: list[int] = field(default_factory=list)
+    __slots__ = (*_FIELDS, *_COLLECTIONS)
+
+    turn: int
+    step: int
+    awaiting_step: bool
+    tool_calls_this_turn: int
+    total_tool_calls: int
+    text_this_turn: bool
+    last_tool: str | None
+    streak: int
+    last_user_message: str | None
+    events: int
+    violation_count: int
+    sets: dict[str, dict[str, None]]
+    counters: dict[str, int]
+    flags: dict[str, bool]
+    history: list[list[Any]]
+    violations: list[dict[str, Any]]
+    classified: list[int]
+
+    def __init__(self) -> None:
+        for name, value in _FIELDS.items():
+            setattr(self, name, value)
+        self.sets = {}
+        self.counters = {}
+        self.flags = {}
+        self.history = []
+        self.violations = []
+        self.classified = []
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SessionState) and self.to_json() == other.to_json()
+
+    def __repr__(self) -> str:
+        return f"SessionState({self.to_json()!r})"
 
     def apply(self, event: dict[str, Any]) -> None:
         kind = event["e"]
@@ -274,13 +299,16 @@ class SessionState:
             self.awaiting_step = False
 
     def to_json(self) -> dict[str, Any]:
-        out = self.__dict__.copy()
+        out = {name: getattr(self, name) for name in self.__slots__}
         out["sets"] = {name: list(values) for name, values in self.sets.items()}
         return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SessionState:
-        state = cls(**{**data, "sets": {}})
+        state = cls()
+        for name in state.__slots__:
+            if name in data:
+                setattr(state, name, data[name])
         state.sets = {name: dict.fromkeys(values) for name, values in data["sets"].items()}
         return state
 

@@ -1,0 +1,174 @@
+"""The Claude Code adapter: hook payloads in, Claude Code's hook output out.
+
+Owns: mapping each hook event onto a guard session and each decision onto Claude Code's output
+format, plus the two small reads of the session transcript that hooks need (whether the model
+wrote text before its first tool call of a turn; the last assistant message when `Stop` does not
+carry it). It does not parse configuration or talk HTTP (the CLI and `serve` do).
+
+- `SessionStart`: `system_prompt()`, answered as `additionalContext`.
+- `UserPromptSubmit`: `on_user_message(prompt)`; the directive as `additionalContext`.
+- `PreToolUse`: `pre_tool(tool_name, tool_input)`; a block is `permissionDecision: deny` with
+  the reason, a warning or reminder is `additionalContext`.
+- `PostToolUse`: `post_tool(tool_name, tool_input, tool_response)`; `additionalContext`.
+- `PostToolUseFailure`: `post_tool(..., error=error)`; no output (no rule runs on a failure).
+- `Stop`, `SubagentStop`: `on_text(last_assistant_message)`; `decision: block` with the reason,
+  except when `stop_hook_active` (the model is already continuing because of a stop hook).
+- `SessionEnd`: the session's stored state is forgotten.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from tether.guard.engine import Decision, Guard
+from tether.guard.session_store import SessionStore
+
+TAIL_BYTES = 256 * 1024
+
+
+def _entries_backwards(path: str) -> list[dict[str, Any]]:
+    """The transcript's last entries, newest first (a bounded read of the file's tail)."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - TAIL_BYTES))
+            chunk = handle.read()
+    except OSError:
+        return []
+    lines = chunk.decode("utf-8", errors="replace").splitlines()
+    if size > TAIL_BYTES:
+        lines = lines[1:]
+    out = []
+    for line in reversed(lines):
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            out.append(entry)
+    return out
+
+
+def _blocks(entry: dict[str, Any]) -> list[Any]:
+    content = (entry.get("message") or {}).get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return content if isinstance(content, list) else []
+
+
+def is_user_prompt(entry: dict[str, Any]) -> bool:
+    """A transcript entry that is a message the user typed (not a tool result)."""
+    if entry.get("type") != "user" or entry.get("isMeta"):
+        return False
+    blocks = _blocks(entry)
+    return bool(blocks) and not any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in blocks
+    )
+
+
+def assistant_text(entry: dict[str, Any]) -> str:
+    """The text blocks of an assistant transcript entry, joined."""
+    if entry.get("type") != "assistant":
+        return ""
+    return "\n".join(
+        b.get("text", "")
+        for b in _blocks(entry)
+        if isinstance(b, dict) and b.get("type") == "text" and b.get("text", "").strip()
+    )
+
+
+def text_since_prompt(transcript: str) -> bool:
+    """Whether the model wrote any text since the user's last prompt."""
+    for entry in _entries_backwards(transcript):
+        if is_user_prompt(entry):
+            return False
+        if assistant_text(entry):
+            return True
+    return False
+
+
+def last_assistant_text(transcript: str) -> str:
+    for entry in _entries_backwards(transcript):
+        if is_user_prompt(entry):
+            return ""
+        text = assistant_text(entry)
+        if text:
+            return text
+    return ""
+
+
+def _context(event: str, text: str) -> dict[str, Any]:
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+
+
+def _tool_output(event: str, decision: Decision) -> dict[str, Any] | None:
+    if not decision.firings:
+        return None
+    if decision.blocked:
+        return {
+            "hookSpecificOutput": {
+                "hookEventName": event,
+                "permissionDecision": "deny",
+                "permissionDecisionReason": decision.text,
+            }
+        }
+    return _context(event, decision.text)
+
+
+def handle(payload: dict[str, Any], guard: Guard, store: SessionStore) -> dict[str, Any] | None:
+    """The hook output for one payload, or None when there is nothing to say."""
+    event = payload.get("hook_event_name", "")
+    session_id = str(payload.get("session_id") or "default")
+    if event == "SessionStart":
+        prompt = guard.system_prompt()
+        return _context(event, prompt) if prompt else None
+    if event == "SessionEnd":
+        store.end(session_id)
+        return None
+    if event not in (
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "Stop",
+        "SubagentStop",
+    ):
+        return None
+    agent_id = payload.get("agent_id") or None
+    cwd = payload.get("cwd") or None
+    tool = str(payload.get("tool_name") or "")
+    params = payload.get("tool_input")
+    params = params if isinstance(params, dict) else {}
+    with store.session(guard, session_id, agent_id, cwd) as session:
+        if event == "UserPromptSubmit":
+            decision = session.on_user_message(str(payload.get("prompt") or ""))
+            return _context(event, decision.directive) if decision.directive else None
+        if event == "PreToolUse":
+            transcript = payload.get("transcript_path")
+            state = session.state
+            if (
+                transcript
+                and not state.text_this_turn
+                and state.tool_calls_this_turn == 0
+                and text_since_prompt(str(transcript))
+            ):
+                session.note_text()
+            return _tool_output(event, session.pre_tool(tool, params))
+        if event == "PostToolUse":
+            return _tool_output(
+                event, session.post_tool(tool, params, payload.get("tool_response"))
+            )
+        if event == "PostToolUseFailure":
+            session.post_tool(tool, params, error=payload.get("error") or "failed")
+            return None
+        text = payload.get("last_assistant_message")
+        if not isinstance(text, str):
+            transcript = payload.get("agent_transcript_path") or payload.get("transcript_path")
+            text = last_assistant_text(str(transcript)) if transcript else ""
+        decision = session.on_text(text)
+        if decision.firings and not payload.get("stop_hook_active"):
+            return {"decision": "block", "reason": decision.text}
+        return None

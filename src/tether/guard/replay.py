@@ -1,0 +1,90 @@
+"""Replaying a recorded Claude Code session (its transcript JSONL) through a rule set.
+
+Owns: reading a transcript in order and turning its entries into guard calls: a typed user
+message starts a turn, an assistant text block is `on_text`, a `tool_use` block is `pre_tool`,
+the matching `tool_result` is `post_tool` (with `error` when it is marked `is_error`). Sub-agent
+entries (`isSidechain`) run in their own session, keyed by their `agentId`. It returns every
+decision, in order, with the line it came from. It does not judge whether the recorded agent
+obeyed: a call the rules would have blocked still ran in the recording, so its result is
+recorded as it happened.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tether.errors import TetherError
+from tether.guard.engine import Decision, Guard, GuardSession
+from tether.guard.hooks import assistant_text, is_user_prompt
+
+
+def _prompt_text(entry: dict[str, Any]) -> str:
+    content = entry["message"]["content"]
+    if isinstance(content, str):
+        return content
+    return "\n".join(b.get("text", "") for b in content if isinstance(b, dict))
+
+
+def replay(guard: Guard, transcript: str, explain: bool = False) -> dict[str, Any]:
+    """Every decision the guard makes over `transcript`, and a count by action."""
+    try:
+        with open(transcript, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except FileNotFoundError:
+        raise TetherError("not_found", f"transcript not found: {transcript}") from None
+    sessions: dict[str, GuardSession] = {}
+    pending: dict[str, tuple[str, dict[str, Any]]] = {}
+    out: list[dict[str, Any]] = []
+    counts = {"allow": 0, "remind": 0, "warn": 0, "block": 0}
+
+    def note(line: int, event: str, decision: Decision, agent: str) -> None:
+        row = {"line": line, "event": event, **decision.to_dict(explain=explain)}
+        if agent != "main":
+            row["agent"] = agent
+        if decision.text:
+            row["text"] = decision.text
+        counts[decision.action] += 1
+        out.append(row)
+
+    for number, line in enumerate(lines, 1):
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            raise TetherError(
+                "invalid_json", f"{transcript}:{number}: not a JSON line", line=number
+            ) from None
+        if not isinstance(entry, dict) or entry.get("type") not in ("user", "assistant"):
+            continue
+        agent = str(entry.get("agentId") or "sidechain") if entry.get("isSidechain") else "main"
+        session = sessions.get(agent)
+        if session is None:
+            session = guard.session(agent, cwd=entry.get("cwd"))
+            sessions[agent] = session
+        if is_user_prompt(entry):
+            note(number, "user_message", session.on_user_message(_prompt_text(entry)), agent)
+            continue
+        content = entry.get("message", {}).get("content")
+        blocks = content if isinstance(content, list) else []
+        if entry["type"] == "assistant":
+            text = assistant_text(entry)
+            if text:
+                note(number, "text", session.on_text(text, explain=explain), agent)
+            for block in blocks:
+                if isinstance(block, dict) and block.get("type") == "tool_use":
+                    params = block.get("input") if isinstance(block.get("input"), dict) else {}
+                    pending[str(block.get("id"))] = (str(block.get("name")), params)
+                    decision = session.pre_tool(str(block.get("name")), params, explain=explain)
+                    note(number, "pre_tool", decision, agent)
+            continue
+        for block in blocks:
+            if not (isinstance(block, dict) and block.get("type") == "tool_result"):
+                continue
+            call = pending.pop(str(block.get("tool_use_id")), None)
+            if call is None:
+                continue
+            result = entry.get("toolUseResult", block.get("content"))
+            error = (block.get("content") or "error") if block.get("is_error") else None
+            decision = session.post_tool(call[0], call[1], result, error=error, explain=explain)
+            note(number, "post_tool", decision, agent)
+    return {"transcript": transcript, "decisions": out, "counts": counts}
