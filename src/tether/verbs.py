@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
+import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from tether.engine import core
@@ -33,7 +32,9 @@ _INTERNAL = ("salt", "seq", "since_reset", "initial", "trace")
 
 
 def utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """The current UTC time as ISO 8601 with milliseconds (`2026-01-01T09:30:00.123Z`)."""
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
 
 
 def parse_value(text: str, *, strict_json: bool = False) -> Any:
@@ -114,6 +115,8 @@ class Runtime:
         var: dict[str, Any] | None = None,
         const: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
+        import secrets
+
         from tether.store.file import path_of
         from tether.tree.load import load_tree
 

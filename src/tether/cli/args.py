@@ -9,22 +9,36 @@ no argparse import on the step path. It does not run commands (see `tether.cli.m
 
 from __future__ import annotations
 
-import difflib
-from dataclasses import dataclass, field
-
 from tether.errors import TetherError
 
 
-@dataclass(frozen=True)
 class Command:
-    name: str
-    summary: str
-    positionals: tuple[str, ...] = ()
-    required: int = 0
-    values: tuple[str, ...] = ()  # options that take a value
-    repeated: tuple[str, ...] = ()  # options that take a value and may repeat
-    flags: tuple[str, ...] = ()
-    help: str = ""
+    """One command: its positionals (the first `required` of them mandatory), the options that
+    take a value (`values`, or `repeated` when they may be given several times), and flags."""
+
+    __slots__ = ("flags", "help", "name", "positionals", "repeated", "required", "summary",
+                 "values")
+
+    def __init__(
+        self,
+        name: str,
+        summary: str,
+        positionals: tuple[str, ...] = (),
+        required: int = 0,
+        *,
+        values: tuple[str, ...] = (),
+        repeated: tuple[str, ...] = (),
+        flags: tuple[str, ...] = (),
+        help: str = "",
+    ) -> None:
+        self.name = name
+        self.summary = summary
+        self.positionals = positionals
+        self.required = required
+        self.values = values
+        self.repeated = repeated
+        self.flags = flags
+        self.help = help
 
     def usage(self) -> str:
         parts = ["tether", self.name]
@@ -36,14 +50,18 @@ class Command:
         return " ".join(parts)
 
 
-@dataclass
 class Parsed:
-    command: Command
-    args: dict[str, str | None] = field(default_factory=dict)
-    options: dict[str, str] = field(default_factory=dict)
-    multi: dict[str, list[str]] = field(default_factory=dict)
-    flags: set[str] = field(default_factory=set)
-    help: bool = False
+    """The arguments of one command line: positionals by name, option values, flags."""
+
+    __slots__ = ("args", "command", "flags", "help", "multi", "options")
+
+    def __init__(self, command: Command) -> None:
+        self.command = command
+        self.args: dict[str, str | None] = {}
+        self.options: dict[str, str] = {}
+        self.multi: dict[str, list[str]] = {}
+        self.flags: set[str] = set()
+        self.help = False
 
 
 def parse(command: Command, argv: list[str]) -> Parsed:
@@ -89,6 +107,8 @@ def parse(command: Command, argv: list[str]) -> Parsed:
         extra = positionals[len(command.positionals)]
         hint = ""
         if extra.startswith("--"):
+            import difflib
+
             close = difflib.get_close_matches(extra.partition("=")[0], known, n=1)
             hint = (
                 f" (did you mean {close[0]}?)" if close else f" ({command.name} has no such option)"

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from tether.engine.protocol import GATE_NAME, PROTOCOL_TEXT
@@ -44,46 +43,70 @@ SUBMIT_STATUSES = ("success", "failure", "running")
 Condition = Callable[[str, dict[str, Any], dict[str, Any]], bool]
 
 
-@dataclass(frozen=True)
 class Eval:
-    result: bool
-    note: str | None = None
-    step: str | None = None
+    """Answer an evaluate step: the precondition holds (True) or not."""
+
+    __slots__ = ("note", "result", "step")
+
+    def __init__(self, result: bool, note: str | None = None, step: str | None = None) -> None:
+        self.result = result
+        self.note = note
+        self.step = step
 
 
-@dataclass(frozen=True)
 class Submit:
-    status: str
-    note: str | None = None
-    step: str | None = None
+    """Answer an instruct step with `success`, `failure` or `running`."""
+
+    __slots__ = ("note", "status", "step")
+
+    def __init__(self, status: str, note: str | None = None, step: str | None = None) -> None:
+        self.status = status
+        self.note = note
+        self.step = step
 
 
-@dataclass(frozen=True)
 class Think:
-    thought: str
+    """Record a checkpoint thought on the action in flight."""
+
+    __slots__ = ("thought",)
+
+    def __init__(self, thought: str) -> None:
+        self.thought = thought
 
 
-@dataclass(frozen=True)
 class VarWrite:
-    path: str
-    value: Any
+    """Write `value` at the dotted `path` of `var`."""
+
+    __slots__ = ("path", "value")
+
+    def __init__(self, path: str, value: Any) -> None:
+        self.path = path
+        self.value = value
 
 
-@dataclass(frozen=True)
 class Reset:
-    pass
+    """Clear the trace and runtime, restore the scopes, re-arm the gate."""
+
+    __slots__ = ()
 
 
 Answer = Eval | Submit | Think | VarWrite | Reset
 
 
-@dataclass
 class Outcome:
     """What one answer did: the new state, the response for the agent, the new trace entries."""
 
-    state: dict[str, Any]
-    response: dict[str, Any]
-    entries: list[dict[str, Any]] = field(default_factory=list)
+    __slots__ = ("entries", "response", "state")
+
+    def __init__(
+        self,
+        state: dict[str, Any],
+        response: dict[str, Any],
+        entries: list[dict[str, Any]] | None = None,
+    ) -> None:
+        self.state = state
+        self.response = response
+        self.entries = entries if entries is not None else []
 
     @property
     def changed(self) -> bool:

@@ -28,7 +28,6 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import unquote
 
 from tether.errors import TetherError
 
@@ -38,15 +37,15 @@ _REQUIRED = ("schema_version", "status", "revision", "var", "const", "open", "ru
 
 def path_of(uri: str) -> str:
     """The filesystem path that a `file:` URI or a bare path names, made absolute."""
-    if uri.startswith("file://"):
-        rest = uri[len("file://") :]
-        if rest.startswith("localhost/"):
-            rest = rest[len("localhost") :]
-        path = unquote(rest)
-    elif uri.startswith("file:"):
-        path = unquote(uri[len("file:") :])
-    else:
-        path = uri
+    path = uri
+    if uri.startswith("file:"):
+        path = uri[len("file://") :] if uri.startswith("file://") else uri[len("file:") :]
+        if path.startswith("localhost/"):
+            path = path[len("localhost") :]
+        if "%" in path:
+            from urllib.parse import unquote
+
+            path = unquote(path)
     if not path:
         raise TetherError("invalid_value", f"{uri!r} names no file")
     return os.path.abspath(os.path.expanduser(path))
