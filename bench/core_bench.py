@@ -25,12 +25,20 @@ from tether.verbs import Runtime
 
 
 def _tree_file(folder: Path, actions: int, name: str) -> Path:
-    children = [{"type": "action", "name": f"A{i}", "steps": [{"instruct": f"step {i}"}]}
-                for i in range(actions)]
+    children = [
+        {"type": "action", "name": f"A{i}", "steps": [{"instruct": f"step {i}"}]}
+        for i in range(actions)
+    ]
     path = folder / f"{name}.json"
-    path.write_text(json.dumps({"name": name, "version": "1",
-                                "tree": {"type": "sequence", "name": "Root",
-                                         "children": children}}))
+    path.write_text(
+        json.dumps(
+            {
+                "name": name,
+                "version": "1",
+                "tree": {"type": "sequence", "name": "Root", "children": children},
+            }
+        )
+    )
     return path
 
 
@@ -69,7 +77,9 @@ def bench_tree_size(folder: Path) -> list[tuple[str, float]]:
     for nodes in (10, 10_000):
         tree = _tree_file(folder, nodes - 1, f"size-{nodes}")
         uri = _started(rt, folder, tree, f"size-{nodes}")
-        rows.append((f"per step, {nodes:,}-node tree", _per_step_ms(rt, uri, 9 if nodes == 10 else 300)))
+        rows.append(
+            (f"per step, {nodes:,}-node tree", _per_step_ms(rt, uri, 9 if nodes == 10 else 300))
+        )
     return rows
 
 
@@ -92,8 +102,10 @@ def bench_cli(folder: Path) -> list[tuple[str, float]]:
             break
         ms, _ = run("submit", uri, "success", "--step", request["step"])
         submits.append(ms)
-    return [("CLI `tether next` wall time (median)", statistics.median(nexts)),
-            ("CLI `tether submit` wall time (median)", statistics.median(submits))]
+    return [
+        ("CLI `tether next` wall time (median)", statistics.median(nexts)),
+        ("CLI `tether submit` wall time (median)", statistics.median(submits)),
+    ]
 
 
 def main() -> None:
