@@ -34,6 +34,7 @@ _EXIT_BY_CODE: dict[str, int] = {
     "stale_step": EXIT_CONFLICT,
     "execution_finished": EXIT_CONFLICT,
     "writes_missing": EXIT_CONFLICT,
+    "check_failed": EXIT_CONFLICT,
     "read_only": EXIT_CONFLICT,
     "internal": EXIT_INTERNAL,
     "store_unavailable": EXIT_INTERNAL,

@@ -189,6 +189,16 @@ class Runtime:
     def think(self, trace: str, thought: str) -> dict[str, Any]:
         return self._answer(trace, core.Think(thought))
 
+    def jump(self, trace: str, path: list[int], *, note: str | None = None) -> dict[str, Any]:
+        """Move the cursor to the action at `path`, out of order (bot tools)."""
+        return self._answer(trace, core.Jump(path, note))
+
+    def close(
+        self, trace: str, *, note: str | None = None, step: str | None = None
+    ) -> dict[str, Any]:
+        """Mark the current action done once its checks hold and its writes were made."""
+        return self._answer(trace, core.Close(note, step))
+
     # -- scopes --------------------------------------------------------------------------------
 
     def var_read(self, trace: str, path: str | None = None) -> Any:

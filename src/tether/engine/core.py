@@ -90,7 +90,30 @@ class Reset:
     __slots__ = ()
 
 
-Answer = Eval | Submit | Think | VarWrite | Reset
+class Jump:
+    """Move the cursor to the action at `path` (child indices from the root), out of order.
+
+    Used by the bot tool surface; recorded in the trace as a `jump` entry."""
+
+    __slots__ = ("note", "path")
+
+    def __init__(self, path: list[int], note: str | None = None) -> None:
+        self.path = list(path)
+        self.note = note
+
+
+class Close:
+    """Mark the action of the open step (or of `step`) done and move on, provided its `check`
+    steps hold and its remaining `writes` were written. Recorded as a `close` entry."""
+
+    __slots__ = ("note", "step")
+
+    def __init__(self, note: str | None = None, step: str | None = None) -> None:
+        self.note = note
+        self.step = step
+
+
+Answer = Eval | Submit | Think | VarWrite | Reset | Jump | Close
 
 
 class Outcome:
@@ -257,6 +280,10 @@ def apply(
         if req["path"] is None:
             return _answer_gate(tree, work, answer, now, condition)
         return _answer(tree, work, req, answer, now, condition)
+    if isinstance(answer, Jump):
+        return _jump(tree, work, answer, now, condition)
+    if isinstance(answer, Close):
+        return _close(tree, work, answer, now, condition)
     raise TypeError(f"not an answer: {answer!r}")
 
 
@@ -485,6 +512,129 @@ def _message(status: str, req: dict[str, Any], ticker: _Ticker, state: dict[str,
     if state["status"] == "failed":
         return text + " The workflow has failed."
     return text + " Call next."
+
+
+def node_at(tree: dict[str, Any], path: list[int]) -> dict[str, Any]:
+    """The node at `path` (child indices from the root); `invalid_value` if there is none."""
+    node = tree["root"]
+    for depth, i in enumerate(path):
+        children = node.get("children", [])
+        if not isinstance(i, int) or not 0 <= i < len(children):
+            raise TetherError(
+                "invalid_value",
+                f"path {path} names no node: {node['name']!r} has no child {i} "
+                f"(at depth {depth + 1})",
+                path=path,
+            )
+        node = children[i]
+    return node
+
+
+def _jump(
+    tree: dict[str, Any], state: dict[str, Any], answer: Jump, now: str, condition: Condition
+) -> Outcome:
+    target = node_at(tree, answer.path)
+    if target["type"] != "action":
+        raise TetherError(
+            "invalid_value",
+            f"jump goes to an action; {target['name']!r} is a {target['type']}",
+            path=answer.path,
+        )
+    if not state["protocol_accepted"]:
+        raise TetherError(
+            "wrong_phase",
+            "the protocol gate is still open; accept it first",
+            current=current(state),
+        )
+    runtime: dict[str, dict[str, Any]] = {}
+    node = tree["root"]
+    for depth, i in enumerate(answer.path):
+        key = _key(answer.path[:depth])
+        if node["type"] == "parallel":
+            runtime[key] = {"res": [None if j == i else True for j in range(len(node["children"]))]}
+        else:
+            runtime[key] = {"i": i}
+        node = node["children"][i]
+    runtime[_key(answer.path)] = {"k": 0}
+    state["runtime"] = runtime
+    request = {"path": answer.path, "index": 0, "name": target["name"]}
+    entries = [_entry(state, "jump", now, request, note=answer.note, outcome="jumped")]
+    _Ticker(tree, state, now, entries, condition).run()
+    return Outcome(
+        state,
+        {
+            "status": "jumped",
+            "message": f"Moved to action {target['name']!r}.",
+            "current": current(state),
+        },
+        entries,
+    )
+
+
+def _close(
+    tree: dict[str, Any], state: dict[str, Any], answer: Close, now: str, condition: Condition
+) -> Outcome:
+    if not state["protocol_accepted"]:
+        raise TetherError(
+            "wrong_phase",
+            "the protocol gate is still open; accept it first",
+            current=current(state),
+        )
+    open_ = state["open"]
+    req = (
+        open_[0]
+        if answer.step is None
+        else next((r for r in open_ if r["step"] == answer.step), None)
+    )
+    if req is None:
+        raise TetherError(
+            "stale_step", f"step token {answer.step!r} names no open step", current=dict(open_[0])
+        )
+    key = _key(req["path"])
+    action = node_at(tree, req["path"])
+    frame = state["runtime"][key]
+    remaining = action["steps"][req["index"] :]
+    required = [w for step in remaining for w in step.get("writes", [])]
+    missing = _missing_writes(required, frame.get("w", []))
+    if missing:
+        raise TetherError(
+            "writes_missing",
+            f"action {action['name']!r} cannot close: it must write "
+            f"{', '.join('$VAR.' + m for m in missing)} first",
+            missing=missing,
+            current=dict(req),
+        )
+    for step in action["steps"]:
+        if "check" not in step:
+            continue
+        try:
+            holds = bool(condition(step["check"], state["var"], state["const"]))
+            reason = f"{step['check']!r} is false"
+        except Exception as exc:  # the evaluator's reason is the refusal's reason
+            holds, reason = False, f"{step['check']!r} could not be evaluated: {exc}"
+        if not holds:
+            raise TetherError(
+                "check_failed",
+                f"action {action['name']!r} cannot close: its check {reason}",
+                check=step["check"],
+                current=dict(req),
+            )
+    entries = [_entry(state, "close", now, req, note=answer.note, outcome="action_complete")]
+    state["runtime"][key] = {
+        "k": len(action["steps"]),
+        **({"r": frame["r"]} if "r" in frame else {}),
+    }
+    ticker = _Ticker(tree, state, now, entries, condition)
+    ticker.run()
+    return Outcome(
+        state,
+        {
+            "status": "action_complete",
+            "message": _message("action_complete", req, ticker, state),
+            "current": current(state),
+        },
+        entries,
+    )
 
 
 def _missing_writes(required: list[str], written: list[str]) -> list[str]:

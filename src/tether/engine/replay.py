@@ -11,8 +11,10 @@ from typing import Any
 
 from tether.engine.core import (
     Answer,
+    Close,
     Condition,
     Eval,
+    Jump,
     Reset,
     Submit,
     Think,
@@ -91,11 +93,15 @@ def _answer_of(entry: dict[str, Any], state: dict[str, Any]) -> Answer | None:
         return Think(entry["submitted"])
     if kind == "var_write":
         return VarWrite(entry["path"], entry["value"])
+    if kind == "jump":
+        return Jump(entry["cursor"]["path"], entry.get("note"))
     token = _token_at(state, entry.get("cursor"))
     if kind == "evaluate":
         return Eval(bool(entry["submitted"]), entry.get("note"), token)
     if kind in ("instruct", "protocol"):
         return Submit(str(entry["submitted"]), entry.get("note"), token)
+    if kind == "close":
+        return Close(entry.get("note"), token)
     raise TetherError(
         "corrupt_execution", f"trace entry {entry.get('seq')} has unknown kind {kind!r}"
     )
