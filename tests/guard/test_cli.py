@@ -1,0 +1,264 @@
+"""`tether guard` commands: check, prompt, install claude, replay, test, and their errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tether.guard.cli import main
+
+DATA = Path(__file__).parent / "data"
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict, dict]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, json.loads(out) if out else {}, json.loads(err) if err else {}
+
+
+def write(path: Path, text: str) -> str:
+    path.write_text(textwrap.dedent(text).lstrip())
+    return str(path)
+
+
+def test_check_lists_rules_and_reports_unknown_conditions(tmp_path, capsys):
+    config = write(
+        tmp_path / "g.yaml",
+        """
+        profile: assistant
+        rule_definitions:
+          - id: future
+            condition: {moon_phase: full}
+        """,
+    )
+    code, out, _ = cli(capsys, "check", config)
+    assert code == 0
+    assert out["profile"] == "assistant"
+    assert [r["id"] for r in out["rules"]] == [
+        "read_before_edit",
+        "read_before_write_existing",
+        "confirm_destructive",
+        "web_search_when_unknown",
+        "future",
+    ]
+    assert out["rules"][-1]["source"] == f"{config}:3"
+    assert out["warnings"] == [
+        {
+            "file": config,
+            "line": 4,
+            "path": "rule_definitions[0].condition.moon_phase",
+            "message": "unknown condition type 'moon_phase'",
+        }
+    ]
+
+
+def test_check_reports_errors_as_json_with_exit_code(tmp_path, capsys):
+    config = write(tmp_path / "g.yaml", "profile: dev\nrules:\n  nope: true\n")
+    code, out, err = cli(capsys, "check", config)
+    assert code == 3
+    assert out == {}
+    assert err["error"]["code"] == "invalid_value"
+    assert err["error"]["line"] == 3
+    assert err["error"]["path"] == "rules.nope"
+
+
+def test_usage_errors_are_json(capsys):
+    code, _, err = cli(capsys, "frobnicate")
+    assert code == 2
+    assert err["error"]["code"] == "usage"
+
+
+def test_prompt(tmp_path, capsys):
+    config = write(tmp_path / "g.yaml", "profile: creative\n")
+    code, out, _ = cli(capsys, "prompt", config)
+    assert code == 0
+    assert "## Profile: creative" in out["prompt"]
+
+
+def test_install_claude_merges_and_is_idempotent(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    existing = {
+        "permissions": {"allow": ["Bash(npm test)"]},
+        "hooks": {
+            "PreToolUse": [
+                {"matcher": "Bash", "hooks": [{"type": "command", "command": "lint.sh"}]}
+            ]
+        },
+    }
+    settings.write_text(json.dumps(existing))
+    code, out, _ = cli(capsys, "install", "claude")
+    assert code == 0
+    assert out["created_config"] is True
+    assert (tmp_path / ".tether" / "guard.yaml").read_text().startswith("security:")
+    data = json.loads(settings.read_text())
+    assert data["permissions"] == existing["permissions"]
+    pre = data["hooks"]["PreToolUse"]
+    assert pre[0] == existing["hooks"]["PreToolUse"][0]
+    assert pre[1]["matcher"] == "*"
+    command = pre[1]["hooks"][0]["command"]
+    assert command == 'tether guard hook --config "$CLAUDE_PROJECT_DIR/.tether/guard.yaml"'
+    assert set(out["added"]) == {
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "Stop",
+        "SubagentStop",
+        "SessionEnd",
+    }
+    assert "matcher" not in data["hooks"]["UserPromptSubmit"][0]
+    code, out, _ = cli(capsys, "install", "claude")
+    assert out["added"] == []
+    assert json.loads(settings.read_text()) == data
+
+
+def test_install_http_hooks(tmp_path, capsys):
+    settings = tmp_path / "settings.json"
+    code, out, _ = cli(
+        capsys,
+        "install",
+        "claude",
+        "--settings",
+        str(settings),
+        "--http",
+        "http://127.0.0.1:8977/hook",
+    )
+    assert (code, out["added"][0]) == (0, "SessionStart")
+    hooks = json.loads(settings.read_text())["hooks"]
+    assert hooks["PostToolUse"][0]["hooks"][0] == {
+        "type": "http",
+        "url": "http://127.0.0.1:8977/hook",
+        "timeout": 10,
+    }
+
+
+def test_install_refuses_a_broken_settings_file(tmp_path, capsys):
+    settings = tmp_path / "settings.json"
+    settings.write_text("{not json")
+    code, _, err = cli(capsys, "install", "claude", "--settings", str(settings))
+    assert code == 3
+    assert err["error"]["code"] == "invalid_json"
+    assert settings.read_text() == "{not json"
+
+
+def test_replay_prints_every_decision(tmp_path, capsys):
+    config = write(tmp_path / "g.yaml", "profile: dev\n")
+    code, out, _ = cli(capsys, "replay", str(DATA / "session.jsonl"), "--config", config)
+    assert code == 0
+    rows = [
+        (d["line"], d["event"], d["action"], [r["rule"] for r in d["rules"]])
+        for d in out["decisions"]
+    ]
+    assert rows == [
+        (2, "user_message", "allow", []),
+        (3, "pre_tool", "warn", ["read_before_edit", "plan_before_execute"]),
+        (4, "post_tool", "allow", []),
+        (5, "text", "allow", []),
+        (5, "pre_tool", "allow", []),
+        (6, "post_tool", "allow", []),
+        (7, "pre_tool", "allow", []),
+        (8, "post_tool", "remind", ["verify_after_edit"]),
+        (9, "pre_tool", "block", ["confirm_destructive"]),
+        (10, "post_tool", "allow", []),
+        (11, "text", "warn", ["web_search_when_unknown"]),
+    ]
+    assert out["counts"] == {"allow": 7, "remind": 1, "warn": 2, "block": 1}
+
+
+def test_replay_explain_gives_sources_and_values(tmp_path, capsys):
+    config = write(tmp_path / "g.yaml", "profile: dev\n")
+    _, out, _ = cli(capsys, "replay", str(DATA / "session.jsonl"), "--config", config, "--explain")
+    blocked = next(d for d in out["decisions"] if d["action"] == "block")
+    explanation = blocked["rules"][0]["explanation"]
+    assert explanation["source"] == "builtin (profile dev)"
+    assert explanation["condition"]["saw"] == "git reset --hard"
+    assert any(e["rule"] == "no_bash_for_files" for e in blocked["evaluated"])
+
+
+def test_replay_of_a_missing_transcript(tmp_path, capsys):
+    config = write(tmp_path / "g.yaml", "profile: dev\n")
+    code, _, err = cli(capsys, "replay", str(tmp_path / "none.jsonl"), "--config", config)
+    assert code == 4
+    assert err["error"]["code"] == "not_found"
+
+
+CASES = """
+config: g.yaml
+cases:
+  - name: editing without reading warns
+    cwd: /project
+    steps:
+      - user: "fix it"
+      - text: "Reading first."
+      - pre: {tool: Edit, params: {file_path: a.py}}
+        expect: {action: warn, rules: [read_before_edit]}
+      - call: {tool: Read, params: {file_path: /project/a.py}}
+      - call: {tool: Edit, params: {file_path: a.py}}
+        expect: {rules: [verify_after_edit], contains: "Re-read"}
+  - name: destructive commands are blocked
+    steps:
+      - pre: {tool: Bash, params: {command: "rm -rf /"}}
+        expect: {action: block}
+"""
+
+
+def test_cases_pass(tmp_path, capsys):
+    write(tmp_path / "g.yaml", "profile: dev\nrules: {plan_before_execute: false}\n")
+    cases = write(tmp_path / "cases.yaml", CASES)
+    code, out, _ = cli(capsys, "test", cases)
+    assert code == 0
+    assert out == {
+        "passed": 2,
+        "failed": 0,
+        "cases": [
+            {"name": "editing without reading warns", "passed": True, "failures": []},
+            {"name": "destructive commands are blocked", "passed": True, "failures": []},
+        ],
+    }
+
+
+def test_cases_fail_with_where_and_why(tmp_path, capsys):
+    write(tmp_path / "g.yaml", "profile: assistant\n")
+    cases = write(tmp_path / "cases.yaml", CASES)
+    code, out, err = cli(capsys, "test", cases)
+    assert code == 3
+    assert err["error"]["code"] == "verify_failed"
+    failure = out["cases"][0]["failures"][0]
+    assert failure["where"] == f"{cases}:11"
+    assert failure["problems"] == [
+        "expected rules ['verify_after_edit'], got []",
+        "expected the text to contain 'Re-read', got ''",
+    ]
+    assert out["cases"][1]["passed"] is True
+
+
+def test_cases_file_errors_are_located(tmp_path, capsys):
+    write(tmp_path / "g.yaml", "profile: dev\n")
+    cases = write(
+        tmp_path / "cases.yaml",
+        "config: g.yaml\ncases:\n  - name: x\n    steps:\n      - usr: hi\n",
+    )
+    code, _, err = cli(capsys, "test", cases)
+    assert code == 3
+    assert err["error"]["line"] == 5
+    assert err["error"]["path"] == "cases[0].steps[0].usr"
+
+
+def test_module_entry_point(tmp_path):
+    config = write(tmp_path / "g.yaml", "profile: dev\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "tether.guard.cli", "check", config],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0
+    assert json.loads(result.stdout)["ok"] is True
