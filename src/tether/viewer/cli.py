@@ -1,0 +1,134 @@
+"""The viewer's commands: `tether view`, `tether show` and `tether render`.
+
+Owns their arguments (with the CLI's own table-driven parser), their output (a drawing for
+`show`; JSON on stdout for `view` and `render`; errors as JSON on stderr with the CLI's exit
+codes) and the choice of what to load. `tether.cli.main` imports this module only when one of
+these commands runs, so nothing here weighs on the step path. It does not derive statuses, draw
+or serve (the sibling modules do).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+
+from tether.cli.args import Command, Parsed, parse
+from tether.cli.output import emit, report
+from tether.errors import EXIT_OK, TetherError
+
+VIEW = Command(
+    "view",
+    "serve the live viewer page for the executions under a folder (or one execution)",
+    ("PATH",),
+    0,
+    values=("--port",),
+    help="PATH is a folder (default: the current one) or an execution file. The page is served "
+    "on 127.0.0.1; --port picks the port (default: any free one). Stop with Ctrl-C.",
+)
+SHOW = Command(
+    "show",
+    "draw an execution's tree, statuses and cursor in the terminal",
+    ("TRACE",),
+    1,
+    values=("--at",),
+    flags=("--color", "--no-color"),
+    help="--at K draws the execution as it was after its first K trace entries. Colour is on "
+    "when stdout is a terminal, unless --no-color (or NO_COLOR) says otherwise.",
+)
+RENDER = Command(
+    "render",
+    "write a tree file or an execution as an SVG picture",
+    ("SOURCE",),
+    1,
+    values=("-o", "--output", "--at"),
+    help="SOURCE is a tree file (YAML/JSON) or an execution; -o FILE.svg is where to write. "
+    "--at K pictures an execution after its first K trace entries.",
+)
+
+
+def view_main(argv: list[str]) -> int:
+    return _run(VIEW, argv, _view)
+
+
+def show_main(argv: list[str]) -> int:
+    return _run(SHOW, argv, _show)
+
+
+def render_main(argv: list[str]) -> int:
+    return _run(RENDER, argv, _render)
+
+
+def _run(command: Command, argv: list[str], handler: Callable[[Parsed], int]) -> int:
+    try:
+        parsed = parse(command, argv)
+        if parsed.help:
+            sys.stdout.write(f"usage: {command.usage()}\n\n{command.summary}\n{command.help}\n")
+            return EXIT_OK
+        return handler(parsed)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # TetherError, and the last line of defence for anything else
+        return report(exc)
+
+
+def _whole(parsed: Parsed, name: str) -> int | None:
+    text = parsed.options.get(name)
+    if text is None:
+        return None
+    if not text.isdigit():
+        raise TetherError("usage", f"{name} takes a whole number, got {text!r}")
+    return int(text)
+
+
+def _view(parsed: Parsed) -> int:
+    from tether.viewer.server import serve
+
+    port = _whole(parsed, "--port")
+    serve(str(parsed.args.get("PATH") or "."), port=port or 0, ready=emit)
+    return EXIT_OK
+
+
+def _show(parsed: Parsed) -> int:
+    from tether.viewer.model import snapshot
+    from tether.viewer.source import load_execution
+    from tether.viewer.terminal import draw
+
+    at = _whole(parsed, "--at")
+    execution = load_execution(str(parsed.args["TRACE"]))
+    snap = snapshot(execution.tree, execution.state, execution.trace, at)
+    if "--color" in parsed.flags:
+        colour = True
+    elif "--no-color" in parsed.flags or os.environ.get("NO_COLOR"):
+        colour = False
+    else:
+        colour = sys.stdout.isatty()
+    sys.stdout.write(draw(execution.tree, snap, total=len(execution.trace), colour=colour))
+    return EXIT_OK
+
+
+def _render(parsed: Parsed) -> int:
+    from tether.viewer.model import snapshot
+    from tether.viewer.source import load_tree_or_execution
+    from tether.viewer.svg import render_svg
+
+    output = parsed.options.get("-o") or parsed.options.get("--output")
+    if not output:
+        raise TetherError("usage", f"render needs -o FILE.svg; usage: {RENDER.usage()}")
+    at = _whole(parsed, "--at")
+    tree, execution = load_tree_or_execution(str(parsed.args["SOURCE"]))
+    if execution is None and at is not None:
+        raise TetherError("usage", "--at applies to an execution, not to a tree file")
+    snap = None
+    if execution is not None:
+        snap = snapshot(tree, execution.state, execution.trace, at)
+    svg = render_svg(tree, snap)
+    try:
+        with open(output, "w", encoding="utf-8") as f:
+            f.write(svg)
+    except OSError as exc:
+        raise TetherError(
+            "invalid_value", f"cannot write {output}: {exc.strerror}", path=output
+        ) from None
+    emit({"written": os.path.abspath(output), "tree": tree["name"], "execution": bool(execution)})
+    return EXIT_OK

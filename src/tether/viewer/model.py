@@ -1,0 +1,364 @@
+"""What the viewer shows, as data: the tree's nodes and each node's status after any trace prefix.
+
+Owns the derivation of per-node statuses (`not_reached`, `open`, `success`, `failure`, `skipped`,
+`halted`), retries used, open step and trace-entry counts, by walking the trace answer by answer
+through the pure engine (the same answers `tether.engine.replay` uses), so nothing is stored
+twice: the state after entry k is the replay of the first k entries. The engine keeps frames only
+for entered, unfinished nodes, so a finished node's result is read from each answer's effects:
+the frames before and after it, the `check` entries it produced (`when` skips included) and the
+outcomes of the answered step.
+
+It does not read storage (the caller passes the stored state, tree and trace), draw anything
+(`tether.viewer.svg`, `tether.viewer.terminal`) or serve anything (`tether.viewer.server`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tether.engine.core import Condition, Reset, apply, default_condition
+from tether.engine.replay import _answer_of, fresh_state
+from tether.errors import TetherError
+
+NOT_REACHED = "not_reached"
+OPEN = "open"
+SUCCESS = "success"
+FAILURE = "failure"
+SKIPPED = "skipped"
+HALTED = "halted"
+STATUSES = (NOT_REACHED, OPEN, SUCCESS, FAILURE, SKIPPED, HALTED)
+SETTLED = (SUCCESS, FAILURE, SKIPPED)
+# How every view names and marks a status.
+LABELS = {
+    NOT_REACHED: "not reached",
+    OPEN: "open",
+    SUCCESS: "success",
+    FAILURE: "failure",
+    SKIPPED: "skipped",
+    HALTED: "halted",
+}
+GLYPHS = {NOT_REACHED: "○", OPEN: "●", SUCCESS: "✓", FAILURE: "✗", SKIPPED: "↷", HALTED: "⊘"}
+
+# Entry outcomes that end an action's attempt in failure.
+_FAILED_OUTCOMES = ("failed", "error", "evaluation_failed", "action_failed")
+
+
+@dataclass(frozen=True)
+class Node:
+    """One node of the tree, with its place: `key` is the engine's frame key ("" for the root)."""
+
+    key: str
+    path: tuple[int, ...]
+    type: str
+    name: str
+    parent: str | None
+    children: tuple[str, ...]
+    data: dict[str, Any]
+
+    @property
+    def depth(self) -> int:
+        return len(self.path)
+
+    @property
+    def optional(self) -> bool:
+        return bool(self.data.get("optional"))
+
+    def modifiers(self) -> list[str]:
+        """Short words for what changes how the node runs: policy, retries, optional, when."""
+        out = [f"policy {self.data['policy']}"] if self.type == "parallel" else []
+        if self.data.get("retries"):
+            out.append(f"retries {self.data['retries']}")
+        if self.optional:
+            out.append("optional")
+        if "when" in self.data:
+            out.append("when")
+        return out
+
+
+def key_of(path: Iterable[int]) -> str:
+    return ".".join(map(str, path))
+
+
+def index_tree(tree: dict[str, Any]) -> dict[str, Node]:
+    """Every node of a normalised tree by key, in depth-first declaration order."""
+    out: dict[str, Node] = {}
+
+    def visit(raw: dict[str, Any], path: tuple[int, ...], parent: str | None) -> None:
+        key = key_of(path)
+        kids = raw.get("children", [])
+        out[key] = Node(
+            key,
+            path,
+            raw["type"],
+            raw["name"],
+            parent,
+            tuple(key_of((*path, i)) for i in range(len(kids))),
+            raw,
+        )
+        for i, child in enumerate(kids):
+            visit(child, (*path, i), key)
+
+    visit(tree["root"], (), None)
+    return out
+
+
+def _ancestors(key: str) -> list[str]:
+    """`key` and every node above it, the root ("") last."""
+    if not key:
+        return [""]
+    parts = key.split(".")
+    return [".".join(parts[:n]) for n in range(len(parts), -1, -1)]
+
+
+@dataclass
+class NodeView:
+    """A node as the viewer shows it at one point of the trace."""
+
+    status: str = NOT_REACHED
+    retries: int = 0
+    entries: int = 0
+    step: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "retries": self.retries,
+            "entries": self.entries,
+            "step": self.step,
+        }
+
+
+@dataclass
+class Snapshot:
+    """The execution after its first `at` trace entries: the replayed engine state, each node's
+    view, and the reason the replay stopped early (`error`), if it did."""
+
+    at: int
+    state: dict[str, Any]
+    nodes: dict[str, NodeView]
+    error: str | None = None
+
+    def open_keys(self) -> list[str]:
+        """Keys of the nodes with an open step, the cursor (what `next` returns) first."""
+        if self.state["status"] != "running":
+            return []
+        return [key_of(r["path"]) for r in self.state["open"] if r["path"] is not None]
+
+    def to_dict(self) -> dict[str, Any]:
+        state = self.state
+        return {
+            "at": self.at,
+            "status": state["status"],
+            "phase": state["phase"],
+            "cursor": state["cursor"],
+            "open": state["open"],
+            "protocol_accepted": state["protocol_accepted"],
+            "failure": state["failure"],
+            "var": state["var"],
+            "const": state["const"],
+            "open_keys": self.open_keys(),
+            "nodes": {k: v.to_dict() for k, v in self.nodes.items()},
+            "error": self.error,
+        }
+
+
+@dataclass
+class Timeline:
+    """Walks one execution's trace entry by entry; `feed` more entries as they are committed.
+
+    `snapshot()` is the view after every entry fed so far. Feeding is incremental, so a live
+    viewer pays only for new entries."""
+
+    tree: dict[str, Any]
+    stored: dict[str, Any]
+    condition: Condition = default_condition
+    nodes: dict[str, Node] = field(init=False)
+    state: dict[str, Any] = field(init=False)
+    views: dict[str, NodeView] = field(init=False)
+    at: int = 0
+    error: str | None = None
+
+    def __post_init__(self) -> None:
+        self.nodes = index_tree(self.tree)
+        self.state = fresh_state(self.tree, self.stored)
+        self.views = {key: NodeView() for key in self.nodes}
+
+    def feed(self, entries: Iterable[dict[str, Any]]) -> None:
+        for entry in entries:
+            if self.error is not None:
+                return
+            self.at += 1
+            cursor = entry.get("cursor")
+            if cursor is not None and key_of(cursor["path"]) in self.views:
+                self.views[key_of(cursor["path"])].entries += 1
+            try:
+                self._answer(entry)
+            except TetherError as exc:
+                self.error = f"trace entry {entry.get('seq')}: {exc.message}"
+
+    def snapshot(self) -> Snapshot:
+        views = {k: NodeView(v.status, v.retries, v.entries, v.step) for k, v in self.views.items()}
+        return Snapshot(self.at, self.state, views, self.error)
+
+    # -- one answer ----------------------------------------------------------------------------
+
+    def _answer(self, entry: dict[str, Any]) -> None:
+        before = self.state
+        answer = _answer_of(entry, before)
+        if answer is None:
+            return
+        if isinstance(answer, Reset):
+            # As in replay: the entries before a reset were cleared; numbering goes on.
+            before = dict(before, seq=entry["seq"], since_reset=max(before["since_reset"], 1))
+        outcome = apply(self.tree, before, answer, entry["ts"], self.condition)
+        self.state = outcome.state
+        if isinstance(answer, Reset):
+            self.views = {key: NodeView() for key in self.nodes}
+            return
+        cursor = entry.get("cursor")
+        answered = key_of(cursor["path"]) if cursor is not None else None
+        self._settle(before["runtime"], outcome.state, outcome.entries, answered)
+
+    def _settle(
+        self,
+        old: dict[str, dict[str, Any]],
+        after: dict[str, Any],
+        produced: list[dict[str, Any]],
+        answered: str | None,
+    ) -> None:
+        new: dict[str, dict[str, Any]] = after["runtime"]
+        for key, frame in new.items():
+            if frame.get("r", 0) > old.get(key, {}).get("r", 0):
+                self._clear_below(key)
+        touched = set(old) | set(new)
+        for e in produced:
+            if e.get("cursor") is not None:
+                touched.update(_ancestors(key_of(e["cursor"]["path"])))
+        if answered is not None:
+            touched.update(_ancestors(answered))
+        touched &= set(self.nodes)
+        finished = [k for k in touched if k not in new and self._current(k, new)]
+        for key in sorted(finished, key=lambda k: self.nodes[k].depth, reverse=True):
+            view = self.views[key]
+            view.status = self._result(key, old, produced, answered)
+            view.step = None
+        for key, frame in new.items():
+            view = self.views[key]
+            view.status = OPEN
+            view.retries = frame.get("r", 0)
+            view.step = frame.get("k", 0) if self.nodes[key].type == "action" else None
+
+    def _clear_below(self, key: str) -> None:
+        """A retried node starts afresh: its descendants are not reached again yet."""
+        prefix = f"{key}." if key else ""
+        for k, view in self.views.items():
+            if k != key and k.startswith(prefix):
+                view.status, view.retries, view.step = NOT_REACHED, 0, None
+
+    def _current(self, key: str, frames: dict[str, dict[str, Any]]) -> bool:
+        """Whether `key` was reached in the current attempt of its running ancestors."""
+        node = self.nodes[key]
+        for depth in range(len(node.path)):
+            parent = key_of(node.path[:depth])
+            frame = frames.get(parent)
+            if frame is None:
+                return True
+            index = node.path[depth]
+            if self.nodes[parent].type == "parallel":
+                results = frame.get("res") or []
+                child = key_of(node.path[: depth + 1])
+                if child not in frames and (index >= len(results) or results[index] is None):
+                    return False
+            elif index > frame.get("i", 0):
+                return False
+        return True
+
+    def _result(
+        self,
+        key: str,
+        old: dict[str, dict[str, Any]],
+        produced: list[dict[str, Any]],
+        answered: str | None,
+    ) -> str:
+        own = [e for e in produced if e.get("cursor") and key_of(e["cursor"]["path"]) == key]
+        whens = [e for e in own if e.get("on") == "when"]
+        if whens and whens[-1]["outcome"] == "skipped":
+            return SKIPPED
+        if whens and whens[-1]["outcome"] == "error":
+            return FAILURE
+        under = [e for e in produced if e.get("cursor") and _within(e["cursor"]["path"], key)]
+        on_answer_path = answered is not None and key in _ancestors(answered)
+        if key in old and not under and not on_answer_path:
+            return HALTED
+        node = self.nodes[key]
+        if node.type == "action":
+            steps = [e for e in own if e.get("on") != "when"]
+            failed = bool(steps) and steps[-1].get("outcome") in _FAILED_OUTCOMES
+            return FAILURE if failed else SUCCESS
+        return self._composite(node)
+
+    def _composite(self, node: Node) -> str:
+        ok = failed = 0
+        for child in node.children:
+            status = self.views[child].status
+            if status in (SUCCESS, SKIPPED) or (status == FAILURE and self.nodes[child].optional):
+                ok += 1
+            elif status == FAILURE:
+                failed += 1
+        if node.type == "sequence":
+            return FAILURE if failed else SUCCESS
+        if node.type == "selector":
+            return SUCCESS if ok else FAILURE
+        return SUCCESS if ok >= _needed(node) else FAILURE
+
+
+def _within(path: list[int], key: str) -> bool:
+    k = key_of(path)
+    return k == key or not key or k.startswith(key + ".")
+
+
+def _needed(node: Node) -> int:
+    policy = node.data.get("policy", "all")
+    if policy == "all":
+        return len(node.children)
+    return 1 if policy == "any" else int(policy)
+
+
+def plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def facts(node: Node, view: NodeView) -> list[str]:
+    """The short facts every view shows beside a node's status: the open step of an action,
+    the retries used and the node's trace entries."""
+    out = []
+    if view.step is not None and view.status == OPEN:
+        out.append(f"step {view.step + 1}/{len(node.data['steps'])}")
+    if view.retries:
+        out.append(f"retry {view.retries}/{node.data.get('retries', 0)}")
+    if view.entries:
+        out.append(plural(view.entries, "entry", "entries"))
+    return out
+
+
+def snapshot(
+    tree: dict[str, Any],
+    stored: dict[str, Any],
+    trace: list[dict[str, Any]],
+    upto: int | None = None,
+    condition: Condition = default_condition,
+) -> Snapshot:
+    """The execution as it was after its first `upto` trace entries (all of them if None)."""
+    timeline = Timeline(tree, stored, condition)
+    timeline.feed(trace[:upto] if upto is not None else trace)
+    return timeline.snapshot()
+
+
+def progress(tree: dict[str, Any], snap: Snapshot) -> dict[str, int]:
+    """How many actions are settled (success, failure or skipped) out of all of them."""
+    nodes = index_tree(tree)
+    actions = [k for k, n in nodes.items() if n.type == "action"]
+    settled = sum(1 for k in actions if snap.nodes[k].status in SETTLED)
+    return {"settled": settled, "actions": len(actions)}
