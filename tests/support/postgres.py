@@ -20,7 +20,12 @@ import socket
 import subprocess
 import tempfile
 import threading
+import time
 from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg import sql
 
 INSTALL_HINT = "run scripts/install-test-deps-postgres to install PostgreSQL"
 
@@ -69,8 +74,40 @@ class PostgresServer:
     def dsn(self) -> str:
         return f"postgresql://{self.user}@127.0.0.1:{self.port}/postgres"
 
-    def uri(self, name: str) -> str:
-        return f"{self.dsn}#{name}"
+    def uri(self, name: str, database: str = "postgres") -> str:
+        return f"postgresql://{self.user}@127.0.0.1:{self.port}/{database}#{name}"
+
+    def connect(self, database: str = "postgres") -> psycopg.Connection[Any]:
+        """A direct connection (autocommit) for a test to look at or prepare the database."""
+        return psycopg.connect(
+            host="127.0.0.1", port=self.port, user=self.user, dbname=database, autocommit=True
+        )
+
+    def create_database(self, name: str) -> None:
+        with self.connect() as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+
+    def add_password_user(self, name: str, password: str) -> None:
+        """A login role that must give `password` over TCP (the other roles are trusted)."""
+        with self.connect() as conn:
+            conn.execute(
+                sql.SQL("CREATE ROLE {} LOGIN SUPERUSER PASSWORD {}").format(
+                    sql.Identifier(name), sql.Literal(password)
+                )
+            )
+            hba = Path(self.data, "pg_hba.conf")
+            line = f"host all {name} 127.0.0.1/32 scram-sha-256\n"
+            hba.write_text(line + hba.read_text())
+            conn.execute("SELECT pg_reload_conf()")
+        conninfo = f"host=127.0.0.1 port={self.port} user={name} dbname=postgres"
+        for _ in range(100):  # the server rereads the file shortly after the signal
+            try:
+                with psycopg.connect(conninfo):
+                    pass
+            except psycopg.OperationalError:
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f"the server did not start asking {name} for a password")
 
     def _run(self, *command: str, timeout: float = 60) -> None:
         prefix = ["runuser", "-u", "postgres", "--"] if self._as_root else []

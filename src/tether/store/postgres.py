@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import logging
 import math
 import os
 import threading
@@ -55,6 +56,11 @@ _TIMEOUT = float(os.environ.get("TETHER_PG_TIMEOUT", "5"))
 _RECONNECT_TIMEOUT = 10.0
 _SCHEMA_LOCK = 0x7465_7468_6572_0001  # pg_advisory_xact_lock key for creating the schema
 _NAME_SAFE = "-._~!$&'()*+,;=:@/"
+
+# The pool logs each failed reconnection; without a handler of the application's own, Python
+# would print them on stderr, where the CLI writes its JSON error. They still reach any handler
+# that an application installs (the MCP server's log, for one).
+logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS tether_schema (
@@ -143,6 +149,7 @@ def parse(uri: str) -> Target:
 # -- connections ---------------------------------------------------------------------------------
 
 _pools: dict[str, ConnectionPool] = {}
+_passwords: dict[str, str] = {}  # DSN -> the password a URI gave for it in this process
 _ready: set[str] = set()
 _pools_lock = threading.Lock()
 
@@ -173,8 +180,9 @@ def _pool(target: Target) -> ConnectionPool:
 
 def _connect_options(target: Target) -> dict[str, Any]:
     options: dict[str, Any] = {"autocommit": True}
-    if target.password is not None:
-        options["password"] = target.password
+    password = target.password if target.password is not None else _passwords.get(target.dsn)
+    if password is not None:
+        options["password"] = password
     if "connect_timeout" not in psycopg.conninfo.conninfo_to_dict(target.dsn):
         options["connect_timeout"] = max(2, math.ceil(_TIMEOUT))
     return options
@@ -277,7 +285,12 @@ class PostgresStore:
     scheme = "postgresql"
 
     def canonical(self, uri: str) -> str:
-        return parse(uri).uri
+        """The URI without its password, which is kept for the DSN's pool (callers go on with
+        the canonical spelling)."""
+        target = parse(uri)
+        if target.password is not None:
+            _passwords[target.dsn] = target.password
+        return target.uri
 
     def exists(self, uri: str) -> bool:
         target = parse(uri)
