@@ -625,10 +625,17 @@ class Resolver:
             "tracking": tracking,
             "classify_turns": config.classify_turns,
             "classifier": config.classifier.model_dump(),
-            "brain": None if config.brain is None else config.brain.model_dump(),
+            "brain": None if config.brain is None else _brain(config.brain),
             "use_agent_brain": config.use_agent_brain,
             "warnings": [w.to_dict() for w in self.warnings],
         }
+
+
+def _brain(brain: Brain) -> dict[str, Any]:
+    """The brain with its endpoint filled in from the provider when not given."""
+    out = brain.model_dump()
+    out["config"]["base_url"] = out["config"]["base_url"] or PROVIDER_URLS[brain.provider]
+    return out
 
 
 def _plan(doc: Located, base_dir: Path | None) -> tuple[dict[str, Any], list[str]]:
