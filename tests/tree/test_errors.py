@@ -240,6 +240,14 @@ CASES = [
         "tree.$ref",
     ),
     (
+        "triggers_with_empty_text",
+        "name: t\ntree:\n  type: action\n  name: A\n  triggers: [go, '']\n"
+        "  steps: [{instruct: x}]\n",
+        "t.yaml:5:13: triggers must be a non-empty list of non-empty strings, got a list of 2 "
+        "at tree.triggers",
+        "tree.triggers",
+    ),
+    (
         "version_bool",
         "name: t\nversion: true\ntree: " + ACTION + "\n",
         "t.yaml:2:10: version must be a string or a number, got boolean true at version",

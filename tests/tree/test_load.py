@@ -66,6 +66,19 @@ def test_normalised_form_is_exact() -> None:
     assert wrap_up["policy"] == "any"
 
 
+def test_triggers_are_kept_after_description_only_when_given() -> None:
+    data = load_tree_text(
+        "name: t\ntree:\n  type: sequence\n  name: S\n  triggers: [start over]\n"
+        "  description: d\n  children:\n"
+        "    - {type: action, name: A, steps: [{instruct: x}]}\n",
+        "t.yaml",
+    ).data
+    root = data["root"]
+    assert list(root) == ["type", "name", "children", "description", "triggers"]
+    assert root["triggers"] == ["start over"]
+    assert "triggers" not in root["children"][0]
+
+
 def test_tree_record_carries_hash_of_canonical_json_and_absolute_source() -> None:
     tree = load_tree(SPELLINGS / "native.yaml")
     assert isinstance(tree, Tree)

@@ -4,8 +4,8 @@ Owns: `load_tree` (a file), `load_tree_text` (text in memory) and `normalise` (a
 data); telling the three spellings apart (native wrapper, abtree wrapper, behaviors-sh root
 node); walking the nodes once, checking every key against the tables in `model.py` and building
 the normalised form that the engine runs (`type`, `name`, then `children`/`policy`/`steps`, then
-`retries`/`optional`/`when`/`description` when they say something); merging `state`; checking
-every `check` and `when` with the CEL compiler.
+`retries`/`optional`/`when`/`description`/`triggers` when they say something); merging `state`;
+checking every `check` and `when` with the CEL compiler.
 
 Every problem raises `TetherError`: `not_found` for a tree file that does not exist,
 `invalid_expression` for CEL that does not compile, `invalid_tree` for everything else; each
@@ -268,7 +268,7 @@ class _Loader:
             out["retries"] = values["retries"]
         if values["optional"]:
             out["optional"] = True
-        for key in ("when", "description"):
+        for key in ("when", "description", "triggers"):
             if values[key] is not None:
                 out[key] = values[key]
         return out

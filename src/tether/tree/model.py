@@ -84,6 +84,11 @@ COMMON_FIELDS: dict[str, Field] = {
         "then counts as success. Sees VAR/CONST (also LOCAL/GLOBAL, or $VAR.x and friends).",
     ),
     "description": Field("text", "What the node is for."),
+    "triggers": Field(
+        "triggers",
+        "Phrases a person might say to ask for this node (bot tools list them in their "
+        "descriptions as trigger patterns).",
+    ),
     "version": Field("version", "Accepted on any node for behaviors-sh files; ignored."),
     "$schema": SCHEMA_FIELD,
     "state": Field(
@@ -163,6 +168,11 @@ KIND_SCHEMAS: dict[str, dict[str, Any]] = {
         "uniqueItems": True,
         "items": {"type": "string", "pattern": WRITE_PATH_PATTERN},
     },
+    "triggers": {
+        "type": "array",
+        "minItems": 1,
+        "items": {"type": "string", "minLength": 1},
+    },
     "scope": {"type": ["object", "null"]},
     "state": {"$ref": "#/$defs/state"},
     "node": {"$ref": "#/$defs/node"},
@@ -184,6 +194,7 @@ KIND_PHRASES: dict[str, str] = {
     "uri": "a string",
     "policy": "'all', 'any' or a whole number >= 1",
     "write_paths": "a list of distinct var paths such as 'result' or 'review.notes'",
+    "triggers": "a non-empty list of non-empty strings",
     "scope": "a mapping of names to values",
     "state": "a mapping with 'var' and 'const' (or 'local' and 'global')",
     "children": "a non-empty list of nodes",
