@@ -1,0 +1,108 @@
+"""`tether guard serve`: Claude Code's http hooks answered by a warm process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[str]:
+    (tmp_path / "guard.yaml").write_text("profile: dev\n")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tether.guard.cli",
+            "serve",
+            "--config",
+            str(tmp_path / "guard.yaml"),
+            "--state-dir",
+            str(tmp_path / "state"),
+            "--port",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = proc.stdout.readline()
+        assert line, proc.stderr.read()
+        yield json.loads(line)["listening"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+def post(url: str, body: bytes) -> tuple[int, Any]:
+    request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def hook(event: str, **fields: Any) -> bytes:
+    return json.dumps(
+        {
+            "session_id": "http-1",
+            "transcript_path": "/nonexistent.jsonl",
+            "cwd": "/project",
+            "permission_mode": "default",
+            "hook_event_name": event,
+            **fields,
+        }
+    ).encode()
+
+
+def test_health(server):
+    with urllib.request.urlopen(server + "/health", timeout=10) as response:
+        assert json.loads(response.read()) == {"status": "ok"}
+
+
+def test_hooks_over_http_keep_session_state(server):
+    status, out = post(
+        server + "/hook",
+        hook(
+            "PreToolUse",
+            tool_name="Bash",
+            tool_use_id="t1",
+            tool_input={"command": "git clean -fd"},
+        ),
+    )
+    assert status == 200
+    assert out["hookSpecificOutput"]["permissionDecision"] == "deny"
+    status, out = post(
+        server + "/hook",
+        hook(
+            "PostToolUse",
+            tool_name="Read",
+            tool_use_id="t2",
+            tool_input={"file_path": "/project/a.py"},
+            tool_response={"type": "text"},
+        ),
+    )
+    assert (status, out) == (200, {})
+    status, out = post(
+        server + "/hook",
+        hook("PreToolUse", tool_name="Edit", tool_use_id="t3", tool_input={"file_path": "a.py"}),
+    )
+    assert "read_before_edit" not in json.dumps(out)
+
+
+def test_bad_requests(server):
+    assert post(server + "/hook", b"not json")[0] == 400
+    assert post(server + "/hook", b"[1]")[0] == 400
+    assert post(server + "/elsewhere", b"{}")[0] == 404
