@@ -85,8 +85,13 @@ def _view(parsed: Parsed) -> int:
     from tether.viewer.server import serve
 
     port = _whole(parsed, "--port")
-    serve(str(parsed.args.get("PATH") or "."), port=port or 0, ready=emit)
+    serve(str(parsed.args.get("PATH") or "."), port=port or 0, ready=_announce)
     return EXIT_OK
+
+
+def _announce(address: object) -> None:
+    emit(address)
+    sys.stdout.flush()
 
 
 def _show(parsed: Parsed) -> int:

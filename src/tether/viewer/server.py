@@ -1,0 +1,396 @@
+"""The viewer's web server: the page, its JSON API and live updates, for one folder.
+
+Owns the HTTP surface on 127.0.0.1 (standard library `ThreadingHTTPServer`):
+
+- `/` the page and `/static/...` its assets, shipped inside the package (no CDN, no build step);
+- `/api/runs` the executions under the folder (tree, status, phase, progress, last update);
+- `/api/run?path=P` one execution: its nodes, trace, current snapshot and diagram (SVG);
+  `&at=K` the snapshot and diagram after the first K trace entries (a replay, not a stored copy);
+  `&since=N&last_seq=S` only the trace entries after the N the page already holds;
+- `/api/events` and `/api/events?path=P` Server-Sent Events: a message when the listing changes
+  (checked every second), or with the new revision when the execution commits (its state file
+  is read every 200 ms per stream; the page then fetches the new document).
+
+It confines every path to the folder it serves: absolute paths, `..` and symbolic links that
+lead outside are refused with 403 and a JSON error, as are requests whose `Host` is not this
+server (DNS rebinding). It does not derive statuses (`tether.viewer.model`), draw
+(`tether.viewer.svg`) or parse command lines (`tether.viewer.cli`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+from typing import Any
+from urllib.parse import parse_qs, quote, urlsplit
+
+from tether.errors import TetherError
+from tether.viewer.model import Timeline, index_tree, progress, snapshot
+from tether.viewer.source import TREE_SUFFIX, Execution, find_executions, load_execution
+from tether.viewer.svg import render_svg
+
+POLL_SECONDS = 0.2
+LISTING_POLL_SECONDS = 1.0
+HEARTBEAT_SECONDS = 15.0
+_TYPES = {".html": "text/html", ".css": "text/css", ".js": "text/javascript"}
+_HTTP_STATUS = {
+    "forbidden": HTTPStatus.FORBIDDEN,
+    "not_found": HTTPStatus.NOT_FOUND,
+    "usage": HTTPStatus.BAD_REQUEST,
+    "invalid_value": HTTPStatus.BAD_REQUEST,
+}
+_CSP = (
+    "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+
+
+def _assets() -> dict[str, bytes]:
+    folder = resources.files("tether.viewer") / "static"
+    return {item.name: item.read_bytes() for item in folder.iterdir() if item.is_file()}
+
+
+@dataclass
+class _Cached:
+    """A timeline kept warm for one execution, so a commit costs only its new entries."""
+
+    salt: str
+    timeline: Timeline
+    fed: int
+    last_seq: int | None
+
+
+class Viewer:
+    """What the server knows: the folder it serves and a warm timeline per execution."""
+
+    def __init__(self, root: str) -> None:
+        self.root = os.path.realpath(root)
+        self.assets = _assets()
+        self.stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._cache: dict[str, _Cached] = {}
+
+    # -- confinement ---------------------------------------------------------------------------
+
+    def confine(self, rel: str) -> str:
+        """The real path of `rel` inside the served folder, or `forbidden`."""
+        if not rel or rel.startswith(("/", "\\")) or os.path.isabs(rel) or "\x00" in rel:
+            raise TetherError("forbidden", f"{rel!r} is not a path inside the served folder")
+        if ".." in rel.replace("\\", "/").split("/"):
+            raise TetherError("forbidden", f"{rel!r} climbs out of the served folder")
+        return self._inside(os.path.join(self.root, rel), rel)
+
+    def _inside(self, path: str, shown: str) -> str:
+        real = os.path.realpath(path)
+        if os.path.commonpath([real, self.root]) != self.root:
+            raise TetherError("forbidden", f"{shown!r} leads outside the served folder")
+        return real
+
+    def load(self, rel: str) -> Execution:
+        """The execution at `rel`, every file it is read from confined to the folder."""
+        path = self.confine(rel)
+        if not os.path.isfile(path):
+            raise TetherError("not_found", f"no execution at {rel!r}")
+        self._inside(path + TREE_SUFFIX, rel + TREE_SUFFIX)
+        execution = load_execution(path)
+        trace = execution.state.get("trace")
+        if isinstance(trace, dict) and isinstance(trace.get("file"), str):
+            self._inside(os.path.join(os.path.dirname(path), trace["file"]), trace["file"])
+        return execution
+
+    # -- documents -----------------------------------------------------------------------------
+
+    def runs(self) -> dict[str, Any]:
+        """The executions under the folder, each summarised; unreadable ones say why."""
+        out = []
+        for rel in find_executions(self.root):
+            try:
+                execution = self.load(rel)
+            except TetherError as exc:
+                out.append({"path": rel, "error": exc.message})
+                continue
+            state = execution.state
+            snap = self._timeline(rel, execution).snapshot()
+            out.append(
+                {
+                    "path": rel,
+                    "tree": execution.tree["name"],
+                    "status": state["status"],
+                    "phase": state["phase"],
+                    "progress": progress(execution.tree, snap),
+                    "entries": len(execution.trace),
+                    "revision": state["revision"],
+                    "updated_at": state["updated_at"],
+                }
+            )
+        return {"folder": os.path.basename(self.root) or self.root, "runs": out}
+
+    def run(self, rel: str, query: dict[str, str]) -> dict[str, Any]:
+        execution = self.load(rel)
+        tree, trace, state = execution.tree, execution.trace, execution.state
+        at = _whole(query, "at")
+        if at is not None:
+            snap = snapshot(tree, state, trace, min(at, len(trace)))
+            return {
+                "path": rel,
+                "revision": state["revision"],
+                "total": len(trace),
+                "snapshot": snap.to_dict(),
+                "svg": render_svg(tree, snap),
+            }
+        snap = self._timeline(rel, execution).snapshot()
+        since = _whole(query, "since") or 0
+        last_seq = query.get("last_seq")
+        keep = 0 < since <= len(trace) and str(trace[since - 1]["seq"]) == last_seq
+        offset = since if keep else 0
+        return {
+            "path": rel,
+            "revision": state["revision"],
+            "tree": {k: tree.get(k) for k in ("name", "version", "description")},
+            "nodes": _nodes(tree),
+            "created_at": state["created_at"],
+            "updated_at": state["updated_at"],
+            "total": len(trace),
+            "trace_offset": offset,
+            "trace": trace[offset:],
+            "progress": progress(tree, snap),
+            "snapshot": snap.to_dict(),
+            "svg": render_svg(tree, snap),
+        }
+
+    def _timeline(self, rel: str, execution: Execution) -> Timeline:
+        """The warm timeline of `rel`, fed up to the execution's trace (rebuilt after a reset
+        or if another execution took the path)."""
+        state, trace = execution.state, execution.trace
+        with self._lock:
+            cached = self._cache.get(rel)
+            fresh = (
+                cached is None
+                or cached.salt != state["salt"]
+                or cached.fed > len(trace)
+                or (cached.fed and trace[cached.fed - 1]["seq"] != cached.last_seq)
+            )
+            if fresh or cached is None:
+                cached = _Cached(state["salt"], Timeline(execution.tree, state), 0, None)
+                self._cache[rel] = cached
+            cached.timeline.feed(trace[cached.fed :])
+            cached.fed = len(trace)
+            cached.last_seq = trace[-1]["seq"] if trace else None
+            return cached.timeline
+
+    # -- change signals ------------------------------------------------------------------------
+
+    def listing_signature(self) -> tuple[tuple[str, int], ...]:
+        out = []
+        for rel in find_executions(self.root):
+            try:
+                out.append((rel, os.stat(os.path.join(self.root, rel)).st_mtime_ns))
+            except OSError:
+                continue
+        return tuple(out)
+
+
+def _whole(query: dict[str, str], name: str) -> int | None:
+    text = query.get(name)
+    if text is None:
+        return None
+    if not text.isdigit():
+        raise TetherError("usage", f"{name} takes a whole number, got {text!r}")
+    return int(text)
+
+
+def _nodes(tree: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for node in index_tree(tree).values():
+        steps = [
+            {
+                "kind": kind,
+                "text": step[kind],
+                **({"writes": step["writes"]} if "writes" in step else {}),
+            }
+            for step in node.data.get("steps", [])
+            for kind in ("evaluate", "instruct", "check")
+            if kind in step
+        ]
+        out.append(
+            {
+                "key": node.key,
+                "path": list(node.path),
+                "type": node.type,
+                "name": node.name,
+                "parent": node.parent,
+                "children": list(node.children),
+                "modifiers": node.modifiers(),
+                "description": node.data.get("description"),
+                "when": node.data.get("when"),
+                "steps": steps,
+            }
+        )
+    return out
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: the terminal running `tether view` shows only its address."""
+
+    def do_GET(self) -> None:
+        url = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        viewer = self.server.viewer
+        try:
+            if not self._host_allowed():
+                raise TetherError("forbidden", "this server answers only on its own address")
+            if url.path in ("/", "/index.html"):
+                self._asset("index.html")
+            elif url.path.startswith("/static/"):
+                self._asset(url.path[len("/static/") :])
+            elif url.path == "/api/runs":
+                self._json(viewer.runs())
+            elif url.path == "/api/run":
+                self._json(viewer.run(query.get("path", ""), query))
+            elif url.path == "/api/events":
+                self._events(query.get("path"))
+            else:
+                raise TetherError("not_found", f"nothing at {url.path}")
+        except TetherError as exc:
+            self._json({"error": exc.to_dict()}, _HTTP_STATUS.get(exc.code, HTTPStatus.CONFLICT))
+        except (BrokenPipeError, ConnectionResetError):
+            return
+        except Exception as exc:  # the page gets a JSON error rather than a dropped connection
+            error = {"code": "internal", "message": f"{type(exc).__name__}: {exc}"}
+            self._json({"error": error}, HTTPStatus.INTERNAL_SERVER_ERROR)
+
+    def _host_allowed(self) -> bool:
+        host = self.headers.get("Host", "")
+        port = self.server.server_address[1]
+        return host in (f"127.0.0.1:{port}", f"localhost:{port}")
+
+    def _send(self, status: int, kind: str, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("Content-Security-Policy", _CSP)
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _json(self, value: Any, status: int = HTTPStatus.OK) -> None:
+        body = json.dumps(value, ensure_ascii=False).encode()
+        self._send(status, "application/json; charset=utf-8", body)
+
+    def _asset(self, name: str) -> None:
+        body = self.server.viewer.assets.get(name)
+        if body is None:
+            raise TetherError("not_found", f"no asset {name!r}")
+        kind = _TYPES.get(os.path.splitext(name)[1], "application/octet-stream")
+        self._send(HTTPStatus.OK, f"{kind}; charset=utf-8", body)
+
+    def _events(self, rel: str | None) -> None:
+        viewer = self.server.viewer
+        signal: Callable[[], Any] = viewer.listing_signature
+        pause = LISTING_POLL_SECONDS
+        if rel is not None:
+            signal, pause = _RevisionWatch(viewer.confine(rel)), POLL_SECONDS
+        self.send_response(HTTPStatus.OK)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        for data in _changes(signal, pause, viewer.stopping):
+            self.wfile.write(data)
+            self.wfile.flush()
+
+
+class _RevisionWatch:
+    """The revision of the execution at `path`, re-read only when a `stat` says its state
+    file was replaced (None while there is no readable execution)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.seen: tuple[int, int, int] | None = None
+        self.revision: int | None = None
+
+    def __call__(self) -> int | None:
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            self.seen = self.revision = None
+            return None
+        seen = (st.st_mtime_ns, st.st_size, st.st_ino)
+        if seen != self.seen:
+            self.seen = seen
+            try:
+                with open(self.path, "rb") as f:
+                    self.revision = int(json.loads(f.read())["revision"])
+            except (OSError, ValueError, KeyError, TypeError):
+                self.revision = None
+        return self.revision
+
+
+def _changes(
+    signal: Callable[[], Any], pause: float, stopping: threading.Event
+) -> Iterator[bytes]:
+    """Server-Sent Events: one when `signal()` changes (the first at once), a comment now and
+    then to keep the connection alive, until the server stops."""
+    last: Any = object()
+    quiet = 0.0
+    while not stopping.is_set():
+        value = signal()
+        if value != last:
+            last = value
+            quiet = 0.0
+            payload = value if not isinstance(value, tuple) else len(value)
+            yield f"data: {json.dumps({'value': payload})}\n\n".encode()
+        elif quiet >= HEARTBEAT_SECONDS:
+            quiet = 0.0
+            yield b": alive\n\n"
+        stopping.wait(pause)
+        quiet += pause
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, viewer: Viewer, port: int) -> None:
+        super().__init__(("127.0.0.1", port), _Handler)
+        self.viewer = viewer
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/"
+
+
+def serve(path: str, *, port: int = 0, ready: Callable[[Any], None]) -> None:
+    """Serve the folder `path` (or the folder of the execution `path`, opening it) until
+    interrupted; `ready` receives the address once the server listens."""
+    if not os.path.exists(path):
+        raise TetherError("not_found", f"{path} does not exist", path=path)
+    root, opened = (path, None) if os.path.isdir(path) else os.path.split(os.path.abspath(path))
+    viewer = Viewer(root)
+    try:
+        server = _Server(viewer, port)
+    except OSError as exc:
+        raise TetherError(
+            "invalid_value", f"cannot listen on 127.0.0.1:{port}: {exc.strerror}", port=port
+        ) from None
+    url = server.url + (f"?run={quote(opened)}" if opened else "")
+    ready({"status": "serving", "url": url, "executions": len(find_executions(viewer.root))})
+    try:
+        server.serve_forever(poll_interval=0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        viewer.stopping.set()
+        server.server_close()

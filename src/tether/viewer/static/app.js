@@ -1,0 +1,388 @@
+// The Tether viewer page: the list of executions, and one execution live.
+// Plain JavaScript, no framework and no build step. The server computes everything that needs
+// the engine (statuses, replays, the diagram's SVG); this file fetches, arranges and listens.
+"use strict";
+
+const STATUS = {
+  not_reached: ["○", "not reached"], open: ["●", "open"], success: ["✓", "success"],
+  failure: ["✗", "failure"], skipped: ["↷", "skipped"], halted: ["⊘", "halted"],
+};
+const GOOD = new Set(["evaluation_passed", "step_complete", "action_complete", "protocol_accepted",
+  "passed", "entered", "written", "recorded", "jumped"]);
+const BAD = new Set(["evaluation_failed", "action_failed", "failed", "error", "protocol_rejected"]);
+
+const $ = (selector) => document.querySelector(selector);
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs || {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (name === "class") node.className = value;
+    else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else node.setAttribute(name, value === true ? "" : value);
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : String(child));
+  }
+  return node;
+}
+
+async function getJSON(url) {
+  const response = await fetch(url, { cache: "no-store" });
+  const body = await response.json();
+  if (!response.ok) throw new Error(body.error ? body.error.message : response.statusText);
+  return body;
+}
+
+function listen(url, onMessage) {
+  const live = $("#live");
+  const source = new EventSource(url);
+  source.onopen = () => { live.textContent = "live"; live.className = "live on"; };
+  source.onerror = () => { live.textContent = "reconnecting…"; live.className = "live off"; };
+  source.onmessage = (event) => onMessage(JSON.parse(event.data).value);
+  return source;
+}
+
+function badge(status) {
+  return el("span", { class: `badge ${status}` }, status);
+}
+
+function ago(iso) {
+  const seconds = Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
+  if (seconds < 60) return `${Math.round(seconds)} s ago`;
+  if (seconds < 3600) return `${Math.round(seconds / 60)} min ago`;
+  if (seconds < 86400) return `${Math.round(seconds / 3600)} h ago`;
+  return iso.slice(0, 10);
+}
+
+function showError(message) {
+  for (const id of ["#list-view", "#run-view"]) $(id).hidden = true;
+  $("#error-view").hidden = false;
+  $("#error-text").textContent = message;
+}
+
+// -- the list of executions ---------------------------------------------------------------------
+
+async function showList() {
+  $("#list-view").hidden = false;
+  $("#crumbs").replaceChildren(el("b", {}, "Executions"));
+  const refresh = async () => {
+    try { renderList(await getJSON("/api/runs")); } catch (error) { showError(error.message); }
+  };
+  await refresh();
+  listen("/api/events", refresh);
+  setInterval(() => document.querySelectorAll("[data-iso]").forEach((cell) => {
+    cell.textContent = ago(cell.dataset.iso);
+  }), 10000);
+}
+
+function renderList(listing) {
+  $("#folder").textContent = listing.folder;
+  $("#no-runs").hidden = listing.runs.length > 0;
+  $("#runs").hidden = listing.runs.length === 0;
+  $("#runs tbody").replaceChildren(...listing.runs.map((run) => {
+    const link = el("a", { href: `/?run=${encodeURIComponent(run.path)}` }, run.path);
+    if (run.error) {
+      return el("tr", { "data-path": run.path }, el("td", {}, link),
+        el("td", { colspan: 6, class: "muted" }, run.error));
+    }
+    const { settled, actions } = run.progress;
+    const share = actions ? Math.round((100 * settled) / actions) : 0;
+    return el("tr", { "data-path": run.path },
+      el("td", {}, link),
+      el("td", {}, run.tree),
+      el("td", {}, badge(run.status)),
+      el("td", {}, run.phase),
+      el("td", { title: `${settled} of ${actions} actions settled` },
+        el("span", { class: "bar-track" }, el("span", { class: "bar-fill", style: `width:${share}%` })),
+        `${settled}/${actions}`),
+      el("td", {}, run.entries),
+      el("td", { "data-iso": run.updated_at, title: run.updated_at }, ago(run.updated_at)));
+  }));
+}
+
+// -- one execution --------------------------------------------------------------------------------
+
+const run = {
+  path: null, revision: null, trace: [], total: 0, nodes: {}, order: [], at: 0,
+  following: true, selected: null, snap: null, loading: false, again: false, ticket: 0,
+  actualSize: false,
+};
+
+async function showRun(path) {
+  run.path = path;
+  $("#run-view").hidden = false;
+  $("#crumbs").replaceChildren(el("a", { href: "/" }, "Executions"), " / ", el("b", {}, path));
+  $("#legend").replaceChildren(...Object.entries(STATUS).map(([status, [glyph, label]]) =>
+    el("i", { class: `st-${status}` }, `${glyph} ${label}`)));
+  const at = new URLSearchParams(location.search).get("at");
+  try {
+    await loadRun();
+  } catch (error) {
+    showError(error.message);
+    return;
+  }
+  if (at !== null && Number(at) < run.total) await moveTo(Number(at));
+  $("#slider").addEventListener("input", () => moveTo(Number($("#slider").value)));
+  $("#to-live").addEventListener("click", () => moveTo(run.total));
+  $("#zoom").addEventListener("click", () => {
+    run.actualSize = !run.actualSize;
+    $("#diagram").classList.toggle("actual", run.actualSize);
+    $("#zoom").textContent = run.actualSize ? "Fit" : "Actual size";
+  });
+  listen(`/api/events?path=${encodeURIComponent(path)}`, (revision) => {
+    if (revision !== run.revision) refreshRun();
+  });
+}
+
+async function refreshRun() {
+  if (run.loading) { run.again = true; return; }
+  run.loading = true;
+  try {
+    do { run.again = false; await loadRun(); } while (run.again);
+  } catch (error) {
+    $("#run-banner").hidden = false;
+    $("#run-banner").className = "banner failure";
+    $("#run-banner").textContent = error.message;
+  } finally {
+    run.loading = false;
+  }
+}
+
+async function loadRun() {
+  const query = new URLSearchParams({ path: run.path });
+  if (run.trace.length) {
+    query.set("since", run.trace.length);
+    query.set("last_seq", run.trace[run.trace.length - 1].seq);
+  }
+  const doc = await getJSON(`/api/run?${query}`);
+  const kept = doc.trace_offset ? run.trace.slice(0, doc.trace_offset) : [];
+  const rebuilt = doc.trace_offset === 0;
+  run.trace = kept.concat(doc.trace);
+  run.revision = doc.revision;
+  run.total = doc.total;
+  run.doc = doc;
+  run.order = doc.nodes;
+  run.nodes = Object.fromEntries(doc.nodes.map((node) => [node.key, node]));
+  renderTitle(doc);
+  renderTimeline(rebuilt ? 0 : doc.trace_offset, rebuilt);
+  const slider = $("#slider");
+  slider.max = run.total;
+  if (run.following || run.at > run.total) {
+    run.ticket += 1;
+    showSnapshot(doc.snapshot, doc.svg);
+  } else {
+    renderPosition();
+  }
+}
+
+async function moveTo(at) {
+  run.following = at >= run.total;
+  const ticket = ++run.ticket;
+  if (run.following) {
+    showSnapshot(run.doc.snapshot, run.doc.svg);
+    return;
+  }
+  const query = new URLSearchParams({ path: run.path, at });
+  const doc = await getJSON(`/api/run?${query}`);
+  if (ticket === run.ticket) showSnapshot(doc.snapshot, doc.svg);
+}
+
+function renderTitle(doc) {
+  $("#run-title").textContent = doc.tree.name + (doc.tree.version ? ` ${doc.tree.version}` : "");
+  $("#run-description").textContent = doc.tree.description || "";
+  document.title = `${doc.tree.name} · Tether viewer`;
+}
+
+function showSnapshot(snap, svg) {
+  run.snap = snap;
+  run.at = snap.at;
+  const slider = $("#slider");
+  slider.max = run.total;
+  slider.value = snap.at;
+  const url = new URL(location.href);
+  if (run.following) url.searchParams.delete("at"); else url.searchParams.set("at", snap.at);
+  history.replaceState(null, "", url);
+  const diagram = $("#diagram");
+  diagram.innerHTML = svg;
+  diagram.classList.toggle("actual", run.actualSize);
+  diagram.classList.toggle("past", !run.following);
+  diagram.querySelectorAll("g.node").forEach((g) => {
+    g.addEventListener("click", () => select(g.dataset.key));
+    if (g.dataset.key === run.selected) g.classList.add("selected");
+  });
+  renderFacts(snap);
+  renderBanner(snap);
+  renderPosition();
+  renderJSON($("#var"), snap.var);
+  renderJSON($("#const"), snap.const);
+  renderNode();
+}
+
+function renderFacts(snap) {
+  const { settled, actions } = run.doc.progress;
+  const facts = [
+    ["Status", badge(snap.status)],
+    ["Phase", snap.phase],
+    ["Progress", run.following ? `${settled}/${actions} actions` : "—"],
+    ["Revision", run.revision],
+    ["Updated", el("span", { title: run.doc.updated_at }, ago(run.doc.updated_at))],
+  ];
+  $("#run-facts").replaceChildren(...facts.flatMap(([name, value]) =>
+    [el("dt", {}, name), el("dd", {}, value)]));
+}
+
+function renderBanner(snap) {
+  const banner = $("#run-banner");
+  let text = null;
+  let kind = "";
+  if (snap.error) { text = `Replay stopped early: ${snap.error}`; kind = "failure"; }
+  else if (snap.status === "failed") { text = snap.failure || "The execution failed."; kind = "failure"; }
+  else if (snap.status === "complete") { text = "The workflow is done."; kind = "complete"; }
+  else if (!snap.protocol_accepted) { text = "Waiting for the agent to accept the protocol."; }
+  else if (snap.open.length) {
+    const first = snap.open[0];
+    const more = snap.open.length > 1 ? ` (and ${snap.open.length - 1} more open)` : "";
+    text = `Cursor: ${first.type} “${first.name}”${more}`;
+  }
+  banner.hidden = text === null;
+  banner.className = `banner ${kind}`;
+  banner.textContent = text || "";
+}
+
+function renderPosition() {
+  const entry = run.at > 0 ? run.trace[run.at - 1] : null;
+  const when = entry ? ` · ${entry.ts.replace("T", " ").replace("Z", "")}` : "";
+  $("#position").replaceChildren(
+    run.at === run.total
+      ? el("span", {}, el("b", {}, `latest`), ` · ${run.total} entries${when}`)
+      : el("span", {}, "after entry ", el("b", {}, run.at), ` of ${run.total}${when}`));
+  $("#to-live").classList.toggle("following", run.following);
+  document.querySelectorAll("#timeline li").forEach((li, index) => {
+    li.classList.toggle("future", index >= run.at);
+    li.classList.toggle("at", index === run.at - 1);
+  });
+}
+
+// -- trace timeline ---------------------------------------------------------------------------------
+
+function outcome(text) {
+  const kind = GOOD.has(text) ? "good" : BAD.has(text) ? "bad" : "neutral";
+  return el("span", { class: `outcome ${kind}` }, String(text).replaceAll("_", " "));
+}
+
+function describe(entry) {
+  const parts = [];
+  if (entry.name) parts.push(el("b", {}, entry.name), " ");
+  if (entry.kind === "var_write") {
+    parts.push(el("code", { class: "value" }, `$VAR.${entry.path} = ${JSON.stringify(entry.value)}`));
+  } else if (entry.kind === "check") {
+    parts.push(el("code", {}, entry.submitted), entry.on ? " (when) " : " ");
+  } else if (entry.kind === "think") {
+    parts.push(el("span", { class: "note" }, entry.submitted));
+  } else if (entry.submitted !== undefined) {
+    parts.push(el("code", {}, String(entry.submitted)), " ");
+  }
+  parts.push("→ ", outcome(entry.outcome));
+  if (entry.note) parts.push(el("span", { class: "note" }, entry.note));
+  return parts;
+}
+
+function renderTimeline(from, rebuilt) {
+  const list = $("#timeline");
+  if (rebuilt) list.replaceChildren();
+  const rows = run.trace.slice(from).map((entry, offset) => {
+    const index = from + offset;
+    return el("li", { "data-seq": entry.seq, "data-kind": entry.kind, onclick: () => moveTo(index + 1) },
+      el("span", { class: "seq" }, `#${entry.seq}`),
+      el("span", { class: "ts", title: entry.ts }, (entry.ts || "").slice(11, 19)),
+      el("span", {}, el("span", { class: `chip k-${entry.kind}` }, entry.kind.replace("_", " "))),
+      el("span", { class: "what" }, describe(entry)));
+  });
+  list.append(...rows);
+  if (run.following && rows.length) list.scrollTop = list.scrollHeight;
+}
+
+// -- node details -------------------------------------------------------------------------------------
+
+function select(key) {
+  run.selected = key;
+  document.querySelectorAll("#diagram g.node").forEach((g) => {
+    g.classList.toggle("selected", g.dataset.key === key);
+  });
+  document.querySelectorAll("#timeline li").forEach((li, index) => {
+    const cursor = run.trace[index].cursor;
+    li.classList.toggle("mark", cursor !== null && cursor.path.join(".") === key);
+  });
+  renderNode();
+}
+
+function renderNode() {
+  const box = $("#node");
+  const node = run.nodes[run.selected];
+  if (!node || !run.snap) return;
+  const view = run.snap.nodes[node.key];
+  const [glyph, label] = STATUS[view.status];
+  const facts = [];
+  if (view.step !== null && view.status === "open") facts.push(`step ${view.step + 1}/${node.steps.length}`);
+  if (view.retries) facts.push(`retry ${view.retries}`);
+  const parts = [
+    el("div", { class: "kind" }, [node.type, ...node.modifiers].join(" · ")),
+    el("h3", {}, node.name),
+    el("div", { class: `status st-${view.status}` }, `${glyph} ${label}`, facts.length ? ` · ${facts.join(" · ")}` : ""),
+  ];
+  if (node.description) parts.push(el("p", { class: "muted" }, node.description));
+  if (node.when) parts.push(el("p", {}, "when ", el("code", {}, node.when)));
+  if (node.steps.length) {
+    parts.push(el("ol", { class: "steps" }, node.steps.map((step, index) => {
+      let state = "";
+      if (view.status === "success" || (view.step !== null && index < view.step)) state = "done";
+      if (view.status === "open" && index === view.step) state = "current";
+      return el("li", { class: state, "data-step": index },
+        el("span", { class: `chip k-${step.kind}` }, step.kind),
+        el("div", { class: "text" }, step.text),
+        step.writes ? el("div", { class: "writes" }, `writes ${step.writes.map((w) => "$VAR." + w).join(", ")}`) : null);
+    })));
+  }
+  if (node.children.length) {
+    parts.push(el("ul", { class: "entries" }, node.children.map((child) => {
+      const [g, l] = STATUS[run.snap.nodes[child].status];
+      return el("li", {}, el("a", { href: "#", onclick: (event) => { event.preventDefault(); select(child); } },
+        run.nodes[child].name), ` ${g} ${l}`);
+    })));
+  }
+  const own = run.trace.slice(0, run.at).filter((entry) => entry.cursor && entry.cursor.path.join(".") === node.key);
+  parts.push(el("h2", { style: "margin-top:12px" }, `Trace entries (${own.length})`));
+  parts.push(own.length
+    ? el("ul", { class: "entries" }, own.map((entry) => el("li", {}, `#${entry.seq} `,
+      el("span", { class: `chip k-${entry.kind}` }, entry.kind.replace("_", " ")), " ", describe(entry))))
+    : el("p", { class: "muted" }, "None yet."));
+  box.replaceChildren(...parts);
+}
+
+// -- JSON browser -------------------------------------------------------------------------------------
+
+// Every level starts open; a level the reader folded stays folded across updates.
+function renderJSON(box, value) {
+  const folded = new Set([...box.querySelectorAll("details:not([open])")].map((d) => d.dataset.path));
+  box.replaceChildren(jsonNode(null, value, "$", folded));
+}
+
+function jsonNode(key, value, path, folded) {
+  const label = key === null ? [] : [el("span", { class: "key" }, JSON.stringify(key)), ": "];
+  if (value !== null && typeof value === "object") {
+    const entries = Array.isArray(value) ? value.map((v, i) => [i, v]) : Object.entries(value);
+    const summary = Array.isArray(value) ? `[${entries.length}]` : `{${entries.length}}`;
+    return el("details", { "data-path": path, open: !folded.has(path) },
+      el("summary", {}, ...label, el("span", { class: "sum" }, summary)),
+      entries.map(([k, v]) => jsonNode(k, v, `${path}.${k}`, folded)));
+  }
+  const kind = typeof value === "string" ? "str" : typeof value === "number" ? "num" : "lit";
+  return el("div", { class: "row" }, ...label, el("span", { class: kind }, JSON.stringify(value)));
+}
+
+// -- start ----------------------------------------------------------------------------------------------
+
+const opened = new URLSearchParams(location.search).get("run");
+if (opened) showRun(opened); else showList();
