@@ -1,0 +1,146 @@
+"""The `tether mcp` command family: serve over stdio or HTTP, or register with a client.
+
+Owns the options of `tether mcp [--http ...]` and `tether mcp install ...`, their defaults (the
+root is the working directory; the token may come from the environment), and turning them into
+a `Runtime` and a transport. Errors are printed like every other `tether` command's. It does not
+own the tools, the transports or the client files (the sibling modules do).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+
+from tether.cli.args import Command, Parsed, parse
+from tether.cli.output import emit, report
+from tether.errors import EXIT_OK, TetherError
+
+SERVE = Command(
+    "mcp",
+    "serve the runtime tools over MCP: stdio by default, Streamable HTTP with --http",
+    values=("--root", "--host", "--port", "--token", "--max-body-bytes"),
+    repeated=("--allow-host",),
+    flags=("--http",),
+    help=(
+        "--root DIR        file URIs (trees and traces) must lie inside DIR (default: the\n"
+        "                  working directory); relative paths are taken from it\n"
+        "--http            serve Streamable HTTP at POST /mcp (and GET /health) instead of stdio\n"
+        "--host ADDR       address to listen on (default 127.0.0.1)\n"
+        "--port N          port (default 3001; 0 picks a free one, logged on stderr)\n"
+        "--token T         bearer token clients must send (default: $TETHER_MCP_TOKEN);\n"
+        "                  required when ADDR is not loopback\n"
+        "--allow-host H    also accept Host/Origin H (repeatable; loopback is always accepted)\n"
+        "--max-body-bytes N  largest request body accepted (default 1048576)\n"
+        "tether mcp install --help: register the server with an MCP client."
+    ),
+)
+
+INSTALL = Command(
+    "mcp install",
+    "register the stdio server in an MCP client's configuration (other servers are kept)",
+    values=("--target", "--scope", "--name", "--dir", "--root", "--command"),
+    help=(
+        "--target T   claude-code (.mcp.json), claude-desktop, cursor (.cursor/mcp.json) or\n"
+        "             vscode (.vscode/mcp.json)\n"
+        "--scope S    project (default; files under --dir) or user (files under your home)\n"
+        "--name N     the server's name in the file (default tether)\n"
+        "--dir D      the project directory (default: the working directory)\n"
+        "--root R     pass --root R to the server\n"
+        "--command C  the command the client runs (default: this installation's tether)"
+    ),
+)
+
+
+def main(argv: list[str]) -> int:
+    try:
+        if argv[:1] == ["install"]:
+            return _install(parse(INSTALL, argv[1:]))
+        return _serve(parse(SERVE, argv))
+    except KeyboardInterrupt:
+        return EXIT_OK
+    except Exception as exc:
+        return report(exc)
+
+
+def _help(command: Command) -> int:
+    sys.stdout.write(f"usage: {command.usage()}\n\n{command.summary}\n\n{command.help}\n")
+    return EXIT_OK
+
+
+def _serve(p: Parsed) -> int:
+    if p.help:
+        return _help(SERVE)
+    import anyio
+
+    from tether.verbs import Runtime
+
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s: %(message)s")
+    runtime = Runtime(root=_root(p.options.get("--root")))
+    if "--http" not in p.flags:
+        http_only = [o for o in (*SERVE.values, *SERVE.repeated) if o != "--root"]
+        given = [o for o in http_only if o in p.options or o in p.multi]
+        if given:
+            raise TetherError("usage", f"{given[0]} applies to --http only")
+        from tether.mcp.server import serve_stdio
+
+        anyio.run(serve_stdio, runtime)
+        return EXIT_OK
+    from tether.mcp.http import (
+        DEFAULT_MAX_BODY_BYTES,
+        DEFAULT_PORT,
+        TOKEN_ENV,
+        HttpOptions,
+        serve_http,
+    )
+
+    options = HttpOptions(
+        host=p.options.get("--host", "127.0.0.1"),
+        port=_whole(p, "--port", DEFAULT_PORT),
+        token=p.options.get("--token") or os.environ.get(TOKEN_ENV) or None,
+        allowed_hosts=tuple(p.multi.get("--allow-host", [])),
+        max_body_bytes=_whole(p, "--max-body-bytes", DEFAULT_MAX_BODY_BYTES),
+    )
+    anyio.run(serve_http, runtime, options)
+    return EXIT_OK
+
+
+def _install(p: Parsed) -> int:
+    if p.help:
+        return _help(INSTALL)
+    from tether.mcp.install import Install, default_command, install
+
+    target = p.options.get("--target")
+    if target is None:
+        raise TetherError("usage", f"mcp install needs --target; usage: {INSTALL.usage()}")
+    args = ["mcp"]
+    if "--root" in p.options:
+        args += ["--root", str(Path(p.options["--root"]).resolve())]
+    plan = Install(
+        target=target,
+        scope=p.options.get("--scope", "project"),
+        name=p.options.get("--name", "tether"),
+        command=p.options.get("--command") or default_command(),
+        args=tuple(args),
+        project=Path(p.options.get("--dir", ".")).resolve(),
+        home=Path.home(),
+    )
+    emit(install(plan))
+    return EXIT_OK
+
+
+def _root(given: str | None) -> str:
+    root = os.path.abspath(given) if given is not None else os.getcwd()
+    if not os.path.isdir(root):
+        raise TetherError("not_found", f"--root {given} is not a directory", path=root)
+    return root
+
+
+def _whole(p: Parsed, name: str, default: int) -> int:
+    text = p.options.get(name)
+    if text is None:
+        return default
+    if not text.isdigit():
+        raise TetherError("usage", f"{name} takes a whole number, got {text!r}")
+    return int(text)

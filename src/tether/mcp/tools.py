@@ -1,0 +1,533 @@
+"""The twelve runtime tools and the one function that registers them on an MCP server.
+
+Owns each tool's name, description, JSON input and output schemas and annotations; the check of
+a call's arguments against its input schema (an error names the tool and the argument); the call
+of exactly one `Runtime` verb per tool; and the result format: structured content plus the same
+JSON as text, or a `TetherError` as a tool error carrying the CLI's stable code. Values that are
+not objects (a `var` value, trace entries, every open request) are wrapped in an object, because
+structured content must be one.
+
+It does not own runtime logic (`tether.verbs`), transports (`tether.mcp.server`,
+`tether.mcp.http`) or the protocol text (`tether.engine.protocol`). Both transports call
+`register_tools`, so they serve the same tools.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+
+from tether.errors import TetherError
+from tether.verbs import Runtime, parse_value
+
+logger = logging.getLogger("tether.mcp")
+
+Arguments = dict[str, Any]
+Handler = Callable[[Runtime, Arguments], Any]
+
+# -- schema pieces ---------------------------------------------------------------------------
+
+_TRACE = {
+    "type": "string",
+    "minLength": 1,
+    "description": (
+        "The execution's URI, which is its handle: a path relative to the server's root (e.g. "
+        "runs/hello.json), a file:// URI inside that root, or memory://NAME for an execution "
+        "kept in the server's memory for as long as it runs."
+    ),
+}
+_STEP = {
+    "type": "string",
+    "description": (
+        "The `step` token of the request you are answering, exactly as next_step returned it. "
+        "A stale token is refused with the current request in the error, so a retried answer "
+        "never advances twice. Omit it to answer the first open request."
+    ),
+}
+_NOTE = {"type": "string", "description": "A short note recorded with the answer in the trace."}
+_SCOPE_PATH = {
+    "type": "string",
+    "description": "A dotted path such as build.tag (a leading $VAR. or $CONST. is accepted).",
+}
+_ANY_JSON = ["string", "number", "integer", "boolean", "object", "array", "null"]
+_TYPES = {"type": _ANY_JSON}
+
+_REQUEST_PROPERTIES: dict[str, Any] = {
+    "type": {"enum": ["evaluate", "instruct"], "description": "The kind of open request."},
+    "name": {"type": "string", "description": "The action the request belongs to."},
+    "expression": {"type": "string", "description": "What to judge (evaluate)."},
+    "instruction": {"type": "string", "description": "What to do (instruct)."},
+    "writes": {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": "$VAR paths to write before submitting success.",
+    },
+    "step": {"type": "string", "description": "The token to pass back with the answer."},
+    "path": {"type": ["array", "null"], "items": {"type": "integer"}},
+    "index": {"type": "integer"},
+    "status": {"enum": ["done", "failure"], "description": "Set when the execution is over."},
+    "message": {"type": "string"},
+}
+_REQUEST = {
+    "type": "object",
+    "description": "An open request, or {status: done | failure} once the execution is over.",
+    "properties": _REQUEST_PROPERTIES,
+}
+_MESSAGE = {"type": "string", "description": "What happened, and what to do next."}
+
+
+def _outcome(*statuses: str) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {"status": {"enum": list(statuses)}, "message": _MESSAGE},
+        "required": ["status", "message"],
+    }
+
+
+def _annotations(
+    title: str, *, read_only: bool, destructive: bool = False, idempotent: bool = False
+) -> types.ToolAnnotations:
+    return types.ToolAnnotations(
+        title=title,
+        read_only_hint=read_only,
+        destructive_hint=None if read_only else destructive,
+        idempotent_hint=idempotent,
+        open_world_hint=False,
+    )
+
+
+# -- the tools -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool: what the client is told about it and the verb call behind it."""
+
+    name: str
+    description: str
+    properties: dict[str, Any]
+    required: tuple[str, ...]
+    output: dict[str, Any]
+    annotations: types.ToolAnnotations
+    handler: Handler
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": self.properties,
+            "required": list(self.required),
+            "additionalProperties": False,
+        }
+
+    def to_tool(self) -> types.Tool:
+        return types.Tool(
+            name=self.name,
+            title=self.annotations.title,
+            description=self.description,
+            input_schema=self.input_schema,
+            output_schema=self.output,
+            annotations=self.annotations,
+        )
+
+
+def _start(rt: Runtime, a: Arguments) -> Any:
+    return rt.start(a["tree_uri"], a["trace_output"], var=a.get("var"), const=a.get("const"))
+
+
+def _next(rt: Runtime, a: Arguments) -> Any:
+    if a.get("all"):
+        return {"requests": rt.next(a["trace_output"], all=True)}
+    return rt.next(a["trace_output"])
+
+
+def _var_write(rt: Runtime, a: Arguments) -> Any:
+    value = a["value"]
+    return rt.var_write(
+        a["trace_output"], a["path"], parse_value(value) if isinstance(value, str) else value
+    )
+
+
+def _scope_reader(
+    name: str, scope: str, what: str, read: Callable[[Runtime, str, str | None], Any]
+) -> ToolSpec:
+    return ToolSpec(
+        name,
+        f"Read {scope}, {what}: the value at path, or the whole scope when path is omitted. "
+        "Returns {path, value}.",
+        {"trace_output": _TRACE, "path": _SCOPE_PATH},
+        ("trace_output",),
+        {
+            "type": "object",
+            "properties": {
+                "path": {"type": ["string", "null"], "description": "The path read (null: all)."},
+                "value": {**_TYPES, "description": f"The value in {scope}."},
+            },
+            "required": ["path", "value"],
+        },
+        _annotations(f"Read {scope}", read_only=True, idempotent=True),
+        lambda rt, a: {"path": a.get("path"), "value": read(rt, a["trace_output"], a.get("path"))},
+    )
+
+
+TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        "start_execution",
+        "Start a new execution of the behavior tree at tree_uri, stored at trace_output. "
+        "Refused if trace_output already exists (use resume_execution or reset_execution). "
+        "The first request is always the Acknowledge_Protocol instruct: call next_step next.",
+        {
+            "tree_uri": {
+                "type": "string",
+                "minLength": 1,
+                "description": "The tree file (YAML or JSON): a path relative to the server's "
+                "root or a file:// URI inside it.",
+            },
+            "trace_output": _TRACE,
+            "var": {
+                "type": "object",
+                "description": "Initial $VAR values that override the tree's, key by key.",
+            },
+            "const": {
+                "type": "object",
+                "description": "Initial $CONST values that override the tree's, key by key.",
+            },
+        },
+        ("tree_uri", "trace_output"),
+        {
+            "type": "object",
+            "properties": {
+                "status": {"enum": ["started"]},
+                "uri": {"type": "string", "description": "The execution's canonical URI."},
+                "tree": {"type": "string"},
+                "tree_hash": {"type": "string"},
+                "message": _MESSAGE,
+                "current": _REQUEST,
+            },
+            "required": ["status", "uri", "current"],
+        },
+        _annotations("Start an execution", read_only=False),
+        _start,
+    ),
+    ToolSpec(
+        "resume_execution",
+        "Confirm that the execution at trace_output exists and can be driven, and show its "
+        "phase and current request. The tree comes from the execution's embedded copy.",
+        {"trace_output": _TRACE},
+        ("trace_output",),
+        {
+            "type": "object",
+            "properties": {
+                "status": {"enum": ["resumable", "complete", "failed"]},
+                "uri": {"type": "string"},
+                "tree": {"type": ["string", "null"]},
+                "phase": {"enum": ["idle", "evaluating", "performing", "protocol"]},
+                "revision": {"type": "integer"},
+                "current": _REQUEST,
+            },
+            "required": ["status", "uri", "phase", "revision", "current"],
+        },
+        _annotations("Resume an execution", read_only=True, idempotent=True),
+        lambda rt, a: rt.resume(a["trace_output"]),
+    ),
+    ToolSpec(
+        "reset_execution",
+        "Rewind the execution to its start: clear the trace, restore $VAR and $CONST from the "
+        "tree, re-arm the protocol gate. Idempotent. Everything recorded so far is discarded.",
+        {"trace_output": _TRACE},
+        ("trace_output",),
+        _outcome("reset"),
+        _annotations("Reset an execution", read_only=False, destructive=True, idempotent=True),
+        lambda rt, a: rt.reset(a["trace_output"]),
+    ),
+    ToolSpec(
+        "next_step",
+        "Return the open request: {type: evaluate} (judge the expression, answer with eval), "
+        "{type: instruct} (do the work, answer with submit), or {status: done | failure}. "
+        "Replay-safe: until you answer, it returns the same request with the same step token. "
+        "With all=true, returns {requests: [...]}, every open request (several inside a "
+        "parallel node).",
+        {
+            "trace_output": _TRACE,
+            "all": {
+                "type": "boolean",
+                "description": "Return every open request as {requests: [...]}.",
+            },
+        },
+        ("trace_output",),
+        {
+            "type": "object",
+            "properties": {
+                **_REQUEST_PROPERTIES,
+                "requests": {
+                    "type": "array",
+                    "items": _REQUEST,
+                    "description": "Every open request (with all=true).",
+                },
+            },
+        },
+        _annotations("Next request", read_only=True, idempotent=True),
+        _next,
+    ),
+    ToolSpec(
+        "eval",
+        "Answer the open evaluate request: result=true if the expression holds (the action "
+        "goes on), false if not (the action fails and the tree decides what follows). Judge "
+        "honestly; pass the request's step token.",
+        {
+            "trace_output": _TRACE,
+            "result": {"type": "boolean", "description": "Whether the expression holds."},
+            "note": _NOTE,
+            "step": _STEP,
+        },
+        ("trace_output", "result"),
+        _outcome("evaluation_passed", "evaluation_failed"),
+        _annotations("Answer an evaluate", read_only=False),
+        lambda rt, a: rt.eval(
+            a["trace_output"], a["result"], note=a.get("note"), step=a.get("step")
+        ),
+    ),
+    ToolSpec(
+        "submit",
+        "Answer the open instruct request once its work is done: success advances (first "
+        "write every $VAR path the request lists in `writes`), failure fails the action, "
+        "running keeps the step open (record progress with think). The Acknowledge_Protocol "
+        "request is answered here too: success accepts it. Pass the request's step token.",
+        {
+            "trace_output": _TRACE,
+            "status": {
+                "type": "string",
+                "enum": ["success", "failure", "running"],
+                "description": "success, failure, or running (still working).",
+            },
+            "note": _NOTE,
+            "step": _STEP,
+        },
+        ("trace_output", "status"),
+        _outcome(
+            "step_complete",
+            "action_complete",
+            "action_failed",
+            "running",
+            "protocol_accepted",
+            "protocol_rejected",
+        ),
+        _annotations("Answer an instruct", read_only=False),
+        lambda rt, a: rt.submit(
+            a["trace_output"], a["status"], note=a.get("note"), step=a.get("step")
+        ),
+    ),
+    ToolSpec(
+        "think",
+        "Record a checkpoint thought in the trace without moving the cursor: use it at "
+        "substantive points of a long instruct. Only after the protocol is accepted.",
+        {
+            "trace_output": _TRACE,
+            "thought": {"type": "string", "minLength": 1, "description": "The thought."},
+        },
+        ("trace_output", "thought"),
+        _outcome("recorded"),
+        _annotations("Record a thought", read_only=False),
+        lambda rt, a: rt.think(a["trace_output"], a["thought"]),
+    ),
+    _scope_reader("var_read", "$VAR", "the execution's blackboard", Runtime.var_read),
+    ToolSpec(
+        "var_write",
+        "Write $VAR at a dotted path (objects are created on the way). A string value is "
+        'parsed as JSON when it parses ("3" stores the number 3, "\\"3\\"" the string "3") '
+        "and stored as the text otherwise; any other JSON value is stored as given. Write what "
+        "a step's `writes` lists before you submit it.",
+        {
+            "trace_output": _TRACE,
+            "path": {**_SCOPE_PATH, "minLength": 1},
+            "value": {**_TYPES, "description": "The value to store."},
+        },
+        ("trace_output", "path", "value"),
+        {
+            "type": "object",
+            "properties": {
+                "status": {"enum": ["written"]},
+                "path": {"type": "string"},
+                "value": _TYPES,
+            },
+            "required": ["status", "path", "value"],
+        },
+        _annotations("Write $VAR", read_only=False),
+        _var_write,
+    ),
+    _scope_reader(
+        "const_read", "$CONST", "the read-only world model seeded at start", Runtime.const_read
+    ),
+    ToolSpec(
+        "get_execution",
+        "Return the whole execution document: status, phase, cursor, open requests, $VAR, "
+        "$CONST, the embedded tree, the runtime maps and the trace.",
+        {"trace_output": _TRACE},
+        ("trace_output",),
+        {
+            "type": "object",
+            "properties": {
+                "uri": {"type": "string"},
+                "status": {"enum": ["running", "complete", "failed"]},
+                "phase": {"enum": ["idle", "evaluating", "performing", "protocol"]},
+                "revision": {"type": "integer"},
+                "var": {"type": "object"},
+                "const": {"type": "object"},
+                "tree": {"type": "object"},
+                "trace": {"type": "array", "items": {"type": "object"}},
+            },
+            "required": ["uri", "status", "phase", "revision", "var", "const", "tree", "trace"],
+        },
+        _annotations("Get an execution", read_only=True, idempotent=True),
+        lambda rt, a: rt.get(a["trace_output"]),
+    ),
+    ToolSpec(
+        "read_trace",
+        "Return the trace entries with from <= seq < to (either bound may be omitted) as "
+        "{entries: [...]}. Entries are numbered from 0 and never rewritten.",
+        {
+            "trace_output": _TRACE,
+            "from": {"type": "integer", "description": "The first seq to include."},
+            "to": {"type": "integer", "description": "The first seq to leave out."},
+        },
+        ("trace_output",),
+        {
+            "type": "object",
+            "properties": {"entries": {"type": "array", "items": {"type": "object"}}},
+            "required": ["entries"],
+        },
+        _annotations("Read the trace", read_only=True, idempotent=True),
+        lambda rt, a: {
+            "entries": rt.trace(a["trace_output"], start=a.get("from"), stop=a.get("to"))
+        },
+    ),
+)
+
+TOOL_NAMES: tuple[str, ...] = tuple(t.name for t in TOOLS)
+_BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}
+
+
+# -- arguments -------------------------------------------------------------------------------
+
+
+def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> Arguments:
+    """The arguments, checked against the tool's input schema; a `usage` error otherwise.
+
+    Lenient where clients commonly are not exact: "true"/"false" for a boolean, digits for an
+    integer, any case for an enum. An optional argument given as null counts as omitted.
+    """
+    for name in arguments:
+        if name not in spec.properties:
+            raise _bad(
+                spec, name, f"unknown argument {name!r}; it takes {', '.join(spec.properties)}"
+            )
+    out: Arguments = {}
+    for name, schema in spec.properties.items():
+        if name not in arguments or (arguments[name] is None and name not in spec.required):
+            if name in spec.required:
+                raise _bad(spec, name, f"missing required argument {name!r}")
+            continue
+        out[name] = _coerce(spec, name, schema, arguments[name])
+    return out
+
+
+def _coerce(spec: ToolSpec, name: str, schema: Mapping[str, Any], value: Any) -> Any:
+    kind = schema.get("type")
+    if kind == "string":
+        if not isinstance(value, str):
+            raise _bad(spec, name, f"{name!r} must be a string, got {_shown(value)}")
+        if "enum" in schema:
+            if value.lower() not in schema["enum"]:
+                choices = ", ".join(schema["enum"])
+                raise _bad(spec, name, f"{name!r} must be one of {choices}, got {value!r}")
+            return value.lower()
+        if len(value) < schema.get("minLength", 0):
+            raise _bad(spec, name, f"{name!r} must not be empty")
+        return value
+    if kind == "boolean":
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            return value.lower() == "true"
+        if not isinstance(value, bool):
+            raise _bad(spec, name, f"{name!r} must be true or false, got {_shown(value)}")
+        return value
+    if kind == "integer":
+        if isinstance(value, str) and value.lstrip("-").isdigit():
+            return int(value)
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise _bad(spec, name, f"{name!r} must be a whole number, got {_shown(value)}")
+        return value
+    if kind == "object" and not isinstance(value, dict):
+        raise _bad(spec, name, f"{name!r} must be an object, got {_shown(value)}")
+    return value
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _bad(spec: ToolSpec, name: str, message: str) -> TetherError:
+    return TetherError("usage", f"{spec.name}: {message}", tool=spec.name, argument=name)
+
+
+# -- calling ---------------------------------------------------------------------------------
+
+
+def call_tool(runtime: Runtime, name: str, arguments: Mapping[str, Any]) -> types.CallToolResult:
+    """Run one tool call to its result (a tool error for anything the runtime refuses)."""
+    spec = _BY_NAME[name]
+    try:
+        result = spec.handler(runtime, check_arguments(spec, arguments))
+    except TetherError as exc:
+        return error_result(exc)
+    except Exception:
+        logger.exception("tool %s failed", name)
+        return error_result(
+            TetherError("internal", f"{name} failed unexpectedly; the server's log has details")
+        )
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False))],
+        structured_content=result,
+    )
+
+
+def error_result(exc: TetherError) -> types.CallToolResult:
+    """A tool error whose text is the CLI's error document: {"error": {"code", "message", ...}}."""
+    text = json.dumps({"error": exc.to_dict()}, ensure_ascii=False)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+def register_tools(server: Server[Any], runtime: Runtime) -> None:
+    """Serve the twelve runtime tools on `server`, every call going to `runtime`."""
+    listing = types.ListToolsResult(tools=[t.to_tool() for t in TOOLS])
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
+    ) -> types.ListToolsResult:
+        return listing
+
+    async def call(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        if params.name not in _BY_NAME:
+            raise MCPError(
+                types.INVALID_PARAMS,
+                f"unknown tool {params.name!r}; the tools are {', '.join(TOOL_NAMES)}",
+            )
+        return call_tool(runtime, params.name, params.arguments or {})
+
+    server.add_request_handler("tools/list", types.PaginatedRequestParams, list_tools)
+    server.add_request_handler("tools/call", types.CallToolRequestParams, call)
+    server.get_tool_input_schema = lambda name: (
+        _BY_NAME[name].input_schema if name in _BY_NAME else None
+    )

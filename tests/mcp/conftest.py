@@ -1,0 +1,186 @@
+"""Shared pieces of the MCP tests: a root folder with the examples, an `Agent` that drives any
+MCP client (in-memory, stdio, HTTP) and checks every result's shape, and server processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp import Client
+from tether.mcp.server import build_server
+from tether.verbs import Runtime
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+SERVE = [sys.executable, "-m", "tether.cli.main", "mcp"]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """A server root holding copies of the example trees."""
+    folder = tmp_path / "root"
+    folder.mkdir()
+    for name in ("hello-world.yaml", "code-review.yaml"):
+        shutil.copy(EXAMPLES / name, folder / name)
+    return folder
+
+
+@pytest.fixture
+def memory_uri() -> str:
+    """A fresh memory:// URI (the memory store is shared by the whole test process)."""
+    return f"memory://test-{uuid.uuid4().hex}"
+
+
+class Agent:
+    """Drives an MCP client and checks each result: a success carries structured content equal to
+    its JSON text; a failure is a tool error whose text is {"error": {"code", "message", ...}}."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    async def ok(self, tool: str, **args: Any) -> Any:
+        result = await self.client.call_tool(tool, args)
+        text = result.content[0].text  # type: ignore[union-attr]
+        assert not result.is_error, text
+        assert json.loads(text) == result.structured_content
+        return result.structured_content
+
+    async def fail(self, tool: str, code: str, **args: Any) -> dict[str, Any]:
+        result = await self.client.call_tool(tool, args)
+        text = result.content[0].text  # type: ignore[union-attr]
+        assert result.is_error, text
+        assert result.structured_content is None
+        error = json.loads(text)["error"]
+        assert error["code"] == code, error
+        return error
+
+    async def hello_to_done(self, trace: str, tree: str = "hello-world.yaml") -> dict[str, Any]:
+        """Start hello-world at `trace` and walk it (morning) from the gate to done, passing every
+        step token back; returns the final execution document."""
+        started = await self.ok("start_execution", tree_uri=tree, trace_output=trace)
+        assert started["current"]["name"] == "Acknowledge_Protocol"
+        gate = await self.ok("next_step", trace_output=trace)
+        assert gate == started["current"]
+        accepted = await self.ok("submit", trace_output=trace, status="success", step=gate["step"])
+        assert accepted["status"] == "protocol_accepted"
+        work = await self.ok("next_step", trace_output=trace)
+        assert (work["type"], work["name"]) == ("instruct", "Determine_Time")
+        await self.ok("var_write", trace_output=trace, path="time_of_day", value='"morning"')
+        done = await self.ok("submit", trace_output=trace, status="success", step=work["step"])
+        assert done["status"] == "action_complete"
+        check = await self.ok("next_step", trace_output=trace)
+        assert (check["type"], check["name"]) == ("evaluate", "Morning_Greeting")
+        passed = await self.ok("eval", trace_output=trace, result=True, step=check["step"])
+        assert passed["status"] == "evaluation_passed"
+        greet = await self.ok("next_step", trace_output=trace)
+        assert (greet["type"], greet["name"]) == ("instruct", "Morning_Greeting")
+        await self.ok("var_write", trace_output=trace, path="greeting", value="Good morning!")
+        last = await self.ok("submit", trace_output=trace, status="success", step=greet["step"])
+        assert last["status"] == "action_complete"
+        assert "done" in last["message"]
+        assert await self.ok("next_step", trace_output=trace) == {"status": "done"}
+        return await self.ok("get_execution", trace_output=trace)
+
+
+@pytest.fixture
+async def agent(root: Path) -> AsyncIterator[Agent]:
+    """An agent connected in-process (the SDK's in-memory transport) to a server rooted at
+    `root`."""
+    async with Client(build_server(Runtime(root=str(root)))) as client:
+        yield Agent(client)
+
+
+class HttpServer:
+    """`tether mcp --http` running in a subprocess on a free loopback port."""
+
+    def __init__(self, process: subprocess.Popen[str], url: str) -> None:
+        self.process = process
+        self.url = url
+        self.base = url.removesuffix("/mcp")
+        self.port = int(url.rsplit(":", 1)[1].split("/")[0])
+        self.log: list[str] = []
+        self._drain = threading.Thread(target=self._read_log, daemon=True)
+        self._drain.start()
+
+    def _read_log(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.log.append(line)
+
+    def stop(self) -> None:
+        stop(self.process)
+        self._drain.join(timeout=10)
+
+
+def start_http(root: Path, *extra: str, env: dict[str, str] | None = None) -> HttpServer:
+    """Start the HTTP server and wait (bounded) for the URL it logs on stderr."""
+    process = subprocess.Popen(
+        [*SERVE, "--http", "--port", "0", "--root", str(root), *extra],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+    assert process.stderr is not None
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        line = process.stderr.readline()
+        match = re.search(r"serving (http://\S+/mcp)", line)
+        if match:
+            return HttpServer(process, match.group(1))
+        if not line and process.poll() is not None:
+            break
+    stop(process)
+    raise AssertionError("the HTTP server did not report its URL")
+
+
+def stop(process: subprocess.Popen[str]) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+@pytest.fixture
+def agent_for() -> Callable[[Client], Agent]:
+    return Agent
+
+
+@pytest.fixture
+def spawn_http(root: Path) -> Iterator[Callable[..., HttpServer]]:
+    """Starts HTTP servers rooted at `root` (extra options, extra environment); all are stopped
+    at the end of the test."""
+    started: list[HttpServer] = []
+
+    def spawn(*extra: str, env: dict[str, str] | None = None) -> HttpServer:
+        server = start_http(root, *extra, env=env)
+        started.append(server)
+        return server
+
+    yield spawn
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture
+def http_server(spawn_http: Callable[..., HttpServer]) -> HttpServer:
+    return spawn_http()
