@@ -21,6 +21,7 @@ from tether.guard.session_store import SessionStore
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body leave at once: no delayed-ACK stall
     server: GuardServer
 
     def _send(self, status: int, body: dict[str, Any]) -> None:

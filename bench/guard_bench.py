@@ -1,0 +1,280 @@
+"""Guard benchmark: in-process decisions, `tether guard hook` wall time, `serve` round trips.
+
+Run: `.venv/bin/python bench/guard_bench.py [--calls N] [--hooks N] [--requests N]`. Prints a
+table of medians and tails against the targets (decision p50 < 50 µs and p99 < 1 ms with the dev
+profile plus 50 custom rules; hook < 80 ms per event; serve round trip < 2 ms).
+
+The hook is timed as Claude Code runs it: a fresh process per event, the payload on stdin, with
+the package's bytecode cached as it is in an installed package (the first runs warm it up).
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from tether.guard import Guard
+
+TOOLS = [
+    ("Read", {"file_path": "src/app/module_{i}.py"}),
+    ("Edit", {"file_path": "src/app/module_{i}.py", "old_string": "a", "new_string": "b"}),
+    ("Bash", {"command": "pytest -q tests/test_{i}.py"}),
+    ("Grep", {"pattern": "def handler_{i}", "path": "src"}),
+    ("Write", {"file_path": "src/app/new_{i}.py", "content": "x = 1\n"}),
+    ("database.query", {"query": "SELECT id FROM t{i}", "table": "t{i}"}),
+    ("WebFetch", {"url": "https://example.org/{i}", "prompt": "summarise"}),
+]
+
+
+def custom_rules(count: int) -> list[dict[str, Any]]:
+    """`count` varied custom rules over several tools and condition types."""
+    shapes = [
+        ("bash", {"param_matches": {"param": "command", "pattern": "curl .*\\| *sh"}}),
+        ("edit", {"param_contains": {"param": "file_path", "value": "secret"}}),
+        ("read", {"counter_gte": {"name": "bench_reads", "value": 50}}),
+        (
+            "database.query",
+            {
+                "all": [
+                    {"param_matches": {"param": "query", "pattern": "DROP"}},
+                    {"flag_is": {"name": "bench_backup", "value": False}},
+                ]
+            },
+        ),
+        ("*", {"any": [{"consecutive_gte": 20}, {"tool_calls_this_turn_eq": 40}]}),
+        ("web.fetch", {"not": {"target_in_set": "bench_urls"}}),
+        (
+            ["write", "edit"],
+            {
+                "target_not_in_set": "read_files",
+                "param_contains": {"param": "file_path", "value": "generated"},
+            },
+        ),
+    ]
+    rules = []
+    for i in range(count):
+        trigger, condition = shapes[i % len(shapes)]
+        rules.append(
+            {
+                "id": f"custom_{i}",
+                "trigger": trigger,
+                "when": "pre_tool",
+                "action": "warn",
+                "condition": condition,
+                "message": "custom {tool} {target} {counter:bench_reads}",
+            }
+        )
+    return rules
+
+
+CONFIG: dict[str, Any] = {
+    "profile": "dev",
+    "rule_definitions": custom_rules(50),
+    "state_tracking": {
+        "counters": {"bench_reads": {"increment_on": ["read"]}},
+        "flags": {"bench_backup": {"set_on": ["database.backup"]}},
+        "sets": {"bench_urls": {"add_on": ["web.fetch"], "target": "url"}},
+    },
+}
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * p))]
+
+
+def bench_decisions(calls: int) -> dict[str, list[float]]:
+    guard = Guard.from_config(CONFIG)
+    session = guard.session("bench", cwd="/project")
+    pre: list[float] = []
+    post: list[float] = []
+    clock = time.perf_counter_ns
+    for n in range(calls):
+        if n % 25 == 0:
+            session.on_user_message(f"task {n}")
+        tool, template = TOOLS[n % len(TOOLS)]
+        params = {k: v.format(i=n % 40) for k, v in template.items()}
+        t0 = clock()
+        session.pre_tool(tool, params)
+        t1 = clock()
+        session.post_tool(tool, params, {"ok": True})
+        t2 = clock()
+        pre.append((t1 - t0) / 1000)
+        post.append((t2 - t1) / 1000)
+    return {"pre_tool": pre, "post_tool": post}
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def bench_hook(runs: int, work: Path) -> dict[str, list[float]]:
+    config = work / "guard.yaml"
+    config.write_text("security:\n  behavior:\n    profile: dev\n")
+    env = _env()
+    out: dict[str, list[float]] = {}
+    commands = {
+        "python -c pass (interpreter start)": [sys.executable, "-c", "pass"],
+        "tether guard hook": [
+            sys.executable,
+            "-c",
+            "import sys; from tether.cli.main import main; sys.exit(main())",
+            "guard",
+            "hook",
+            "--config",
+            str(config),
+            "--state-dir",
+            str(work / "state"),
+        ],
+        "python -m tether.guard.cli hook": [
+            sys.executable,
+            "-m",
+            "tether.guard.cli",
+            "hook",
+            "--config",
+            str(config),
+            "--state-dir",
+            str(work / "state"),
+        ],
+    }
+    for name, command in commands.items():
+        times: list[float] = []
+        for n in range(runs + 3):
+            event = {
+                "session_id": "bench",
+                "transcript_path": str(work / "t.jsonl"),
+                "cwd": str(work),
+                "permission_mode": "default",
+                "hook_event_name": "PreToolUse" if n % 2 == 0 else "PostToolUse",
+                "tool_name": "Edit",
+                "tool_use_id": f"toolu_{n}",
+                "tool_input": {
+                    "file_path": str(work / "a.py"),
+                    "old_string": "a",
+                    "new_string": "b",
+                },
+                "tool_response": {"filePath": str(work / "a.py")},
+            }
+            t0 = time.perf_counter()
+            done = subprocess.run(
+                command,
+                input=json.dumps(event),
+                capture_output=True,
+                text=True,
+                env=env,
+                check=False,
+            )
+            elapsed = (time.perf_counter() - t0) * 1000
+            if done.returncode != 0:
+                raise SystemExit(f"{name} failed: {done.stderr}")
+            if n >= 3:
+                times.append(elapsed)
+        out[name] = times
+    return out
+
+
+def bench_serve(requests: int, work: Path) -> list[float]:
+    config = work / "guard.yaml"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tether.guard.cli",
+            "serve",
+            "--config",
+            str(config),
+            "--state-dir",
+            str(work / "serve-state"),
+            "--port",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    try:
+        address = json.loads(proc.stdout.readline())["listening"]
+        host, port = address.removeprefix("http://").split(":")
+        conn = http.client.HTTPConnection(host, int(port), timeout=10)
+        times: list[float] = []
+        for n in range(requests + 20):
+            body = json.dumps(
+                {
+                    "session_id": f"serve-{n % 4}",
+                    "transcript_path": "/nonexistent.jsonl",
+                    "cwd": "/project",
+                    "permission_mode": "default",
+                    "hook_event_name": "PreToolUse" if n % 2 == 0 else "PostToolUse",
+                    "tool_name": "Bash",
+                    "tool_use_id": f"toolu_{n}",
+                    "tool_input": {"command": "pytest -q"},
+                    "tool_response": {"stdout": "ok"},
+                }
+            ).encode()
+            t0 = time.perf_counter()
+            conn.request("POST", "/hook", body, {"Content-Type": "application/json"})
+            response = conn.getresponse()
+            response.read()
+            elapsed = (time.perf_counter() - t0) * 1000
+            if response.status != 200:
+                raise SystemExit(f"serve answered {response.status}")
+            if n >= 20:
+                times.append(elapsed)
+        conn.close()
+        return times
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        proc.stdout.close()
+        proc.stderr.close()
+
+
+def row(name: str, unit: str, values: list[float], target: str) -> str:
+    return (
+        f"| {name} | {len(values)} | {statistics.median(values):.1f} {unit} | "
+        f"{percentile(values, 0.95):.1f} {unit} | {percentile(values, 0.99):.1f} {unit} | "
+        f"{target} |"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=20000)
+    parser.add_argument("--hooks", type=int, default=30)
+    parser.add_argument("--requests", type=int, default=1000)
+    args = parser.parse_args()
+    rows = ["| measure | n | p50 | p95 | p99 | target |", "|---|---|---|---|---|---|"]
+    decisions = bench_decisions(args.calls)
+    rows.append(
+        row(
+            "decision pre_tool (dev + 50 rules)",
+            "µs",
+            decisions["pre_tool"],
+            "p50 < 50 µs, p99 < 1 ms",
+        )
+    )
+    rows.append(row("decision post_tool (dev + 50 rules)", "µs", decisions["post_tool"], "-"))
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        for name, values in bench_hook(args.hooks, work).items():
+            rows.append(row(name, "ms", values, "-" if "pass" in name else "< 80 ms"))
+        rows.append(
+            row("serve round trip (keep-alive)", "ms", bench_serve(args.requests, work), "< 2 ms")
+        )
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    main()
