@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
 
-from viewer.driver import EXAMPLES, answer, tether
+from viewer.driver import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, EXAMPLES, ViewServer, answer, tether
 
 
 @pytest.fixture
@@ -25,3 +28,33 @@ def hello(runs: Path) -> Path:
     answer(run, "var", "time_of_day", "evening")
     answer(run, "submit", "success", "--note", "it is 19:00")
     return run
+
+
+@pytest.fixture
+def server(runs: Path) -> Iterator[ViewServer]:
+    """`tether view` serving the `runs` folder."""
+    view = ViewServer(runs)
+    yield view
+    assert view.stop() == 0
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    """Debian's chromium driven by Playwright (installed by scripts/install-test-deps-viewer)."""
+    assert os.path.exists(CHROMIUM), "run scripts/install-test-deps-viewer to install chromium"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    yield page
+    context.close()
+    assert errors == [], "the page raised errors"

@@ -338,9 +338,7 @@ class _RevisionWatch:
         return self.revision
 
 
-def _changes(
-    signal: Callable[[], Any], pause: float, stopping: threading.Event
-) -> Iterator[bytes]:
+def _changes(signal: Callable[[], Any], pause: float, stopping: threading.Event) -> Iterator[bytes]:
     """Server-Sent Events: one when `signal()` changes (the first at once), a comment now and
     then to keep the connection alive, until the server stops."""
     last: Any = object()
@@ -386,8 +384,8 @@ def serve(path: str, *, port: int = 0, ready: Callable[[Any], None]) -> None:
             "invalid_value", f"cannot listen on 127.0.0.1:{port}: {exc.strerror}", port=port
         ) from None
     url = server.url + (f"?run={quote(opened)}" if opened else "")
-    ready({"status": "serving", "url": url, "executions": len(find_executions(viewer.root))})
     try:
+        ready({"status": "serving", "url": url, "executions": len(find_executions(viewer.root))})
         server.serve_forever(poll_interval=0.2)
     except KeyboardInterrupt:
         pass

@@ -1,0 +1,142 @@
+"""The viewer's server over plain HTTP: what it lists and serves, what it refuses, and the
+events it pushes when the CLI commits."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import quote
+
+from viewer.driver import EXAMPLES, ViewServer, answer, tether
+
+
+def _forbidden(server: ViewServer, path: str) -> str:
+    status, body = server.get(path)
+    assert status == 403, (path, body)
+    assert body["error"]["code"] == "forbidden"
+    return str(body["error"]["message"])
+
+
+def test_listing_summarises_each_execution(server: ViewServer, hello: Path, runs: Path) -> None:
+    (runs / "nested").mkdir()
+    tether("start", EXAMPLES / "deploy.yaml", runs / "nested" / "deploy.json")
+    (runs / "notes.json").write_text("{}")
+    status, listing = server.get("/api/runs")
+    assert status == 200
+    assert listing["folder"] == "runs"
+    rows = {r["path"]: r for r in listing["runs"]}
+    assert set(rows) == {"hello.json", "nested/deploy.json"}
+    assert rows["hello.json"]["tree"] == "hello-world"
+    assert rows["hello.json"]["phase"] == "evaluating"
+    assert rows["hello.json"]["progress"] == {"settled": 1, "actions": 5}
+    assert rows["hello.json"]["entries"] == 3
+    assert rows["nested/deploy.json"]["phase"] == "protocol"
+
+
+def test_run_document_and_an_earlier_snapshot(server: ViewServer, hello: Path) -> None:
+    status, doc = server.get("/api/run?path=hello.json")
+    assert status == 200
+    assert [n["name"] for n in doc["nodes"]][:2] == ["Hello_World", "Determine_Time"]
+    assert doc["total"] == 3 and len(doc["trace"]) == 3
+    assert doc["snapshot"]["open_keys"] == ["1.0"]
+    assert doc["snapshot"]["var"]["time_of_day"] == "evening"
+    assert 'data-key="1.0"' in doc["svg"]
+    status, past = server.get("/api/run?path=hello.json&at=1")
+    assert past["snapshot"]["open_keys"] == ["0"]
+    assert past["snapshot"]["var"]["time_of_day"] is None
+    last = doc["trace"][-1]["seq"]
+    status, tail = server.get(f"/api/run?path=hello.json&since=3&last_seq={last}")
+    assert (tail["trace_offset"], tail["trace"]) == (3, [])
+    status, whole = server.get("/api/run?path=hello.json&since=3&last_seq=99")
+    assert (whole["trace_offset"], len(whole["trace"])) == (0, 3), "a stale tail resends all"
+
+
+def test_paths_outside_the_folder_are_refused(
+    server: ViewServer, hello: Path, runs: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    tether("start", EXAMPLES / "hello-world.yaml", outside / "secret.json")
+    _forbidden(server, "/api/run?path=../outside/secret.json")
+    _forbidden(server, "/api/run?path=" + quote(str(outside / "secret.json")))
+    _forbidden(server, "/api/run?path=nested/../../outside/secret.json")
+    _forbidden(server, "/api/events?path=../outside/secret.json")
+    os.symlink(outside / "secret.json", runs / "link.json")
+    os.symlink(outside / "secret.json.tree.json", runs / "link.json.tree.json")
+    assert "outside" in _forbidden(server, "/api/run?path=link.json")
+    os.symlink(outside, runs / "door")
+    _forbidden(server, "/api/run?path=door/secret.json")
+    _, listing = server.get("/api/runs")
+    (row,) = [r for r in listing["runs"] if r["path"] == "link.json"]
+    assert "outside the served folder" in row["error"] and "tree" not in row
+    assert server.get("/api/run?path=hello.json", host="attacker.example:80")[0] == 403
+
+
+def test_a_symlink_that_stays_inside_is_served(server: ViewServer, hello: Path, runs: Path) -> None:
+    (runs / "alias").symlink_to(runs)
+    status, doc = server.get("/api/run?path=alias/hello.json")
+    assert status == 200 and doc["tree"]["name"] == "hello-world"
+
+
+def test_a_state_file_naming_a_trace_outside_is_refused(
+    server: ViewServer, hello: Path, runs: Path, tmp_path: Path
+) -> None:
+    state = json.loads(hello.read_text())
+    (tmp_path / "elsewhere.jsonl").write_text("")
+    state["trace"] = {"file": "../elsewhere.jsonl", "entries": 0, "bytes": 0}
+    (runs / "forged.json").write_text(json.dumps(state))
+    (runs / "forged.json.tree.json").write_text((runs / "hello.json.tree.json").read_text())
+    _forbidden(server, "/api/run?path=forged.json")
+
+
+def test_unknown_things_are_not_found(server: ViewServer, hello: Path) -> None:
+    assert server.get("/api/run?path=missing.json")[0] == 404
+    assert server.get("/static/../server.py")[0] == 404
+    assert server.get("/static/model.py")[0] == 404
+    assert server.get("/api/run?path=hello.json&at=-1")[0] == 400
+
+
+def test_page_and_assets_come_from_the_package(server: ViewServer) -> None:
+    with urllib.request.urlopen(server.base, timeout=10) as response:
+        html = response.read().decode()
+        assert "default-src 'self'" in response.headers["Content-Security-Policy"]
+    assert '<script src="/static/app.js"' in html
+    assert "http" not in html.replace("http://www.w3.org/2000/svg", ""), "no remote assets"
+    for asset in ("app.js", "style.css"):
+        with urllib.request.urlopen(server.base + "static/" + asset, timeout=10) as response:
+            assert response.status == 200
+            assert b"https://" not in response.read()
+
+
+def test_events_arrive_within_a_second_of_a_commit(server: ViewServer, hello: Path) -> None:
+    url = server.base + "api/events?path=hello.json"
+    with urllib.request.urlopen(url, timeout=10) as stream:
+        assert stream.headers["Content-Type"] == "text/event-stream"
+        first = stream.readline()
+        assert json.loads(first.decode()[len("data: ") :]) == {"value": 3}
+        assert stream.readline() == b"\n"
+        answer(hello, "eval", "false")
+        committed = time.monotonic()
+        line = stream.readline()
+        elapsed = time.monotonic() - committed
+    assert json.loads(line.decode()[len("data: ") :]) == {"value": 4}
+    assert elapsed < 1.0
+
+
+def test_view_of_one_execution_opens_it(hello: Path) -> None:
+    view = ViewServer(hello)
+    try:
+        assert view.url.endswith("/?run=hello.json")
+        assert view.address["executions"] == 1
+    finally:
+        assert view.stop() == 0
+
+
+def test_view_refuses_a_missing_folder_and_a_bad_port(tmp_path: Path) -> None:
+    err = json.loads(tether("view", tmp_path / "nowhere", code=4).stderr)
+    assert err["error"]["code"] == "not_found"
+    err = json.loads(tether("view", tmp_path, "--port", "http", code=2).stderr)
+    assert err["error"]["code"] == "usage"
