@@ -1,0 +1,329 @@
+"""The bot tool operations: continue, enter a phase, enter an action, close, restart.
+
+Owns what each bot tool does to an execution, in terms of the verbs: every operation reads the
+execution document afresh (`Runtime.get`), so there is no workflow state in memory to go stale and
+any number of servers can share one execution. On first use it starts the execution from the bot's
+tree (`Runtime.start`) and accepts the protocol gate itself (chat clients navigate by intent; the
+runtime still enforces order, checks and writes). It never answers an action's steps: moving is
+`Runtime.jump`, completing is `Runtime.close`, and nothing else. "Completed" actions are derived
+from the trace (a `close` entry, or an answer whose outcome is `action_complete`, since the last
+reset). Every result describes where the execution stands: phase, action, instructions,
+completion criteria, and what `close` will hold the action to.
+
+Restart reloads the tree file and, when it changed, swaps the execution's embedded tree if the
+new tree fits the execution (see `fit`). No store can replace an embedded tree through its
+interface yet, so the swap is `replace_tree_in_file_store`, for `file://` executions only.
+
+It does not own tool names or the bot shape (`tether.bot.surface`), MCP (`tether.bot.server`) or
+the runtime itself (`tether.verbs`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from tether.bot.surface import CLOSE, Action, Surface, surface_of
+from tether.engine.core import Condition, default_condition, node_at
+from tether.errors import TetherError
+from tether.verbs import Runtime
+
+GATE_NOTE = "accepted by the bot server: the agent navigates with bot tools"
+
+
+class BotSession:
+    """The bot tools of the execution at `state` (any store URI), started from the tree file at
+    `tree` when it does not exist yet. Holds no state of its own between calls."""
+
+    def __init__(self, runtime: Runtime, tree: str, state: str) -> None:
+        self.runtime = runtime
+        self.tree = os.path.abspath(tree)
+        self.state = state
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def document(self) -> dict[str, Any]:
+        """The execution document, after starting it and accepting its gate if need be."""
+        try:
+            doc = self.runtime.get(self.state)
+        except TetherError as exc:
+            if exc.code != "not_found":
+                raise
+            try:
+                self.runtime.start(self.tree, self.state)
+            except TetherError as race:
+                if race.code != "already_exists":
+                    raise
+            doc = self.runtime.get(self.state)
+        if doc["status"] == "running" and not doc["protocol_accepted"]:
+            gate = doc["open"][0]
+            try:
+                self.runtime.submit(self.state, "success", note=GATE_NOTE, step=gate["step"])
+            except TetherError as race:
+                if race.code != "stale_step":
+                    raise
+            doc = self.runtime.get(self.state)
+        return doc
+
+    def surface(self, doc: dict[str, Any] | None = None) -> Surface:
+        """The tool surface of the execution's embedded tree."""
+        doc = doc if doc is not None else self.document()
+        return surface_of(doc["tree"], f"the execution at {doc['uri']}")
+
+    # -- the tools ------------------------------------------------------------------------------
+
+    def resume(self) -> dict[str, Any]:
+        """`{bot}_tool`: where the execution stands."""
+        doc = self.document()
+        return describe(doc, self.surface(doc), "current")
+
+    def enter_phase(self, phase: str, note: str | None = None) -> dict[str, Any]:
+        """`{bot}_{phase}_tool`: jump to the phase's first unfinished action. When every action
+        of the phase is complete, nothing moves and the result says so."""
+        doc = self.document()
+        surface = self.surface(doc)
+        target = surface.phase(phase)
+        done = completed_paths(doc["trace"])
+        first = next((a for a in target.actions if list(a.path) not in done), None)
+        if first is None:
+            names = ", ".join(a.tool for a in target.actions)
+            out = describe(doc, surface, "phase_complete")
+            out["message"] = (
+                f"Every action of phase {phase!r} is complete; nothing moved. To redo one, call "
+                f"its action tool ({names}). " + out["message"]
+            )
+            return out
+        return self._go(doc, surface, first, note)
+
+    def enter_action(self, phase: str, action: str, note: str | None = None) -> dict[str, Any]:
+        """`{bot}_{phase}_{action}`: jump to one action (out of order is allowed)."""
+        doc = self.document()
+        surface = self.surface(doc)
+        return self._go(doc, surface, surface.action(phase, action), note)
+
+    def close(
+        self, note: str | None = None, values: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """`{bot}_close_current_action`: write `values` (var path → JSON value), then mark the
+        current action done and move on; refused with the reason while its checks or writes do
+        not hold (the values stay written)."""
+        doc = self.document()
+        surface = self.surface(doc)
+        _require_running(doc)
+        request = doc["open"][0]
+        closing = surface.at(request["path"])
+        for path, value in (values or {}).items():
+            self.runtime.var_write(self.state, path, value)
+        self.runtime.close(self.state, note=note, step=request["step"])
+        after = self.document()
+        out = describe(after, surface, "closed" if after["status"] == "running" else "done")
+        out["closed"] = {"phase": closing.phase, "action": closing.name}
+        moved = f"Closed {closing.phase}.{closing.name}."
+        if after["status"] == "running" and out["phase"] != closing.phase:
+            moved += f" Phase {closing.phase!r} is complete; on to phase {out['phase']!r}."
+        out["message"] = f"{moved} {out['message']}"
+        return out
+
+    def restart(self, condition: Condition = default_condition) -> dict[str, Any]:
+        """`{bot}_restart`: reload the tree file, keeping the execution."""
+        from tether.tree.load import load_tree
+
+        doc = self.document()
+        new = load_tree(self.tree)
+        if new.hash == doc["tree_hash"]:
+            out = describe(doc, self.surface(doc), "unchanged")
+            out["message"] = f"The tree file is unchanged. {out['message']}"
+            return out
+        surface = surface_of(new.data, new.source)
+        replace_tree_in_file_store(doc["uri"], new.data, new.hash, new.source, condition)
+        after = self.document()
+        out = describe(after, surface, "restarted")
+        out["message"] = f"Reloaded {os.path.basename(new.source)}. {out['message']}"
+        return out
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _go(
+        self, doc: dict[str, Any], surface: Surface, target: Action, note: str | None
+    ) -> dict[str, Any]:
+        _require_running(doc)
+        if doc["open"][0]["path"] == list(target.path):
+            return describe(doc, surface, "current")
+        self.runtime.jump(self.state, list(target.path), note=note)
+        return describe(self.document(), surface, "jumped")
+
+
+def _require_running(doc: dict[str, Any]) -> None:
+    if doc["status"] != "running":
+        raise TetherError(
+            "execution_finished",
+            f"the execution at {doc['uri']} is {doc['status']}; nothing more can move "
+            f"(tether reset {doc['uri']} starts it over)",
+        )
+
+
+def completed_paths(trace: list[dict[str, Any]]) -> list[list[int]]:
+    """The paths of the actions completed since the last reset, in the order they completed."""
+    since = 0
+    for i, entry in enumerate(trace):
+        if entry["kind"] == "reset":
+            since = i + 1
+    done: list[list[int]] = []
+    for entry in trace[since:]:
+        closed = entry["kind"] == "close" or entry.get("outcome") == "action_complete"
+        if closed and entry.get("cursor") and entry["cursor"]["path"] not in done:
+            done.append(entry["cursor"]["path"])
+    return done
+
+
+def describe(doc: dict[str, Any], surface: Surface, status: str) -> dict[str, Any]:
+    """The result of every bot tool: where the execution stands and what the agent should do."""
+    done = completed_paths(doc["trace"])
+    out: dict[str, Any] = {
+        "status": status,
+        "bot": surface.title,
+        "completed": [f"{surface.at(p).phase}.{surface.at(p).name}" for p in done],
+    }
+    close_tool = surface.tool(CLOSE)
+    if doc["status"] == "complete":
+        out["status"] = "done"
+        out["message"] = f"Every phase of {surface.title} is complete."
+        return out
+    if doc["status"] == "failed":
+        out["status"] = "failed"
+        out["message"] = (
+            f"The execution has failed: {doc.get('failure') or 'no reason recorded'} "
+            f"(tether reset {doc['uri']} starts it over)."
+        )
+        return out
+    action = surface.at(doc["open"][0]["path"])
+    phase = surface.phases[action.path[0]]
+    out.update(
+        phase=action.phase,
+        action=action.name,
+        position={
+            "phase": action.path[0] + 1,
+            "phases": len(surface.phases),
+            "action": action.path[1] + 1,
+            "actions": len(phase.actions),
+        },
+        instructions=list(action.instructions),
+        completion_criteria=list(action.criteria),
+        checks=list(action.checks),
+        writes=list(action.writes),
+    )
+    if action.description:
+        out["description"] = action.description
+    needs = ""
+    if action.writes:
+        needs = f" with values for {', '.join(action.writes)}"
+    out["message"] = (
+        f"Now at {action.phase}.{action.name} (action {action.path[1] + 1} of "
+        f"{len(phase.actions)} in phase {action.path[0] + 1} of {len(surface.phases)}). Follow "
+        f"the instructions; when the completion criteria are met, call {close_tool}{needs}."
+    )
+    return out
+
+
+# -- restart ------------------------------------------------------------------------------------
+
+
+def fit(
+    old: dict[str, Any],
+    new: dict[str, Any],
+    stored: dict[str, Any],
+    trace: list[dict[str, Any]],
+    condition: Condition = default_condition,
+) -> dict[str, Any]:
+    """The execution's state under the tree `new`, or `invalid_tree` saying why it does not fit.
+
+    The rule: the execution fits the new tree when (1) every path its trace and its open steps
+    name still holds a node of the same type and name, and (2) replaying the whole trace against
+    the new tree is accepted, produces exactly the stored trace entries, and ends in the stored
+    state, except for the texts of the open steps (which come from the new tree). So texts,
+    descriptions, triggers, criteria and new trailing actions or phases may change; what the
+    execution already did may not. The returned state is the stored one with the replayed
+    fields, ready to commit with the new tree.
+    """
+    from tether.engine.replay import DERIVED_FIELDS, replay
+
+    def problem(text: str) -> TetherError:
+        return TetherError("invalid_tree", f"the edited tree does not fit the execution: {text}")
+
+    named = [(e.get("cursor") or {}).get("path") for e in trace]
+    named += [r["path"] for r in stored["open"]]
+    for path in [p for p in named if p is not None]:
+        was = node_at(old, path)
+        try:
+            now = node_at(new, path)
+        except TetherError:
+            raise problem(f"{was['type']} {was['name']!r} at {path} is gone") from None
+        if (now["type"], now["name"]) != (was["type"], was["name"]):
+            raise problem(
+                f"{was['type']} {was['name']!r} at {path} is now {now['type']} {now['name']!r}"
+            )
+    try:
+        state, produced = replay(new, stored, trace, condition)
+    except TetherError as exc:
+        raise problem(f"its trace no longer replays: {exc.message}") from None
+    for have, want in zip(trace, produced, strict=False):
+        if have != want:
+            raise problem(
+                f"trace entry {have['seq']} ({have['kind']} of {have.get('name')!r}) would read "
+                f"{json.dumps(want, ensure_ascii=False)}"
+            )
+    if len(trace) != len(produced):
+        raise problem(f"its trace replays to {len(produced)} entries instead of {len(trace)}")
+
+    def shape(requests: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+        return [(r["type"], r["name"], r["path"], r["index"], r["step"]) for r in requests]
+
+    for field in DERIVED_FIELDS:
+        same = (
+            shape(state["open"]) == shape(stored["open"])
+            if field == "open"
+            else state.get(field) == stored.get(field)
+        )
+        if not same:
+            raise problem(f"replaying its trace ends with a different {field}")
+    return {**stored, **{f: state[f] for f in DERIVED_FIELDS}}
+
+
+def replace_tree_in_file_store(
+    uri: str,
+    tree: dict[str, Any],
+    tree_hash: str,
+    source: str,
+    condition: Condition = default_condition,
+) -> dict[str, Any]:
+    """Swap the embedded tree of the `file://` execution at `uri` for `tree` if it fits (`fit`).
+
+    Holds the store's transaction for the whole check and swap, so no answer can slip in between.
+    Writes the new tree file beside the state (the file store's documented layout), then commits
+    the state with the new `tree_hash`, `tree_uri` and the open steps' new texts, adding no trace
+    entry. Other stores refuse with `invalid_value`: their interface cannot replace a tree yet.
+    """
+    from tether.store import scheme_of, store_for
+    from tether.store.file import path_of
+
+    if scheme_of(uri) != "file":
+        raise TetherError(
+            "invalid_value",
+            f"restart with an edited tree works for file:// executions only; {uri} is in a store "
+            "that cannot replace an embedded tree yet (restart a file:// execution, or start a "
+            "new execution from the edited tree)",
+            uri=uri,
+        )
+    store = store_for(uri)
+    with store.transaction(uri) as tx:
+        old = tx.tree()
+        trace = list(store.read_trace(uri))
+        state = fit(old, tree, tx.state, trace, condition)
+        state.update(tree_hash=tree_hash, tree_uri="file://" + source, tree_name=tree["name"])
+        target = path_of(uri) + ".tree.json"
+        temporary = f"{target}.{os.getpid()}.tmp"
+        with open(temporary, "w", encoding="utf-8") as f:
+            f.write(json.dumps(tree, ensure_ascii=False))
+        os.replace(temporary, target)
+        return tx.commit(state, [])
