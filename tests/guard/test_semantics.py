@@ -207,3 +207,15 @@ def test_system_prompt_lists_rules_and_profile_prompt():
     assert "- Never touch prod. (x, warn)" in prompt
     assert "- Read a file before editing it. (read_before_edit, warn)" in prompt
     assert "## Profile: assistant" in prompt
+
+
+def test_a_new_turn_resets_counts_text_and_streak():
+    s = Guard.from_config({}).session()
+    s.on_user_message("one")
+    s.on_text("Reading.")
+    s.post_tool("Read", {"file_path": "/a"}, {})
+    s.post_tool("Read", {"file_path": "/b"}, {})
+    assert (s.state.tool_calls_this_turn, s.state.streak, s.state.text_this_turn) == (2, 2, True)
+    s.on_user_message("two")
+    assert (s.state.tool_calls_this_turn, s.state.streak, s.state.text_this_turn) == (0, 0, False)
+    assert s.state.sets["read_files"] == {"/a": None, "/b": None}
