@@ -1,0 +1,375 @@
+"""The bot MCP server: a bot's generated tools over stdio or Streamable HTTP.
+
+Owns `main(argv)` for `--bot TREE --state URI [--root DIR] [--http --host H --port P --token T
+--allow-host H --max-body-bytes N]`, the server object with the bot's instructions, the tool
+listing (computed from the execution's embedded tree on every `tools/list`, so a restart's edits
+show) and the dispatch of each call to one `BotSession` operation. Results are structured
+content plus the same JSON as text; anything the runtime refuses is a tool error carrying the
+CLI's stable code. Argument checking, tool records and error results are `tether.mcp.tools`'s;
+the HTTP guards (Host/Origin checks, bearer token, body limit, socket binding) are
+`tether.mcp.http`'s.
+
+It does not own what the tools do (`tether.bot.session`), their names (`tether.bot.surface`) or
+the runtime (`tether.verbs`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+
+from tether import __version__
+from tether.bot.session import BotSession
+from tether.bot.surface import ACTION, CLOSE, CONTINUE, PHASE, RESTART, Surface, Tool
+from tether.cli.args import Command, Parsed, parse
+from tether.cli.output import report
+from tether.errors import EXIT_OK, TetherError
+from tether.mcp.tools import ToolSpec, check_arguments, error_result
+from tether.verbs import Runtime
+
+if TYPE_CHECKING:
+    from tether.mcp.http import HttpOptions
+
+logger = logging.getLogger("tether.bot")
+
+HTTP_OPTIONS = ("--host", "--port", "--token", "--max-body-bytes")
+COMMAND = Command(
+    "mcp --bot",
+    "serve a bot's generated tools over MCP: stdio by default, Streamable HTTP with --http",
+    values=("--bot", "--state", "--root", *HTTP_OPTIONS),
+    repeated=("--allow-host",),
+    flags=("--http",),
+    help=(
+        "--bot TREE        the bot's tree file: a sequence of phases, each a sequence of actions\n"
+        "                  (tether bot build turns a bot folder into one)\n"
+        "--state URI       the execution the tools drive: a path or file:// URI, memory://NAME\n"
+        "                  or postgresql://...; started from TREE on first use\n"
+        "--root DIR        relative paths are taken from DIR and file URIs must lie inside it\n"
+        "--http            serve Streamable HTTP at POST /mcp (and GET /health) instead of stdio\n"
+        "--host ADDR       address to listen on (default 127.0.0.1)\n"
+        "--port N          port (default 3001; 0 picks a free one, logged on stderr)\n"
+        "--token T         bearer token clients must send (default: $TETHER_MCP_TOKEN);\n"
+        "                  required when ADDR is not loopback\n"
+        "--allow-host H    also accept Host/Origin H (repeatable; loopback is always accepted)\n"
+        "--max-body-bytes N  largest request body accepted (default 1048576)"
+    ),
+)
+
+_NOTE = {"type": "string", "description": "Why, in a few words; kept in the execution's trace."}
+_VALUES = {
+    "type": "object",
+    "description": (
+        'Values to write before closing, by $VAR path (e.g. {"users": ["reader"]}): the '
+        "values the action's `writes` asks for, and what its `checks` test. They are JSON "
+        "values, kept even if the close is refused."
+    ),
+}
+_TEXTS = {"type": "array", "items": {"type": "string"}}
+RESULT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "status": {
+            "enum": [
+                "current",
+                "jumped",
+                "closed",
+                "phase_complete",
+                "unchanged",
+                "restarted",
+                "done",
+                "failed",
+            ],
+            "description": "What the call did, or done/failed once the workflow is over.",
+        },
+        "message": {"type": "string", "description": "What happened, and what to do next."},
+        "bot": {"type": "string"},
+        "phase": {"type": "string", "description": "The current phase."},
+        "action": {"type": "string", "description": "The current action."},
+        "position": {
+            "type": "object",
+            "description": "Where the action is: phase N of M, action N of M (from 1).",
+            "properties": {
+                k: {"type": "integer"} for k in ("phase", "phases", "action", "actions")
+            },
+        },
+        "description": {"type": "string", "description": "What the action is for."},
+        "instructions": {**_TEXTS, "description": "The work to do for the current action."},
+        "completion_criteria": {
+            **_TEXTS,
+            "description": "What must be true before closing the action.",
+        },
+        "checks": {**_TEXTS, "description": "CEL expressions the runtime tests on close."},
+        "writes": {**_TEXTS, "description": "$VAR paths to write (close's `values`)."},
+        "completed": {**_TEXTS, "description": "Completed actions as phase.action, in order."},
+        "closed": {
+            "type": "object",
+            "description": "The action this call closed.",
+            "properties": {"phase": {"type": "string"}, "action": {"type": "string"}},
+        },
+    },
+    "required": ["status", "message", "bot", "completed"],
+}
+
+
+def _annotations(title: str, *, read_only: bool, idempotent: bool) -> types.ToolAnnotations:
+    return types.ToolAnnotations(
+        title=title,
+        read_only_hint=read_only,
+        destructive_hint=None if read_only else False,
+        idempotent_hint=idempotent,
+        open_world_hint=False,
+    )
+
+
+def tool_specs(surface: Surface, session: BotSession) -> dict[str, ToolSpec]:
+    """The surface's tools as MCP tool records, each calling one session operation."""
+    specs = [_spec(tool, session) for tool in surface.tools]
+    return {s.name: s for s in specs}
+
+
+def _spec(tool: Tool, session: BotSession) -> ToolSpec:
+    def spec(
+        title: str, properties: dict[str, Any], handler: Any, *, read_only: bool, idempotent: bool
+    ) -> ToolSpec:
+        return ToolSpec(
+            tool.name,
+            tool.description,
+            properties,
+            (),
+            RESULT_SCHEMA,
+            _annotations(title, read_only=read_only, idempotent=idempotent),
+            handler,
+        )
+
+    if tool.kind == CONTINUE:
+        return spec("Continue", {}, lambda _, a: session.resume(), read_only=True, idempotent=True)
+    if tool.kind == CLOSE:
+        return spec(
+            "Close the current action",
+            {"note": _NOTE, "values": _VALUES},
+            lambda _, a: session.close(a.get("note"), a.get("values")),
+            read_only=False,
+            idempotent=False,
+        )
+    if tool.kind == RESTART:
+        return spec(
+            "Reload the tree", {}, lambda _, a: session.restart(), read_only=False, idempotent=True
+        )
+    phase, action = str(tool.phase), str(tool.action)
+    if tool.kind == PHASE:
+        return spec(
+            f"Go to phase {phase}",
+            {"note": _NOTE},
+            lambda _, a: session.enter_phase(phase, a.get("note")),
+            read_only=False,
+            idempotent=True,
+        )
+    assert tool.kind == ACTION
+    return spec(
+        f"Go to {phase}.{action}",
+        {"note": _NOTE},
+        lambda _, a: session.enter_action(phase, action, a.get("note")),
+        read_only=False,
+        idempotent=True,
+    )
+
+
+def instructions(surface: Surface) -> str:
+    """What the server tells the client about this bot."""
+    return (
+        f"{surface.title} is a workflow of phases ({', '.join(p.name for p in surface.phases)}), "
+        "each made of actions done in order. Call "
+        f"{surface.tool(CONTINUE)} to see the current action: its instructions and completion "
+        "criteria. Do the work with the user. Actions never complete by themselves: when the "
+        f"criteria are met, call {surface.tool(CLOSE)}; it moves to the next action and is "
+        "refused, with the reason, while a check or a required value does not hold. The phase "
+        "and action tools jump elsewhere when the user asks for it; every jump is recorded. "
+        f"After the tree file was edited, {surface.tool(RESTART)} reloads it."
+    )
+
+
+def build_server(session: BotSession) -> Server[Any]:
+    """A server carrying the bot's tools; the execution is started (and its gate accepted) now,
+    so a tree that is not a bot or a state that cannot be reached fails at once."""
+    first = session.surface()
+    server: Server[Any] = Server(
+        f"tether-bot-{first.bot}", version=__version__, instructions=instructions(first)
+    )
+
+    def specs() -> dict[str, ToolSpec]:
+        return tool_specs(session.surface(), session)
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
+    ) -> types.ListToolsResult:
+        try:
+            return types.ListToolsResult(tools=[s.to_tool() for s in specs().values()])
+        except TetherError as exc:
+            raise MCPError(types.INTERNAL_ERROR, exc.message) from None
+
+    async def call(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        try:
+            found = specs()
+        except TetherError as exc:
+            return error_result(exc)
+        spec = found.get(params.name)
+        if spec is None:
+            raise MCPError(
+                types.INVALID_PARAMS,
+                f"unknown tool {params.name!r}; the tools are {', '.join(found)}",
+            )
+        return call_tool(spec, session.runtime, params.arguments or {})
+
+    server.add_request_handler("tools/list", types.PaginatedRequestParams, list_tools)
+    server.add_request_handler("tools/call", types.CallToolRequestParams, call)
+    server.get_tool_input_schema = lambda name: (
+        spec.input_schema if (spec := specs().get(name)) is not None else None
+    )
+    return server
+
+
+def call_tool(spec: ToolSpec, runtime: Runtime, arguments: dict[str, Any]) -> types.CallToolResult:
+    """One bot tool call to its result: structured content, or a tool error."""
+    import json
+
+    try:
+        result = spec.handler(runtime, check_arguments(spec, arguments))
+    except TetherError as exc:
+        return error_result(exc)
+    except Exception:
+        logger.exception("bot tool %s failed", spec.name)
+        return error_result(
+            TetherError(
+                "internal", f"{spec.name} failed unexpectedly; the server's log has details"
+            )
+        )
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False))],
+        structured_content=result,
+    )
+
+
+# -- serving ------------------------------------------------------------------------------------
+
+
+def main(argv: list[str]) -> int:
+    """`tether mcp --bot TREE --state URI [...]`: serve until the client goes away."""
+    try:
+        parsed = parse(COMMAND, argv)
+        if parsed.help:
+            sys.stdout.write(f"usage: {COMMAND.usage()}\n\n{COMMAND.summary}\n\n{COMMAND.help}\n")
+            return EXIT_OK
+        return _serve(parsed)
+    except KeyboardInterrupt:
+        return EXIT_OK
+    except Exception as exc:
+        return report(exc)
+
+
+def _serve(p: Parsed) -> int:
+    import anyio
+
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s: %(message)s")
+    for needed in ("--bot", "--state"):
+        if needed not in p.options:
+            raise TetherError("usage", f"{needed} is required; usage: {COMMAND.usage()}")
+    root = p.options.get("--root")
+    if root is not None:
+        root = os.path.abspath(root)
+        if not os.path.isdir(root):
+            raise TetherError("not_found", f"--root {p.options['--root']} is not a directory")
+    tree = p.options["--bot"]
+    if root is not None and not os.path.isabs(tree):
+        tree = os.path.join(root, tree)
+    if os.path.isdir(tree):
+        raise TetherError(
+            "usage",
+            f"--bot {p.options['--bot']} is a folder; build it into a tree file first: "
+            f"tether bot build {p.options['--bot']} -o TREE",
+        )
+    session = BotSession(Runtime(root=root), tree, p.options["--state"])
+    if "--http" not in p.flags:
+        http_only = [o for o in HTTP_OPTIONS if o in p.options]
+        http_only += [o for o in COMMAND.repeated if o in p.multi]
+        if http_only:
+            raise TetherError("usage", f"{http_only[0]} applies to --http only")
+        server = build_server(session)
+        anyio.run(_serve_stdio, server)
+        return EXIT_OK
+    anyio.run(_serve_http, build_server(session), _http_options(p))
+    return EXIT_OK
+
+
+async def _serve_stdio(server: Server[Any]) -> None:
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def _http_options(p: Parsed) -> HttpOptions:
+    from tether.mcp.http import DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT, TOKEN_ENV, HttpOptions
+
+    return HttpOptions(
+        host=p.options.get("--host", "127.0.0.1"),
+        port=_whole(p, "--port", DEFAULT_PORT),
+        token=p.options.get("--token") or os.environ.get(TOKEN_ENV) or None,
+        allowed_hosts=tuple(p.multi.get("--allow-host", [])),
+        max_body_bytes=_whole(p, "--max-body-bytes", DEFAULT_MAX_BODY_BYTES),
+    )
+
+
+async def _serve_http(server: Server[Any], options: HttpOptions) -> None:
+    """Streamable HTTP with `tether.mcp.http`'s guards; the URL is logged on stderr."""
+    import uvicorn
+    from starlette.routing import Route
+
+    from tether.mcp import http
+
+    if options.token is None and not http.is_loopback(options.host):
+        raise TetherError(
+            "usage",
+            f"--host {options.host} is not a loopback address: serving it needs a bearer token "
+            f"(set {http.TOKEN_ENV} or pass --token)",
+        )
+    settings = http.security_settings(options)
+    app = server.streamable_http_app(
+        streamable_http_path=http.MCP_PATH,
+        json_response=True,
+        stateless_http=True,
+        max_request_body_size=options.max_body_bytes,
+        transport_security=settings,
+        host=options.host,
+        custom_starlette_routes=[Route(http.HEALTH_PATH, http._health, methods=["GET"])],
+    )
+    guarded = http._Guard(app, settings, options.token)
+    sock = http.bind(options)
+    port = sock.getsockname()[1]
+    sys.stderr.write(f"tether mcp --bot: serving http://{options.host}:{port}{http.MCP_PATH}\n")
+    sys.stderr.flush()
+    config = uvicorn.Config(
+        guarded, log_level="warning", access_log=False, timeout_graceful_shutdown=2
+    )
+    await uvicorn.Server(config).serve(sockets=[sock])
+
+
+def _whole(p: Parsed, name: str, default: int) -> int:
+    text = p.options.get(name)
+    if text is None:
+        return default
+    if not text.isdigit():
+        raise TetherError("usage", f"{name} takes a whole number, got {text!r}")
+    return int(text)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
