@@ -136,7 +136,7 @@ def test_install_http_hooks(tmp_path, capsys):
     assert hooks["PostToolUse"][0]["hooks"][0] == {
         "type": "http",
         "url": "http://127.0.0.1:8977/hook",
-        "timeout": 10,
+        "timeout": 30,
     }
 
 

@@ -156,28 +156,20 @@ class Unknown(Condition):
         return {"condition": self.key, "unknown": True, "result": False}
 
 
-class All(Condition):
-    def __init__(self, parts: list[Condition]) -> None:
+class Composite(Condition):
+    """`all` or `any` over a list of conditions (short-circuit when testing)."""
+
+    def __init__(self, kind: str, parts: list[Condition]) -> None:
+        self.kind = kind
         self.parts = parts
+        self.combine = all if kind == "all" else any
 
     def test(self, ctx: Context) -> bool:
-        return all(part.test(ctx) for part in self.parts)
+        return self.combine(part.test(ctx) for part in self.parts)
 
     def explain(self, ctx: Context) -> dict[str, Any]:
         parts = [part.explain(ctx) for part in self.parts]
-        return {"all": parts, "result": all(p["result"] for p in parts)}
-
-
-class Any_(Condition):
-    def __init__(self, parts: list[Condition]) -> None:
-        self.parts = parts
-
-    def test(self, ctx: Context) -> bool:
-        return any(part.test(ctx) for part in self.parts)
-
-    def explain(self, ctx: Context) -> dict[str, Any]:
-        parts = [part.explain(ctx) for part in self.parts]
-        return {"any": parts, "result": any(p["result"] for p in parts)}
+        return {self.kind: parts, "result": self.combine(p["result"] for p in parts)}
 
 
 class Not(Condition):
@@ -340,11 +332,11 @@ def compile_condition(spec: Any, refs: References, path: tuple[str | int, ...] =
         if key in ("all", "any"):
             _need(here, isinstance(arg, list) and bool(arg), f"{key} takes a non-empty list")
             children = [compile_condition(item, refs, (*here, i)) for i, item in enumerate(arg)]
-            parts.append(All(children) if key == "all" else Any_(children))
+            parts.append(Composite(key, children))
         elif key == "not":
             parts.append(Not(compile_condition(arg, refs, here)))
         else:
             parts.append(_leaf(key, arg, here, refs))
     if not parts:
         return Always()
-    return parts[0] if len(parts) == 1 else All(parts)
+    return parts[0] if len(parts) == 1 else Composite("all", parts)

@@ -20,15 +20,19 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from typing import Any
 
 from tether.guard.engine import Decision, Guard
 from tether.guard.session_store import SessionStore
 
 TAIL_BYTES = 256 * 1024
+TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
+SESSION_EVENTS = ("UserPromptSubmit", *TOOL_EVENTS, "Stop", "SubagentStop")
+EVENTS = ("SessionStart", *SESSION_EVENTS, "SessionEnd")
 
 
-def _entries_backwards(path: str) -> list[dict[str, Any]]:
+def _entries_backwards(path: str) -> Iterator[dict[str, Any]]:
     """The transcript's last entries, newest first (a bounded read of the file's tail)."""
     try:
         with open(path, "rb") as handle:
@@ -37,19 +41,17 @@ def _entries_backwards(path: str) -> list[dict[str, Any]]:
             handle.seek(max(0, size - TAIL_BYTES))
             chunk = handle.read()
     except OSError:
-        return []
+        return
     lines = chunk.decode("utf-8", errors="replace").splitlines()
     if size > TAIL_BYTES:
         lines = lines[1:]
-    out = []
     for line in reversed(lines):
         try:
             entry = json.loads(line)
         except ValueError:
             continue
         if isinstance(entry, dict):
-            out.append(entry)
-    return out
+            yield entry
 
 
 def _blocks(entry: dict[str, Any]) -> list[Any]:
@@ -128,14 +130,7 @@ def handle(payload: dict[str, Any], guard: Guard, store: SessionStore) -> dict[s
     if event == "SessionEnd":
         store.end(session_id)
         return None
-    if event not in (
-        "UserPromptSubmit",
-        "PreToolUse",
-        "PostToolUse",
-        "PostToolUseFailure",
-        "Stop",
-        "SubagentStop",
-    ):
+    if event not in SESSION_EVENTS:
         return None
     agent_id = payload.get("agent_id") or None
     cwd = payload.get("cwd") or None

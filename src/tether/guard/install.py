@@ -14,22 +14,23 @@ from pathlib import Path
 from typing import Any
 
 from tether.errors import TetherError
+from tether.guard.hooks import EVENTS, TOOL_EVENTS
 
-TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
-OTHER_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "SubagentStop", "SessionEnd")
+# Seconds Claude Code gives a hook: longer than the classifier's default 15-second deadline.
+HOOK_TIMEOUT = 30
 STARTER = "security:\n  behavior:\n    profile: dev\n"
 
 
 def hook_entry(config: str, command: str, http: str | None) -> dict[str, Any]:
     """The hook handler: a command running `tether guard hook`, or an http hook to `serve`."""
     if http:
-        return {"type": "http", "url": http, "timeout": 10}
+        return {"type": "http", "url": http, "timeout": HOOK_TIMEOUT}
     target = config if os.path.isabs(config) else f"$CLAUDE_PROJECT_DIR/{config}"
     quoted = '"' + target.replace('"', '\\"') + '"'
     return {
         "type": "command",
         "command": f"{command} guard hook --config {quoted}",
-        "timeout": 10,
+        "timeout": HOOK_TIMEOUT,
     }
 
 
@@ -51,7 +52,7 @@ def install_claude(
         raise TetherError("invalid_json", f"{settings}: hooks must be an object")
     entry = hook_entry(config, command, http)
     added = []
-    for event in (*OTHER_EVENTS[:2], *TOOL_EVENTS, *OTHER_EVENTS[2:]):
+    for event in EVENTS:
         groups = hooks.setdefault(event, [])
         present = any(
             handler == entry
