@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -302,3 +304,56 @@ def test_brain_needs_an_endpoint(tmp_path):
 def test_brain_backend_is_openai_compat(tmp_path):
     err = error_of(write(tmp_path, "brain: {provider: openai, model: m, backend: grpc}\n"))
     assert err.details["path"] == "brain.backend"
+
+
+@pytest.mark.parametrize(
+    ("text", "path", "words"),
+    [
+        ("rule_definitions:\n  - id: 'has space'\n", "rule_definitions[0].id", "should match"),
+        ("classifier:\n  approaches: [a, b, a]\n", "classifier.approaches", "duplicate entries: a"),
+        ("classifier:\n  risk_levels: []\n", "classifier.risk_levels", "at least one entry"),
+        ("classifier:\n  timeout: 0\n", "classifier.timeout", "greater than 0"),
+        ("classifier:\n  frequency: hourly\n", "classifier.frequency", "every_turn"),
+        (
+            "classifier:\n  context: {history_depth: -1}\n",
+            "classifier.context.history_depth",
+            "greater than or equal to 0",
+        ),
+        ("classifier:\n  approaches: [{label: x}]\n", "classifier.approaches[0].name", "required"),
+        (
+            "brain: {provider: openai, model: m, config: {api_key: '{{env.KEY}}'}}\n",
+            "brain",
+            "{{secret.NAME}}",
+        ),
+        ("brain: {provider: openai}\n", "brain.model", "Field required"),
+        (
+            "state_tracking:\n  sets:\n    s: {add_on: [read], targt: x}\n",
+            "state_tracking.sets.s.targt",
+            "unknown key",
+        ),
+        ("use_agent_brain: maybe\n", "use_agent_brain", "valid boolean"),
+    ],
+)
+def test_validators(tmp_path, text, path, words):
+    err = error_of(write(tmp_path, text))
+    assert err.details["path"] == path
+    assert words in err.message
+
+
+def test_cached_plan_follows_edits_and_skips_yaml_and_pydantic(tmp_path):
+    config = write(tmp_path, "profile: assistant\n")
+    cache = str(tmp_path / "cache")
+    assert len(Guard.from_file(config, cache_dir=cache).rules) == 4
+    probe = (
+        "import sys; from tether.guard.engine import Guard; "
+        f"g = Guard.from_file({config!r}, cache_dir={cache!r}); "
+        "print(len(g.rules), 'pydantic' in sys.modules, 'yaml' in sys.modules)"
+    )
+    run = [sys.executable, "-c", probe]
+    assert subprocess.run(run, capture_output=True, text=True, check=True).stdout.split() == [
+        "4",
+        "False",
+        "False",
+    ]
+    Path(config).write_text("profile: dev\n")
+    assert len(Guard.from_file(config, cache_dir=cache).rules) == 14

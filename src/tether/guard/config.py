@@ -350,18 +350,18 @@ def config_error(problems: list[Problem]) -> TetherError:
 
 
 def _resolved_path(data: Any, loc: tuple[Any, ...], kind: str) -> Path_:
+    """The part of a pydantic error location that names keys and indexes in the data (union
+    member tags are skipped); a missing field is named at the end."""
     out: list[str | int] = []
     node = data
-    for part in loc:
+    for i, part in enumerate(loc):
         if part == 0 and isinstance(node, dict) and 0 not in node:
             continue  # a single value given where a list is accepted
         if (isinstance(node, dict) and part in node) or _index_ok(node, part):
             node = node[part]
-        else:
-            if kind == "missing" and isinstance(part, str):
-                out.append(part)
-            break
-        out.append(part)
+            out.append(part)
+        elif kind == "missing" and i == len(loc) - 1 and isinstance(part, str):
+            out.append(part)
     return tuple(out)
 
 
@@ -388,7 +388,11 @@ def validate(model: type[Strict], doc: Located, prefix: Path_, data: Any) -> Any
             merged.setdefault(path, [])
             if message not in merged[path]:
                 merged[path].append(message)
-        problems = [Problem(doc, (*prefix, *p), " or ".join(m)) for p, m in merged.items()]
+        # A failure deeper inside a value says more than its union's other members did.
+        deepest = [
+            p for p in merged if not any(q[: len(p)] == p and len(q) > len(p) for q in merged)
+        ]
+        problems = [Problem(doc, (*prefix, *p), " or ".join(merged[p])) for p in deepest]
         raise config_error(problems) from None
 
 
