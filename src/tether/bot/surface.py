@@ -193,7 +193,7 @@ def _expect_sequence(node: dict[str, Any], where: str, what: str, parts: str, so
         raise _not_a_bot(
             source,
             where,
-            f"{what} is a {node['type']}; it must be a sequence of {parts}, run in order",
+            f"{what} is {_a(node['type'])}; it must be a sequence of {parts}, run in order",
         )
 
 
@@ -202,7 +202,8 @@ def _expect_action(node: dict[str, Any], phase: str, where: str, source: str) ->
         raise _not_a_bot(
             source,
             where,
-            f"{node['name']!r} in phase {phase!r} is a {node['type']}; a phase holds actions only",
+            f"{node['name']!r} in phase {phase!r} is {_a(node['type'])}; "
+            "a phase holds actions only",
         )
     if "check" in node["steps"][0]:
         raise _not_a_bot(
@@ -211,6 +212,10 @@ def _expect_action(node: dict[str, Any], phase: str, where: str, source: str) ->
             f"action {node['name']!r} opens with a check, which the runtime would judge on "
             "arrival, before any work; put checks after its instructions",
         )
+
+
+def _a(kind: str) -> str:
+    return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
 
 
 def _action(node: dict[str, Any], phase: str, path: tuple[int, int], tool: str) -> Action:
