@@ -215,3 +215,11 @@ def test_always_lint_check():
     assert d.rules == ["always_lint_check"]
     assert d.text.startswith("[BEHAVIOR WARNING]")
     assert s.post_tool("Write", {"file_path": "/a.py"}, {"lint": []}).rules == []
+
+
+def test_a_file_the_agent_wrote_counts_as_known(tmp_path):
+    s = Guard.from_config({"profile": "assistant"}).session("s", cwd=str(tmp_path))
+    s.post_tool("Write", {"file_path": "new.py", "content": "x = 1\n"}, {})
+    (tmp_path / "new.py").write_text("x = 1\n")
+    assert s.pre_tool("Edit", {"file_path": "new.py"}).rules == []
+    assert s.pre_tool("Write", {"file_path": "new.py"}).rules == []

@@ -66,7 +66,12 @@ def builtin_rules(thresholds: dict[str, int]) -> list[dict[str, Any]]:
             "trigger": ["edit"],
             "when": "pre_tool",
             "action": "warn",
-            "condition": {"target_not_in_set": "read_files"},
+            "condition": {
+                "all": [
+                    {"target_not_in_set": "read_files"},
+                    {"target_not_in_set": "edited_files"},
+                ]
+            },
             "message": "You are editing '{target}' without reading it first. Read it, then edit.",
         },
         {
@@ -77,7 +82,10 @@ def builtin_rules(thresholds: dict[str, int]) -> list[dict[str, Any]]:
             "action": "warn",
             "condition": {
                 "target_exists_on_disk": True,
-                "target_not_in_set": "read_files",
+                "all": [
+                    {"target_not_in_set": "read_files"},
+                    {"target_not_in_set": "edited_files"},
+                ],
             },
             "message": "'{target}' exists and you have not read it. Read it before overwriting.",
         },
