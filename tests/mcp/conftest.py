@@ -3,6 +3,7 @@ MCP client (in-memory, stdio, HTTP) and checks every result's shape, and server 
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
@@ -17,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp.client.client import Client
 
-from mcp import Client
 from tether.mcp.server import build_server
 from tether.verbs import Runtime
 
@@ -126,6 +127,49 @@ class HttpServer:
     def stop(self) -> None:
         stop(self.process)
         self._drain.join(timeout=10)
+
+    def request(
+        self,
+        method: str,
+        path: str = "/mcp",
+        body: Any = None,
+        headers: dict[str, str | None] | None = None,
+    ) -> tuple[int, dict[str, str], str]:
+        """One raw HTTP request (a dict body is sent as JSON); `headers` override the defaults
+        (Host, Content-Type, Accept), and None leaves a header out. Returns (status, headers,
+        body text)."""
+        data = (
+            body if isinstance(body, bytes) else b"" if body is None else json.dumps(body).encode()
+        )
+        sent: dict[str, str | None] = {
+            "Host": f"127.0.0.1:{self.port}",
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "Content-Length": str(len(data)),
+            **(headers or {}),
+        }
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+            for name, value in sent.items():
+                if value is not None:
+                    connection.putheader(name, value)
+            connection.endheaders(data)
+            response = connection.getresponse()
+            return response.status, dict(response.headers), response.read().decode()
+        finally:
+            connection.close()
+
+    def call(self, tool: str, headers: dict[str, str | None] | None = None, **args: Any) -> Any:
+        """A raw `tools/call`; returns (HTTP status, the JSON-RPC reply or the body text)."""
+        message = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": tool, "arguments": args},
+        }
+        status, _, text = self.request("POST", body=message, headers=headers)
+        return status, json.loads(text) if status == 200 else text
 
 
 def start_http(root: Path, *extra: str, env: dict[str, str] | None = None) -> HttpServer:

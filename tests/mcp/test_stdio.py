@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp.client.client import Client
+from mcp.client.stdio import StdioServerParameters
 
-from mcp import Client, StdioServerParameters
 from tether.engine.protocol import PROTOCOL_TEXT
 from tether.errors import EXIT_NOT_FOUND, EXIT_USAGE
 from tether.verbs import Runtime

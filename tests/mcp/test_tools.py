@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp.client.client import Client
+from mcp.shared.exceptions import MCPError
 
-from mcp import Client, MCPError
 from tether.engine.protocol import PROTOCOL_TEXT
 from tether.mcp.server import build_server
 from tether.verbs import Runtime

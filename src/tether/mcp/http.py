@@ -138,7 +138,8 @@ def build_app(runtime: Runtime, options: HttpOptions) -> ASGIApp:
 
 
 def bind(options: HttpOptions) -> socket.socket:
-    """A listening-ready socket on the address (port 0 picks a free port)."""
+    """A listening socket on the address (port 0 picks a free port): connections made as soon
+    as the URL is logged wait in the backlog until the server accepts them."""
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
             options.host.strip("[]"), options.port, type=socket.SOCK_STREAM
@@ -146,6 +147,7 @@ def bind(options: HttpOptions) -> socket.socket:
         sock = socket.socket(family, kind, proto)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
+        sock.listen(2048)
     except OSError as exc:
         raise TetherError(
             "usage", f"cannot listen on {options.host}:{options.port}: {exc.strerror or exc}"
