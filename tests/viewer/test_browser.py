@@ -154,3 +154,39 @@ def test_an_unknown_execution_says_so(page: Page, server: ViewServer) -> None:
     expect(page.locator("#error-text")).to_contain_text("no execution at 'missing.json'")
     page.goto(server.base + "?run=../etc/passwd")
     expect(page.locator("#error-text")).to_contain_text("climbs out of the served folder")
+
+
+def _token(run: Path, name: str) -> str:
+    (request,) = [r for r in answer(run, "next", "--all") if r["name"] == name]
+    return str(request["step"])
+
+
+def test_parallel_branches_and_a_retry_as_they_happen(
+    page: Page, server: ViewServer, runs: Path
+) -> None:
+    run = runs / "review.json"
+    tether("start", EXAMPLES / "code-review.yaml", run)
+    answer(run, "submit", "success")
+    answer(run, "var", "summary", "Adds retries with backoff to the HTTP client.")
+    answer(run, "submit", "success", "--note", "read the diff: 4 files, +120 -8")
+    page.goto(server.base + "?run=review.json")
+    cursors = page.locator("#diagram g.node.cursor text.name")
+    expect(cursors).to_have_text(["Review_Style", "Run_Tests"])
+    expect(page.locator("#run-banner")).to_contain_text("(and 1 more open)")
+
+    answer(run, "var", "tests_passed", "false")
+    answer(run, "submit", "success", "--step", _token(run, "Run_Tests"), "--note", "2 failed")
+    tests = page.locator("#diagram g.node", has=page.locator("text.name", has_text="Run_Tests"))
+    expect(tests.locator("text.kind")).to_have_text("ACTION · retry 1/2", timeout=LIVE_MS)
+    answer(run, "var", "findings", '["name backoff_ms like the other delays"]')
+    answer(run, "submit", "success", "--step", _token(run, "Review_Style"), "--note", "one nit")
+    expect(cursors).to_have_text(["Run_Tests"], timeout=LIVE_MS)
+    assert "st-success" in _node(page, "Review_Style")
+    answer(run, "var", "tests_passed", "true")
+    answer(run, "submit", "running", "--note", "suite re-running after the fix")
+    expect(page.locator("#timeline li").last).to_contain_text("suite re-running", timeout=LIVE_MS)
+    tests.click()
+    expect(page.locator("#node")).to_contain_text("Trace entries (4)")
+    expect(tests.locator("text.meta").last).to_have_text("open · step 1/2 · 4 entries")
+    expect(page.locator("#node .status")).to_have_text("● open · step 1/2 · retry 1/2")
+    page.screenshot(path=ARTIFACTS / "code-review.png")

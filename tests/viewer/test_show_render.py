@@ -116,3 +116,24 @@ def test_render_needs_an_output_and_a_readable_source(tmp_path: Path) -> None:
         tether("render", tmp_path / "none.yaml", "-o", tmp_path / "x.svg", code=4).stderr
     )
     assert err["error"]["code"] == "not_found"
+
+
+def test_show_marks_every_open_branch_and_the_retries_used(runs: Path) -> None:
+    run = runs / "review.json"
+    tether("start", EXAMPLES / "code-review.yaml", run)
+    answer(run, "submit", "success")
+    answer(run, "var", "summary", "a change")
+    answer(run, "submit", "success")
+    lines = tether("show", run).stdout.splitlines()
+    assert [line.split("  ◀")[0] for line in lines if "◀" in line] == [
+        "│  ├─ Review_Style (action)  ● open  step 1/1",
+        "│  └─ Run_Tests (action, retries 2)  ● open  step 1/2",
+    ]
+    (tests,) = [r for r in answer(run, "next", "--all") if r["name"] == "Run_Tests"]
+    answer(run, "var", "tests_passed", "false")
+    answer(run, "submit", "success", "--step", tests["step"])
+    lines = tether("show", run).stdout.splitlines()
+    assert "│  └─ Run_Tests (action, retry 1/2)  ● open  step 1/2 · 2 entries" in [
+        line.split("  ◀")[0] for line in lines
+    ]
+    assert "├─ Review (parallel, policy all)  ● open" in lines

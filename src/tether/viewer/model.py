@@ -65,10 +65,13 @@ class Node:
     def optional(self) -> bool:
         return bool(self.data.get("optional"))
 
-    def modifiers(self) -> list[str]:
-        """Short words for what changes how the node runs: policy, retries, optional, when."""
+    def modifiers(self, retried: int = 0) -> list[str]:
+        """Short words for what changes how the node runs: policy, retries (with how many are
+        used, once one is), optional, when."""
         out = [f"policy {self.data['policy']}"] if self.type == "parallel" else []
-        if self.data.get("retries"):
+        if retried:
+            out.append(f"retry {retried}/{self.data.get('retries', 0)}")
+        elif self.data.get("retries"):
             out.append(f"retries {self.data['retries']}")
         if self.optional:
             out.append("optional")
@@ -331,13 +334,11 @@ def plural(n: int, one: str, many: str) -> str:
 
 
 def facts(node: Node, view: NodeView) -> list[str]:
-    """The short facts every view shows beside a node's status: the open step of an action,
-    the retries used and the node's trace entries."""
+    """The short facts every view shows beside a node's status: the open step of an action
+    and the node's trace entries."""
     out = []
     if view.step is not None and view.status == OPEN:
         out.append(f"step {view.step + 1}/{len(node.data['steps'])}")
-    if view.retries:
-        out.append(f"retry {view.retries}/{node.data.get('retries', 0)}")
     if view.entries:
         out.append(plural(view.entries, "entry", "entries"))
     return out

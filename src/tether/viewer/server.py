@@ -141,6 +141,7 @@ class Viewer:
                 "path": rel,
                 "revision": state["revision"],
                 "total": len(trace),
+                "progress": progress(tree, snap),
                 "snapshot": snap.to_dict(),
                 "svg": render_svg(tree, snap),
             }
@@ -227,6 +228,7 @@ def _nodes(tree: dict[str, Any]) -> list[dict[str, Any]]:
                 "parent": node.parent,
                 "children": list(node.children),
                 "modifiers": node.modifiers(),
+                "retries": node.data.get("retries", 0),
                 "description": node.data.get("description"),
                 "when": node.data.get("when"),
                 "steps": steps,

@@ -114,7 +114,7 @@ def _node(node: Node, box: Box, snap: Snapshot | None, is_cursor: bool) -> str:
     view = snap.nodes[node.key] if snap is not None else None
     status = view.status if view is not None else "none"
     classes = f"node t-{node.type} st-{status}" + (" cursor" if is_cursor else "")
-    kind = " · ".join([node.type.upper(), *node.modifiers()])
+    kind = " · ".join([node.type.upper(), *node.modifiers(view.retries if view else 0)])
     if view is None:
         if node.type == "action":
             meta = plural(len(node.data["steps"]), "step", "steps")

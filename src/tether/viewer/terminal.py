@@ -45,7 +45,7 @@ def draw(tree: dict[str, Any], snap: Snapshot, *, total: int, colour: bool = Fal
     def visit(node: Node, prefix: str, last: bool) -> None:
         view = snap.nodes[node.key]
         branch = "" if not node.key else ("└─ " if last else "├─ ")
-        kind = ", ".join([node.type, *node.modifiers()])
+        kind = ", ".join([node.type, *node.modifiers(view.retries)])
         extras = facts(node, view)
         status = paint(f"{GLYPHS[view.status]} {LABELS[view.status]}", _COLOURS[view.status])
         line = f"{prefix}{branch}{node.name} ({kind})  {status}"

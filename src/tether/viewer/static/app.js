@@ -171,7 +171,7 @@ async function loadRun() {
   slider.max = run.total;
   if (run.following || run.at > run.total) {
     run.ticket += 1;
-    showSnapshot(doc.snapshot, doc.svg);
+    showSnapshot(doc);
   } else {
     renderPosition();
   }
@@ -181,12 +181,12 @@ async function moveTo(at) {
   run.following = at >= run.total;
   const ticket = ++run.ticket;
   if (run.following) {
-    showSnapshot(run.doc.snapshot, run.doc.svg);
+    showSnapshot(run.doc);
     return;
   }
   const query = new URLSearchParams({ path: run.path, at });
   const doc = await getJSON(`/api/run?${query}`);
-  if (ticket === run.ticket) showSnapshot(doc.snapshot, doc.svg);
+  if (ticket === run.ticket) showSnapshot(doc);
 }
 
 function renderTitle(doc) {
@@ -195,7 +195,9 @@ function renderTitle(doc) {
   document.title = `${doc.tree.name} · Tether viewer`;
 }
 
-function showSnapshot(snap, svg) {
+// Show `doc` (the latest document, or one `at` an earlier entry): diagram, facts, scopes.
+function showSnapshot(doc) {
+  const snap = doc.snapshot;
   run.snap = snap;
   run.at = snap.at;
   const slider = $("#slider");
@@ -205,14 +207,14 @@ function showSnapshot(snap, svg) {
   if (run.following) url.searchParams.delete("at"); else url.searchParams.set("at", snap.at);
   history.replaceState(null, "", url);
   const diagram = $("#diagram");
-  diagram.innerHTML = svg;
+  diagram.innerHTML = doc.svg;
   diagram.classList.toggle("actual", run.actualSize);
   diagram.classList.toggle("past", !run.following);
   diagram.querySelectorAll("g.node").forEach((g) => {
     g.addEventListener("click", () => select(g.dataset.key));
     if (g.dataset.key === run.selected) g.classList.add("selected");
   });
-  renderFacts(snap);
+  renderFacts(snap, doc.progress);
   renderBanner(snap);
   renderPosition();
   renderJSON($("#var"), snap.var);
@@ -220,12 +222,12 @@ function showSnapshot(snap, svg) {
   renderNode();
 }
 
-function renderFacts(snap) {
-  const { settled, actions } = run.doc.progress;
+function renderFacts(snap, progress) {
+  const { settled, actions } = progress;
   const facts = [
     ["Status", badge(snap.status)],
     ["Phase", snap.phase],
-    ["Progress", run.following ? `${settled}/${actions} actions` : "—"],
+    ["Progress", `${settled}/${actions} actions`],
     ["Revision", run.revision],
     ["Updated", el("span", { title: run.doc.updated_at }, ago(run.doc.updated_at))],
   ];
@@ -326,7 +328,7 @@ function renderNode() {
   const [glyph, label] = STATUS[view.status];
   const facts = [];
   if (view.step !== null && view.status === "open") facts.push(`step ${view.step + 1}/${node.steps.length}`);
-  if (view.retries) facts.push(`retry ${view.retries}`);
+  if (view.retries) facts.push(`retry ${view.retries}/${node.retries}`);
   const parts = [
     el("div", { class: "kind" }, [node.type, ...node.modifiers].join(" · ")),
     el("h3", {}, node.name),
