@@ -248,3 +248,11 @@ def test_statuses_agree_with_the_engines_finished_nodes(
                 if key not in w.state["runtime"]:
                     assert snap.nodes[key].status == result, (key, finished, w.trace)
             assert set(snap.open_keys()) <= {k for k, v in snap.nodes.items() if v.status == "open"}
+
+
+def test_a_jump_leaves_the_open_action_halted_and_opens_the_target() -> None:
+    w = Walk(tree(seq("S", action("A", ins("a")), action("B", ins("b")), action("C", ins("c")))))
+    w.apply(core.Jump([2], "straight to C"))
+    assert _statuses(w) == {"S": "open", "A": "halted", "B": "not_reached", "C": "open"}
+    w.apply(core.Close("done by hand"))
+    assert _statuses(w) == {"S": "success", "A": "halted", "B": "not_reached", "C": "success"}
