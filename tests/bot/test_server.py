@@ -1,0 +1,269 @@
+"""The bot server through the official MCP client: in memory, as a real stdio subprocess, and as
+two HTTP servers on one state file."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from mcp.shared.exceptions import MCPError
+
+from bot.botkit import EXAMPLE_FOLDER, EXAMPLE_TREE
+from bot.test_surface import EXAMPLE_NAMES
+from mcp import Client, StdioServerParameters
+from tether.bot.server import build_server, main
+from tether.bot.session import BotSession
+from tether.errors import EXIT_INVALID, EXIT_USAGE
+from tether.verbs import Runtime
+
+pytestmark = pytest.mark.anyio
+SERVE = [sys.executable, "-m", "tether.bot.server"]
+
+
+class Bot:
+    """A connected client that checks every result: a success carries structured content equal
+    to its JSON text; a refusal is a tool error {"error": {"code", "message", ...}}."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    async def ok(self, tool: str, **args: Any) -> dict[str, Any]:
+        result = await self.client.call_tool(tool, args)
+        text = result.content[0].text  # type: ignore[union-attr]
+        assert not result.is_error, text
+        assert json.loads(text) == result.structured_content
+        assert result.structured_content is not None
+        return result.structured_content
+
+    async def fail(self, tool: str, code: str, **args: Any) -> dict[str, Any]:
+        result = await self.client.call_tool(tool, args)
+        text = result.content[0].text  # type: ignore[union-attr]
+        assert result.is_error, text
+        error: dict[str, Any] = json.loads(text)["error"]
+        assert error["code"] == code, error
+        return error
+
+
+def _session(tree: Path, state: str) -> BotSession:
+    return BotSession(Runtime(), str(tree), state)
+
+
+async def test_the_example_lists_exactly_the_18_documented_tools(example: Path) -> None:
+    async with Client(build_server(_session(example, "memory://bot-list"))) as client:
+        tools = (await client.list_tools()).tools
+        assert [t.name for t in tools] == EXAMPLE_NAMES
+        by_name = {t.name: t for t in tools}
+        close = by_name["story_mapping_close_current_action"]
+        assert close.input_schema["properties"]["note"]["type"] == "string"
+        assert close.input_schema["properties"]["values"]["type"] == "object"
+        assert close.input_schema["required"] == []
+        assert close.input_schema["additionalProperties"] is False
+        assert by_name["story_mapping_tool"].input_schema["properties"] == {}
+        assert by_name["story_mapping_tool"].annotations.read_only_hint is True  # type: ignore[union-attr]
+        assert close.output_schema is not None
+        assert close.output_schema["required"] == ["status", "message", "bot", "completed"]
+        users = by_name["story_mapping_shape_identify_users"].description or ""
+        assert "Trigger patterns: identify users, who are the users, personas" in users
+        assert "story_mapping_close_current_action" in (client.instructions or "")
+
+
+async def test_a_chat_walk_through_every_tool(example: Path, tmp_path: Path) -> None:
+    state = str(tmp_path / "run.json")
+    async with Client(build_server(_session(example, state))) as client:
+        bot = Bot(client)
+        current = await bot.ok("story_mapping_tool")
+        assert (current["phase"], current["action"]) == ("shape", "gather_context")
+        assert current["completion_criteria"] and current["instructions"]
+
+        within = await bot.ok("story_mapping_close_current_action", note="confirmed")
+        assert (within["status"], within["action"]) == ("closed", "identify_users")
+
+        refused = await bot.fail(
+            "story_mapping_close_current_action", "check_failed", values={"users": []}
+        )
+        assert "size(VAR.users) >= 1" in refused["message"]
+        assert (await bot.ok("story_mapping_tool"))["action"] == "identify_users"
+
+        phase = await bot.ok("story_mapping_map_tool", note="user wants the map")
+        assert (phase["status"], phase["phase"], phase["action"]) == (
+            "jumped",
+            "map",
+            "list_activities",
+        )
+        action = await bot.ok("story_mapping_shape_agree_scope")
+        assert (action["phase"], action["action"]) == ("shape", "agree_scope")
+        at_phase_end = await bot.ok("story_mapping_close_current_action")
+        assert (at_phase_end["phase"], at_phase_end["action"]) == ("map", "list_activities")
+
+        back = await bot.ok("story_mapping_shape_tool")
+        assert back["action"] == "identify_users", "the first unfinished action of shape"
+
+        await bot.ok("story_mapping_slice_record_the_plan")
+        done = await bot.ok(
+            "story_mapping_close_current_action", values={"releases": ["first", "second"]}
+        )
+        assert done["status"] == "done"
+        assert done["completed"] == [
+            "shape.gather_context",
+            "shape.agree_scope",
+            "slice.record_the_plan",
+        ]
+        finished = await bot.fail("story_mapping_close_current_action", "execution_finished")
+        assert "is complete" in finished["message"]
+    trace = Runtime().trace(state)
+    assert next(e["note"] for e in trace if e["kind"] == "jump") == "user wants the map"
+    assert Runtime().verify(state)["ok"]
+
+
+async def test_restart_reloads_the_edited_tree_file(example: Path, tmp_path: Path) -> None:
+    async with Client(build_server(_session(example, str(tmp_path / "run.json")))) as client:
+        bot = Bot(client)
+        await bot.ok("story_mapping_tool")
+        assert (await bot.ok("story_mapping_restart"))["status"] == "unchanged"
+        data = yaml.safe_load(example.read_text(encoding="utf-8"))
+        first = data["tree"]["children"][0]["children"][0]
+        first["steps"][0]["instruct"] = "Ask what the product is."
+        first["triggers"] = ["context please"]
+        example.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+        restarted = await bot.ok("story_mapping_restart")
+        assert restarted["status"] == "restarted"
+        assert restarted["instructions"] == ["Ask what the product is."]
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert (tools["story_mapping_shape_gather_context"].description or "").endswith(
+            "Trigger patterns: context please"
+        )
+        first["name"] = "renamed"
+        example.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+        refused = await bot.fail("story_mapping_restart", "invalid_tree")
+        assert "'gather_context' at [0, 0] is now action 'renamed'" in refused["message"]
+
+
+async def test_bad_arguments_and_unknown_tools_say_what_is_wrong(example: Path) -> None:
+    async with Client(build_server(_session(example, "memory://bot-args"))) as client:
+        bot = Bot(client)
+        error = await bot.fail("story_mapping_close_current_action", "usage", note=5)
+        assert error["argument"] == "note" and "'note' must be a string" in error["message"]
+        error = await bot.fail("story_mapping_map_tool", "usage", phase="map")
+        assert "unknown argument 'phase'" in error["message"]
+        with pytest.raises(MCPError, match="unknown tool 'story_mapping_ship_tool'"):
+            await client.call_tool("story_mapping_ship_tool", {})
+
+
+def test_main_refuses_bad_options_and_trees_before_serving(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hello = str(EXAMPLE_TREE.parent / "hello-world.yaml")
+    state = str(tmp_path / "run.json")
+    cases = [
+        (["--bot", str(EXAMPLE_TREE)], EXIT_USAGE, "--state is required"),
+        (["--bot", hello, "--state", state], EXIT_INVALID, "is not a bot (phases of actions)"),
+        (["--bot", str(EXAMPLE_FOLDER), "--state", state], EXIT_USAGE, "tether bot build"),
+        (
+            ["--bot", str(EXAMPLE_TREE), "--state", state, "--port", "9"],
+            EXIT_USAGE,
+            "--port applies to --http only",
+        ),
+    ]
+    for argv, code, message in cases:
+        assert main(argv) == code, argv
+        assert message in json.loads(capsys.readouterr().err)["error"]["message"]
+
+
+# -- real processes ------------------------------------------------------------------------------
+
+
+def _stdio(tree: Path, state: Path) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=SERVE[0], args=[*SERVE[1:], "--bot", str(tree), "--state", str(state)]
+    )
+
+
+async def test_the_state_survives_a_server_restart_over_stdio(
+    example: Path, tmp_path: Path
+) -> None:
+    state = tmp_path / "run.json"
+    async with Client(_stdio(example, state)) as client:
+        assert len((await client.list_tools()).tools) == 18
+        bot = Bot(client)
+        await bot.ok("story_mapping_map_write_stories", note="start with stories")
+        moved = await bot.ok("story_mapping_close_current_action")
+        assert moved["action"] == "walk_the_map"
+    async with Client(_stdio(example, state)) as client:
+        again = await Bot(client).ok("story_mapping_tool")
+        assert (again["phase"], again["action"]) == ("map", "walk_the_map")
+        assert again["completed"] == ["map.write_stories"]
+    assert Runtime().verify(str(state))["ok"]
+
+
+class _HttpServer:
+    def __init__(self, tree: Path, state: Path) -> None:
+        self.process = subprocess.Popen(
+            [*SERVE, "--bot", str(tree), "--state", str(state), "--http", "--port", "0"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=dict(os.environ),
+        )
+        assert self.process.stderr is not None
+        deadline = time.monotonic() + 30
+        url = None
+        while url is None and time.monotonic() < deadline:
+            line = self.process.stderr.readline()
+            match = re.search(r"serving (http://\S+/mcp)", line)
+            if match:
+                url = match.group(1)
+            elif not line and self.process.poll() is not None:
+                break
+        if url is None:
+            self.stop()
+            raise AssertionError("the bot HTTP server did not report its URL")
+        self.url = url
+        threading.Thread(target=self.process.stderr.read, daemon=True).start()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+
+
+@pytest.fixture
+def two_servers(example: Path, tmp_path: Path) -> Iterator[tuple[_HttpServer, _HttpServer]]:
+    state = tmp_path / "shared.json"
+    first = _HttpServer(example, state)
+    try:
+        second = _HttpServer(example, state)
+    except AssertionError:
+        first.stop()
+        raise
+    yield first, second
+    first.stop()
+    second.stop()
+
+
+async def test_two_http_servers_on_one_state_file_see_the_same_current_action(
+    two_servers: tuple[_HttpServer, _HttpServer],
+) -> None:
+    first, second = two_servers
+    assert first.url != second.url
+    async with Client(first.url) as a, Client(second.url) as b:
+        one, two = Bot(a), Bot(b)
+        assert (await one.ok("story_mapping_tool"))["action"] == "gather_context"
+        await one.ok("story_mapping_slice_slice_releases")
+        seen = await two.ok("story_mapping_tool")
+        assert (seen["phase"], seen["action"]) == ("slice", "slice_releases")
+        await two.ok("story_mapping_close_current_action", note="closed on the second")
+        after = await one.ok("story_mapping_tool")
+        assert (after["action"], after["completed"]) == (
+            "record_the_plan",
+            ["slice.slice_releases"],
+        )
