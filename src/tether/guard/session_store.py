@@ -1,10 +1,13 @@
 """Session state kept on disk between hook processes.
 
-Owns: where a session's state lives (one folder per session, one snapshot and one append-only
-event log per agent within it: the main agent and each sub-agent), and the exclusive file lock
-that makes concurrent hook processes on one session serialise their read-modify-write, so that no
-event is lost. It does not decide anything: callers get a `GuardSession` over the loaded state,
-and every event it records is appended to the log and folded into the snapshot on exit.
+Owns: where a session's state lives (one folder per session; per agent within it, the main agent
+and each sub-agent, an append-only event log and a snapshot), and the exclusive file lock that
+makes concurrent hook processes on one session serialise their read-modify-write, so that no
+event is lost. The state is the snapshot plus the log lines written after it (the snapshot
+records how many log bytes it covers and is rewritten every `SNAPSHOT_EVERY` events); a
+long-lived store (`serve`) keeps the state in memory while the log has not grown under it. A torn
+last line (a crash mid-write) is skipped. It does not decide anything: callers get a
+`GuardSession` over the loaded state, and every event it records is appended to the log on exit.
 """
 
 from __future__ import annotations
@@ -15,12 +18,20 @@ import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NamedTuple
 
 from tether.guard.engine import Guard, GuardSession
 from tether.guard.state import SessionState
 
 _SAFE = re.compile(r"[^A-Za-z0-9_-]")
+SNAPSHOT_EVERY = 64
+
+
+class _Loaded(NamedTuple):
+    size: int  # log bytes folded into `state`
+    state: SessionState
+    covered: int  # log bytes the snapshot file covers
+    at_snapshot: int  # the state's event count in the snapshot file
 
 
 def default_state_dir() -> str:
@@ -48,6 +59,7 @@ class SessionStore:
 
     def __init__(self, root: str) -> None:
         self.root = root
+        self._cache: dict[str, _Loaded] = {}
 
     def folder(self, session_id: str) -> str:
         return os.path.join(self.root, "sessions", _name(session_id))
@@ -68,34 +80,39 @@ class SessionStore:
     ) -> Iterator[GuardSession]:
         """A session over the stored state, locked against other processes until exit."""
         snapshot, log, lock = self.paths(session_id, agent_id)
-        os.makedirs(os.path.dirname(snapshot), exist_ok=True)
-        with open(lock, "a+b") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                state = self._load(snapshot)
-                new: list[dict[str, Any]] = []
-                yield GuardSession(guard, session_id, cwd, state, new.append)
-                if new:
-                    with open(log, "a", encoding="utf-8") as out:
-                        out.write("".join(json.dumps(e) + "\n" for e in new))
-                    tmp = f"{snapshot}.{os.getpid()}.tmp"
-                    with open(tmp, "w", encoding="utf-8") as out:
-                        out.write(json.dumps(state.to_json()))
-                    os.replace(tmp, snapshot)
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
-
-    @staticmethod
-    def _load(snapshot: str) -> SessionState:
         try:
-            with open(snapshot, encoding="utf-8") as handle:
-                return SessionState.from_json(json.loads(handle.read()))
+            handle = open(lock, "a+b")  # noqa: SIM115 (closed below, after the lock is released)
         except FileNotFoundError:
-            return SessionState()
+            os.makedirs(os.path.dirname(lock), exist_ok=True)
+            handle = open(lock, "a+b")  # noqa: SIM115
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            cached = self._cache.pop(log, None)
+            if cached is not None and cached.size == _size(log):
+                loaded = cached
+            else:
+                loaded = _load(snapshot, log)
+            state = loaded.state
+            new: list[dict[str, Any]] = []
+            yield GuardSession(guard, session_id, cwd, state, new.append)
+            if new:
+                data = "".join(json.dumps(e) + "\n" for e in new).encode()
+                with open(log, "ab") as out:
+                    out.write(data)
+                size = loaded.size + len(data)
+                loaded = _Loaded(size, state, loaded.covered, loaded.at_snapshot)
+                if state.events - loaded.at_snapshot >= SNAPSHOT_EVERY:
+                    _write_snapshot(snapshot, state, size)
+                    loaded = _Loaded(size, state, size, state.events)
+            self._cache[log] = loaded
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            handle.close()
 
     def state(self, session_id: str, agent_id: str | None = None) -> SessionState:
-        """The stored snapshot of a session (an empty state when there is none)."""
-        return self._load(self.paths(session_id, agent_id)[0])
+        """The stored state of a session (an empty state when there is none)."""
+        snapshot, log, _ = self.paths(session_id, agent_id)
+        return _load(snapshot, log).state
 
     def events(self, session_id: str, agent_id: str | None = None) -> list[dict[str, Any]]:
         """The stored event log of a session, oldest first."""
@@ -111,4 +128,48 @@ class SessionStore:
         """Forget a session: its main agent and every sub-agent."""
         import shutil
 
-        shutil.rmtree(self.folder(session_id), ignore_errors=True)
+        folder = self.folder(session_id)
+        for log in [log for log in self._cache if log.startswith(folder + os.sep)]:
+            del self._cache[log]
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:
+        return 0
+
+
+def _load(snapshot: str, log: str) -> _Loaded:
+    """The snapshot, then the log lines written after it."""
+    try:
+        with open(snapshot, encoding="utf-8") as handle:
+            data = json.loads(handle.read())
+        state, covered = SessionState.from_json(data["state"]), int(data["log_bytes"])
+    except (FileNotFoundError, ValueError, KeyError, TypeError):
+        state, covered = SessionState(), 0
+    try:
+        with open(log, "rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            if size < covered:
+                state, covered = SessionState(), 0
+            handle.seek(covered)
+            tail = handle.read().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return _Loaded(0, SessionState(), 0, 0)
+    at_snapshot = state.events
+    for line in tail.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        state.apply(event)
+    return _Loaded(size, state, covered, at_snapshot)
+
+
+def _write_snapshot(snapshot: str, state: SessionState, covered: int) -> None:
+    tmp = f"{snapshot}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as out:
+        out.write(json.dumps({"log_bytes": covered, "state": state.to_json()}))
+    os.replace(tmp, snapshot)

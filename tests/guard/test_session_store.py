@@ -1,0 +1,54 @@
+"""The on-disk session store: snapshots plus log tails, a torn line, sessions and sub-agents."""
+
+from __future__ import annotations
+
+from tether.guard import Guard
+from tether.guard.session_store import SNAPSHOT_EVERY, SessionStore
+from tether.guard.state import SessionState
+
+
+def fill(store: SessionStore, guard: Guard, calls: int, agent: str | None = None) -> None:
+    for i in range(calls):
+        with store.session(guard, "s", agent) as session:
+            session.post_tool("Read", {"file_path": f"/f{i}"}, {})
+
+
+def test_a_fresh_store_reads_snapshot_and_log_tail(tmp_path):
+    guard = Guard.from_config({"profile": "dev"})
+    warm = SessionStore(str(tmp_path))
+    fill(warm, guard, SNAPSHOT_EVERY * 2 + 5)
+    snapshot = warm.paths("s", None)[0]
+    assert (tmp_path / snapshot).exists()
+    cold = SessionStore(str(tmp_path)).state("s")
+    assert cold.total_tool_calls == SNAPSHOT_EVERY * 2 + 5
+    assert cold == SessionState.replay(warm.events("s"))
+    assert len(cold.sets["read_files"]) == SNAPSHOT_EVERY * 2 + 5
+
+
+def test_a_store_notices_writes_by_another_process(tmp_path):
+    guard = Guard.from_config({"profile": "dev"})
+    one, two = SessionStore(str(tmp_path)), SessionStore(str(tmp_path))
+    fill(one, guard, 3)
+    fill(two, guard, 2)
+    with one.session(guard, "s") as session:
+        assert session.state.total_tool_calls == 5
+
+
+def test_a_torn_last_line_is_skipped(tmp_path):
+    guard = Guard.from_config({"profile": "dev"})
+    store = SessionStore(str(tmp_path))
+    fill(store, guard, 2)
+    with open(store.paths("s", None)[1], "a", encoding="utf-8") as log:
+        log.write('{"e": "tool", "tool": "re')
+    assert SessionStore(str(tmp_path)).state("s").total_tool_calls == 2
+
+
+def test_agents_are_kept_apart(tmp_path):
+    guard = Guard.from_config({"profile": "dev"})
+    store = SessionStore(str(tmp_path))
+    fill(store, guard, 2)
+    fill(store, guard, 1, agent="sub/agent:1")
+    assert store.state("s").total_tool_calls == 2
+    assert store.state("s", "sub/agent:1").total_tool_calls == 1
+    store.end("s")
+    assert store.state("s", "sub/agent:1").total_tool_calls == 0
