@@ -32,7 +32,7 @@ FOLLOWUPS = frozenset(
         "vas-y", "d'accord",
     }
 )  # fmt: skip
-_SECRET = re.compile(r"^\{\{\s*secret\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$")
+SECRET = re.compile(r"^\{\{\s*secret\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$")
 _FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
 FIELDS = ("complexity", "approach", "risk")
 VOCABS = {"complexity": "complexity_levels", "approach": "approaches", "risk": "risk_levels"}
@@ -161,7 +161,7 @@ class Classifier:
         headers = {"Content-Type": "application/json"}
         key = settings.get("api_key")
         if key:
-            secret = _SECRET.match(key)
+            secret = SECRET.match(key)
             if secret:
                 key = os.environ.get(secret.group(1))
                 if not key:

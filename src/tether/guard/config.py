@@ -29,6 +29,7 @@ from pydantic import (
 )
 
 from tether.errors import TetherError
+from tether.guard.classifier import SECRET
 from tether.guard.conditions import ConditionError, References, compile_condition
 from tether.guard.messages import Template, TemplateError
 from tether.guard.profiles import PROFILES, Profile
@@ -38,7 +39,6 @@ from tether.guard.triggers import split_names
 Path_ = tuple[str | int, ...]
 NameList = Annotated[list[str], Field(min_length=1)]
 _CUSTOM_PROFILE = re.compile(r"^\{\{\s*behavior\.([A-Za-z0-9_-]+)\s*\}\}$")
-_SECRET = re.compile(r"^\{\{\s*secret\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$")
 DIRECTIVE_FIELDS = ("complexity", "approach", "risk", "approach_label")
 
 
@@ -249,7 +249,7 @@ class Brain(Strict):
                 f"(known providers: {', '.join(sorted(PROVIDER_URLS))})"
             )
         key = self.config.api_key
-        if key is not None and "{{" in key and not _SECRET.match(key):
+        if key is not None and "{{" in key and not SECRET.match(key):
             raise ValueError("config.api_key takes a literal key or {{secret.NAME}}")
         return self
 
