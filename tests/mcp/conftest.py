@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -71,32 +71,129 @@ class Agent:
         assert error["code"] == code, error
         return error
 
-    async def hello_to_done(self, trace: str, tree: str = "hello-world.yaml") -> dict[str, Any]:
-        """Start hello-world at `trace` and walk it (morning) from the gate to done, passing every
-        step token back; returns the final execution document."""
-        started = await self.ok("start_execution", tree_uri=tree, trace_output=trace)
-        assert started["current"]["name"] == "Acknowledge_Protocol"
-        gate = await self.ok("next_step", trace_output=trace)
-        assert gate == started["current"]
-        accepted = await self.ok("submit", trace_output=trace, status="success", step=gate["step"])
-        assert accepted["status"] == "protocol_accepted"
-        work = await self.ok("next_step", trace_output=trace)
-        assert (work["type"], work["name"]) == ("instruct", "Determine_Time")
-        await self.ok("var_write", trace_output=trace, path="time_of_day", value='"morning"')
-        done = await self.ok("submit", trace_output=trace, status="success", step=work["step"])
-        assert done["status"] == "action_complete"
-        check = await self.ok("next_step", trace_output=trace)
-        assert (check["type"], check["name"]) == ("evaluate", "Morning_Greeting")
-        passed = await self.ok("eval", trace_output=trace, result=True, step=check["step"])
-        assert passed["status"] == "evaluation_passed"
-        greet = await self.ok("next_step", trace_output=trace)
-        assert (greet["type"], greet["name"]) == ("instruct", "Morning_Greeting")
-        await self.ok("var_write", trace_output=trace, path="greeting", value="Good morning!")
-        last = await self.ok("submit", trace_output=trace, status="success", step=greet["step"])
-        assert last["status"] == "action_complete"
-        assert "done" in last["message"]
-        assert await self.ok("next_step", trace_output=trace) == {"status": "done"}
+    async def result(self, tool: str, args: dict[str, Any]) -> tuple[bool, Any]:
+        """(succeeded, structured content or the error document) for one call."""
+        result = await self.client.call_tool(tool, args)
+        text = json.loads(result.content[0].text)  # type: ignore[union-attr]
+        if result.is_error:
+            return False, text
+        assert text == result.structured_content
+        return True, result.structured_content
+
+    async def hello_to_done(self, trace: str) -> dict[str, Any]:
+        """Walk hello-world at `trace` from the gate to done; returns the final document."""
+        check_walk(HELLO_WALK, await replay(HELLO_WALK, trace, self.result))
         return await self.ok("get_execution", trace_output=trace)
+
+
+# A recorded walk: (tool, arguments without trace_output, expected summary of the answer). STEP
+# stands for the step token of the last request next_step returned; a summary is the request's
+# name, or the answer's status, or "!" and the error code.
+STEP = "<the step token of the last request>"
+Walk = list[tuple[str, dict[str, Any], str]]
+
+HELLO_WALK: Walk = [
+    ("start_execution", {"tree_uri": "hello-world.yaml"}, "started"),
+    ("next_step", {}, "Acknowledge_Protocol"),
+    ("submit", {"status": "success", "step": STEP}, "protocol_accepted"),
+    ("next_step", {}, "Determine_Time"),
+    ("var_write", {"path": "time_of_day", "value": '"morning"'}, "written"),
+    ("submit", {"status": "success", "step": STEP}, "action_complete"),
+    ("next_step", {}, "Morning_Greeting"),
+    ("eval", {"result": True, "step": STEP}, "evaluation_passed"),
+    ("next_step", {}, "Morning_Greeting"),
+    ("var_write", {"path": "greeting", "value": "Good morning!"}, "written"),
+    ("submit", {"status": "success", "step": STEP}, "action_complete"),
+    ("next_step", {}, "done"),
+]
+
+
+async def replay(
+    walk: Walk, trace: str, call: Callable[[str, dict[str, Any]], Awaitable[tuple[bool, Any]]]
+) -> list[tuple[bool, Any]]:
+    """Run `walk` against `trace` through `call`; returns every (succeeded, answer)."""
+    answers: list[tuple[bool, Any]] = []
+    token = None
+    for tool, args, _ in walk:
+        sent = {"trace_output": trace, **{k: token if v is STEP else v for k, v in args.items()}}
+        ok, answer = await call(tool, sent)
+        if tool == "next_step" and ok and "step" in answer:
+            token = answer["step"]
+        answers.append((ok, answer))
+    return answers
+
+
+def summary(ok: bool, answer: Any) -> str:
+    if not ok:
+        return "!" + answer["error"]["code"]
+    if isinstance(answer, dict) and ("name" in answer or "status" in answer):
+        return str(answer.get("name") or answer.get("status"))
+    return type(answer).__name__
+
+
+def check_walk(walk: Walk, answers: list[tuple[bool, Any]]) -> None:
+    assert [summary(ok, a) for ok, a in answers] == [expected for _, _, expected in walk]
+
+
+REVIEW_WALK: Walk = [
+    ("start_execution", {"tree_uri": "code-review.yaml"}, "started"),
+    ("eval", {"result": True}, "!wrong_phase"),
+    ("think", {"thought": "too early"}, "!wrong_phase"),
+    ("next_step", {}, "Acknowledge_Protocol"),
+    ("submit", {"status": "running", "step": STEP}, "running"),
+    ("submit", {"status": "success", "step": STEP}, "protocol_accepted"),
+    ("submit", {"status": "success", "step": "gate:0:0:0:00000000"}, "!stale_step"),
+    ("next_step", {}, "Gather_Context"),
+    ("submit", {"status": "success", "step": STEP}, "!writes_missing"),
+    ("var_write", {"path": "summary", "value": "Fixes the flaky retry."}, "written"),
+    ("think", {"thought": "summary written"}, "recorded"),
+    ("submit", {"status": "success", "step": STEP, "note": "read the diff"}, "action_complete"),
+    ("next_step", {"all": True}, "list"),
+    ("next_step", {}, "Review_Style"),
+    ("var_write", {"path": "findings", "value": '["typo in README"]'}, "written"),
+    ("submit", {"status": "success", "step": STEP}, "action_complete"),
+    ("next_step", {}, "Run_Tests"),
+    ("var_write", {"path": "tests_passed", "value": "false"}, "written"),
+    ("submit", {"status": "success", "step": STEP}, "action_failed"),
+    ("next_step", {}, "Run_Tests"),
+    ("var_write", {"path": "tests_passed", "value": "true"}, "written"),
+    ("submit", {"status": "success", "step": STEP}, "action_complete"),
+    ("next_step", {}, "Approve"),
+    ("eval", {"result": False, "note": "not minor", "step": STEP}, "evaluation_failed"),
+    ("next_step", {}, "Request_Changes"),
+    ("var_write", {"path": "verdict", "value": "changes_requested"}, "written"),
+    ("submit", {"status": "success", "step": STEP}, "action_complete"),
+    ("next_step", {}, "done"),
+    ("var_read", {"path": "findings"}, "list"),
+    ("var_read", {}, "dict"),
+    ("const_read", {"path": "max_findings"}, "int"),
+    ("read_trace", {"from": 3, "to": 6}, "list"),
+    ("read_trace", {}, "list"),
+    ("get_execution", {}, "complete"),
+    ("submit", {"status": "success"}, "!execution_finished"),
+    ("resume_execution", {}, "complete"),
+    ("reset_execution", {}, "reset"),
+    ("next_step", {}, "Acknowledge_Protocol"),
+    ("var_read", {"path": "nope.deeper"}, "!not_found"),
+    ("var_write", {"path": "a..b", "value": "1"}, "!invalid_path"),
+    ("const_read", {}, "dict"),
+]
+
+
+class Walks:
+    """The recorded walks and how to run and check them (for the test modules)."""
+
+    STEP = STEP
+    hello = HELLO_WALK
+    review = REVIEW_WALK
+    replay = staticmethod(replay)
+    check = staticmethod(check_walk)
+    summary = staticmethod(summary)
+
+
+@pytest.fixture
+def walks() -> type[Walks]:
+    return Walks
 
 
 @pytest.fixture

@@ -57,8 +57,16 @@ _SCOPE_PATH = {
     "type": "string",
     "description": "A dotted path such as build.tag (a leading $VAR. or $CONST. is accepted).",
 }
-_ANY_JSON = ["string", "number", "integer", "boolean", "object", "array", "null"]
-_TYPES = {"type": _ANY_JSON}
+# Any JSON value, spelled as single-`type` branches (portable to clients that want a `type`).
+_ANY: dict[str, Any] = {
+    "anyOf": [{"type": t} for t in ("string", "number", "boolean", "object", "array", "null")]
+}
+
+
+def _or_null(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` or null, spelled with single-`type` branches (portable to every client)."""
+    return {"anyOf": [schema, {"type": "null"}]}
+
 
 _REQUEST_PROPERTIES: dict[str, Any] = {
     "type": {"enum": ["evaluate", "instruct"], "description": "The kind of open request."},
@@ -71,7 +79,7 @@ _REQUEST_PROPERTIES: dict[str, Any] = {
         "description": "$VAR paths to write before submitting success.",
     },
     "step": {"type": "string", "description": "The token to pass back with the answer."},
-    "path": {"type": ["array", "null"], "items": {"type": "integer"}},
+    "path": _or_null({"type": "array", "items": {"type": "integer"}}),
     "index": {"type": "integer"},
     "status": {"enum": ["done", "failure"], "description": "Set when the execution is over."},
     "message": {"type": "string"},
@@ -168,8 +176,8 @@ def _scope_reader(
         {
             "type": "object",
             "properties": {
-                "path": {"type": ["string", "null"], "description": "The path read (null: all)."},
-                "value": {**_TYPES, "description": f"The value in {scope}."},
+                "path": {**_or_null({"type": "string"}), "description": "The path (null: all)."},
+                "value": {**_ANY, "description": f"The value in {scope}."},
             },
             "required": ["path", "value"],
         },
@@ -228,7 +236,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "properties": {
                 "status": {"enum": ["resumable", "complete", "failed"]},
                 "uri": {"type": "string"},
-                "tree": {"type": ["string", "null"]},
+                "tree": _or_null({"type": "string"}),
                 "phase": {"enum": ["idle", "evaluating", "performing", "protocol"]},
                 "revision": {"type": "integer"},
                 "current": _REQUEST,
@@ -348,7 +356,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         {
             "trace_output": _TRACE,
             "path": {**_SCOPE_PATH, "minLength": 1},
-            "value": {**_TYPES, "description": "The value to store."},
+            "value": {**_ANY, "description": "The value to store (any JSON value)."},
         },
         ("trace_output", "path", "value"),
         {
@@ -356,7 +364,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "properties": {
                 "status": {"enum": ["written"]},
                 "path": {"type": "string"},
-                "value": _TYPES,
+                "value": _ANY,
             },
             "required": ["status", "path", "value"],
         },
