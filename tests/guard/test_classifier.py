@@ -23,6 +23,7 @@ class FakeLLM:
         self.replies: list[dict[str, Any]] = []
         self.requests: list[dict[str, Any]] = []
         self.url = ""
+        self.answered = 0
 
     def answer(self, content: str, delay: float = 0.0, status: int = 200) -> None:
         self.replies.append({"content": content, "delay": delay, "status": status})
@@ -66,6 +67,7 @@ def llm() -> Iterator[FakeLLM]:
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
+                fake.answered += 1
             except OSError:
                 pass
 
@@ -224,10 +226,10 @@ def test_max_directives(llm):
 
 
 def test_hard_timeout_lets_the_turn_go_on(llm):
-    llm.answer('{"complexity": "simple", "approach": "direct", "risk": "none"}', delay=3)
-    started = time.monotonic()
+    llm.answer('{"complexity": "simple", "approach": "direct", "risk": "none"}', delay=10)
     d = guard(llm, timeout=0.3).session().on_user_message("do something")
-    assert time.monotonic() - started < 1.5
+    # The turn went on while the server was still holding its reply.
+    assert llm.requests and llm.answered == 0
     assert d.directive is None
     assert d.notes == ["the classifier timed out after 0.3s"]
 
