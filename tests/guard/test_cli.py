@@ -57,6 +57,14 @@ def test_check_lists_rules_and_reports_unknown_conditions(tmp_path, capsys):
     ]
 
 
+def test_check_warns_about_a_classifier_without_brain(tmp_path, capsys):
+    config = write(tmp_path / "g.yaml", "profile: dev\nclassify_turns: true\n")
+    _, out, _ = cli(capsys, "check", config)
+    assert out["classifier"] is False
+    assert out["warnings"][0]["path"] == "classify_turns"
+    assert "no brain is configured" in out["warnings"][0]["message"]
+
+
 def test_check_reports_errors_as_json_with_exit_code(tmp_path, capsys):
     config = write(tmp_path / "g.yaml", "profile: dev\nrules:\n  nope: true\n")
     code, out, err = cli(capsys, "check", config)

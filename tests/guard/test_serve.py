@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -12,6 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tether.guard import Guard
+from tether.guard.serve import GuardServer
 
 
 @pytest.fixture
@@ -106,3 +110,29 @@ def test_bad_requests(server):
     assert post(server + "/hook", b"not json")[0] == 400
     assert post(server + "/hook", b"[1]")[0] == 400
     assert post(server + "/elsewhere", b"{}")[0] == 404
+
+
+def test_a_failure_is_answered_as_a_server_error(tmp_path):
+    """A state folder that cannot be created: the hook gets a 500 and an error, not a hang."""
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    server = GuardServer(Guard.from_config({"profile": "dev"}), str(blocker), "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+        status, out = post(
+            url,
+            hook(
+                "PostToolUse",
+                tool_name="Read",
+                tool_use_id="t",
+                tool_input={"file_path": "/a"},
+                tool_response={},
+            ),
+        )
+        assert status == 500
+        assert out["error"]["code"] == "internal"
+    finally:
+        server.shutdown()
+        server.server_close()

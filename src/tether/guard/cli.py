@@ -61,6 +61,16 @@ def _load(args: argparse.Namespace, cwd: str | None = None) -> Any:
     )
 
 
+def _classifier_warnings(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    if plan["classify_turns"] and plan["brain"] is None:
+        message = (
+            "classify_turns is on but no brain is configured: hooks will not classify "
+            "(the Python API may pass agent_brain)"
+        )
+        return [{"path": "classify_turns", "message": message}]
+    return []
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from tether.guard.engine import Guard
 
@@ -82,7 +92,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             ],
             "tracking": {k: sorted(v) for k, v in guard.plan["tracking"].items()},
             "classifier": guard.classifier is not None,
-            "warnings": guard.warnings,
+            "warnings": [*guard.warnings, *_classifier_warnings(guard.plan)],
         }
     )
     return 0

@@ -133,7 +133,7 @@ def handle(payload: dict[str, Any], guard: Guard, store: SessionStore) -> dict[s
     if event not in SESSION_EVENTS:
         return None
     agent_id = payload.get("agent_id") or None
-    cwd = payload.get("cwd") or None
+    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
     tool = str(payload.get("tool_name") or "")
     params = payload.get("tool_input")
     params = params if isinstance(params, dict) else {}

@@ -52,7 +52,11 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(payload, dict):
             self._send(400, {"error": {"code": "invalid_json", "message": "expected an object"}})
             return
-        out = handle(payload, self.server.guard, self.server.store)
+        try:
+            out = handle(payload, self.server.guard, self.server.store)
+        except Exception as exc:  # answer, so that Claude Code reports a non-blocking error
+            self._send(500, {"error": {"code": "internal", "message": f"{exc}"}})
+            return
         self._send(200, out or {})
 
     def log_message(self, format: str, *args: Any) -> None:
