@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from support.trees import Walk, action, chk, ev, ins, par, sel, seq, tree
+from tether.engine import core
 from tether.engine.replay import verify
 from tether.errors import TetherError
 
@@ -307,3 +308,37 @@ def test_when_is_checked_when_first_reached_with_current_var() -> None:
     w.write("go", True)
     w.submit("success")
     assert w.next()["name"] == "B"
+
+
+# -- node events (what the viewer derives statuses from) -------------------------------------
+
+
+def test_outcome_events_name_finished_retried_and_skipped_nodes() -> None:
+    w = Walk(
+        tree(
+            seq(
+                "S",
+                action("Skip", ins("x"), when="false"),
+                seq("Outer", action("A", chk("VAR.n > 1")), retries=1),
+            )
+        ),
+        accept=False,
+        var={"n": 0},
+    )
+    outcome = core.apply(w.tree, w.state, core.Submit("success"), "t")
+    assert outcome.events == [
+        ("0", "skipped"),
+        ("1.0", "failure"),
+        ("1", "failure"),
+        ("1", "retry"),
+        ("1.0", "failure"),
+        ("1", "failure"),
+        ("", "failure"),
+    ]
+
+
+def test_outcome_events_leave_halted_nodes_out() -> None:
+    w = Walk(tree(par("P", action("A", ins("a")), action("B", ins("b")), policy="any")))
+    outcome = core.apply(w.tree, w.state, core.Submit("success", step=w.open()[0]["step"]), "t")
+    assert outcome.events == [("0", "success"), ("", "success")]
+    assert "1" in w.state["runtime"] and outcome.state["runtime"] == {}

@@ -117,19 +117,24 @@ Answer = Eval | Submit | Think | VarWrite | Reset | Jump | Close
 
 
 class Outcome:
-    """What one answer did: the new state, the response for the agent, the new trace entries."""
+    """What one answer did: the new state, the response for the agent, the new trace entries,
+    and `events`: what happened to nodes, in order — `(key, "success" | "failure" | "skipped")`
+    when a node finished (its own result, before `optional`), `(key, "retry")` when a node was
+    reset for another attempt. Nodes whose frames vanished without an event were halted."""
 
-    __slots__ = ("entries", "response", "state")
+    __slots__ = ("entries", "events", "response", "state")
 
     def __init__(
         self,
         state: dict[str, Any],
         response: dict[str, Any],
         entries: list[dict[str, Any]] | None = None,
+        events: list[tuple[str, str]] | None = None,
     ) -> None:
         self.state = state
         self.response = response
         self.entries = entries if entries is not None else []
+        self.events = events if events is not None else []
 
     @property
     def changed(self) -> bool:
@@ -417,9 +422,12 @@ def _answer_gate(
         note=answer.note,
     )
     entries = [entry]
+    events: list[tuple[str, str]] = []
     if answer.status == "success":
         state["protocol_accepted"] = True
-        _Ticker(tree, state, now, entries, condition).run()
+        ticker = _Ticker(tree, state, now, entries, condition)
+        ticker.run()
+        events = ticker.events
         message = "Protocol accepted. Call next for the first step."
     elif answer.status == "failure":
         state.update(
@@ -432,7 +440,7 @@ def _answer_gate(
         message = "Protocol declined; the execution has failed."
     else:
         message = "The protocol is still waiting for acceptance: submit success to begin."
-    return Outcome(state, {"status": status, "message": message}, entries)
+    return Outcome(state, {"status": status, "message": message}, entries, events)
 
 
 def _answer(
@@ -490,7 +498,10 @@ def _answer(
         status = "step_complete"
     entry["outcome"] = status
     return Outcome(
-        state, {"status": status, "message": _message(status, req, ticker, state)}, entries
+        state,
+        {"status": status, "message": _message(status, req, ticker, state)},
+        entries,
+        ticker.events,
     )
 
 
@@ -559,7 +570,8 @@ def _jump(
     state["runtime"] = runtime
     request = {"path": answer.path, "index": 0, "name": target["name"]}
     entries = [_entry(state, "jump", now, request, note=answer.note, outcome="jumped")]
-    _Ticker(tree, state, now, entries, condition).run()
+    ticker = _Ticker(tree, state, now, entries, condition)
+    ticker.run()
     return Outcome(
         state,
         {
@@ -568,6 +580,7 @@ def _jump(
             "current": current(state),
         },
         entries,
+        ticker.events,
     )
 
 
@@ -634,6 +647,7 @@ def _close(
             "current": current(state),
         },
         entries,
+        ticker.events,
     )
 
 
@@ -674,8 +688,13 @@ class _Ticker:
         self.condition = condition
         self.open: list[dict[str, Any]] = []
         self.finished: dict[str, str] = {}
+        self.events: list[tuple[str, str]] = []
         self.reasons: list[str] = []
         self.retried: list[str] = []
+
+    def _finish(self, key: str, result: str) -> None:
+        self.finished[key] = result
+        self.events.append((key, result))
 
     def run(self) -> None:
         result = self.tick(self.tree["root"], "", [])
@@ -702,27 +721,28 @@ class _Ticker:
             if when is not None:
                 verdict = self._condition(node, path, None, when, ("entered", "skipped"))
                 if verdict is None:
-                    self.finished[key] = FAILURE
+                    self._finish(key, FAILURE)
                     return SUCCESS if node.get("optional") else FAILURE
                 if not verdict:
-                    self.finished[key] = "skipped"
+                    self._finish(key, "skipped")
                     return SUCCESS
             frame = self.runtime[key] = {}
         while True:
             result = self._tick_type(node, key, path, frame)
             if result != FAILURE:
                 break
-            self.finished[key] = FAILURE
             used = frame.get("r", 0)
             if used >= node.get("retries", 0):
                 break
+            self._finish(key, FAILURE)
             self._drop(key)
+            self.events.append((key, "retry"))
             frame = self.runtime[key] = {"r": used + 1}
             self.retried.append(f"{node['name']!r} attempt {used + 2} of {node['retries'] + 1}")
         if result == RUNNING:
             return RUNNING
         self._drop(key)
-        self.finished[key] = result
+        self._finish(key, result)
         if result == FAILURE and node.get("optional"):
             return SUCCESS
         return result

@@ -15,6 +15,7 @@ from tether.engine.core import (
     Condition,
     Eval,
     Jump,
+    Outcome,
     Reset,
     Submit,
     Think,
@@ -70,20 +71,32 @@ def replay(
     state = fresh_state(tree, stored)
     produced: list[dict[str, Any]] = []
     for entry in trace[:upto] if upto is not None else trace:
-        answer = _answer_of(entry, state)
-        if answer is None:
-            continue
-        if isinstance(answer, Reset):
-            # Entries before a reset were cleared from the trace; numbering goes on from here.
-            state["seq"] = entry["seq"]
-            state["since_reset"] = max(state["since_reset"], 1)
-        outcome = apply(tree, state, answer, entry["ts"], condition)
-        state = outcome.state
-        produced.extend(outcome.entries)
+        outcome = apply_entry(tree, state, entry, condition)
+        if outcome is not None:
+            state = outcome.state
+            produced.extend(outcome.entries)
     return state, produced
 
 
-def _answer_of(entry: dict[str, Any], state: dict[str, Any]) -> Answer | None:
+def apply_entry(
+    tree: dict[str, Any],
+    state: dict[str, Any],
+    entry: dict[str, Any],
+    condition: Condition = default_condition,
+) -> Outcome | None:
+    """Replay one stored trace entry on `state`: the engine's outcome for the answer that wrote
+    it, or None for an entry that is not an answer (`check` entries are regenerated)."""
+    answer = answer_of(entry, state)
+    if answer is None:
+        return None
+    if isinstance(answer, Reset):
+        # Entries before a reset were cleared from the trace; numbering goes on from here.
+        state = dict(state, seq=entry["seq"], since_reset=max(state["since_reset"], 1))
+    return apply(tree, state, answer, entry["ts"], condition)
+
+
+def answer_of(entry: dict[str, Any], state: dict[str, Any]) -> Answer | None:
+    """The answer that wrote a trace entry, aimed at the step its cursor names in `state`."""
     kind = entry["kind"]
     if kind == "check":
         return None

@@ -4,9 +4,8 @@ Owns the derivation of per-node statuses (`not_reached`, `open`, `success`, `fai
 `halted`), retries used, open step and trace-entry counts, by walking the trace answer by answer
 through the pure engine (the same answers `tether.engine.replay` uses), so nothing is stored
 twice: the state after entry k is the replay of the first k entries. The engine keeps frames only
-for entered, unfinished nodes, so a finished node's result is read from each answer's effects:
-the frames before and after it, the `check` entries it produced (`when` skips included) and the
-outcomes of the answered step.
+for entered, unfinished nodes; each replayed answer's `Outcome.events` says, in order, which nodes
+finished (and how) and which were reset for a retry.
 
 It does not read storage (the caller passes the stored state, tree and trace), draw anything
 (`tether.viewer.svg`, `tether.viewer.terminal`) or serve anything (`tether.viewer.server`).
@@ -18,8 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tether.engine.core import Condition, Reset, apply, default_condition
-from tether.engine.replay import _answer_of, fresh_state
+from tether.engine.core import Condition, Outcome, default_condition
+from tether.engine.replay import apply_entry, fresh_state
 from tether.errors import TetherError
 
 NOT_REACHED = "not_reached"
@@ -40,10 +39,6 @@ LABELS = {
     HALTED: "halted",
 }
 GLYPHS = {NOT_REACHED: "○", OPEN: "●", SUCCESS: "✓", FAILURE: "✗", SKIPPED: "↷", HALTED: "⊘"}
-
-# Entry outcomes that end an action's attempt in failure.
-_FAILED_OUTCOMES = ("failed", "error", "evaluation_failed", "action_failed")
-
 
 @dataclass(frozen=True)
 class Node:
@@ -105,14 +100,6 @@ def index_tree(tree: dict[str, Any]) -> dict[str, Node]:
 
     visit(tree["root"], (), None)
     return out
-
-
-def _ancestors(key: str) -> list[str]:
-    """`key` and every node above it, the root ("") last."""
-    if not key:
-        return [""]
-    parts = key.split(".")
-    return [".".join(parts[:n]) for n in range(len(parts), -1, -1)]
 
 
 @dataclass
@@ -209,124 +196,44 @@ class Timeline:
 
     def _answer(self, entry: dict[str, Any]) -> None:
         before = self.state
-        answer = _answer_of(entry, before)
-        if answer is None:
+        outcome = apply_entry(self.tree, before, entry, self.condition)
+        if outcome is None:
             return
-        if isinstance(answer, Reset):
-            # As in replay: the entries before a reset were cleared; numbering goes on.
-            before = dict(before, seq=entry["seq"], since_reset=max(before["since_reset"], 1))
-        outcome = apply(self.tree, before, answer, entry["ts"], self.condition)
         self.state = outcome.state
-        if isinstance(answer, Reset):
+        if entry["kind"] == "reset":
             self.views = {key: NodeView() for key in self.nodes}
             return
-        cursor = entry.get("cursor")
-        answered = key_of(cursor["path"]) if cursor is not None else None
-        self._settle(before["runtime"], outcome.state, outcome.entries, answered)
+        self._settle(before["runtime"], outcome)
 
-    def _settle(
-        self,
-        old: dict[str, dict[str, Any]],
-        after: dict[str, Any],
-        produced: list[dict[str, Any]],
-        answered: str | None,
-    ) -> None:
-        new: dict[str, dict[str, Any]] = after["runtime"]
-        for key, frame in new.items():
-            if frame.get("r", 0) > old.get(key, {}).get("r", 0):
-                self._clear_below(key)
-        touched = set(old) | set(new)
-        for e in produced:
-            if e.get("cursor") is not None:
-                touched.update(_ancestors(key_of(e["cursor"]["path"])))
-        if answered is not None:
-            touched.update(_ancestors(answered))
-        touched &= set(self.nodes)
-        finished = [k for k in touched if k not in new and self._current(k, new)]
-        for key in sorted(finished, key=lambda k: self.nodes[k].depth, reverse=True):
+    def _settle(self, old: dict[str, dict[str, Any]], outcome: Outcome) -> None:
+        """Apply the engine's node events in order; a node whose frame vanished without an
+        event was halted (its parallel settled, or a jump left it)."""
+        new: dict[str, dict[str, Any]] = outcome.state["runtime"]
+        touched: set[str] = set()
+        for key, event in outcome.events:
+            if event == "retry":
+                touched.update(self._clear_below(key))
+                continue
             view = self.views[key]
-            view.status = self._result(key, old, produced, answered)
-            view.step = None
+            view.status, view.step = event, None
+            touched.add(key)
+        for key in old:
+            if key not in new and key not in touched:
+                self.views[key].status, self.views[key].step = HALTED, None
         for key, frame in new.items():
             view = self.views[key]
             view.status = OPEN
             view.retries = frame.get("r", 0)
             view.step = frame.get("k", 0) if self.nodes[key].type == "action" else None
 
-    def _clear_below(self, key: str) -> None:
+    def _clear_below(self, key: str) -> list[str]:
         """A retried node starts afresh: its descendants are not reached again yet."""
         prefix = f"{key}." if key else ""
-        for k, view in self.views.items():
-            if k != key and k.startswith(prefix):
-                view.status, view.retries, view.step = NOT_REACHED, 0, None
-
-    def _current(self, key: str, frames: dict[str, dict[str, Any]]) -> bool:
-        """Whether `key` was reached in the current attempt of its running ancestors."""
-        node = self.nodes[key]
-        for depth in range(len(node.path)):
-            parent = key_of(node.path[:depth])
-            frame = frames.get(parent)
-            if frame is None:
-                return True
-            index = node.path[depth]
-            if self.nodes[parent].type == "parallel":
-                results = frame.get("res") or []
-                child = key_of(node.path[: depth + 1])
-                if child not in frames and (index >= len(results) or results[index] is None):
-                    return False
-            elif index > frame.get("i", 0):
-                return False
-        return True
-
-    def _result(
-        self,
-        key: str,
-        old: dict[str, dict[str, Any]],
-        produced: list[dict[str, Any]],
-        answered: str | None,
-    ) -> str:
-        own = [e for e in produced if e.get("cursor") and key_of(e["cursor"]["path"]) == key]
-        whens = [e for e in own if e.get("on") == "when"]
-        if whens and whens[-1]["outcome"] == "skipped":
-            return SKIPPED
-        if whens and whens[-1]["outcome"] == "error":
-            return FAILURE
-        under = [e for e in produced if e.get("cursor") and _within(e["cursor"]["path"], key)]
-        on_answer_path = answered is not None and key in _ancestors(answered)
-        if key in old and not under and not on_answer_path:
-            return HALTED
-        node = self.nodes[key]
-        if node.type == "action":
-            steps = [e for e in own if e.get("on") != "when"]
-            failed = bool(steps) and steps[-1].get("outcome") in _FAILED_OUTCOMES
-            return FAILURE if failed else SUCCESS
-        return self._composite(node)
-
-    def _composite(self, node: Node) -> str:
-        ok = failed = 0
-        for child in node.children:
-            status = self.views[child].status
-            if status in (SUCCESS, SKIPPED) or (status == FAILURE and self.nodes[child].optional):
-                ok += 1
-            elif status == FAILURE:
-                failed += 1
-        if node.type == "sequence":
-            return FAILURE if failed else SUCCESS
-        if node.type == "selector":
-            return SUCCESS if ok else FAILURE
-        return SUCCESS if ok >= _needed(node) else FAILURE
-
-
-def _within(path: list[int], key: str) -> bool:
-    k = key_of(path)
-    return k == key or not key or k.startswith(key + ".")
-
-
-def _needed(node: Node) -> int:
-    policy = node.data.get("policy", "all")
-    if policy == "all":
-        return len(node.children)
-    return 1 if policy == "any" else int(policy)
+        cleared = [k for k in self.views if k != key and k.startswith(prefix)]
+        for k in cleared:
+            view = self.views[k]
+            view.status, view.retries, view.step = NOT_REACHED, 0, None
+        return cleared
 
 
 def plural(n: int, one: str, many: str) -> str:
