@@ -74,6 +74,10 @@ class Classifier:
         self.profile = profile
         self.vocab = {field: _entries(config[VOCABS[field]]) for field in FIELDS}
 
+    @property
+    def timed_out(self) -> str:
+        return f"the classifier timed out after {self.config['timeout']}s"
+
     def due(self, state: SessionState, text: str) -> bool:
         """Whether the message starting the next turn gets classified."""
         cfg = self.config
@@ -185,6 +189,10 @@ class Classifier:
         except urllib.error.HTTPError as exc:
             raise ClassifierError(f"the classifier answered HTTP {exc.code}") from None
         except (urllib.error.URLError, OSError, ValueError) as exc:
+            if isinstance(exc, TimeoutError) or isinstance(
+                getattr(exc, "reason", None), TimeoutError
+            ):
+                raise ClassifierError(self.timed_out) from None
             raise ClassifierError(f"the classifier could not be reached: {exc}") from None
         try:
             return str(reply["choices"][0]["message"]["content"])
@@ -206,7 +214,7 @@ class Classifier:
         worker.start()
         worker.join(self.config["timeout"])
         if worker.is_alive():
-            raise ClassifierError(f"the classifier timed out after {self.config['timeout']}s")
+            raise ClassifierError(self.timed_out)
         if "error" in outcome:
             raise outcome["error"]
         verdict = parse_reply(outcome["reply"])
