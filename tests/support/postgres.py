@@ -5,27 +5,39 @@ Owns finding the server binaries (on PATH or in Debian's /usr/lib/postgresql/<ve
 there by `scripts/install-test-deps-postgres`), running them as the `postgres` user when the tests
 run as root (initdb and postgres refuse root), and stopping or restarting the server on demand
 for the outage tests. `shared_server()` is the one server of a test session that the conformance
-suite and most PostgreSQL tests use; it is stopped when the session's process exits. It does not
-know Tether's schema (the store creates it).
+suite and most PostgreSQL tests use; it is stopped when the session's process exits.
+
+It also owns the fleet the replica tests and the benchmark drive: `tether mcp --http` replicas
+started with `TETHER_STORE` naming the database, and agents that walk an execution over MCP
+(Streamable HTTP), passing step tokens back and retrying what the store could not take. It does
+not know Tether's schema (the store creates it).
 """
 
 from __future__ import annotations
 
 import atexit
 import glob
+import json
 import os
 import pwd
+import re
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import anyio
 import psycopg
 from psycopg import sql
+
+if TYPE_CHECKING:
+    from mcp import Client
 
 INSTALL_HINT = "run scripts/install-test-deps-postgres to install PostgreSQL"
 
@@ -159,3 +171,113 @@ def shared_server() -> PostgresServer:
             atexit.register(server.close)
             _shared = server
         return _shared
+
+
+# -- a fleet of MCP replicas ---------------------------------------------------------------------
+
+
+class Replica:
+    """`tether mcp --http` in a subprocess on a free loopback port, its store given by
+    `TETHER_STORE`; its stderr is kept in `log`."""
+
+    def __init__(self, root: Path, store: str, env: dict[str, str] | None = None) -> None:
+        command = [sys.executable, "-m", "tether.cli.main", "mcp", "--http", "--port", "0"]
+        self.process = subprocess.Popen(
+            [*command, "--root", str(root)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "TETHER_STORE": store, **(env or {})},
+        )
+        self.log: list[str] = []
+        self.url = self._await_url()
+        self._drain = threading.Thread(target=self._read_log, daemon=True)
+        self._drain.start()
+
+    def _await_url(self) -> str:
+        assert self.process.stderr is not None
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            line = self.process.stderr.readline()
+            self.log.append(line)
+            match = re.search(r"serving (http://\S+/mcp)", line)
+            if match:
+                return match.group(1)
+            if not line and self.process.poll() is not None:
+                break
+        self.stop()
+        raise RuntimeError("tether mcp --http did not report its URL:\n" + "".join(self.log))
+
+    def _read_log(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.log.append(line)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+
+
+@dataclass
+class Walker:
+    """One MCP client answering one execution until it is done, alongside others that answer
+    the same execution: it passes each request's step token back, so of two answers to one step
+    exactly one is taken and the other is refused as stale; an answer the store could not take
+    (`store_unavailable`) is sent again, unchanged."""
+
+    url: str
+    trace: str
+    label: str
+    answered: list[str] = field(default_factory=list)  # notes of the answers that were taken
+    stale: int = 0
+    outages: int = 0
+    calls: int = 0
+
+    async def call(self, client: Client, tool: str, deadline: float, **args: Any) -> Any:
+        """The tool's result, or its error document when another answer won the race (the step
+        is stale, or the other answer finished the execution)."""
+        while True:
+            self.calls += 1
+            result = await client.call_tool(tool, args)
+            text = result.content[0].text  # type: ignore[union-attr]
+            if not result.is_error:
+                return json.loads(text)
+            error = json.loads(text)["error"]
+            if error["code"] in ("stale_step", "execution_finished"):
+                return {"error": error}
+            if error["code"] != "store_unavailable" or time.monotonic() > deadline:
+                raise RuntimeError(f"{self.label}: {tool} failed: {error}")
+            self.outages += 1
+            await anyio.sleep(0.1)
+
+    async def walk(self, deadline: float) -> None:
+        from mcp import Client  # the MCP SDK only for the fleet, not for the conformance suite
+
+        async with Client(self.url) as client:
+            while time.monotonic() < deadline:
+                request = await self.call(client, "next_step", deadline, trace_output=self.trace)
+                if "status" in request:
+                    return
+                note = f"{self.label} answered {request['name']}"
+                answer = await self.call(
+                    client, "submit", deadline, trace_output=self.trace, status="success",
+                    step=request["step"], note=note,
+                )
+                if "error" in answer:
+                    self.stale += 1
+                else:
+                    self.answered.append(note)
+        raise RuntimeError(f"{self.label} did not finish {self.trace} in time")
+
+
+async def walk_all(walkers: list[Walker], seconds: float) -> None:
+    """Run every walker at once, for at most `seconds`."""
+    deadline = time.monotonic() + seconds
+    async with anyio.create_task_group() as group:
+        for walker in walkers:
+            group.start_soon(walker.walk, deadline)
