@@ -3,8 +3,9 @@
 Owns nothing itself; it re-exports the public API lazily so that `import tether.guard` stays
 cheap for the hook path: `Guard` (a rule set built from a configuration), `GuardSession` (one
 session's state and decisions) and `Decision` (what fired and why). The modules, one concept
-each: `triggers`, `conditions`, `state`, `messages`, `rules`, `profiles`, `config`, `plan`,
-`engine`, `classifier`, `session_store`, `hooks`, `serve`, `replay`, `cases`, `cli`.
+each: `triggers`, `patterns`, `conditions`, `state`, `messages`, `rules`, `profiles`, `config`,
+`plan`, `engine`, `classifier`, `session_store`, `hooks`, `install`, `serve`, `replay`, `cases`,
+`cli`.
 """
 
 from __future__ import annotations
