@@ -148,10 +148,13 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
     return cuts[49] * 1000, cuts[94] * 1000
 
 
-async def latency(name: str, call: Call, walks: int, rows: list[tuple[str, ...]]) -> None:
+async def latency(
+    name: str, call: Call, walks: int, rows: list[tuple[str, ...]], store: str = "file"
+) -> None:
     timings: dict[str, list[float]] = {"next_step": [], "submit": []}
     for n in range(walks):
-        await walk(call, f"{name.split()[0]}-{n}-{time.monotonic_ns()}.json", timings)
+        trace = f"{name.split(',')[0]}-{n}-{time.monotonic_ns()}"
+        await walk(call, f"memory://{trace}" if store == "memory" else f"{trace}.json", timings)
     both = timings["next_step"] + timings["submit"]
     for label, samples in (*timings.items(), ("next+submit", both)):
         p50, p95 = percentiles(samples)
@@ -189,9 +192,12 @@ async def main() -> None:
         params = StdioServerParameters(command=SERVE[0], args=[*SERVE[1:], "--root", folder])
         async with Client(params) as client:
             await latency("stdio, SDK client", sdk_call(client), options.walks, rows)
+            call = sdk_call(client)
+            await latency("stdio, SDK, memory://", call, options.walks, rows, "memory")
         raw = RawStdio(root)
         try:
             await latency("stdio, bare JSON-RPC", raw.call, options.walks, rows)
+            await latency("stdio, bare, memory://", raw.call, options.walks, rows, "memory")
         finally:
             raw.close()
 
@@ -206,7 +212,7 @@ async def main() -> None:
             process.terminate()
             process.wait(timeout=30)
 
-    print(f"MCP tool-call round trip, {ACTIONS}-action walk on the file store (ms)")
+    print(f"MCP tool-call round trip, {ACTIONS}-action walk, file store unless marked (ms)")
     print(f"{'transport, client':<24} {'tool':<12} {'calls':>6} {'p50':>7} {'p95':>7}")
     for row in rows:
         print(f"{row[0]:<24} {row[1]:<12} {row[2]:>6} {row[3]:>7} {row[4]:>7}")
