@@ -46,13 +46,17 @@ def test_canonical_form_drops_the_password_and_orders_parameters() -> None:
         "postgresql://ann@127.0.0.1:5432/db?application_name=t&sslmode=disable#run%201"
     )
     assert store.canonical(canonical) == canonical
+    as_parameter = "postgresql://ann@127.0.0.1/db?password=s3cret&sslmode=disable#r"
+    assert store.canonical(as_parameter) == "postgresql://ann@127.0.0.1/db?sslmode=disable#r"
 
 
-def test_a_uri_without_an_execution_name_is_refused() -> None:
+def test_a_uri_without_an_execution_name_or_libpq_cannot_read_is_refused() -> None:
     store = store_for("postgresql://x@localhost/db#a")
     err = _error(store.canonical, "postgresql://ann@127.0.0.1/db")
     assert err.code == "invalid_value"
     assert "postgresql://ann@127.0.0.1/db#run-1" in err.message
+    err = _error(store.canonical, "postgresql://ann@127.0.0.1/db?colour=blue#run-1")
+    assert err.code == "invalid_value" and "colour" in err.message
 
 
 def test_schema_is_created_on_first_use_with_its_version(

@@ -39,6 +39,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
@@ -126,16 +127,31 @@ class Target:
         return f"{self.dsn}#{quote(self.name, safe=_NAME_SAFE)}"
 
 
+@lru_cache(maxsize=1024)
 def parse(uri: str) -> Target:
-    """Split a `postgresql://` (or `postgres://`) URI; refuse one that names no execution."""
+    """Split a `postgresql://` (or `postgres://`) URI; refuse one that names no execution or that
+    libpq cannot read. A password, in the user part or as a `password` parameter, is set apart."""
     parts = urlsplit(uri)
     if parts.scheme.lower() not in _SCHEMES:
-        raise TetherError("invalid_value", f"{uri!r} is not a postgresql:// URI", uri=uri)
+        raise TetherError("invalid_value", "not a postgresql:// URI", scheme=parts.scheme)
     userinfo, at, hosts = parts.netloc.rpartition("@")
     user, colon, secret = userinfo.partition(":")
-    query = "&".join(sorted(p for p in parts.query.split("&") if p))
+    password = unquote(secret) if colon else None
+    params = []
+    for param in sorted(p for p in parts.query.split("&") if p):
+        key, _, value = param.partition("=")
+        if key == "password":
+            password = unquote(value)
+        else:
+            params.append(param)
     dsn = f"postgresql://{user + '@' if at else ''}{hosts}{parts.path}"
-    dsn += f"?{query}" if query else ""
+    dsn += f"?{'&'.join(params)}" if params else ""
+    try:
+        psycopg.conninfo.conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError as exc:
+        raise TetherError(
+            "invalid_value", f"{dsn} is not a valid PostgreSQL URI: {_first_line(exc)}", uri=dsn
+        ) from None
     name = unquote(parts.fragment)
     if not name:
         raise TetherError(
@@ -143,7 +159,7 @@ def parse(uri: str) -> Target:
             f"{dsn} names no execution: add one after '#', e.g. {dsn}#run-1",
             uri=dsn,
         )
-    return Target(dsn, unquote(secret) if colon else None, name)
+    return Target(dsn, password, name)
 
 
 # -- connections ---------------------------------------------------------------------------------
