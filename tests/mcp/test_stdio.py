@@ -138,3 +138,11 @@ def test_help_describes_the_options() -> None:
 
 def _no_token() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "TETHER_MCP_TOKEN"}
+
+
+def test_bot_serving_is_handed_to_the_bot_tools() -> None:
+    done = subprocess.run(
+        [*SERVE, "--bot", "tree.yaml"], input="", capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == EXIT_USAGE
+    assert "--state" in json.loads(done.stderr)["error"]["message"]

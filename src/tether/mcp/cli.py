@@ -33,7 +33,8 @@ SERVE = Command(
         "                  required when ADDR is not loopback\n"
         "--allow-host H    also accept Host/Origin H (repeatable; loopback is always accepted)\n"
         "--max-body-bytes N  largest request body accepted (default 1048576)\n"
-        "tether mcp install --help: register the server with an MCP client."
+        "tether mcp install --help: register the server with an MCP client.\n"
+        "tether mcp --bot TREE --state URI: serve a bot's tools instead (docs/bot.md)."
     ),
 )
 
@@ -54,6 +55,10 @@ INSTALL = Command(
 
 
 def main(argv: list[str]) -> int:
+    if "--bot" in argv:
+        from tether.bot.server import main as serve_bot
+
+        return serve_bot(argv)
     try:
         if argv[:1] == ["install"]:
             return _install(parse(INSTALL, argv[1:]))

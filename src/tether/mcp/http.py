@@ -15,8 +15,10 @@ import ipaddress
 import socket
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 import uvicorn
+from mcp.server.lowlevel import Server
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
@@ -115,6 +117,12 @@ async def _health(request: Request) -> Response:
 
 def build_app(runtime: Runtime, options: HttpOptions) -> ASGIApp:
     """The ASGI app serving the runtime tools at /mcp and a health check at /health."""
+    return guarded_app(build_server(runtime), options)
+
+
+def guarded_app(server: Server[Any], options: HttpOptions) -> ASGIApp:
+    """Any MCP server (the runtime's, a bot's) as a stateless JSON app at /mcp, with /health,
+    behind the Host/Origin checks, the token and the body limit."""
     if options.token is None and not is_loopback(options.host):
         raise TetherError(
             "usage",
@@ -125,7 +133,7 @@ def build_app(runtime: Runtime, options: HttpOptions) -> ASGIApp:
     if options.max_body_bytes <= 0:
         raise TetherError("usage", "--max-body-bytes must be a positive number of bytes")
     settings = security_settings(options)
-    app = build_server(runtime).streamable_http_app(
+    app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         json_response=True,
         stateless_http=True,
@@ -156,13 +164,19 @@ def bind(options: HttpOptions) -> socket.socket:
 
 
 async def serve_http(runtime: Runtime, options: HttpOptions) -> None:
-    """Serve until interrupted; the URL (with the port actually bound) is logged on stderr."""
-    app = build_app(runtime, options)
+    """Serve the runtime tools until interrupted."""
+    await serve(build_server(runtime), options)
+
+
+async def serve(server: Server[Any], options: HttpOptions, label: str = "tether mcp") -> None:
+    """Serve `server` (see `guarded_app`) until interrupted; the URL, with the port actually
+    bound, is logged on stderr as "LABEL: serving URL"."""
+    app = guarded_app(server, options)
     sock = bind(options)
     port = sock.getsockname()[1]
     config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=2)
     sys.stderr.write(
-        f"tether mcp: serving http://{_host_name(options.host)}:{port}{MCP_PATH}"
+        f"{label}: serving http://{_host_name(options.host)}:{port}{MCP_PATH}"
         f" (auth: {'bearer token' if options.token else 'none, loopback only'})\n"
     )
     sys.stderr.flush()

@@ -47,8 +47,12 @@ def build_server(runtime: Runtime) -> Server[Any]:
 
 
 async def serve_stdio(runtime: Runtime) -> None:
-    """Serve over stdin/stdout until the client closes stdin."""
-    server = build_server(runtime)
+    """Serve the runtime tools over stdin/stdout until the client closes stdin."""
+    await run_stdio(build_server(runtime))
+
+
+async def run_stdio(server: Server[Any]) -> None:
+    """Serve any MCP server (the runtime's, a bot's) over stdin/stdout until stdin closes."""
     async with AsyncExitStack() as stack:
         pipes = await _pipes() if _piped() else None
         if pipes is not None:
