@@ -25,7 +25,14 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from support.postgres import PostgresServer, Replica, Walker, walk_all
+from support.postgres import (
+    PostgresServer,
+    Replica,
+    Walker,
+    start_executions,
+    walk_all,
+    write_chain,
+)
 
 
 @dataclass
@@ -42,44 +49,18 @@ class Run:
         return self.steps / self.seconds
 
 
-async def _start(url: str, tree: str, names: list[str]) -> None:
-    from mcp import Client
-
-    async with Client(url) as client:
-        for name in names:
-            result = await client.call_tool(
-                "start_execution", {"tree_uri": tree, "trace_output": name}
-            )
-            if result.is_error:
-                raise RuntimeError(f"start_execution {name} failed: {result.content}")
-
-
-def _chain(folder: Path, steps: int) -> Path:
-    import json
-
-    children = [
-        {"type": "action", "name": f"Step_{i}", "steps": [{"instruct": f"Do part {i}."}]}
-        for i in range(steps)
-    ]
-    tree = {"name": "chain", "version": "1",
-            "tree": {"type": "sequence", "name": "Chain", "children": children}}
-    path = folder / "chain.json"
-    path.write_text(json.dumps(tree))
-    return path
-
-
 def measure(label: str, store: str, replicas: int, clients: int, steps: int) -> Run:
     """Walk `clients` executions of `steps` steps through `replicas` replicas of `store` (a
     database URI, or "" for files under the replicas' root)."""
     with tempfile.TemporaryDirectory(prefix="tether-bench-") as folder:
         root = Path(folder)
-        tree = _chain(root, steps)
+        tree = write_chain(root, steps)
         fleet = [Replica(root, store) for _ in range(replicas)]
         try:
             suffix = "" if store else ".json"
             names = [f"bench-{label}-{replicas}-{n}{suffix}" for n in range(clients)]
             for r, replica in enumerate(fleet):
-                anyio.run(_start, replica.url, tree.name, names[r::replicas])
+                anyio.run(start_executions, replica.url, tree.name, names[r::replicas])
             walkers = [
                 Walker(fleet[n % replicas].url, name, f"client {n}")
                 for n, name in enumerate(names)

@@ -8,13 +8,12 @@ pointer to `scripts/install-test-deps-postgres` rather than skipping them.
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from support.postgres import PostgresServer, shared_server
+from support.postgres import PostgresServer, shared_server, write_chain
 
 _names = itertools.count()
 
@@ -38,19 +37,6 @@ def own_server() -> Iterator[PostgresServer]:
 @pytest.fixture
 def new_name() -> Callable[[], str]:
     return lambda: f"pg-test-{next(_names)}"
-
-
-def write_chain(folder: Path, steps: int) -> Path:
-    """A tree file: a sequence of `steps` actions of one instruct step each."""
-    children = [
-        {"type": "action", "name": f"Step_{i}", "steps": [{"instruct": f"Do part {i}."}]}
-        for i in range(steps)
-    ]
-    tree = {"name": "chain", "version": "1", "tree": {"type": "sequence", "name": "Chain",
-                                                       "children": children}}
-    path = folder / f"chain-{steps}.json"
-    path.write_text(json.dumps(tree))
-    return path
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from support.postgres import PostgresServer, Replica, Walker, walk_all
+from support.postgres import PostgresServer, Replica, Walker, start_executions, walk_all
 from tether.verbs import Runtime
 
 STEPS = 12
@@ -29,17 +29,6 @@ def fleet() -> Iterator[Callable[..., list[Replica]]]:
     yield spawn
     for replica in started:
         replica.stop()
-
-
-async def _start(url: str, tree: str, names: list[str]) -> None:
-    from mcp import Client
-
-    async with Client(url) as client:
-        for name in names:
-            result = await client.call_tool(
-                "start_execution", {"tree_uri": tree, "trace_output": name}
-            )
-            assert not result.is_error, result.content
 
 
 def _check_execution(
@@ -76,7 +65,7 @@ def test_two_replicas_serialise_concurrent_answers(
     tree = chain(STEPS)
     replicas = fleet(tree.parent, server.dsn, 2)
     names = [new_name() for _ in range(4)]
-    anyio.run(_start, replicas[0].url, tree.name, names)
+    anyio.run(start_executions, replicas[0].url, tree.name, names)
     walkers = [
         Walker(replica.url, name, f"client {n} of {name} via replica {r}")
         for name in names
@@ -101,7 +90,7 @@ def test_replicas_ride_out_a_database_restart(
     tree = chain(steps)
     replicas = fleet(tree.parent, own_server.dsn, 2, TETHER_PG_TIMEOUT="2")
     names = [f"restart-{n}" for n in range(4)]
-    anyio.run(_start, replicas[1].url, tree.name, names)
+    anyio.run(start_executions, replicas[1].url, tree.name, names)
     walkers = [
         Walker(replica.url, name, f"{name} via replica {r}")
         for name in names
@@ -114,7 +103,9 @@ def test_replicas_ride_out_a_database_restart(
             while sum(len(w.answered) for w in walkers) < 20:
                 await anyio.sleep(0.05)
         await anyio.to_thread.run_sync(own_server.stop)
-        await anyio.sleep(1.0)
+        with anyio.fail_after(60):
+            while sum(w.outages for w in walkers) == 0:  # down until the clients have felt it
+                await anyio.sleep(0.05)
         await anyio.to_thread.run_sync(own_server.start)
         restarted.append(sum(len(w.answered) for w in walkers))
 

@@ -275,6 +275,30 @@ class Walker:
         raise RuntimeError(f"{self.label} did not finish {self.trace} in time")
 
 
+def write_chain(folder: Path, steps: int) -> Path:
+    """A tree file: a sequence of `steps` actions of one instruct step each."""
+    children = [
+        {"type": "action", "name": f"Step_{i}", "steps": [{"instruct": f"Do part {i}."}]}
+        for i in range(steps)
+    ]
+    chain = {"type": "sequence", "name": "Chain", "children": children}
+    path = folder / f"chain-{steps}.json"
+    path.write_text(json.dumps({"name": "chain", "version": "1", "tree": chain}))
+    return path
+
+
+async def start_executions(url: str, tree: str, names: list[str]) -> None:
+    """Start an execution of `tree` at each name, through the MCP server at `url`."""
+    from mcp import Client
+
+    async with Client(url) as client:
+        for name in names:
+            args = {"tree_uri": tree, "trace_output": name}
+            result = await client.call_tool("start_execution", args)
+            if result.is_error:
+                raise RuntimeError(f"start_execution {name} failed: {result.content}")
+
+
 async def walk_all(walkers: list[Walker], seconds: float) -> None:
     """Run every walker at once, for at most `seconds`."""
     deadline = time.monotonic() + seconds
