@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 import yaml
+from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from bot.botkit import EXAMPLE_FOLDER, EXAMPLE_TREE
 from bot.test_surface import EXAMPLE_NAMES
-from mcp import Client, StdioServerParameters
 from tether.bot.server import build_server, main
 from tether.bot.session import BotSession
 from tether.errors import EXIT_INVALID, EXIT_USAGE

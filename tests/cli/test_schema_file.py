@@ -1,4 +1,4 @@
-"""The committed `schema/tree.schema.json` (what editors point at) is what `tether schema` prints."""
+"""The committed `schema/tree.schema.json` (for editors) is what `tether schema` prints."""
 
 from __future__ import annotations
 
