@@ -317,3 +317,11 @@ def test_the_installed_command_runs_in_a_fresh_process(tmp_path: Path) -> None:
     assert bad.returncode == EXIT_CONFLICT
     assert bad.stdout == ""
     assert json.loads(bad.stderr)["error"]["code"] == "wrong_phase"
+
+
+def test_start_creates_the_folders_of_a_new_trace(cli: Cli) -> None:
+    cli.ok("start", HELLO, "runs/today/run.json")
+    assert cli.ok("next", "runs/today/run.json")["name"] == "Acknowledge_Protocol"
+    (cli.folder / "blocker").write_text("a file, not a folder")
+    err = cli.fails(EXIT_INVALID, "invalid_value", "start", HELLO, "blocker/run.json")
+    assert "cannot create folder" in err["message"]

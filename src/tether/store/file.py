@@ -65,8 +65,12 @@ class FileStore:
     def create(self, uri: str, state: dict[str, Any], tree: dict[str, Any]) -> dict[str, Any]:
         path = path_of(uri)
         folder = os.path.dirname(path)
-        if not os.path.isdir(folder):
-            raise TetherError("not_found", f"folder {folder} does not exist", path=path)
+        try:
+            os.makedirs(folder, exist_ok=True)
+        except OSError as exc:
+            raise TetherError(
+                "invalid_value", f"cannot create folder {folder}: {exc.strerror}", path=path
+            ) from None
         with _locked(path):
             if os.path.exists(path):
                 raise TetherError(
