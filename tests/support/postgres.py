@@ -82,12 +82,17 @@ class PostgresServer:
         self._run(*initdb, "-E", "UTF8", "--no-sync", "--no-instructions")
         self.running = False
 
+    def database_uri(self, database: str = "postgres") -> str:
+        return f"postgresql://{self.user}@127.0.0.1:{self.port}/{database}"
+
     @property
     def dsn(self) -> str:
-        return f"postgresql://{self.user}@127.0.0.1:{self.port}/postgres"
+        """The URI of the default database, as `TETHER_STORE` takes it."""
+        return self.database_uri()
 
     def uri(self, name: str, database: str = "postgres") -> str:
-        return f"postgresql://{self.user}@127.0.0.1:{self.port}/{database}#{name}"
+        """The URI of execution `name` in `database`."""
+        return f"{self.database_uri(database)}#{name}"
 
     def connect(self, database: str = "postgres") -> psycopg.Connection[Any]:
         """A direct connection (autocommit) for a test to look at or prepare the database."""
