@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
@@ -33,9 +33,6 @@ from tether.cli.output import report
 from tether.errors import EXIT_OK, TetherError
 from tether.mcp.tools import ToolSpec, check_arguments, error_result
 from tether.verbs import Runtime
-
-if TYPE_CHECKING:
-    from tether.mcp.http import HttpOptions
 
 logger = logging.getLogger("tether.bot")
 
@@ -302,73 +299,15 @@ def _serve(p: Parsed) -> int:
         http_only += [o for o in COMMAND.repeated if o in p.multi]
         if http_only:
             raise TetherError("usage", f"{http_only[0]} applies to --http only")
-        server = build_server(session)
-        anyio.run(_serve_stdio, server)
+        from tether.mcp.server import run_stdio
+
+        anyio.run(run_stdio, build_server(session))
         return EXIT_OK
-    anyio.run(_serve_http, build_server(session), _http_options(p))
+    from tether.mcp.cli import http_options
+    from tether.mcp.http import serve
+
+    anyio.run(serve, build_server(session), http_options(p), "tether mcp --bot")
     return EXIT_OK
-
-
-async def _serve_stdio(server: Server[Any]) -> None:
-    from mcp.server.stdio import stdio_server
-
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
-
-
-def _http_options(p: Parsed) -> HttpOptions:
-    from tether.mcp.http import DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT, TOKEN_ENV, HttpOptions
-
-    return HttpOptions(
-        host=p.options.get("--host", "127.0.0.1"),
-        port=_whole(p, "--port", DEFAULT_PORT),
-        token=p.options.get("--token") or os.environ.get(TOKEN_ENV) or None,
-        allowed_hosts=tuple(p.multi.get("--allow-host", [])),
-        max_body_bytes=_whole(p, "--max-body-bytes", DEFAULT_MAX_BODY_BYTES),
-    )
-
-
-async def _serve_http(server: Server[Any], options: HttpOptions) -> None:
-    """Streamable HTTP with `tether.mcp.http`'s guards; the URL is logged on stderr."""
-    import uvicorn
-    from starlette.routing import Route
-
-    from tether.mcp import http
-
-    if options.token is None and not http.is_loopback(options.host):
-        raise TetherError(
-            "usage",
-            f"--host {options.host} is not a loopback address: serving it needs a bearer token "
-            f"(set {http.TOKEN_ENV} or pass --token)",
-        )
-    settings = http.security_settings(options)
-    app = server.streamable_http_app(
-        streamable_http_path=http.MCP_PATH,
-        json_response=True,
-        stateless_http=True,
-        max_request_body_size=options.max_body_bytes,
-        transport_security=settings,
-        host=options.host,
-        custom_starlette_routes=[Route(http.HEALTH_PATH, http._health, methods=["GET"])],
-    )
-    guarded = http._Guard(app, settings, options.token)
-    sock = http.bind(options)
-    port = sock.getsockname()[1]
-    sys.stderr.write(f"tether mcp --bot: serving http://{options.host}:{port}{http.MCP_PATH}\n")
-    sys.stderr.flush()
-    config = uvicorn.Config(
-        guarded, log_level="warning", access_log=False, timeout_graceful_shutdown=2
-    )
-    await uvicorn.Server(config).serve(sockets=[sock])
-
-
-def _whole(p: Parsed, name: str, default: int) -> int:
-    text = p.options.get(name)
-    if text is None:
-        return default
-    if not text.isdigit():
-        raise TetherError("usage", f"{name} takes a whole number, got {text!r}")
-    return int(text)
 
 
 if __name__ == "__main__":

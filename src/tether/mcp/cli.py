@@ -12,10 +12,14 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tether.cli.args import Command, Parsed, parse
 from tether.cli.output import emit, report
 from tether.errors import EXIT_OK, TetherError
+
+if TYPE_CHECKING:
+    from tether.mcp.http import HttpOptions
 
 SERVE = Command(
     "mcp",
@@ -92,23 +96,24 @@ def _serve(p: Parsed) -> int:
 
         anyio.run(serve_stdio, runtime)
         return EXIT_OK
-    from tether.mcp.http import (
-        DEFAULT_MAX_BODY_BYTES,
-        DEFAULT_PORT,
-        TOKEN_ENV,
-        HttpOptions,
-        serve_http,
-    )
+    from tether.mcp.http import serve_http
 
-    options = HttpOptions(
+    anyio.run(serve_http, runtime, http_options(p))
+    return EXIT_OK
+
+
+def http_options(p: Parsed) -> HttpOptions:
+    """The HTTP serving options (`--host`, `--port`, `--token` or its environment variable,
+    `--allow-host`, `--max-body-bytes`) of a parsed command line; the bot server shares them."""
+    from tether.mcp.http import DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT, TOKEN_ENV, HttpOptions
+
+    return HttpOptions(
         host=p.options.get("--host", "127.0.0.1"),
         port=_whole(p, "--port", DEFAULT_PORT),
         token=p.options.get("--token") or os.environ.get(TOKEN_ENV) or None,
         allowed_hosts=tuple(p.multi.get("--allow-host", [])),
         max_body_bytes=_whole(p, "--max-body-bytes", DEFAULT_MAX_BODY_BYTES),
     )
-    anyio.run(serve_http, runtime, options)
-    return EXIT_OK
 
 
 def _install(p: Parsed) -> int:
