@@ -8,7 +8,7 @@ for the outage tests. `shared_server()` is the one server of a test session that
 suite and most PostgreSQL tests use; it is stopped when the session's process exits.
 
 It also owns the fleet the replica tests and the benchmark drive: `tether mcp --http` replicas
-started with `TETHER_STORE` naming the database, and agents that walk an execution over MCP
+started with `--store` naming the database, and agents that walk an execution over MCP
 (Streamable HTTP), passing step tokens back and retrying what the store could not take. It does
 not know Tether's schema (the store creates it).
 """
@@ -182,17 +182,19 @@ def shared_server() -> PostgresServer:
 
 
 class Replica:
-    """`tether mcp --http` in a subprocess on a free loopback port, its store given by
-    `TETHER_STORE`; its stderr is kept in `log`."""
+    """`tether mcp --http --store STORE` in a subprocess on a free loopback port (with no
+    `TETHER_STORE` in its environment, so the option alone names the store); its stderr is kept
+    in `log`."""
 
     def __init__(self, root: Path, store: str, env: dict[str, str] | None = None) -> None:
         command = [sys.executable, "-m", "tether.cli.main", "mcp", "--http", "--port", "0"]
+        environment = {k: v for k, v in os.environ.items() if k != "TETHER_STORE"}
         self.process = subprocess.Popen(
-            [*command, "--root", str(root)],
+            [*command, "--root", str(root), "--store", store],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
-            env={**os.environ, "TETHER_STORE": store, **(env or {})},
+            env={**environment, **(env or {})},
         )
         self.log: list[str] = []
         self.url = self._await_url()

@@ -24,12 +24,14 @@ if TYPE_CHECKING:
 SERVE = Command(
     "mcp",
     "serve the runtime tools over MCP: stdio by default, Streamable HTTP with --http",
-    values=("--root", "--host", "--port", "--token", "--max-body-bytes"),
+    values=("--root", "--store", "--host", "--port", "--token", "--max-body-bytes"),
     repeated=("--allow-host",),
     flags=("--http",),
     help=(
         "--root DIR        file URIs (trees and traces) must lie inside DIR (default: the\n"
         "                  working directory); relative paths are taken from it\n"
+        "--store URI       where trace_output names that are not URIs live, e.g.\n"
+        "                  postgresql://user@host/db (default: $TETHER_STORE, else files)\n"
         "--http            serve Streamable HTTP at POST /mcp (and GET /health) instead of stdio\n"
         "--host ADDR       address to listen on (default 127.0.0.1)\n"
         "--port N          port (default 3001; 0 picks a free one, logged on stderr)\n"
@@ -86,9 +88,9 @@ def _serve(p: Parsed) -> int:
     from tether.verbs import Runtime
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s: %(message)s")
-    runtime = Runtime(root=_root(p.options.get("--root")))
+    runtime = Runtime(root=_root(p.options.get("--root")), default_store=p.options.get("--store"))
     if "--http" not in p.flags:
-        http_only = [o for o in (*SERVE.values, *SERVE.repeated) if o != "--root"]
+        http_only = [o for o in (*SERVE.values, *SERVE.repeated) if o not in ("--root", "--store")]
         given = [o for o in http_only if o in p.options or o in p.multi]
         if given:
             raise TetherError("usage", f"{given[0]} applies to --http only")
