@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 Clock = Callable[[], str]
 
 # Execution-state keys that are engine or store bookkeeping, not part of the document.
-_INTERNAL = ("salt", "seq", "since_reset", "initial", "trace")
+_INTERNAL = ("salt", "seq", "since_reset", "initial", "trace", "tree_file")
 
 
 def utc_now() -> str:
@@ -168,6 +168,37 @@ class Runtime:
 
     def reset(self, trace: str) -> dict[str, Any]:
         return self._answer(trace, core.Reset())
+
+    def replace_tree(self, trace: str, tree_uri: str) -> dict[str, Any]:
+        """Swap the execution's embedded tree for the tree file at `tree_uri`, keeping the trace
+        and the cursor, if the execution still fits it (`tether.engine.replay.refit`: its trace
+        must replay against the new tree to the same entries and state); else `invalid_tree`."""
+        from tether.engine.replay import refit
+        from tether.store.file import path_of
+        from tether.tree.load import load_tree
+
+        store, uri = self._store(trace)
+        tree_path = path_of(self._anchor(tree_uri, tree=True))
+        if self._root is not None:
+            self._confine(tree_path)
+        new = load_tree(tree_path)
+        with store.transaction(uri) as tx:
+            if tx.state["tree_hash"] == new.hash:
+                return {"status": "unchanged", "uri": uri, "tree_hash": new.hash}
+            state = refit(
+                tx.tree(), new.data, tx.state, list(store.read_trace(uri)), self._condition
+            )
+            state.update(
+                tree_hash=new.hash, tree_uri="file://" + new.source, tree_name=new.data["name"]
+            )
+            tx.replace_tree(new.data, state)
+        self._trees[new.hash] = new.data
+        return {
+            "status": "replaced",
+            "uri": uri,
+            "tree_hash": new.hash,
+            "current": core.current(state),
+        }
 
     # -- the loop ------------------------------------------------------------------------------
 

@@ -257,9 +257,9 @@ def test_restart_refuses_a_file_that_is_not_a_bot(session: BotSession, example: 
     assert "is not a bot (phases of actions): the root is a selector" in error.message
 
 
-def test_restart_of_an_edited_tree_needs_a_file_execution(example: Path) -> None:
+def test_restart_of_an_edited_tree_works_on_a_memory_execution(example: Path) -> None:
     session = BotSession(Runtime(), str(example), "memory://bot-restart")
     session.resume()
     _edit(example, lambda d: _action_node(d, 0, 0).update(description="Edited."))
-    error = _fails(session.restart, "invalid_value")
-    assert "works for file:// executions only" in error.message
+    assert session.restart()["status"] == "restarted"
+    assert session.runtime.verify("memory://bot-restart")["ok"]

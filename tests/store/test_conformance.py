@@ -152,3 +152,23 @@ def test_runtime_walks_an_example_on_the_store(backend: Backend) -> None:
     doc = rt.get(uri)
     assert doc["status"] == "complete" and doc["var"]["greeting"] == "Good evening!"
     assert [e["seq"] for e in doc["trace"]] == list(range(len(doc["trace"])))
+
+
+def test_replace_tree_swaps_the_tree_and_keeps_the_trace(backend: Backend) -> None:
+    uri = backend.store.canonical(backend.new_uri())
+    backend.store.create(uri, _state(uri), TREE)
+    with backend.store.transaction(uri) as tx:
+        tx.commit(tx.state, [_entry(0), _entry(1)])
+    edited = {**TREE, "name": "t2"}
+    with backend.store.transaction(uri) as tx:
+        committed = tx.replace_tree(edited, dict(tx.state, tree_hash="sha256:t2"))
+        assert tx.tree() == edited
+    assert committed["revision"] == 2
+    state = backend.store.load(uri)
+    assert state["revision"] == 2 and state["tree_hash"] == "sha256:t2"
+    assert backend.store.load_tree(uri) == edited
+    assert [e["seq"] for e in backend.store.read_trace(uri)] == [0, 1]
+    with backend.store.transaction(uri) as tx:
+        tx.commit(tx.state, [_entry(2)])
+    assert backend.store.trace_length(backend.store.load(uri)) == 3
+    assert backend.store.load_tree(uri) == edited

@@ -10,9 +10,8 @@ from the trace (a `close` entry, or an answer whose outcome is `action_complete`
 reset). Every result describes where the execution stands: phase, action, instructions,
 completion criteria, and what `close` will hold the action to.
 
-Restart reloads the tree file and, when it changed, swaps the execution's embedded tree if the
-new tree fits the execution (see `fit`). No store can replace an embedded tree through its
-interface yet, so the swap is `replace_tree_in_file_store`, for `file://` executions only.
+Restart reloads the tree file and, when it changed, swaps the execution's embedded tree through
+`Runtime.replace_tree`, which refuses a tree the execution no longer fits.
 
 It does not own tool names or the bot shape (`tether.bot.surface`), MCP (`tether.bot.server`) or
 the runtime itself (`tether.verbs`).
@@ -20,12 +19,10 @@ the runtime itself (`tether.verbs`).
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
 from tether.bot.surface import CLOSE, Action, Surface, surface_of
-from tether.engine.core import Condition, default_condition, node_at
 from tether.errors import TetherError
 from tether.verbs import Runtime
 
@@ -125,7 +122,7 @@ class BotSession:
         out["message"] = f"{moved} {out['message']}"
         return out
 
-    def restart(self, condition: Condition = default_condition) -> dict[str, Any]:
+    def restart(self) -> dict[str, Any]:
         """`{bot}_restart`: reload the tree file, keeping the execution."""
         from tether.tree.load import load_tree
 
@@ -136,7 +133,7 @@ class BotSession:
             out["message"] = f"The tree file is unchanged. {out['message']}"
             return out
         surface = surface_of(new.data, new.source)
-        replace_tree_in_file_store(doc["uri"], new.data, new.hash, new.source, condition)
+        self.runtime.replace_tree(self.state, new.source)
         after = self.document()
         out = describe(after, surface, "restarted")
         out["message"] = f"Reloaded {os.path.basename(new.source)}. {out['message']}"
@@ -224,106 +221,3 @@ def describe(doc: dict[str, Any], surface: Surface, status: str) -> dict[str, An
         f"the instructions; when the completion criteria are met, call {close_tool}{needs}."
     )
     return out
-
-
-# -- restart ------------------------------------------------------------------------------------
-
-
-def fit(
-    old: dict[str, Any],
-    new: dict[str, Any],
-    stored: dict[str, Any],
-    trace: list[dict[str, Any]],
-    condition: Condition = default_condition,
-) -> dict[str, Any]:
-    """The execution's state under the tree `new`, or `invalid_tree` saying why it does not fit.
-
-    The rule: the execution fits the new tree when (1) every path its trace and its open steps
-    name still holds a node of the same type and name, and (2) replaying the whole trace against
-    the new tree is accepted, produces exactly the stored trace entries, and ends in the stored
-    state, except for the texts of the open steps (which come from the new tree). So texts,
-    descriptions, triggers, criteria and new trailing actions or phases may change; what the
-    execution already did may not. The returned state is the stored one with the replayed
-    fields, ready to commit with the new tree.
-    """
-    from tether.engine.replay import DERIVED_FIELDS, replay
-
-    def problem(text: str) -> TetherError:
-        return TetherError("invalid_tree", f"the edited tree does not fit the execution: {text}")
-
-    named = [(e.get("cursor") or {}).get("path") for e in trace]
-    named += [r["path"] for r in stored["open"]]
-    for path in [p for p in named if p is not None]:
-        was = node_at(old, path)
-        try:
-            now = node_at(new, path)
-        except TetherError:
-            raise problem(f"{was['type']} {was['name']!r} at {path} is gone") from None
-        if (now["type"], now["name"]) != (was["type"], was["name"]):
-            raise problem(
-                f"{was['type']} {was['name']!r} at {path} is now {now['type']} {now['name']!r}"
-            )
-    try:
-        state, produced = replay(new, stored, trace, condition)
-    except TetherError as exc:
-        raise problem(f"its trace no longer replays: {exc.message}") from None
-    for have, want in zip(trace, produced, strict=False):
-        if have != want:
-            raise problem(
-                f"trace entry {have['seq']} ({have['kind']} of {have.get('name')!r}) would read "
-                f"{json.dumps(want, ensure_ascii=False)}"
-            )
-    if len(trace) != len(produced):
-        raise problem(f"its trace replays to {len(produced)} entries instead of {len(trace)}")
-
-    def shape(requests: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-        return [(r["type"], r["name"], r["path"], r["index"], r["step"]) for r in requests]
-
-    for field in DERIVED_FIELDS:
-        same = (
-            shape(state["open"]) == shape(stored["open"])
-            if field == "open"
-            else state.get(field) == stored.get(field)
-        )
-        if not same:
-            raise problem(f"replaying its trace ends with a different {field}")
-    return {**stored, **{f: state[f] for f in DERIVED_FIELDS}}
-
-
-def replace_tree_in_file_store(
-    uri: str,
-    tree: dict[str, Any],
-    tree_hash: str,
-    source: str,
-    condition: Condition = default_condition,
-) -> dict[str, Any]:
-    """Swap the embedded tree of the `file://` execution at `uri` for `tree` if it fits (`fit`).
-
-    Holds the store's transaction for the whole check and swap, so no answer can slip in between.
-    Writes the new tree file beside the state (the file store's documented layout), then commits
-    the state with the new `tree_hash`, `tree_uri` and the open steps' new texts, adding no trace
-    entry. Other stores refuse with `invalid_value`: their interface cannot replace a tree yet.
-    """
-    from tether.store import scheme_of, store_for
-    from tether.store.file import path_of
-
-    if scheme_of(uri) != "file":
-        raise TetherError(
-            "invalid_value",
-            f"restart with an edited tree works for file:// executions only; {uri} is in a store "
-            "that cannot replace an embedded tree yet (restart a file:// execution, or start a "
-            "new execution from the edited tree)",
-            uri=uri,
-        )
-    store = store_for(uri)
-    with store.transaction(uri) as tx:
-        old = tx.tree()
-        trace = list(store.read_trace(uri))
-        state = fit(old, tree, tx.state, trace, condition)
-        state.update(tree_hash=tree_hash, tree_uri="file://" + source, tree_name=tree["name"])
-        target = path_of(uri) + ".tree.json"
-        temporary = f"{target}.{os.getpid()}.tmp"
-        with open(temporary, "w", encoding="utf-8") as f:
-            f.write(json.dumps(tree, ensure_ascii=False))
-        os.replace(temporary, target)
-        return tx.commit(state, [])

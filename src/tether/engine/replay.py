@@ -1,12 +1,15 @@
 """Replay: re-derive an execution's state from its trace alone, and compare.
 
-Owns the mapping from each trace entry back to the answer that produced it, and the comparison
-that `tether verify` reports. `check` entries are not answers: replay regenerates them and then
-compares them with the stored ones like every other entry. It does not read or write storage.
+Owns the mapping from each trace entry back to the answer that produced it, the comparison
+that `tether verify` reports, and the rule for whether an edited tree still fits an execution
+(`refit`: its trace must replay against the new tree exactly). `check` entries are not answers:
+replay regenerates them and then compares them with the stored ones like every other entry. It
+does not read or write storage.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from tether.engine.core import (
@@ -23,6 +26,7 @@ from tether.engine.core import (
     apply,
     default_condition,
     initial_state,
+    node_at,
 )
 from tether.errors import TetherError
 
@@ -150,3 +154,63 @@ def verify(
         if want != have:
             diffs.append({"field": f"trace[{i}]", "stored": have, "replayed": want})
     return diffs
+
+
+def refit(
+    old: dict[str, Any],
+    new: dict[str, Any],
+    stored: dict[str, Any],
+    trace: list[dict[str, Any]],
+    condition: Condition = default_condition,
+) -> dict[str, Any]:
+    """The execution's state under the tree `new`, or `invalid_tree` saying why it does not fit.
+
+    The rule: the execution fits the new tree when (1) every path its trace and its open steps
+    name still holds a node of the same type and name, and (2) replaying the whole trace against
+    the new tree is accepted, produces exactly the stored trace entries, and ends in the stored
+    state, except for the texts of the open steps (which come from the new tree). So texts,
+    descriptions, triggers, criteria and new trailing actions or phases may change; what the
+    execution already did may not. The returned state is the stored one with the replayed
+    fields, ready to commit with the new tree.
+    """
+
+    def problem(text: str) -> TetherError:
+        return TetherError("invalid_tree", f"the edited tree does not fit the execution: {text}")
+
+    named = [(e.get("cursor") or {}).get("path") for e in trace]
+    named += [r["path"] for r in stored["open"]]
+    for path in [p for p in named if p is not None]:
+        was = node_at(old, path)
+        try:
+            now = node_at(new, path)
+        except TetherError:
+            raise problem(f"{was['type']} {was['name']!r} at {path} is gone") from None
+        if (now["type"], now["name"]) != (was["type"], was["name"]):
+            raise problem(
+                f"{was['type']} {was['name']!r} at {path} is now {now['type']} {now['name']!r}"
+            )
+    try:
+        state, produced = replay(new, stored, trace, condition)
+    except TetherError as exc:
+        raise problem(f"its trace no longer replays: {exc.message}") from None
+    for have, want in zip(trace, produced, strict=False):
+        if have != want:
+            raise problem(
+                f"trace entry {have['seq']} ({have['kind']} of {have.get('name')!r}) would read "
+                f"{json.dumps(want, ensure_ascii=False)}"
+            )
+    if len(trace) != len(produced):
+        raise problem(f"its trace replays to {len(produced)} entries instead of {len(trace)}")
+
+    def shape(requests: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+        return [(r["type"], r["name"], r["path"], r["index"], r["step"]) for r in requests]
+
+    for field in DERIVED_FIELDS:
+        same = (
+            shape(state["open"]) == shape(stored["open"])
+            if field == "open"
+            else state.get(field) == stored.get(field)
+        )
+        if not same:
+            raise problem(f"replaying its trace ends with a different {field}")
+    return {**stored, **{f: state[f] for f in DERIVED_FIELDS}}

@@ -29,6 +29,12 @@ class Transaction(Protocol):
         replace the whole trace with them when `reset_trace`. Returns the committed state."""
         ...
 
+    def replace_tree(self, tree: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
+        """Atomically swap the embedded tree for `tree` and commit `state` (its revision bumped
+        by one), adding no trace entry: both change, or neither. Returns the committed state.
+        Deciding whether the new tree fits the execution is the caller's business."""
+        ...
+
 
 class Store(Protocol):
     """Documents addressed by URI. Methods raise `TetherError` with `not_found`,

@@ -4,7 +4,8 @@ Owns the on-disk encoding and its crash and concurrency safety. For an execution
 
 - `run.json` — the state: pretty-printed JSON a person can read; it also records which trace file
   is current and how many bytes and entries of it are committed.
-- `run.json.tree.json` — the embedded tree, written once at start.
+- `run.json.tree.json` — the embedded tree, written at start. A tree swap (`replace_tree`) writes
+  `run.json.tree.<revision>.json` and the state names it under `tree_file`.
 - `run.json.trace.jsonl` — the trace, one JSON entry per line, only ever appended to. After a
   reset the trace starts in a new file (`run.json.trace.<revision>.jsonl`).
 - `run.json.lock` — the lock that serialises writers (`flock`); readers never wait for it.
@@ -91,20 +92,8 @@ class FileStore:
         return _read_state(path_of(uri))
 
     def load_tree(self, uri: str) -> dict[str, Any]:
-        path = path_of(uri) + ".tree.json"
-        try:
-            with open(path, "rb") as f:
-                return dict(json.loads(f.read()))
-        except FileNotFoundError:
-            raise TetherError(
-                "corrupt_execution", f"the execution's tree file {path} is missing", path=path
-            ) from None
-        except (ValueError, TypeError) as exc:
-            raise TetherError(
-                "corrupt_execution",
-                f"the execution's tree file {path} is corrupt: {exc}",
-                path=path,
-            ) from None
+        path = path_of(uri)
+        return _read_tree(path, _read_state(path))
 
     def read_trace(self, uri: str) -> Iterator[dict[str, Any]]:
         path = path_of(uri)
@@ -120,17 +109,16 @@ class FileStore:
         if not os.path.exists(path):
             raise TetherError("not_found", f"no execution at {path}", path=path)
         with _locked(path):
-            yield _FileTransaction(self, path, _read_state(path))
+            yield _FileTransaction(path, _read_state(path))
 
 
 class _FileTransaction:
-    def __init__(self, store: FileStore, path: str, state: dict[str, Any]) -> None:
-        self._store = store
+    def __init__(self, path: str, state: dict[str, Any]) -> None:
         self._path = path
         self.state = state
 
     def tree(self) -> dict[str, Any]:
-        return self._store.load_tree(self._path)
+        return _read_tree(self._path, self.state)
 
     def commit(
         self, state: dict[str, Any], entries: list[dict[str, Any]], *, reset_trace: bool = False
@@ -168,6 +156,18 @@ class _FileTransaction:
         _write_atomic(self._path, _encode_state(committed))
         if reset_trace and old_name != trace["file"]:
             _remove_quietly(os.path.join(folder, old_name))
+        self.state = committed
+        return committed
+
+    def replace_tree(self, tree: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
+        folder = os.path.dirname(self._path)
+        revision = int(self.state["revision"]) + 1
+        old_name = _tree_name(self._path, self.state)
+        new_name = f"{os.path.basename(self._path)}.tree.{revision}.json"
+        _write_atomic(os.path.join(folder, new_name), json.dumps(tree, ensure_ascii=False))
+        committed = dict(state, revision=revision, trace=self.state["trace"], tree_file=new_name)
+        _write_atomic(self._path, _encode_state(committed))
+        _remove_quietly(os.path.join(folder, old_name))
         self.state = committed
         return committed
 
@@ -232,6 +232,27 @@ def _read_state(path: str) -> dict[str, Any]:
             path=path,
         )
     return dict(state)
+
+
+def _tree_name(path: str, state: dict[str, Any]) -> str:
+    return str(state.get("tree_file") or os.path.basename(path) + ".tree.json")
+
+
+def _read_tree(path: str, state: dict[str, Any]) -> dict[str, Any]:
+    tree_path = os.path.join(os.path.dirname(path), _tree_name(path, state))
+    try:
+        with open(tree_path, "rb") as f:
+            return dict(json.loads(f.read()))
+    except FileNotFoundError:
+        raise TetherError(
+            "corrupt_execution", f"the execution's tree file {tree_path} is missing", path=tree_path
+        ) from None
+    except (ValueError, TypeError) as exc:
+        raise TetherError(
+            "corrupt_execution",
+            f"the execution's tree file {tree_path} is corrupt: {exc}",
+            path=tree_path,
+        ) from None
 
 
 def _read_trace(path: str, state: dict[str, Any]) -> Iterator[dict[str, Any]]:

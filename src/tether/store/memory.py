@@ -107,3 +107,11 @@ class _MemoryTransaction:
         self._record.state = encoded
         self.state = committed
         return committed
+
+    def replace_tree(self, tree: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
+        committed = dict(state, revision=int(self.state["revision"]) + 1, trace=self.state["trace"])
+        encoded_tree, encoded_state = json.dumps(tree), json.dumps(committed)
+        self._record.tree = encoded_tree
+        self._record.state = encoded_state
+        self.state = committed
+        return committed

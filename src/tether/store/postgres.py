@@ -425,3 +425,14 @@ class _PostgresTransaction:
         )
         self.state = committed
         return committed
+
+    def replace_tree(self, tree: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
+        revision = int(self.state["revision"]) + 1
+        committed = dict(state, revision=revision, trace=self.state["trace"])
+        self._conn.execute(
+            "UPDATE tether_executions SET tree = %s::json, state = %s::json, revision = %s,"
+            " updated_at = now() WHERE name = %s",
+            (_dumps(tree), _dumps(committed), revision, self._target.name),
+        )
+        self.state = committed
+        return committed
