@@ -28,8 +28,8 @@ from mcp.shared.exceptions import MCPError
 from tether import __version__
 from tether.bot.session import BotSession
 from tether.bot.surface import ACTION, CLOSE, CONTINUE, PHASE, RESTART, Surface, Tool
-from tether.cli.args import Command, Parsed, parse
-from tether.cli.output import report
+from tether.cli.args import Command, Parsed
+from tether.cli.output import run_command
 from tether.errors import EXIT_OK, TetherError
 from tether.mcp.tools import ToolSpec, check_arguments, error_result
 from tether.verbs import Runtime
@@ -260,16 +260,7 @@ def call_tool(spec: ToolSpec, runtime: Runtime, arguments: dict[str, Any]) -> ty
 
 def main(argv: list[str]) -> int:
     """`tether mcp --bot TREE --state URI [...]`: serve until the client goes away."""
-    try:
-        parsed = parse(COMMAND, argv)
-        if parsed.help:
-            sys.stdout.write(f"usage: {COMMAND.usage()}\n\n{COMMAND.summary}\n\n{COMMAND.help}\n")
-            return EXIT_OK
-        return _serve(parsed)
-    except KeyboardInterrupt:
-        return EXIT_OK
-    except Exception as exc:
-        return report(exc)
+    return run_command(COMMAND, argv, _serve)
 
 
 def _serve(p: Parsed) -> int:

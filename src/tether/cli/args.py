@@ -40,6 +40,11 @@ class Command:
         self.flags = flags
         self.help = help
 
+    def help_text(self) -> str:
+        """What `--help` prints: usage, summary and the option notes."""
+        text = f"usage: {self.usage()}\n\n{self.summary}\n"
+        return text + (f"\n{self.help}\n" if self.help else "")
+
     def usage(self) -> str:
         parts = ["tether", self.name]
         for i, name in enumerate(self.positionals):
@@ -62,6 +67,15 @@ class Parsed:
         self.multi: dict[str, list[str]] = {}
         self.flags: set[str] = set()
         self.help = False
+
+    def number(self, name: str, default: int | None = None) -> int | None:
+        """The whole number given for option `name` (`default` when it is absent)."""
+        text = self.options.get(name)
+        if text is None:
+            return default
+        if not text.isdigit():
+            raise TetherError("usage", f"{name} takes a whole number, got {text!r}")
+        return int(text)
 
 
 def parse(command: Command, argv: list[str]) -> Parsed:

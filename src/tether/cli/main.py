@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
             raise TetherError("usage", f"unknown command {name!r}{hint}; see tether --help")
         parsed = parse(command, rest)
         if parsed.help:
-            sys.stdout.write(_command_help(command))
+            sys.stdout.write(command.help_text())
             return EXIT_OK
         result = HANDLERS[name](parsed)
     except KeyboardInterrupt:
@@ -141,11 +141,6 @@ def _overview() -> str:
     lines += [f"  {c.name:<10} {c.summary}" for c in COMMANDS.values()]
     lines += [f"  {name:<10} {summary}" for name, (_, summary) in FAMILIES.items()]
     return "\n".join(lines) + "\n"
-
-
-def _command_help(command: Command) -> str:
-    text = f"usage: {command.usage()}\n\n{command.summary}\n"
-    return text + (f"{command.help}\n" if command.help else "")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -205,16 +200,6 @@ def _assignments(pairs: list[str], option: str, strict: bool) -> dict[str, Any]:
                 exc.code, f"{option} {key}: {exc.message}", option=option, key=key
             ) from None
     return out
-
-
-def _int_option(p: Parsed, name: str) -> int | None:
-    text = p.options.get(name)
-    if text is None:
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        raise TetherError("usage", f"{name} takes a whole number, got {text!r}") from None
 
 
 def _validate(p: Parsed) -> Any:
@@ -298,7 +283,7 @@ def _const(p: Parsed) -> Any:
 
 def _trace(p: Parsed) -> Any:
     return _runtime().trace(
-        str(p.args["TRACE"]), start=_int_option(p, "--from"), stop=_int_option(p, "--to")
+        str(p.args["TRACE"]), start=p.number("--from"), stop=p.number("--to")
     )
 
 

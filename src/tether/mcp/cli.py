@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tether.cli.args import Command, Parsed, parse
-from tether.cli.output import emit, report
+from tether.cli.args import Command, Parsed
+from tether.cli.output import emit, run_command
 from tether.errors import EXIT_OK, TetherError
 
 if TYPE_CHECKING:
@@ -65,24 +65,12 @@ def main(argv: list[str]) -> int:
         from tether.bot.server import main as serve_bot
 
         return serve_bot(argv)
-    try:
-        if argv[:1] == ["install"]:
-            return _install(parse(INSTALL, argv[1:]))
-        return _serve(parse(SERVE, argv))
-    except KeyboardInterrupt:
-        return EXIT_OK
-    except Exception as exc:
-        return report(exc)
-
-
-def _help(command: Command) -> int:
-    sys.stdout.write(f"usage: {command.usage()}\n\n{command.summary}\n\n{command.help}\n")
-    return EXIT_OK
+    if argv[:1] == ["install"]:
+        return run_command(INSTALL, argv[1:], _install)
+    return run_command(SERVE, argv, _serve)
 
 
 def _serve(p: Parsed) -> int:
-    if p.help:
-        return _help(SERVE)
     import anyio
 
     from tether.verbs import Runtime
@@ -111,16 +99,14 @@ def http_options(p: Parsed) -> HttpOptions:
 
     return HttpOptions(
         host=p.options.get("--host", "127.0.0.1"),
-        port=_whole(p, "--port", DEFAULT_PORT),
+        port=p.number("--port", DEFAULT_PORT) or 0,
         token=p.options.get("--token") or os.environ.get(TOKEN_ENV) or None,
         allowed_hosts=tuple(p.multi.get("--allow-host", [])),
-        max_body_bytes=_whole(p, "--max-body-bytes", DEFAULT_MAX_BODY_BYTES),
+        max_body_bytes=p.number("--max-body-bytes", DEFAULT_MAX_BODY_BYTES) or 0,
     )
 
 
 def _install(p: Parsed) -> int:
-    if p.help:
-        return _help(INSTALL)
     from tether.mcp.install import Install, default_command, install
 
     target = p.options.get("--target")
@@ -148,11 +134,3 @@ def _root(given: str | None) -> str:
         raise TetherError("not_found", f"--root {given} is not a directory", path=root)
     return root
 
-
-def _whole(p: Parsed, name: str, default: int) -> int:
-    text = p.options.get(name)
-    if text is None:
-        return default
-    if not text.isdigit():
-        raise TetherError("usage", f"{name} takes a whole number, got {text!r}")
-    return int(text)

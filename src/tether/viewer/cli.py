@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
 
-from tether.cli.args import Command, Parsed, parse
-from tether.cli.output import emit, report
+from tether.cli.args import Command, Parsed
+from tether.cli.output import emit, run_command
 from tether.errors import EXIT_OK, TetherError
 
 VIEW = Command(
@@ -48,43 +47,21 @@ RENDER = Command(
 
 
 def view_main(argv: list[str]) -> int:
-    return _run(VIEW, argv, _view)
+    return run_command(VIEW, argv, _view)
 
 
 def show_main(argv: list[str]) -> int:
-    return _run(SHOW, argv, _show)
+    return run_command(SHOW, argv, _show)
 
 
 def render_main(argv: list[str]) -> int:
-    return _run(RENDER, argv, _render)
-
-
-def _run(command: Command, argv: list[str], handler: Callable[[Parsed], int]) -> int:
-    try:
-        parsed = parse(command, argv)
-        if parsed.help:
-            sys.stdout.write(f"usage: {command.usage()}\n\n{command.summary}\n{command.help}\n")
-            return EXIT_OK
-        return handler(parsed)
-    except KeyboardInterrupt:
-        return 130
-    except Exception as exc:  # TetherError, and the last line of defence for anything else
-        return report(exc)
-
-
-def _whole(parsed: Parsed, name: str) -> int | None:
-    text = parsed.options.get(name)
-    if text is None:
-        return None
-    if not text.isdigit():
-        raise TetherError("usage", f"{name} takes a whole number, got {text!r}")
-    return int(text)
+    return run_command(RENDER, argv, _render)
 
 
 def _view(parsed: Parsed) -> int:
     from tether.viewer.server import serve
 
-    port = _whole(parsed, "--port")
+    port = parsed.number("--port")
     serve(str(parsed.args.get("PATH") or "."), port=port or 0, ready=_announce)
     return EXIT_OK
 
@@ -99,7 +76,7 @@ def _show(parsed: Parsed) -> int:
     from tether.viewer.source import load_execution
     from tether.viewer.terminal import draw
 
-    at = _whole(parsed, "--at")
+    at = parsed.number("--at")
     execution = load_execution(str(parsed.args["TRACE"]))
     snap = snapshot(execution.tree, execution.state, execution.trace, at)
     if "--color" in parsed.flags:
@@ -120,7 +97,7 @@ def _render(parsed: Parsed) -> int:
     output = parsed.options.get("-o") or parsed.options.get("--output")
     if not output:
         raise TetherError("usage", f"render needs -o FILE.svg; usage: {RENDER.usage()}")
-    at = _whole(parsed, "--at")
+    at = parsed.number("--at")
     tree, execution = load_tree_or_execution(str(parsed.args["SOURCE"]))
     if execution is None and at is not None:
         raise TetherError("usage", "--at applies to an execution, not to a tree file")
