@@ -217,8 +217,8 @@ class Runtime:
     ) -> dict[str, Any]:
         return self._answer(trace, core.Submit(status, note, step))
 
-    def think(self, trace: str, thought: str) -> dict[str, Any]:
-        return self._answer(trace, core.Think(thought))
+    def think(self, trace: str, thought: str, *, step: str | None = None) -> dict[str, Any]:
+        return self._answer(trace, core.Think(thought, step))
 
     def jump(self, trace: str, path: list[int], *, note: str | None = None) -> dict[str, Any]:
         """Move the cursor to the action at `path`, out of order (bot tools)."""
@@ -236,8 +236,10 @@ class Runtime:
         store, uri = self._store(trace)
         return read_path(store.load(uri)["var"], path, "var")
 
-    def var_write(self, trace: str, path: str, value: Any) -> dict[str, Any]:
-        return self._answer(trace, core.VarWrite(path, value))
+    def var_write(
+        self, trace: str, path: str, value: Any, *, step: str | None = None
+    ) -> dict[str, Any]:
+        return self._answer(trace, core.VarWrite(path, value, step))
 
     def const_read(self, trace: str, path: str | None = None) -> Any:
         store, uri = self._store(trace)

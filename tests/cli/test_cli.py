@@ -325,3 +325,14 @@ def test_start_creates_the_folders_of_a_new_trace(cli: Cli) -> None:
     (cli.folder / "blocker").write_text("a file, not a folder")
     err = cli.fails(EXIT_INVALID, "invalid_value", "start", HELLO, "blocker/run.json")
     assert "cannot create folder" in err["message"]
+
+
+def test_var_and_think_take_a_step_token(cli: Cli) -> None:
+    _started(cli)
+    token = cli.ok("next", "run.json")["step"]
+    cli.ok("var", "run.json", "time_of_day", "noon", "--step", token)
+    cli.ok("think", "run.json", "checked the clock", "--step", token)
+    assert [e["cursor"]["path"] for e in cli.ok("trace", "run.json")[1:]] == [[0], [0]]
+    err = cli.fails(EXIT_CONFLICT, "stale_step", "var", "run.json", "x", "1", "--step", "old")
+    assert err["current"]["name"] == "Determine_Time"
+    cli.fails(EXIT_USAGE, "usage", "var", "run.json", "x", "--step", token)

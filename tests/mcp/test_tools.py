@@ -49,9 +49,9 @@ async def test_the_twelve_tools_are_listed_with_their_arguments(agent: Any) -> N
         "next_step": {"trace_output", "all"},
         "eval": {"trace_output", "result", "note", "step"},
         "submit": {"trace_output", "status", "note", "step"},
-        "think": {"trace_output", "thought"},
+        "think": {"trace_output", "thought", "step"},
         "var_read": {"trace_output", "path"},
-        "var_write": {"trace_output", "path", "value"},
+        "var_write": {"trace_output", "path", "value", "step"},
         "const_read": {"trace_output", "path"},
         "get_execution": {"trace_output"},
         "read_trace": {"trace_output", "from", "to"},
@@ -139,10 +139,22 @@ async def test_next_step_is_replay_safe_and_all_lists_every_open_request(
     first = await agent.ok("next_step", trace_output=memory_uri)
     assert first == both["requests"][0]
     # Answer the second open request by its token: the first stays open.
-    await agent.ok("var_write", trace_output=memory_uri, path="tests_passed", value="true")
     second = both["requests"][1]
+    await agent.ok(
+        "var_write",
+        trace_output=memory_uri,
+        path="tests_passed",
+        value="true",
+        step=second["step"],
+    )
+    await agent.ok("think", trace_output=memory_uri, thought="green", step=second["step"])
     await agent.ok("submit", trace_output=memory_uri, status="success", step=second["step"])
     assert await agent.ok("next_step", trace_output=memory_uri) == first
+    trace = (await agent.ok("read_trace", trace_output=memory_uri))["entries"]
+    assert [(e["kind"], e["name"]) for e in trace if e["kind"] in ("var_write", "think")][-2:] == [
+        ("var_write", "Run_Tests"),
+        ("think", "Run_Tests"),
+    ]
 
 
 async def test_var_write_parses_strings_as_json_and_keeps_other_values(

@@ -58,7 +58,7 @@ COMMANDS: dict[str, Command] = {
             "record a checkpoint thought",
             ("TRACE", "THOUGHT"),
             1,
-            values=("--file",),
+            values=("--file", *_STEP),
             flags=("--stdin",),
         ),
         Command(
@@ -66,9 +66,10 @@ COMMANDS: dict[str, Command] = {
             "read $VAR, or write PATH VALUE",
             ("TRACE", "PATH", "VALUE"),
             1,
-            values=("--file",),
+            values=("--file", *_STEP),
             flags=("--json", "--stdin"),
-            help="VALUE is JSON, else a string; --json requires JSON; --file/--stdin read it.",
+            help="VALUE is JSON, else a string; --json requires JSON; --file/--stdin read it; "
+            "--step records the write against that open step.",
         ),
         Command("const", "read $CONST (read-only)", ("TRACE", "PATH", "VALUE"), 1),
         Command("get", "print the whole execution document", ("TRACE",), 1),
@@ -255,7 +256,7 @@ def _think(p: Parsed) -> Any:
     thought = _value_text(p, "THOUGHT")
     if not thought:
         raise TetherError("usage", "think needs a THOUGHT (an argument, --file or --stdin)")
-    return _runtime().think(str(p.args["TRACE"]), thought)
+    return _runtime().think(str(p.args["TRACE"]), thought, step=p.options.get("--step"))
 
 
 def _var(p: Parsed) -> Any:
@@ -264,13 +265,17 @@ def _var(p: Parsed) -> Any:
     trace = str(p.args["TRACE"])
     text = _value_text(p, "VALUE")
     if text is None:
-        if "--json" in p.flags:
-            raise TetherError("usage", "--json applies to a value to write; give PATH and VALUE")
+        for given in ("--json", "--step"):
+            if given in p.flags or given in p.options:
+                raise TetherError(
+                    "usage", f"{given} applies to a value to write; give PATH and VALUE"
+                )
         return _runtime().var_read(trace, p.args.get("PATH"))
     path = p.args.get("PATH")
     if path is None:
         raise TetherError("usage", "writing $VAR needs a PATH before the value")
-    return _runtime().var_write(trace, path, parse_value(text, strict_json="--json" in p.flags))
+    value = parse_value(text, strict_json="--json" in p.flags)
+    return _runtime().var_write(trace, path, value, step=p.options.get("--step"))
 
 
 def _const(p: Parsed) -> Any:
@@ -282,9 +287,7 @@ def _const(p: Parsed) -> Any:
 
 
 def _trace(p: Parsed) -> Any:
-    return _runtime().trace(
-        str(p.args["TRACE"]), start=p.number("--from"), stop=p.number("--to")
-    )
+    return _runtime().trace(str(p.args["TRACE"]), start=p.number("--from"), stop=p.number("--to"))
 
 
 HANDLERS: dict[str, Callable[[Parsed], Any]] = {

@@ -66,22 +66,27 @@ class Submit:
 
 
 class Think:
-    """Record a checkpoint thought on the action in flight."""
+    """Record a checkpoint thought on the action in flight (the open step named by `step`, else
+    the first open step)."""
 
-    __slots__ = ("thought",)
+    __slots__ = ("step", "thought")
 
-    def __init__(self, thought: str) -> None:
+    def __init__(self, thought: str, step: str | None = None) -> None:
         self.thought = thought
+        self.step = step
 
 
 class VarWrite:
-    """Write `value` at the dotted `path` of `var`."""
+    """Write `value` at the dotted `path` of `var`. The trace entry is recorded against the open
+    step named by `step` (else the first open step); every open step that lists the path in its
+    `writes` counts it."""
 
-    __slots__ = ("path", "value")
+    __slots__ = ("path", "step", "value")
 
-    def __init__(self, path: str, value: Any) -> None:
+    def __init__(self, path: str, value: Any, step: str | None = None) -> None:
         self.path = path
         self.value = value
+        self.step = step
 
 
 class Reset:
@@ -379,8 +384,8 @@ def _reset(state: dict[str, Any], work: dict[str, Any], now: str) -> Outcome:
 
 
 def _var_write(state: dict[str, Any], answer: VarWrite, now: str) -> Outcome:
+    req = _attributed(state, answer.step) if state["protocol_accepted"] else None
     state["var"] = write_path(state["var"], answer.path, answer.value)
-    req = state["open"][0] if state["protocol_accepted"] else None
     entry = _entry(
         state, "var_write", now, req, path=answer.path, value=answer.value, outcome="written"
     )
@@ -393,6 +398,22 @@ def _var_write(state: dict[str, Any], answer: VarWrite, now: str) -> Outcome:
     )
 
 
+def _attributed(state: dict[str, Any], token: str | None) -> dict[str, Any]:
+    """The open step a var write or a thought is recorded against: the one `token` names (a
+    stale token is refused like an answer's), else the first."""
+    if token is None:
+        return dict(state["open"][0])
+    for req in state["open"]:
+        if req["step"] == token:
+            return dict(req)
+    raise TetherError(
+        "stale_step",
+        f"step token {token!r} does not name an open step of this execution",
+        current=dict(state["open"][0]),
+        open=[dict(r) for r in state["open"]],
+    )
+
+
 def _think(state: dict[str, Any], answer: Think, now: str) -> Outcome:
     if not state["protocol_accepted"]:
         raise TetherError(
@@ -401,7 +422,8 @@ def _think(state: dict[str, Any], answer: Think, now: str) -> Outcome:
             current=current(state),
         )
     entry = _entry(
-        state, "think", now, state["open"][0], submitted=answer.thought, outcome="recorded"
+        state, "think", now, _attributed(state, answer.step), submitted=answer.thought,
+        outcome="recorded",
     )
     return Outcome(state, {"status": "recorded", "message": "Thought recorded."}, [entry])
 

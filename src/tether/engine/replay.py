@@ -107,9 +107,9 @@ def answer_of(entry: dict[str, Any], state: dict[str, Any]) -> Answer | None:
     if kind == "reset":
         return Reset()
     if kind == "think":
-        return Think(entry["submitted"])
+        return Think(entry["submitted"], _token_at(state, entry.get("cursor")))
     if kind == "var_write":
-        return VarWrite(entry["path"], entry["value"])
+        return VarWrite(entry["path"], entry["value"], _token_at(state, entry.get("cursor")))
     if kind == "jump":
         return Jump(entry["cursor"]["path"], entry.get("note"))
     token = _token_at(state, entry.get("cursor"))

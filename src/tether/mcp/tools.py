@@ -160,7 +160,10 @@ def _next(rt: Runtime, a: Arguments) -> Any:
 def _var_write(rt: Runtime, a: Arguments) -> Any:
     value = a["value"]
     return rt.var_write(
-        a["trace_output"], a["path"], parse_value(value) if isinstance(value, str) else value
+        a["trace_output"],
+        a["path"],
+        parse_value(value) if isinstance(value, str) else value,
+        step=a.get("step"),
     )
 
 
@@ -336,15 +339,17 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "think",
         "Record a checkpoint thought in the trace without moving the cursor: use it at "
-        "substantive points of a long instruct. Only after the protocol is accepted.",
+        "substantive points of a long instruct. Only after the protocol is accepted. In a "
+        "parallel, pass the step token of the request you are working on.",
         {
             "trace_output": _TRACE,
             "thought": {"type": "string", "minLength": 1, "description": "The thought."},
+            "step": _STEP,
         },
         ("trace_output", "thought"),
         _outcome("recorded"),
         _annotations("Record a thought", read_only=False),
-        lambda rt, a: rt.think(a["trace_output"], a["thought"]),
+        lambda rt, a: rt.think(a["trace_output"], a["thought"], step=a.get("step")),
     ),
     _scope_reader("var_read", "$VAR", "the execution's blackboard", Runtime.var_read),
     ToolSpec(
@@ -352,11 +357,13 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Write $VAR at a dotted path (objects are created on the way). A string value is "
         'parsed as JSON when it parses ("3" stores the number 3, "\\"3\\"" the string "3") '
         "and stored as the text otherwise; any other JSON value is stored as given. Write what "
-        "a step's `writes` lists before you submit it.",
+        "a step's `writes` lists before you submit it. In a parallel, pass the step token of the "
+        "request the write belongs to (the trace records it there).",
         {
             "trace_output": _TRACE,
             "path": {**_SCOPE_PATH, "minLength": 1},
             "value": {**_ANY, "description": "The value to store (any JSON value)."},
+            "step": _STEP,
         },
         ("trace_output", "path", "value"),
         {
