@@ -111,7 +111,8 @@ def test_install_claude_merges_and_is_idempotent(tmp_path, capsys, monkeypatch):
     assert pre[0] == existing["hooks"]["PreToolUse"][0]
     assert pre[1]["matcher"] == "*"
     command = pre[1]["hooks"][0]["command"]
-    assert command == 'tether guard hook --config "$CLAUDE_PROJECT_DIR/.tether/guard.yaml"'
+    tether = Path(sys.executable).with_name("tether")
+    assert command == f'{tether} guard hook --config "$CLAUDE_PROJECT_DIR/.tether/guard.yaml"'
     assert set(out["added"]) == {
         "SessionStart",
         "UserPromptSubmit",

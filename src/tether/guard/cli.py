@@ -130,13 +130,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_install(args: argparse.Namespace) -> int:
+    from tether.cli import tether_command
     from tether.guard.install import install_claude
 
     _emit(
         install_claude(
             settings=args.settings,
             config=args.config or DEFAULT_CONFIG,
-            command=args.command,
+            command=args.command or tether_command(),
             http=args.http,
         )
     )
@@ -194,7 +195,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("agent", choices=["claude"])
     p.add_argument("--settings", default=os.path.join(".claude", "settings.json"))
     p.add_argument("--config", help=f"configuration file (default {DEFAULT_CONFIG})")
-    p.add_argument("--command", default="tether", help="how hooks invoke tether")
+    p.add_argument(
+        "--command",
+        default=None,
+        help="how hooks invoke tether (default: this installation's tether, by absolute path)",
+    )
     p.add_argument("--http", help="install http hooks posting to this URL (see `serve`)")
     p.set_defaults(run=cmd_install)
 

@@ -107,7 +107,8 @@ def http_options(p: Parsed) -> HttpOptions:
 
 
 def _install(p: Parsed) -> int:
-    from tether.mcp.install import Install, default_command, install
+    from tether.cli import tether_command
+    from tether.mcp.install import Install, install
 
     target = p.options.get("--target")
     if target is None:
@@ -119,7 +120,7 @@ def _install(p: Parsed) -> int:
         target=target,
         scope=p.options.get("--scope", "project"),
         name=p.options.get("--name", "tether"),
-        command=p.options.get("--command") or default_command(),
+        command=p.options.get("--command") or tether_command(),
         args=tuple(args),
         project=Path(p.options.get("--dir", ".")).resolve(),
         home=Path.home(),

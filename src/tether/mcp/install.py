@@ -37,12 +37,6 @@ class Install:
     home: Path = Path("~")
 
 
-def default_command() -> str:
-    """The `tether` script beside the running interpreter when there is one, else `tether`."""
-    script = Path(sys.executable).parent / ("tether.exe" if os.name == "nt" else "tether")
-    return str(script) if script.exists() else "tether"
-
-
 def config_path(plan: Install) -> Path:
     """The client's configuration file for this target and scope."""
     if plan.target not in TARGETS:
