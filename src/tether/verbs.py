@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from tether.engine import core
 from tether.engine.varpath import read_path
 from tether.errors import TetherError
-from tether.store import store_for
+from tether.store import scheme_of, store_for
 
 if TYPE_CHECKING:
     from tether.store.base import Store
@@ -83,13 +83,22 @@ class Runtime:
         return store, canonical
 
     def _anchor(self, uri: str, *, tree: bool = False) -> str:
-        """Where a name that is not a URI lives: in the default store (`default_store`, else
-        the `TETHER_STORE` environment variable) as `STORE#name`, or else as a file, relative to
-        the root when there is one. Trees are always files."""
+        """Where a name that is not a URI lives: in the default store (`default_store`, else the
+        `TETHER_STORE` environment variable) — `STORE#name` for a database, `memory://name`, or
+        `FOLDER/name` for a folder (a path or `file://` URI) — or else as a file, relative to the
+        root when there is one. Trees are always files, relative to the root."""
         if "://" in uri or uri.startswith("file:"):
             return uri
-        if not tree and self._default_store and not self._default_store.startswith("file:"):
-            return f"{self._default_store}#{uri}"
+        store = None if tree else self._default_store
+        if store:
+            scheme = scheme_of(store)
+            if scheme == "memory":
+                return "memory://" + uri
+            if scheme != "file":
+                return f"{store}#{uri}"
+            from tether.store.file import path_of
+
+            return os.path.join(path_of(store), uri)
         if self._root is None or os.path.isabs(uri):
             return uri
         return os.path.join(self._root, uri)

@@ -336,3 +336,11 @@ def test_var_and_think_take_a_step_token(cli: Cli) -> None:
     err = cli.fails(EXIT_CONFLICT, "stale_step", "var", "run.json", "x", "1", "--step", "old")
     assert err["current"]["name"] == "Determine_Time"
     cli.fails(EXIT_USAGE, "usage", "var", "run.json", "x", "--step", token)
+
+
+def test_a_tree_file_given_as_trace_is_named_a_tree(cli: Cli) -> None:
+    (cli.folder / "tree.json").write_text('{"name": "t", "version": "1", "tree": {}}')
+    for tree in (HELLO, "tree.json"):
+        err = cli.fails(EXIT_INVALID, "invalid_value", "next", tree)
+        assert "is a tree file, not an execution" in err["message"]
+        assert "tether start" in err["message"]

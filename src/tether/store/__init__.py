@@ -43,8 +43,16 @@ def store_for(uri: str) -> Store:
 
         store = MemoryStore()
     elif scheme in ("postgresql", "postgres"):
-        from tether.store.postgres import PostgresStore
-
+        try:
+            from tether.store.postgres import PostgresStore
+        except ModuleNotFoundError as exc:
+            raise TetherError(
+                "store_unavailable",
+                f"{scheme}:// executions need the PostgreSQL driver ({exc.name} is not "
+                "installed): pip install 'tether[postgres]' (from a checkout: "
+                "pip install -e '.[postgres]')",
+                uri=uri,
+            ) from None
         store = PostgresStore()
     else:
         raise TetherError(

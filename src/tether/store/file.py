@@ -218,12 +218,16 @@ def _read_state(path: str) -> dict[str, Any]:
     try:
         state = json.loads(raw)
     except ValueError as exc:
+        if path.endswith((".yaml", ".yml")):
+            raise _tree_not_execution(path) from None
         raise TetherError(
             "corrupt_execution",
             f"{path} is corrupt (not JSON: {exc}); it was left as it is",
             path=path,
         ) from None
     missing = [k for k in _REQUIRED if not isinstance(state, dict) or k not in state]
+    if missing and isinstance(state, dict) and ("tree" in state or "type" in state):
+        raise _tree_not_execution(path)
     if missing:
         raise TetherError(
             "corrupt_execution",
@@ -253,6 +257,15 @@ def _read_tree(path: str, state: dict[str, Any]) -> dict[str, Any]:
             f"the execution's tree file {tree_path} is corrupt: {exc}",
             path=tree_path,
         ) from None
+
+
+def _tree_not_execution(path: str) -> TetherError:
+    return TetherError(
+        "invalid_value",
+        f"{path} is a tree file, not an execution: start one from it with "
+        f"tether start {os.path.basename(path)} RUN.json",
+        path=path,
+    )
 
 
 def _read_trace(path: str, state: dict[str, Any]) -> Iterator[dict[str, Any]]:
