@@ -11,13 +11,49 @@ from __future__ import annotations
 
 from tether.errors import TetherError
 
+# What each option's value is, as usage lines show it.
+METAVARS = {
+    "--note": "TEXT",
+    "--note-file": "FILE",
+    "--step": "TOKEN",
+    "--file": "FILE",
+    "--from": "SEQ",
+    "--to": "SEQ",
+    "--var": "K=V",
+    "--const": "K=V",
+    "--port": "N",
+    "--at": "K",
+    "-o": "FILE",
+    "--root": "DIR",
+    "--store": "URI",
+    "--host": "ADDR",
+    "--token": "TOKEN",
+    "--max-body-bytes": "N",
+    "--allow-host": "HOST",
+    "--target": "CLIENT",
+    "--scope": "SCOPE",
+    "--name": "NAME",
+    "--dir": "DIR",
+    "--command": "CMD",
+    "--bot": "TREE",
+    "--state": "URI",
+}
+
 
 class Command:
     """One command: its positionals (the first `required` of them mandatory), the options that
     take a value (`values`, or `repeated` when they may be given several times), and flags."""
 
-    __slots__ = ("flags", "help", "name", "positionals", "repeated", "required", "summary",
-                 "values")
+    __slots__ = (
+        "flags",
+        "help",
+        "name",
+        "positionals",
+        "repeated",
+        "required",
+        "summary",
+        "values",
+    )
 
     def __init__(
         self,
@@ -49,8 +85,8 @@ class Command:
         parts = ["tether", self.name]
         for i, name in enumerate(self.positionals):
             parts.append(name if i < self.required else f"[{name}]")
-        parts += [f"[{o} VALUE]" for o in self.values]
-        parts += [f"[{o} K=V ...]" for o in self.repeated]
+        parts += [f"[{o} {METAVARS.get(o, 'VALUE')}]" for o in self.values]
+        parts += [f"[{o} {METAVARS.get(o, 'VALUE')} ...]" for o in self.repeated]
         parts += [f"[{o}]" for o in self.flags]
         return " ".join(parts)
 
