@@ -263,3 +263,12 @@ def test_restart_of_an_edited_tree_works_on_a_memory_execution(example: Path) ->
     _edit(example, lambda d: _action_node(d, 0, 0).update(description="Edited."))
     assert session.restart()["status"] == "restarted"
     assert session.runtime.verify("memory://bot-restart")["ok"]
+
+
+def test_a_tree_that_is_no_bot_is_refused_before_anything_is_stored(tmp_path: Path) -> None:
+    hello = Path(__file__).resolve().parents[2] / "examples" / "hello-world.yaml"
+    state = tmp_path / "run.json"
+    session = BotSession(Runtime(), str(hello), str(state))
+    error = _fails(session.resume, "invalid_tree")
+    assert str(hello) in error.message and "is not a bot" in error.message
+    assert not state.exists()

@@ -47,6 +47,10 @@ class BotSession:
         except TetherError as exc:
             if exc.code != "not_found":
                 raise
+            from tether.tree.load import load_tree
+
+            tree = load_tree(self.tree)
+            surface_of(tree.data, tree.source)  # refuse a tree that is no bot before storing it
             try:
                 self.runtime.start(self.tree, self.state)
             except TetherError as race:
