@@ -52,3 +52,16 @@ def test_a_database_uri_without_its_driver_says_how_to_install_it(
         Runtime().next("postgresql://u@127.0.0.1:1/db#run")
     assert err.value.code == "store_unavailable"
     assert "pip install 'tether[postgres]'" in err.value.message
+
+
+def test_a_tree_swap_in_the_file_store_leaves_the_usual_files(tmp_path: Path) -> None:
+    rt = Runtime()
+    run = tmp_path / "run.json"
+    rt.start(HELLO, str(run))
+    edited = tmp_path / "hello.yaml"
+    edited.write_text(Path(HELLO).read_text().replace("Greet the user", "Greet everyone"))
+    assert rt.replace_tree(str(run), str(edited))["status"] == "replaced"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "hello.yaml", "run.json", "run.json.lock", "run.json.trace.jsonl", "run.json.tree.json"]
+    assert "tree_file" not in run.read_text()
+    assert rt.get(str(run))["tree"]["description"].startswith("Greet everyone")

@@ -4,8 +4,9 @@ Owns the on-disk encoding and its crash and concurrency safety. For an execution
 
 - `run.json` — the state: pretty-printed JSON a person can read; it also records which trace file
   is current and how many bytes and entries of it are committed.
-- `run.json.tree.json` — the embedded tree, written at start. A tree swap (`replace_tree`) writes
-  `run.json.tree.<revision>.json` and the state names it under `tree_file`.
+- `run.json.tree.json` — the embedded tree, written at start. A tree swap (`replace_tree`) stages
+  the new tree as `run.json.tree.<revision>.json`, named by the state's `tree_file` until the
+  usual file holds it too.
 - `run.json.trace.jsonl` — the trace, one JSON entry per line, only ever appended to. After a
   reset the trace starts in a new file (`run.json.trace.<revision>.jsonl`).
 - `run.json.lock` — the lock that serialises writers (`flock`); readers never wait for it.
@@ -160,14 +161,21 @@ class _FileTransaction:
         return committed
 
     def replace_tree(self, tree: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
+        # The switch is the state's rename, pointing at a new tree file; the tree then moves to
+        # its usual name, so that other programs find it there, and the state points back. At
+        # every instant the state names a complete tree file.
         folder = os.path.dirname(self._path)
         revision = int(self.state["revision"]) + 1
-        old_name = _tree_name(self._path, self.state)
-        new_name = f"{os.path.basename(self._path)}.tree.{revision}.json"
-        _write_atomic(os.path.join(folder, new_name), json.dumps(tree, ensure_ascii=False))
-        committed = dict(state, revision=revision, trace=self.state["trace"], tree_file=new_name)
+        usual = os.path.basename(self._path) + ".tree.json"
+        staged = f"{os.path.basename(self._path)}.tree.{revision}.json"
+        text = json.dumps(tree, ensure_ascii=False)
+        _write_atomic(os.path.join(folder, staged), text)
+        committed = dict(state, revision=revision, trace=self.state["trace"], tree_file=staged)
         _write_atomic(self._path, _encode_state(committed))
-        _remove_quietly(os.path.join(folder, old_name))
+        _write_atomic(os.path.join(folder, usual), text)
+        committed.pop("tree_file")
+        _write_atomic(self._path, _encode_state(committed))
+        _remove_quietly(os.path.join(folder, staged))
         self.state = committed
         return committed
 
