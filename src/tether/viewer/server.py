@@ -11,6 +11,9 @@ Owns the HTTP surface on 127.0.0.1 (standard library `ThreadingHTTPServer`):
   (checked every second), or with the new revision when the execution commits (its state file
   is read every 200 ms per stream; the page then fetches the new document).
 
+Given a store URI that is not a folder (`postgresql://…#name`), it serves that one execution,
+read through its store, and watches its revision the same way.
+
 It confines every path to the folder it serves: absolute paths, `..` and symbolic links that
 lead outside are refused with 403 and a JSON error, as are requests whose `Host` is not this
 server (DNS rebinding). It does not derive statuses (`tether.viewer.model`), draw
@@ -67,10 +70,12 @@ class _Cached:
 
 
 class Viewer:
-    """What the server knows: the folder it serves and a warm timeline per execution."""
+    """What the server knows: the folder it serves (or the one execution `uri` of a store that is
+    not a folder, such as PostgreSQL) and a warm timeline per execution."""
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, uri: str | None = None) -> None:
         self.root = os.path.realpath(root)
+        self.uri = uri
         self.assets = _assets()
         self.stopping = threading.Event()
         self._lock = threading.Lock()
@@ -94,6 +99,10 @@ class Viewer:
 
     def load(self, rel: str) -> Execution:
         """The execution at `rel`, every file it is read from confined to the folder."""
+        if self.uri is not None:
+            if rel != self.uri:
+                raise TetherError("forbidden", f"this viewer serves {self.uri} only")
+            return load_execution(self.uri)
         path = self.confine(rel)
         if not os.path.isfile(path):
             raise TetherError("not_found", f"no execution at {rel!r}")
@@ -109,7 +118,7 @@ class Viewer:
     def runs(self) -> dict[str, Any]:
         """The executions under the folder, each summarised; unreadable ones say why."""
         out = []
-        for rel in find_executions(self.root):
+        for rel in self.executions():
             try:
                 execution = self.load(rel)
             except TetherError as exc:
@@ -129,7 +138,19 @@ class Viewer:
                     "updated_at": state["updated_at"],
                 }
             )
-        return {"folder": os.path.basename(self.root) or self.root, "runs": out}
+        folder = self.uri if self.uri is not None else os.path.basename(self.root) or self.root
+        return {"folder": folder, "runs": out}
+
+    def executions(self) -> list[str]:
+        """What this viewer lists: the executions under the folder, or its one URI."""
+        return [self.uri] if self.uri is not None else find_executions(self.root)
+
+    def revision_watch(self, rel: str) -> Callable[[], int | None]:
+        """A cheap reader of the execution's revision, for its event stream."""
+        if self.uri is None:
+            return _RevisionWatch(self.confine(rel))
+        self.load(rel)
+        return _StoreRevision(self.uri)
 
     def run(self, rel: str, query: dict[str, str]) -> dict[str, Any]:
         execution = self.load(rel)
@@ -188,6 +209,8 @@ class Viewer:
     # -- change signals ------------------------------------------------------------------------
 
     def listing_signature(self) -> tuple[tuple[str, int], ...]:
+        if self.uri is not None:
+            return ((self.uri, _StoreRevision(self.uri)() or 0),)
         out = []
         for rel in find_executions(self.root):
             try:
@@ -302,7 +325,7 @@ class _Handler(BaseHTTPRequestHandler):
         signal: Callable[[], Any] = viewer.listing_signature
         pause = LISTING_POLL_SECONDS
         if rel is not None:
-            signal, pause = _RevisionWatch(viewer.confine(rel)), POLL_SECONDS
+            signal, pause = viewer.revision_watch(rel), POLL_SECONDS
         self.send_response(HTTPStatus.OK)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-store")
@@ -340,6 +363,22 @@ class _RevisionWatch:
         return self.revision
 
 
+class _StoreRevision:
+    """The revision of the execution at a store URI, read through the store (None while it
+    cannot be read: a database that is down, an execution not yet started)."""
+
+    def __init__(self, uri: str) -> None:
+        self.uri = uri
+
+    def __call__(self) -> int | None:
+        from tether.store import store_for
+
+        try:
+            return int(store_for(self.uri).load(self.uri)["revision"])
+        except TetherError:
+            return None
+
+
 def _changes(signal: Callable[[], Any], pause: float, stopping: threading.Event) -> Iterator[bytes]:
     """Server-Sent Events: one when `signal()` changes (the first at once), a comment now and
     then to keep the connection alive, until the server stops."""
@@ -373,12 +412,20 @@ class _Server(ThreadingHTTPServer):
 
 
 def serve(path: str, *, port: int = 0, ready: Callable[[Any], None]) -> None:
-    """Serve the folder `path` (or the folder of the execution `path`, opening it) until
-    interrupted; `ready` receives the address once the server listens."""
-    if not os.path.exists(path):
-        raise TetherError("not_found", f"{path} does not exist", path=path)
-    root, opened = (path, None) if os.path.isdir(path) else os.path.split(os.path.abspath(path))
-    viewer = Viewer(root)
+    """Serve the folder `path` (or the folder of the execution `path`, opening it; or the one
+    execution at a store URI such as `postgresql://…#name`) until interrupted; `ready` receives
+    the address once the server listens."""
+    from tether.store import scheme_of, store_for
+
+    if scheme_of(path) != "file":
+        uri = store_for(path).canonical(path)
+        load_execution(uri)
+        opened, viewer = uri, Viewer(os.getcwd(), uri)
+    else:
+        if not os.path.exists(path):
+            raise TetherError("not_found", f"{path} does not exist", path=path)
+        root, opened = (path, None) if os.path.isdir(path) else os.path.split(os.path.abspath(path))
+        viewer = Viewer(root)
     try:
         server = _Server(viewer, port)
     except OSError as exc:
@@ -387,7 +434,7 @@ def serve(path: str, *, port: int = 0, ready: Callable[[Any], None]) -> None:
         ) from None
     url = server.url + (f"?run={quote(opened)}" if opened else "")
     try:
-        ready({"status": "serving", "url": url, "executions": len(find_executions(viewer.root))})
+        ready({"status": "serving", "url": url, "executions": len(viewer.executions())})
         server.serve_forever(poll_interval=0.2)
     except KeyboardInterrupt:
         pass
