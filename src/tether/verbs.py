@@ -258,10 +258,10 @@ class Runtime:
 
     def get(self, trace: str) -> dict[str, Any]:
         store, uri = self._store(trace)
-        state = store.load(uri)
+        state, entries = store.read_execution(uri)
         doc = {k: v for k, v in state.items() if k not in _INTERNAL}
         doc["tree"] = self._tree(store, uri, state)
-        doc["trace"] = list(store.read_trace(uri))
+        doc["trace"] = entries
         return doc
 
     def trace(self, trace: str, *, start: int | None = None, stop: int | None = None) -> list[Any]:
@@ -277,8 +277,7 @@ class Runtime:
         from tether.engine.replay import verify
 
         store, uri = self._store(trace)
-        state = store.load(uri)
-        entries = list(store.read_trace(uri))
+        state, entries = store.read_execution(uri)
         tree = self._tree(store, uri, state)
         diffs = verify(tree, state, entries, self._condition)
         return {

@@ -13,18 +13,39 @@ from tether.errors import TetherError
 from tether.verbs import Runtime
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-TREE = {"name": "t", "version": "1", "state": {"var": {}, "const": {}},
-        "root": {"type": "action", "name": "A", "steps": [{"instruct": "x"}]}}
+TREE = {
+    "name": "t",
+    "version": "1",
+    "state": {"var": {}, "const": {}},
+    "root": {"type": "action", "name": "A", "steps": [{"instruct": "x"}]},
+}
 
 
 def _state(uri: str, **extra: Any) -> dict[str, Any]:
-    return {"schema_version": 1, "uri": uri, "status": "running", "revision": 0, "var": {"a": 1},
-            "const": {}, "open": [], "runtime": {}, "tree_hash": "sha256:t", **extra}
+    return {
+        "schema_version": 1,
+        "uri": uri,
+        "status": "running",
+        "revision": 0,
+        "var": {"a": 1},
+        "const": {},
+        "open": [],
+        "runtime": {},
+        "tree_hash": "sha256:t",
+        **extra,
+    }
 
 
 def _entry(seq: int) -> dict[str, Any]:
-    return {"seq": seq, "ts": "2026-01-01T00:00:00.000Z", "kind": "think", "cursor": None,
-            "name": "A", "submitted": f"thought {seq}", "outcome": "recorded"}
+    return {
+        "seq": seq,
+        "ts": "2026-01-01T00:00:00.000Z",
+        "kind": "think",
+        "cursor": None,
+        "name": "A",
+        "submitted": f"thought {seq}",
+        "outcome": "recorded",
+    }
 
 
 def _code(call: Any, *args: Any) -> str:
@@ -172,3 +193,42 @@ def test_replace_tree_swaps_the_tree_and_keeps_the_trace(backend: Backend) -> No
         tx.commit(tx.state, [_entry(2)])
     assert backend.store.trace_length(backend.store.load(uri)) == 3
     assert backend.store.load_tree(uri) == edited
+
+
+def test_read_execution_is_the_state_with_its_own_trace(backend: Backend) -> None:
+    uri = backend.store.canonical(backend.new_uri())
+    backend.store.create(uri, _state(uri), TREE)
+    assert backend.store.read_execution(uri) == (backend.store.load(uri), [])
+    with backend.store.transaction(uri) as tx:
+        tx.commit(tx.state, [_entry(0), _entry(1)])
+    state, entries = backend.store.read_execution(uri)
+    assert state["revision"] == 1 and [e["seq"] for e in entries] == [0, 1]
+    assert backend.store.trace_length(state) == len(entries)
+    assert _code(backend.store.read_execution, backend.store.canonical(backend.new_uri())) == (
+        "not_found"
+    )
+
+
+def test_read_execution_stays_consistent_while_others_commit(backend: Backend) -> None:
+    uri = backend.store.canonical(backend.new_uri())
+    backend.store.create(uri, _state(uri, counter=0), TREE)
+    stop = threading.Event()
+
+    def writer() -> None:
+        n = 0
+        while not stop.is_set() and n < 300:
+            with backend.store.transaction(uri) as tx:
+                tx.commit(dict(tx.state, counter=n + 1), [_entry(n)], reset_trace=n % 50 == 49)
+            n += 1
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        for _ in range(100):
+            state, entries = backend.store.read_execution(uri)
+            assert backend.store.trace_length(state) == len(entries)
+            if entries:
+                assert entries[-1]["seq"] == state["counter"] - 1
+    finally:
+        stop.set()
+        thread.join()

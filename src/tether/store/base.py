@@ -60,6 +60,11 @@ class Store(Protocol):
         """The committed trace entries, oldest first."""
         ...
 
+    def read_execution(self, uri: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The committed state and the trace entries of that same commit, read as one snapshot
+        (what `get` and `verify` need while other processes keep answering)."""
+        ...
+
     def trace_length(self, state: dict[str, Any]) -> int:
         """How many entries the committed trace of `state` holds."""
         ...

@@ -101,6 +101,21 @@ class FileStore:
         state = _read_state(path)
         yield from _read_trace(path, state)
 
+    def read_execution(self, uri: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        # The state names the committed length of an append-only trace file, so reading the
+        # state first and then that many bytes is one snapshot; only a reset in between (which
+        # starts a new trace file) can pull the file away, and then the read starts over.
+        path = path_of(uri)
+        for _ in range(3):
+            state = _read_state(path)
+            try:
+                return state, list(_read_trace(path, state))
+            except TetherError:
+                if _read_state(path)["revision"] == state["revision"]:
+                    raise
+        state = _read_state(path)
+        return state, list(_read_trace(path, state))
+
     def trace_length(self, state: dict[str, Any]) -> int:
         return int(state["trace"]["entries"])
 

@@ -76,6 +76,13 @@ class MemoryStore:
         for line in record.trace[:count]:
             yield json.loads(line)
 
+    def read_execution(self, uri: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        record = self._record(uri)
+        with record.lock:
+            state = dict(json.loads(record.state))
+            lines = record.trace[: state["trace"]["entries"]]
+        return state, [json.loads(line) for line in lines]
+
     def trace_length(self, state: dict[str, Any]) -> int:
         return int(state["trace"]["entries"])
 

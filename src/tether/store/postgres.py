@@ -103,6 +103,15 @@ SET state = %(state)s::json, revision = %(revision)s::bigint, trace_epoch = %(ep
 WHERE name = %(name)s
 """
 
+# One statement, so one snapshot: the state and the entries of the same commit.
+_READ_EXECUTION = """
+SELECT x.state::text,
+       (SELECT json_agg(t.entry ORDER BY t.idx)::text FROM tether_trace t
+        WHERE t.name = x.name AND t.epoch = x.trace_epoch AND t.idx < x.trace_entries)
+FROM tether_executions x
+WHERE x.name = %s
+"""
+
 _READ_TRACE = """
 SELECT x.trace_entries, t.entry::text
 FROM tether_executions x
@@ -349,6 +358,23 @@ class PostgresStore:
         if row is None:
             raise _not_found(target)
         return dict(json.loads(row[0]))
+
+    def read_execution(self, uri: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        target = parse(uri)
+        with _connection(target) as conn:
+            row = conn.execute(_READ_EXECUTION, (target.name,)).fetchone()
+        if row is None:
+            raise _not_found(target)
+        state = dict(json.loads(row[0]))
+        entries = json.loads(row[1]) if row[1] is not None else []
+        if len(entries) != state["trace"]["entries"]:
+            raise TetherError(
+                "corrupt_execution",
+                f"the trace of {target.uri} holds {len(entries)} of its "
+                f"{state['trace']['entries']} committed entries",
+                uri=target.uri,
+            )
+        return state, entries
 
     def read_trace(self, uri: str) -> Iterator[dict[str, Any]]:
         target = parse(uri)
