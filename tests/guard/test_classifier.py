@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tether.errors import TetherError
 from tether.guard import Guard
 from tether.guard.hooks import handle
 from tether.guard.session_store import SessionStore
@@ -345,3 +346,27 @@ def test_user_prompt_submit_hook_carries_the_directive(llm, tmp_path):
     assert context["hookEventName"] == "UserPromptSubmit"
     assert context["additionalContext"].startswith("[BEHAVIOR DIRECTIVE - moderate complexity")
     assert "- Find the call sites first." in context["additionalContext"]
+
+
+def test_system_prompt_from_the_bundle_prompt_file(llm, tmp_path):
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "classifier.md").write_text("You judge requests for the team.\n")
+    config = tmp_path / "guard.yaml"
+    config.write_text(
+        "profile: coding\nclassify_turns: true\n"
+        'classifier:\n  system_prompt: "{{prompt.classifier}}"\n'
+        f"brain: {{provider: local, model: tiny, config: {{base_url: '{llm.url}'}}}}\n"
+    )
+    llm.verdict(complexity="simple", approach="direct", risk="low", directives=[])
+    Guard.from_file(str(config)).session(cwd="/p").on_user_message("rename a variable")
+    system = llm.requests[0]["body"]["messages"][0]
+    assert system["content"] == "You judge requests for the team."
+
+
+def test_missing_bundle_prompt_file_is_a_config_error(tmp_path):
+    config = tmp_path / "guard.yaml"
+    config.write_text('classifier:\n  system_prompt: "{{prompt.nope}}"\n')
+    with pytest.raises(TetherError) as info:
+        Guard.from_file(str(config))
+    assert "prompt file not found" in info.value.message and "nope.md" in info.value.message
+    assert info.value.details["line"] == 2

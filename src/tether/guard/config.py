@@ -39,6 +39,7 @@ from tether.guard.triggers import split_names
 Path_ = tuple[str | int, ...]
 NameList = Annotated[list[str], Field(min_length=1)]
 _CUSTOM_PROFILE = re.compile(r"^\{\{\s*behavior\.([A-Za-z0-9_-]+)\s*\}\}$")
+_PROMPT_REF = re.compile(r"^\{\{\s*prompt\.([A-Za-z0-9_-]+)\s*\}\}$")
 DIRECTIVE_FIELDS = ("complexity", "approach", "risk", "approach_label")
 
 
@@ -495,6 +496,26 @@ class Resolver:
         legacy = [(pdoc, ("custom", i), rule.converted()) for i, rule in enumerate(custom.custom)]
         return profile, legacy
 
+    def classifier(self, settings: dict[str, Any]) -> dict[str, Any]:
+        """The classifier settings, with a `{{prompt.<name>}}` system prompt read from the
+        bundle's `prompts/<name>.md` (or `.txt`) beside the configuration file."""
+        reference = settings.get("system_prompt")
+        match = _PROMPT_REF.match(reference.strip()) if isinstance(reference, str) else None
+        if match is None:
+            return settings
+        where = (*self.prefix, "classifier", "system_prompt")
+        if self.base_dir is None:
+            self.fail(self.doc, where, "a {{prompt.<name>}} reference needs a configuration file")
+            return settings
+        name = match.group(1)
+        for file in (self.base_dir / "prompts" / f"{name}.{ext}" for ext in ("md", "txt")):
+            if file.is_file():
+                self.files.append(str(file.resolve()))
+                return {**settings, "system_prompt": file.read_text(encoding="utf-8").strip()}
+        display = os.path.join(os.path.dirname(self.doc.file), "prompts", f"{name}.md")
+        self.fail(self.doc, where, f"prompt file not found: {display} (or .txt)")
+        return settings
+
     def checked_rules(
         self, doc: Located, prefix: Path_, rules: dict[str, bool | int]
     ) -> tuple[dict[str, bool], dict[str, int]]:
@@ -612,6 +633,7 @@ class Resolver:
                 continue
             seen.add(spec["id"])
             chosen[spec["id"]] = self.rule(doc, path, spec, tracking)
+        classifier = self.classifier(config.classifier.model_dump())
         if self.problems:
             raise config_error(self.problems)
         return {
@@ -628,7 +650,7 @@ class Resolver:
             "rules": list(chosen.values()),
             "tracking": tracking,
             "classify_turns": config.classify_turns,
-            "classifier": config.classifier.model_dump(),
+            "classifier": classifier,
             "brain": None if config.brain is None else _brain(config.brain),
             "use_agent_brain": config.use_agent_brain,
             "warnings": [w.to_dict() for w in self.warnings],
