@@ -1,7 +1,8 @@
 """The verb layer: the one place where a request becomes read → engine → one commit.
 
 Owns the verbs that every interface calls (the CLI, the MCP server, the bot tools): start,
-resume, reset, next, eval, submit, think, var read/write, const, get, trace and verify; the
+resume, reset, next, eval, submit, think, var read/write, const, get, trace, verify, and the
+bot tools' jump, close and replace_tree; the
 parsing of answer values (JSON or string); the clock; and the phase rules that depend on storage
 (start refuses a URI that exists). Each verb that changes an execution holds the store's
 transaction for the URI, runs the engine once, and commits once; a verb the engine refuses
@@ -56,7 +57,7 @@ class Runtime:
     """Drives executions in whatever store their URI names.
 
     `condition` evaluates `check`/`when` expressions (CEL by default); `clock` gives timestamps.
-    Trees are cached by hash: an embedded tree never changes, so the cache cannot go stale.
+    Trees are cached by hash: a hash names one tree, so the cache cannot go stale.
     """
 
     def __init__(
@@ -103,6 +104,16 @@ class Runtime:
             return uri
         return os.path.join(self._root, uri)
 
+    def _load_tree(self, tree_uri: str) -> Any:
+        """The tree file at `tree_uri` (a path or `file:` URI), loaded and validated."""
+        from tether.store.file import path_of
+        from tether.tree.load import load_tree
+
+        path = path_of(self._anchor(tree_uri, tree=True))
+        if self._root is not None:
+            self._confine(path)
+        return load_tree(path)
+
     def _confine(self, path: str) -> None:
         """Refuse a file outside the root, however it is reached (`..`, symbolic links)."""
         assert self._root is not None
@@ -126,9 +137,6 @@ class Runtime:
     ) -> dict[str, Any]:
         import secrets
 
-        from tether.store.file import path_of
-        from tether.tree.load import load_tree
-
         store, uri = self._store(trace)
         if store.exists(uri):
             raise TetherError(
@@ -136,10 +144,7 @@ class Runtime:
                 f"an execution already exists at {uri}; resume it, reset it, or choose another",
                 uri=uri,
             )
-        tree_path = path_of(self._anchor(tree_uri, tree=True))
-        if self._root is not None:
-            self._confine(tree_path)
-        tree = load_tree(tree_path)
+        tree = self._load_tree(tree_uri)
         now = self._clock()
         state = core.initial_state(
             tree.data,
@@ -183,14 +188,9 @@ class Runtime:
         and the cursor, if the execution still fits it (`tether.engine.replay.refit`: its trace
         must replay against the new tree to the same entries and state); else `invalid_tree`."""
         from tether.engine.replay import refit
-        from tether.store.file import path_of
-        from tether.tree.load import load_tree
 
         store, uri = self._store(trace)
-        tree_path = path_of(self._anchor(tree_uri, tree=True))
-        if self._root is not None:
-            self._confine(tree_path)
-        new = load_tree(tree_path)
+        new = self._load_tree(tree_uri)
         with store.transaction(uri) as tx:
             if tx.state["tree_hash"] == new.hash:
                 return {"status": "unchanged", "uri": uri, "tree_hash": new.hash}
