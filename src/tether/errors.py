@@ -61,7 +61,3 @@ class TetherError(Exception):
         out.update(self.details)
         return out
 
-
-def exit_code_for(code: str) -> int:
-    """The CLI exit code for an error code (internal error for anything unknown)."""
-    return _EXIT_BY_CODE.get(code, EXIT_INTERNAL)

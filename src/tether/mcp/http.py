@@ -115,11 +115,6 @@ async def _health(request: Request) -> Response:
     return JSONResponse({"status": "ok"})
 
 
-def build_app(runtime: Runtime, options: HttpOptions) -> ASGIApp:
-    """The ASGI app serving the runtime tools at /mcp and a health check at /health."""
-    return guarded_app(build_server(runtime), options)
-
-
 def guarded_app(server: Server[Any], options: HttpOptions) -> ASGIApp:
     """Any MCP server (the runtime's, a bot's) as a stateless JSON app at /mcp, with /health,
     behind the Host/Origin checks, the token and the body limit."""
