@@ -74,13 +74,18 @@ class Runtime:
         self._root = os.path.realpath(root) if root is not None else None
         self._default_store = default_store or os.environ.get("TETHER_STORE") or None
 
+    @property
+    def root(self) -> str | None:
+        """The folder file URIs are confined to, if any."""
+        return self._root
+
     def _store(self, uri: str) -> tuple[Store, str]:
         """The store for `uri` and the URI's canonical spelling, confined to `root` if set."""
         anchored = self._anchor(uri)
         store = store_for(anchored)
         canonical = store.canonical(anchored)
         if self._root is not None and canonical.startswith("file://"):
-            self._confine(canonical[len("file://") :])
+            self._confine(canonical[len("file://") :], uri)
         return store, canonical
 
     def _anchor(self, uri: str, *, tree: bool = False) -> str:
@@ -111,18 +116,19 @@ class Runtime:
 
         path = path_of(self._anchor(tree_uri, tree=True))
         if self._root is not None:
-            self._confine(path)
+            self._confine(path, tree_uri)
         return load_tree(path)
 
-    def _confine(self, path: str) -> None:
-        """Refuse a file outside the root, however it is reached (`..`, symbolic links)."""
+    def _confine(self, path: str, given: str) -> None:
+        """Refuse a file outside the root, however it is reached (`..`, symbolic links); the
+        error names the file as it was `given`."""
         assert self._root is not None
         real = os.path.realpath(path)
         if os.path.commonpath([real, self._root]) != self._root:
             raise TetherError(
                 "forbidden",
-                f"{path} is outside the allowed root {self._root}",
-                path=path,
+                f"{given!r} is outside the allowed root {self._root} (the server's --root)",
+                path=given,
             )
 
     # -- lifecycle -----------------------------------------------------------------------------

@@ -3,6 +3,7 @@ a walk of the hello-world example, and every way a call can be refused."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -404,3 +405,16 @@ async def test_one_runtime_serves_memory_executions_to_every_client(
     async with Client(build_server(runtime)) as second:
         gate = await agent_for(second).ok("next_step", trace_output=memory_uri)
     assert gate["name"] == "Acknowledge_Protocol"
+
+
+async def test_errors_show_paths_relative_to_the_root(agent: Any, root: Path) -> None:
+    missing = await agent.fail("next_step", "not_found", trace_output="runs/missing.json")
+    assert "runs/missing.json" in missing["message"]
+    await agent.ok("start_execution", tree_uri="hello-world.yaml", trace_output="run.json")
+    exists = await agent.fail(
+        "start_execution", "already_exists", tree_uri="hello-world.yaml", trace_output="run.json"
+    )
+    outside = await agent.fail("next_step", "forbidden", trace_output="../elsewhere.json")
+    assert "'../elsewhere.json' is outside the allowed root ." in outside["message"]
+    for error in (missing, exists, outside):
+        assert str(root.parent) not in json.dumps(error), error

@@ -217,7 +217,7 @@ def build_server(session: BotSession) -> Server[Any]:
         try:
             found = specs()
         except TetherError as exc:
-            return error_result(exc)
+            return error_result(exc, session.runtime.root)
         spec = found.get(params.name)
         if spec is None:
             raise MCPError(
@@ -241,7 +241,7 @@ def call_tool(spec: ToolSpec, runtime: Runtime, arguments: dict[str, Any]) -> ty
     try:
         result = spec.handler(runtime, check_arguments(spec, arguments))
     except TetherError as exc:
-        return error_result(exc)
+        return error_result(exc, runtime.root)
     except Exception:
         logger.exception("bot tool %s failed", spec.name)
         return error_result(

@@ -504,7 +504,7 @@ def call_tool(runtime: Runtime, name: str, arguments: Mapping[str, Any]) -> type
     try:
         result = spec.handler(runtime, check_arguments(spec, arguments))
     except TetherError as exc:
-        return error_result(exc)
+        return error_result(exc, runtime.root)
     except Exception:
         logger.exception("tool %s failed", name)
         return error_result(
@@ -516,9 +516,16 @@ def call_tool(runtime: Runtime, name: str, arguments: Mapping[str, Any]) -> type
     )
 
 
-def error_result(exc: TetherError) -> types.CallToolResult:
-    """A tool error whose text is the CLI's error document: {"error": {"code", "message", ...}}."""
+def error_result(exc: TetherError, root: str | None = None) -> types.CallToolResult:
+    """A tool error whose text is the CLI's error document: {"error": {"code", "message", ...}}.
+
+    Paths under `root` are shown relative to it, and `root` itself as `.`, so a client learns
+    nothing of the server's filesystem beyond what it may address."""
     text = json.dumps({"error": exc.to_dict()}, ensure_ascii=False)
+    if root:
+        quoted = json.dumps(root)[1:-1]
+        text = text.replace(f"file://{quoted}/", "").replace(f"{quoted}/", "")
+        text = text.replace(quoted, ".")
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
 
