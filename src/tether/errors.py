@@ -60,4 +60,3 @@ class TetherError(Exception):
         out: dict[str, Any] = {"code": self.code, "message": self.message}
         out.update(self.details)
         return out
-

@@ -42,7 +42,7 @@ def parse_value(text: str, *, strict_json: bool = False) -> Any:
     """A `var` value: JSON when it parses, else the text itself (or an error, if `strict_json`)."""
     try:
         return json.loads(text)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         if strict_json:
             raise TetherError(
                 "invalid_json",

@@ -422,7 +422,11 @@ def _think(state: dict[str, Any], answer: Think, now: str) -> Outcome:
             current=current(state),
         )
     entry = _entry(
-        state, "think", now, _attributed(state, answer.step), submitted=answer.thought,
+        state,
+        "think",
+        now,
+        _attributed(state, answer.step),
+        submitted=answer.thought,
         outcome="recorded",
     )
     return Outcome(state, {"status": "recorded", "message": "Thought recorded."}, [entry])
@@ -475,6 +479,7 @@ def _answer(
 ) -> Outcome:
     key = _key(req["path"])
     frame = state["runtime"][key]
+    submitted: bool | str
     if isinstance(answer, Eval):
         kind, submitted, advance = "evaluate", answer.result, answer.result
     else:

@@ -177,7 +177,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="tether guard", description="The behavior engine over tool calls.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    p = sub.add_parser("check", help="validate a configuration and list its active rules")
+    p: argparse.ArgumentParser = sub.add_parser(
+        "check", help="validate a configuration and list its active rules"
+    )
     p.add_argument("config")
     p.set_defaults(run=cmd_check)
 

@@ -147,6 +147,10 @@ class VocabEntry(Strict):
 Vocab = list[str | VocabEntry]
 
 
+def _vocab(*names: str) -> Vocab:
+    return list(names)
+
+
 class ClassifierContext(Strict):
     tool_inventory: bool = True
     session_state: bool = True
@@ -161,18 +165,14 @@ class ClassifierConfig(Strict):
     skip_followups: bool = True
     timeout: Annotated[float, Field(gt=0)] = 15.0
     complexity_levels: Vocab = Field(
-        default_factory=lambda: ["trivial", "simple", "moderate", "complex", "critical"]
+        default_factory=lambda: _vocab("trivial", "simple", "moderate", "complex", "critical")
     )
     approaches: Vocab = Field(
-        default_factory=lambda: [
-            "direct",
-            "explore_first",
-            "plan_and_confirm",
-            "delegate",
-            "research_first",
-        ]
+        default_factory=lambda: _vocab(
+            "direct", "explore_first", "plan_and_confirm", "delegate", "research_first"
+        )
     )
-    risk_levels: Vocab = Field(default_factory=lambda: ["none", "low", "medium", "high"])
+    risk_levels: Vocab = Field(default_factory=lambda: _vocab("none", "low", "medium", "high"))
     max_directives: Annotated[int, Field(ge=0)] = 5
     context: ClassifierContext = Field(default_factory=ClassifierContext)
     system_prompt: str | None = None
@@ -493,7 +493,9 @@ class Resolver:
             verbosity=base.verbosity,
             prompt="\n\n".join(p for p in (base.prompt_text(), custom.prompt.strip()) if p),
         )
-        legacy = [(pdoc, ("custom", i), rule.converted()) for i, rule in enumerate(custom.custom)]
+        legacy: list[tuple[Located, Path_, dict[str, Any]]] = [
+            (pdoc, ("custom", i), rule.converted()) for i, rule in enumerate(custom.custom)
+        ]
         return profile, legacy
 
     def classifier(self, settings: dict[str, Any]) -> dict[str, Any]:

@@ -46,7 +46,7 @@ class Firing(NamedTuple):
     explanation: dict[str, Any]
 
     def to_dict(self, explain: bool = True) -> dict[str, Any]:
-        out = {
+        out: dict[str, Any] = {
             "rule": self.rule,
             "action": self.action,
             "message": self.message,

@@ -72,7 +72,8 @@ def replay(guard: Guard, transcript: str, explain: bool = False) -> dict[str, An
                 note(number, "text", session.on_text(text, explain=explain), agent)
             for block in blocks:
                 if isinstance(block, dict) and block.get("type") == "tool_use":
-                    params = block.get("input") if isinstance(block.get("input"), dict) else {}
+                    given = block.get("input")
+                    params: dict[str, Any] = given if isinstance(given, dict) else {}
                     pending[str(block.get("id"))] = (str(block.get("name")), params)
                     decision = session.pre_tool(str(block.get("name")), params, explain=explain)
                     note(number, "pre_tool", decision, agent)

@@ -75,7 +75,8 @@ class GuardServer(ThreadingHTTPServer):
 def serve(guard: Guard, state_dir: str, host: str, port: int) -> int:
     """Serve until interrupted; prints the address as JSON once listening."""
     server = GuardServer(guard, state_dir, host, port)
-    address = f"http://{server.server_address[0]}:{server.server_address[1]}"
+    bound_host, bound_port = server.server_address[:2]
+    address = f"http://{bound_host!s}:{bound_port}"
     sys.stdout.write(json.dumps({"listening": address, "hook": address + "/hook"}) + "\n")
     sys.stdout.flush()
     try:

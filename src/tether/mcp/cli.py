@@ -134,4 +134,3 @@ def _root(given: str | None) -> str:
     if not os.path.isdir(root):
         raise TetherError("not_found", f"--root {given} is not a directory", path=root)
     return root
-

@@ -219,7 +219,7 @@ class _Loader:
             where.fail(f"state must be {KIND_PHRASES['state']}, got {_describe(raw)}")
         self.keys(raw, STATE_FIELDS, where, "state")
         for key in raw:
-            scope = SCOPE_ALIASES.get(key, key)
+            scope = str(SCOPE_ALIASES.get(key, key))
             if _SAME_SCOPE[key] in raw:
                 (where / key).fail(
                     f"{key!r} and {_SAME_SCOPE[key]!r} are the same scope; give one", at_key=True
@@ -248,7 +248,7 @@ class _Loader:
             hint = f"did you mean {close[0]!r}?" if close else KIND_PHRASES["node_type"]
             shown = repr(kind) if isinstance(kind, str) else _describe(kind)
             (where / "type").fail(f"unknown node type {shown}", hint=hint)
-        kind = TYPE_ALIASES.get(kind, kind)
+        kind = str(TYPE_ALIASES.get(kind, kind))
         fields = {**COMMON_FIELDS, **NODE_FIELDS[kind]}
         self.keys(raw, fields, where, f"a {kind} node")
         values = {key: self.field(raw, key, field, where) for key, field in fields.items()}

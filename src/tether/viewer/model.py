@@ -40,6 +40,7 @@ LABELS = {
 }
 GLYPHS = {NOT_REACHED: "○", OPEN: "●", SUCCESS: "✓", FAILURE: "✗", SKIPPED: "↷", HALTED: "⊘"}
 
+
 @dataclass(frozen=True)
 class Node:
     """One node of the tree, with its place: `key` is the engine's frame key ("" for the root)."""

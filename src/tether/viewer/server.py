@@ -117,7 +117,7 @@ class Viewer:
 
     def runs(self) -> dict[str, Any]:
         """The executions under the folder, each summarised; unreadable ones say why."""
-        out = []
+        out: list[dict[str, Any]] = []
         for rel in self.executions():
             try:
                 execution = self.load(rel)
@@ -420,12 +420,16 @@ def serve(path: str, *, port: int = 0, ready: Callable[[Any], None]) -> None:
     if scheme_of(path) != "file":
         uri = store_for(path).canonical(path)
         load_execution(uri)
-        opened, viewer = uri, Viewer(os.getcwd(), uri)
+        opened: str | None = uri
+        viewer = Viewer(os.getcwd(), uri)
     else:
         if not os.path.exists(path):
             raise TetherError("not_found", f"{path} does not exist", path=path)
-        root, opened = (path, None) if os.path.isdir(path) else os.path.split(os.path.abspath(path))
-        viewer = Viewer(root)
+        if os.path.isdir(path):
+            viewer, opened = Viewer(path), None
+        else:
+            folder, opened = os.path.split(os.path.abspath(path))
+            viewer = Viewer(folder)
     try:
         server = _Server(viewer, port)
     except OSError as exc:
