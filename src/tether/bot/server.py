@@ -31,10 +31,9 @@ from tether.bot.surface import ACTION, CLOSE, CONTINUE, PHASE, RESTART, Surface,
 from tether.cli.args import Command, Parsed
 from tether.cli.output import run_command
 from tether.errors import EXIT_OK, TetherError
-from tether.mcp.tools import ToolSpec, check_arguments, error_result
+from tether.mcp.tools import ToolSpec, call_spec, error_result
 from tether.verbs import Runtime
 
-logger = logging.getLogger("tether.bot")
 
 HTTP_OPTIONS = ("--host", "--port", "--token", "--max-body-bytes")
 COMMAND = Command(
@@ -224,7 +223,7 @@ def build_server(session: BotSession) -> Server[Any]:
                 types.INVALID_PARAMS,
                 f"unknown tool {params.name!r}; the tools are {', '.join(found)}",
             )
-        return call_tool(spec, session.runtime, params.arguments or {})
+        return call_spec(spec, session.runtime, params.arguments or {})
 
     server.add_request_handler("tools/list", types.PaginatedRequestParams, list_tools)
     server.add_request_handler("tools/call", types.CallToolRequestParams, call)
@@ -233,26 +232,6 @@ def build_server(session: BotSession) -> Server[Any]:
     )
     return server
 
-
-def call_tool(spec: ToolSpec, runtime: Runtime, arguments: dict[str, Any]) -> types.CallToolResult:
-    """One bot tool call to its result: structured content, or a tool error."""
-    import json
-
-    try:
-        result = spec.handler(runtime, check_arguments(spec, arguments))
-    except TetherError as exc:
-        return error_result(exc, runtime.root)
-    except Exception:
-        logger.exception("bot tool %s failed", spec.name)
-        return error_result(
-            TetherError(
-                "internal", f"{spec.name} failed unexpectedly; the server's log has details"
-            )
-        )
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False))],
-        structured_content=result,
-    )
 
 
 # -- serving ------------------------------------------------------------------------------------

@@ -499,16 +499,25 @@ def _bad(spec: ToolSpec, name: str, message: str) -> TetherError:
 
 
 def call_tool(runtime: Runtime, name: str, arguments: Mapping[str, Any]) -> types.CallToolResult:
-    """Run one tool call to its result (a tool error for anything the runtime refuses)."""
-    spec = _BY_NAME[name]
+    """Run one runtime tool call to its result (a tool error for anything refused)."""
+    return call_spec(_BY_NAME[name], runtime, arguments)
+
+
+def call_spec(
+    spec: ToolSpec, runtime: Runtime, arguments: Mapping[str, Any]
+) -> types.CallToolResult:
+    """Run one call of any tool (the runtime's, a bot's) to its result: structured content, or
+    a tool error for anything refused (and `internal`, without a traceback, for the rest)."""
     try:
         result = spec.handler(runtime, check_arguments(spec, arguments))
     except TetherError as exc:
         return error_result(exc, runtime.root)
     except Exception:
-        logger.exception("tool %s failed", name)
+        logger.exception("tool %s failed", spec.name)
         return error_result(
-            TetherError("internal", f"{name} failed unexpectedly; the server's log has details")
+            TetherError(
+                "internal", f"{spec.name} failed unexpectedly; the server's log has details"
+            )
         )
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False))],
