@@ -34,7 +34,6 @@ from tether.errors import EXIT_OK, TetherError
 from tether.mcp.tools import ToolSpec, call_spec, error_result
 from tether.verbs import Runtime
 
-
 HTTP_OPTIONS = ("--host", "--port", "--token", "--max-body-bytes")
 COMMAND = Command(
     "mcp --bot",
