@@ -1,0 +1,44 @@
+"""The CLI's step path loads only what it needs (DESIGN section 9): `next`, `eval` and `var` on a
+file execution never import YAML, pydantic, the CEL library, the MCP SDK or the
+PostgreSQL driver."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tether.verbs import Runtime
+
+HELLO = str(Path(__file__).resolve().parents[2] / "examples" / "hello-world.yaml")
+HEAVY = ("yaml", "pydantic", "cel", "mcp", "mcp_types", "psycopg", "starlette", "anyio")
+
+_PROBE = """
+import json, sys
+from tether.cli.main import main
+codes = [main(args) for args in {commands}]
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in {heavy})
+print(json.dumps([codes, heavy]), file=sys.stderr)
+"""
+
+
+def test_step_commands_import_no_heavy_module(tmp_path: Path) -> None:
+    trace = str(tmp_path / "run.json")
+    rt = Runtime()
+    rt.start(HELLO, trace)
+    rt.submit(trace, "success")
+    rt.var_write(trace, "time_of_day", "morning")
+    rt.submit(trace, "success")
+    # None of these reaches a `check` step (which would rightly load the CEL library).
+    commands = [["next", trace], ["eval", trace, "true"], ["var", trace, "greeting", "hi"]]
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE.format(commands=json.dumps(commands), heavy=HEAVY)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    codes, heavy = json.loads(done.stderr.strip().splitlines()[-1])
+    assert codes == [0, 0, 0], done.stderr
+    assert heavy == []
