@@ -267,3 +267,17 @@ async def test_two_http_servers_on_one_state_file_see_the_same_current_action(
             "record_the_plan",
             ["slice.slice_releases"],
         )
+
+
+async def test_an_execution_that_turns_unreadable_is_reported_not_crashed_on(
+    example: Path, tmp_path: Path
+) -> None:
+    state = tmp_path / "bot.json"
+    async with Client(build_server(_session(example, str(state)))) as client:
+        bot = Bot(client)
+        assert len((await client.list_tools()).tools) == 18
+        state.write_text("{broken")
+        with pytest.raises(MCPError, match="corrupt"):
+            await client.list_tools()
+        error = await bot.fail("story_mapping_tool", "corrupt_execution")
+        assert "bot.json" in error["message"]

@@ -21,9 +21,7 @@ import sys
 from typing import Any
 
 import mcp_types as types
-from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
-from mcp.shared.exceptions import MCPError
 
 from tether import __version__
 from tether.bot.session import BotSession
@@ -31,14 +29,14 @@ from tether.bot.surface import ACTION, CLOSE, CONTINUE, PHASE, RESTART, Surface,
 from tether.cli.args import Command, Parsed
 from tether.cli.output import run_command
 from tether.errors import EXIT_OK, TetherError
-from tether.mcp.tools import ToolSpec, call_spec, error_result
+from tether.mcp.cli import HTTP_HELP, HTTP_VALUES
+from tether.mcp.tools import ToolSpec, serve_tools
 from tether.verbs import Runtime
 
-HTTP_OPTIONS = ("--host", "--port", "--token", "--max-body-bytes")
 COMMAND = Command(
     "mcp --bot",
     "serve a bot's generated tools over MCP: stdio by default, Streamable HTTP with --http",
-    values=("--bot", "--state", "--root", *HTTP_OPTIONS),
+    values=("--bot", "--state", "--root", *HTTP_VALUES),
     repeated=("--allow-host",),
     flags=("--http",),
     help=(
@@ -47,13 +45,7 @@ COMMAND = Command(
         "--state URI       the execution the tools drive: a path or file:// URI, memory://NAME\n"
         "                  or postgresql://...; started from TREE on first use\n"
         "--root DIR        relative paths are taken from DIR and file URIs must lie inside it\n"
-        "--http            serve Streamable HTTP at POST /mcp (and GET /health) instead of stdio\n"
-        "--host ADDR       address to listen on (default 127.0.0.1)\n"
-        "--port N          port (default 3001; 0 picks a free one, logged on stderr)\n"
-        "--token T         bearer token clients must send (default: $TETHER_MCP_TOKEN);\n"
-        "                  required when ADDR is not loopback\n"
-        "--allow-host H    also accept Host/Origin H (repeatable; loopback is always accepted)\n"
-        "--max-body-bytes N  largest request body accepted (default 1048576)"
+        + HTTP_HELP
     ),
 )
 
@@ -198,39 +190,8 @@ def build_server(session: BotSession) -> Server[Any]:
         f"tether-bot-{first.bot}", version=__version__, instructions=instructions(first)
     )
 
-    def specs() -> dict[str, ToolSpec]:
-        return tool_specs(session.surface(), session)
-
-    async def list_tools(
-        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
-    ) -> types.ListToolsResult:
-        try:
-            return types.ListToolsResult(tools=[s.to_tool() for s in specs().values()])
-        except TetherError as exc:
-            raise MCPError(types.INTERNAL_ERROR, exc.message) from None
-
-    async def call(
-        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
-        try:
-            found = specs()
-        except TetherError as exc:
-            return error_result(exc, session.runtime.root)
-        spec = found.get(params.name)
-        if spec is None:
-            raise MCPError(
-                types.INVALID_PARAMS,
-                f"unknown tool {params.name!r}; the tools are {', '.join(found)}",
-            )
-        return call_spec(spec, session.runtime, params.arguments or {})
-
-    server.add_request_handler("tools/list", types.PaginatedRequestParams, list_tools)
-    server.add_request_handler("tools/call", types.CallToolRequestParams, call)
-    server.get_tool_input_schema = lambda name: (
-        spec.input_schema if (spec := specs().get(name)) is not None else None
-    )
+    serve_tools(server, session.runtime, lambda: tool_specs(session.surface(), session))
     return server
-
 
 
 # -- serving ------------------------------------------------------------------------------------
@@ -264,7 +225,7 @@ def _serve(p: Parsed) -> int:
         )
     session = BotSession(Runtime(root=root), tree, p.options["--state"])
     if "--http" not in p.flags:
-        http_only = [o for o in HTTP_OPTIONS if o in p.options]
+        http_only = [o for o in HTTP_VALUES if o in p.options]
         http_only += [o for o in COMMAND.repeated if o in p.multi]
         if http_only:
             raise TetherError("usage", f"{http_only[0]} applies to --http only")

@@ -21,10 +21,22 @@ from tether.errors import EXIT_OK, TetherError
 if TYPE_CHECKING:
     from tether.mcp.http import HttpOptions
 
+# The HTTP serving options, shared with `tether mcp --bot`.
+HTTP_VALUES = ("--host", "--port", "--token", "--max-body-bytes")
+HTTP_HELP = (
+    "--http            serve Streamable HTTP at POST /mcp (and GET /health) instead of stdio\n"
+    "--host ADDR       address to listen on (default 127.0.0.1)\n"
+    "--port N          port (default 3001; 0 picks a free one, logged on stderr)\n"
+    "--token T         bearer token clients must send (default: $TETHER_MCP_TOKEN);\n"
+    "                  required when ADDR is not loopback\n"
+    "--allow-host H    also accept Host/Origin H (repeatable; loopback is always accepted)\n"
+    "--max-body-bytes N  largest request body accepted (default 1048576)"
+)
+
 SERVE = Command(
     "mcp",
     "serve the runtime tools over MCP: stdio by default, Streamable HTTP with --http",
-    values=("--root", "--store", "--host", "--port", "--token", "--max-body-bytes"),
+    values=("--root", "--store", *HTTP_VALUES),
     repeated=("--allow-host",),
     flags=("--http",),
     help=(
@@ -32,13 +44,7 @@ SERVE = Command(
         "                  working directory); relative paths are taken from it\n"
         "--store URI       where trace_output names that are not URIs live, e.g.\n"
         "                  postgresql://user@host/db (default: $TETHER_STORE, else files)\n"
-        "--http            serve Streamable HTTP at POST /mcp (and GET /health) instead of stdio\n"
-        "--host ADDR       address to listen on (default 127.0.0.1)\n"
-        "--port N          port (default 3001; 0 picks a free one, logged on stderr)\n"
-        "--token T         bearer token clients must send (default: $TETHER_MCP_TOKEN);\n"
-        "                  required when ADDR is not loopback\n"
-        "--allow-host H    also accept Host/Origin H (repeatable; loopback is always accepted)\n"
-        "--max-body-bytes N  largest request body accepted (default 1048576)\n"
+        f"{HTTP_HELP}\n"
         "tether mcp install --help: register the server with an MCP client.\n"
         "tether mcp --bot TREE --state URI: serve a bot's tools instead (docs/bot.md)."
     ),

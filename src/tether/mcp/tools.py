@@ -426,7 +426,6 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
 )
 
-TOOL_NAMES: tuple[str, ...] = tuple(t.name for t in TOOLS)
 _BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}
 
 
@@ -498,11 +497,6 @@ def _bad(spec: ToolSpec, name: str, message: str) -> TetherError:
 # -- calling ---------------------------------------------------------------------------------
 
 
-def call_tool(runtime: Runtime, name: str, arguments: Mapping[str, Any]) -> types.CallToolResult:
-    """Run one runtime tool call to its result (a tool error for anything refused)."""
-    return call_spec(_BY_NAME[name], runtime, arguments)
-
-
 def call_spec(
     spec: ToolSpec, runtime: Runtime, arguments: Mapping[str, Any]
 ) -> types.CallToolResult:
@@ -540,25 +534,44 @@ def error_result(exc: TetherError, root: str | None = None) -> types.CallToolRes
 
 def register_tools(server: Server[Any], runtime: Runtime) -> None:
     """Serve the twelve runtime tools on `server`, every call going to `runtime`."""
-    listing = types.ListToolsResult(tools=[t.to_tool() for t in TOOLS])
+    serve_tools(server, runtime, lambda: _BY_NAME)
+
+
+def serve_tools(
+    server: Server[Any], runtime: Runtime, specs: Callable[[], Mapping[str, ToolSpec]]
+) -> None:
+    """Answer `tools/list` and `tools/call` on `server` from `specs()`, read on every request
+    (the runtime's fixed twelve, or a bot's, derived from its execution); every call goes to
+    `runtime`. When `specs()` itself is refused, listing is a protocol error and a call is a
+    tool error carrying the refusal."""
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
     ) -> types.ListToolsResult:
-        return listing
+        try:
+            return types.ListToolsResult(tools=[s.to_tool() for s in specs().values()])
+        except TetherError as exc:
+            raise MCPError(types.INTERNAL_ERROR, exc.message) from None
 
     async def call(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        if params.name not in _BY_NAME:
+        try:
+            found = specs()
+        except TetherError as exc:
+            return error_result(exc, runtime.root)
+        spec = found.get(params.name)
+        if spec is None:
             raise MCPError(
                 types.INVALID_PARAMS,
-                f"unknown tool {params.name!r}; the tools are {', '.join(TOOL_NAMES)}",
+                f"unknown tool {params.name!r}; the tools are {', '.join(found)}",
             )
-        return call_tool(runtime, params.name, params.arguments or {})
+        return call_spec(spec, runtime, params.arguments or {})
+
+    def input_schema(name: str) -> dict[str, Any] | None:
+        spec = specs().get(name)
+        return spec.input_schema if spec is not None else None
 
     server.add_request_handler("tools/list", types.PaginatedRequestParams, list_tools)
     server.add_request_handler("tools/call", types.CallToolRequestParams, call)
-    server.get_tool_input_schema = lambda name: (
-        _BY_NAME[name].input_schema if name in _BY_NAME else None
-    )
+    server.get_tool_input_schema = input_schema
