@@ -6,10 +6,13 @@ import json
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import parse_qs, quote, urlsplit
+
+import pytest
 
 from support.postgres import PostgresServer
 from tether.verbs import Runtime
@@ -50,6 +53,9 @@ def test_view_and_show_follow_an_execution_in_the_database(
         runs = _get(base, "api/runs")
         assert isinstance(runs, dict)
         assert [(r["path"], r["status"]) for r in runs["runs"]] == [(uri, "running")]
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            _get(base, "api/run?path=" + quote(uri + "-other", safe=""))
+        assert refused.value.code == 403, "a URI viewer serves its one execution only"
         run = _get(base, "api/run?path=" + quote(uri, safe=""))
         assert isinstance(run, dict) and run["snapshot"]["open_keys"] == ["0"]
         with urllib.request.urlopen(
