@@ -117,7 +117,7 @@ class Runtime:
         path = path_of(self._anchor(tree_uri, tree=True))
         if self._root is not None:
             self._confine(path, tree_uri)
-        return load_tree(path)
+        return load_tree(path, root=self._root)
 
     def _confine(self, path: str, given: str) -> None:
         """Refuse a file outside the root, however it is reached (`..`, symbolic links); the
