@@ -36,7 +36,7 @@ CASES = [
         "malformed_yaml",
         "name: t\ntree:\n  type: action\n  name: [A\n  steps: []\n",
         "t.yaml:5:8: malformed YAML: did not find expected ',' or ']' "
-        "(the flow sequence opened at line 4, column 9 was never closed)",
+        "(in the flow sequence opened at line 4, column 9)",
         "(root)",
     ),
     (

@@ -200,8 +200,9 @@ class _Composer(Composer):
     or recurse: anchors and aliases (the "billion laughs"), merge keys, tags other than `_TAGS`
     and nesting deeper than `MAX_DEPTH`."""
 
-    depth = 0
     peek_event: Any  # the parser's, later in the loader's bases
+    depth: int
+    flows: list[tuple[str, Any]]  # the flow collections being composed, innermost last
 
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         event = self.peek_event()
@@ -219,7 +220,12 @@ class _Composer(Composer):
         if self.depth >= MAX_DEPTH:
             raise _too_deep(event.start_mark)
         self.depth += 1
+        if event.flow_style:
+            kind = "sequence" if isinstance(event, yaml.SequenceStartEvent) else "mapping"
+            self.flows.append((f"flow {kind}", event.start_mark))
         node = super().compose_node(parent, index)
+        if event.flow_style:
+            self.flows.pop()
         self.depth -= 1
         return node
 
@@ -251,6 +257,8 @@ class _Loader(_Composer, _SafeLoader):  # type: ignore[misc]
     def __init__(self, text: str) -> None:
         _SafeLoader.__init__(self, text)
         self.anchors = {}
+        self.depth = 0
+        self.flows = []
 
 
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp)
@@ -277,7 +285,7 @@ def parse(text: str, display: str, *, as_json: bool) -> Document:
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as exc:
-        _raise_yaml(exc, display)
+        _raise_yaml(exc, display, text, loader.flows[-1] if loader.flows else None)
     finally:
         loader.dispose()
     return Document(data, Locator(node), display)
@@ -303,30 +311,40 @@ def _check_json_depth(text: str, display: str) -> None:
                 line = text.count("\n", 0, offset) + 1
                 column = offset - text.rfind("\n", 0, offset)
                 refused = _too_deep(yaml.Mark(display, offset, line - 1, column - 1, None, 0))
-                _raise_yaml(refused, display)
+                _raise_yaml(refused, display, text)
         elif first in "]}":
             depth -= 1
 
 
-def _raise_yaml(exc: yaml.YAMLError, display: str) -> NoReturn:
+def _raise_yaml(
+    exc: yaml.YAMLError, display: str, text: str, flow: tuple[str, Any] | None = None
+) -> NoReturn:
     """A located error for a parser's complaint, from its fixed texts and marks only: never
-    the snippet of the file that PyYAML would print."""
+    the snippet of the file that PyYAML would print. Where the construct it was reading began
+    is named too: the innermost open flow collection `flow` (`[` or `{`), which at the end of
+    `text` was never closed, or else the parser's own context."""
     mark = getattr(exc, "problem_mark", None)
     position = (mark.line + 1, mark.column + 1) if mark else None
     if isinstance(exc, _Refused):
         raise _located_error(display, position, str(exc.problem), **exc.details) from None
     problem = getattr(exc, "problem", None) or "the text is not YAML"
     context = getattr(exc, "context", None)
-    opened = getattr(exc, "context_mark", None)
+    began = getattr(exc, "context_mark", None)
+    if flow is not None and (context is None or context.startswith("while parsing a flow")):
+        at_end = mark is not None and mark.index >= len(text.rstrip())
+        kind, began = flow
+        context = (
+            f"the {kind} opened at {{}} was never closed"
+            if at_end
+            else f"in the {kind} opened at {{}}"
+        )
+    elif context is not None and began is not None:
+        context += " that began at {}"
     details: dict[str, Any] = {}
-    if context and opened is not None:
-        details = {"context_line": opened.line + 1, "context_column": opened.column + 1}
-        at = f"at line {opened.line + 1}, column {opened.column + 1}"
-        kind = context.removeprefix("while parsing ")
-        if kind in ("a flow sequence", "a flow mapping"):
-            context = f"the {kind[2:]} opened {at} was never closed"
-        else:
-            context = f"{context} that began {at}"
+    if context is not None and began is not None:
+        line, column = began.line + 1, began.column + 1
+        details = {"context_line": line, "context_column": column}
+        context = context.format(f"line {line}, column {column}")
     message = f"malformed YAML: {problem}" + (f" ({context})" if context else "")
     raise _located_error(display, position, message, **details) from None
 
