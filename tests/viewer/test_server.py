@@ -85,11 +85,17 @@ def test_a_state_file_naming_a_trace_outside_is_refused(
     server: ViewServer, hello: Path, runs: Path, tmp_path: Path
 ) -> None:
     state = json.loads(hello.read_text())
-    (tmp_path / "elsewhere.jsonl").write_text("")
-    state["trace"] = {"file": "../elsewhere.jsonl", "entries": 0, "bytes": 0}
+    (tmp_path / "elsewhere.jsonl").write_text('{"secret": "outside"}\n')
+    state["trace"] = {"file": "../elsewhere.jsonl", "entries": 1, "bytes": 22}
     (runs / "forged.json").write_text(json.dumps(state))
     (runs / "forged.json.tree.json").write_text((runs / "hello.json.tree.json").read_text())
-    _forbidden(server, "/api/run?path=forged.json")
+    status, body = server.get("/api/run?path=forged.json")
+    assert (status, body["error"]["code"]) == (409, "corrupt_execution")
+    assert "secret" not in json.dumps(body)
+    _, listing = server.get("/api/runs")
+    rows = {r["path"]: r for r in listing["runs"]}
+    assert "elsewhere.jsonl" in rows["forged.json"]["error"]
+    assert rows["hello.json"]["tree"] == "hello-world"
 
 
 def test_unknown_things_are_not_found(server: ViewServer, hello: Path) -> None:
