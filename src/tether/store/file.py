@@ -95,20 +95,38 @@ class FileStore:
             ) from None
         with _locked(path):
             present = _tidy(path, None)
+            if base in present:
+                raise TetherError(
+                    "already_exists",
+                    f"an execution already exists at {path}; resume it, reset it, or choose "
+                    "another path",
+                    path=path,
+                )
             if present:
                 raise TetherError(
                     "already_exists",
-                    f"an execution already exists at {path} (its files are there: "
-                    f"{', '.join(present)}); resume it, reset it, or choose another path",
+                    f"files of an execution are at {path} without its state ({', '.join(present)}"
+                    "), perhaps from a start that was interrupted; they were left as they are: "
+                    "remove them or choose another path",
                     path=path,
                     files=present,
                 )
             trace_name = base + ".trace.jsonl"
             stored = dict(state, trace={"file": trace_name, "entries": 0, "bytes": 0})
             state_text, tree_text = _encode_state(stored), encode(tree)
-            write_atomic(path + ".tree.json", tree_text)
-            os.close(_open(os.path.join(folder, trace_name), os.O_WRONLY | os.O_CREAT | os.O_EXCL))
-            write_atomic(path, state_text)
+            tree_path, trace_path = path + ".tree.json", os.path.join(folder, trace_name)
+            created: list[str] = []
+            try:
+                with _writing(path, None):
+                    write_atomic(tree_path, tree_text)
+                    created.append(tree_path)
+                    os.close(_open(trace_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+                    created.append(trace_path)
+                    write_atomic(path, state_text)
+            except TetherError:
+                for name in created:  # a start that fails leaves nothing to block the next
+                    _remove_quietly(name)
+                raise
         return stored
 
     def load(self, uri: str) -> dict[str, Any]:
@@ -175,20 +193,19 @@ class _FileTransaction:
         trace = {"file": name, "entries": entries_before + len(entries), "bytes": start + len(data)}
         committed = dict(state, revision=revision, trace=trace)
         state_text = _encode_state(committed)
-        _mark(self._lock)
-        fd = _open(os.path.join(folder, name), os.O_RDWR | os.O_CREAT)
-        try:
-            os.ftruncate(fd, start)
-            os.lseek(fd, start, os.SEEK_SET)
-            os.write(fd, data)
-            if FSYNC:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        write_atomic(self._path, state_text)
-        if reset_trace:
-            _tidy(self._path, committed)
-        _unmark(self._lock)
+        with _writing(self._path, self._lock):
+            fd = _open(os.path.join(folder, name), os.O_RDWR | os.O_CREAT)
+            try:
+                os.ftruncate(fd, start)
+                os.lseek(fd, start, os.SEEK_SET)
+                os.write(fd, data)
+                if FSYNC:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            write_atomic(self._path, state_text)
+            if reset_trace:
+                _tidy(self._path, committed)
         self.state = committed
         return committed
 
@@ -204,13 +221,12 @@ class _FileTransaction:
         staged_state = _encode_state(committed)
         committed.pop("tree_file")
         final_state = _encode_state(committed)
-        _mark(self._lock)
-        write_atomic(os.path.join(os.path.dirname(self._path), staged), text)
-        write_atomic(self._path, staged_state)
-        write_atomic(usual, text)
-        write_atomic(self._path, final_state)
-        _remove_quietly(os.path.join(os.path.dirname(self._path), staged))
-        _unmark(self._lock)
+        with _writing(self._path, self._lock):
+            write_atomic(os.path.join(os.path.dirname(self._path), staged), text)
+            write_atomic(self._path, staged_state)
+            write_atomic(usual, text)
+            write_atomic(self._path, final_state)
+            _remove_quietly(os.path.join(os.path.dirname(self._path), staged))
         self.state = committed
         return committed
 
@@ -234,13 +250,24 @@ def _locked(path: str) -> Iterator[int]:
         os.close(fd)
 
 
-def _mark(lock: int) -> None:
-    """Note in the lock file that a commit is writing (see "Tidiness" above)."""
-    os.pwrite(lock, b"w", 0)
-
-
-def _unmark(lock: int) -> None:
-    os.ftruncate(lock, 0)
+@contextmanager
+def _writing(path: str, lock: int | None) -> Iterator[None]:
+    """The writes of one commit: the lock file marked while they run (see "Tidiness" above; the
+    mark stays if they fail), and a failure to write (a full disk, a folder made read-only)
+    reported as `store_unavailable`, with the previous commit still the committed one."""
+    try:
+        if lock is not None:
+            os.pwrite(lock, b"w", 0)
+        yield
+        if lock is not None:
+            os.ftruncate(lock, 0)
+    except OSError as exc:
+        raise TetherError(
+            "store_unavailable",
+            f"cannot write the execution at {path}: {exc.strerror or exc}; the previous commit "
+            "stands and nothing of this one is committed",
+            path=path,
+        ) from None
 
 
 def _tidy(path: str, state: dict[str, Any] | None) -> list[str]:
@@ -263,7 +290,7 @@ def _tidy(path: str, state: dict[str, Any] | None) -> list[str]:
                 continue
             elif state is None and _SIDECAR.fullmatch(name, len(base)) is not None:
                 present.append(name)
-            elif name not in keep:
+            elif name not in keep and not entry.is_dir(follow_symlinks=False):
                 _remove_quietly(entry.path)
     return sorted(present)
 
