@@ -15,6 +15,7 @@ stores do).
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from collections.abc import Callable
@@ -39,7 +40,6 @@ MAX_DEPTH = 100
 # Python converts integers of up to 4,300 digits to text; longer ones cannot be written as JSON.
 _MAX_INT_BITS = 14_000
 _LONG_INTEGER = "holds an integer too long to store (more than 4,300 digits)"
-_INF = float("inf")
 
 
 def utc_now() -> str:
@@ -53,8 +53,9 @@ def parse_value(text: str, *, strict_json: bool = False) -> Any:
     `NaN`, `Infinity` and numbers too large for a float (`1e999`) are not JSON and are refused
     (`invalid_value`) rather than taken for text, as are values nested too deeply to parse."""
     check_value(text, "the value")
+    constants: list[str] = []
     try:
-        return json.loads(text, parse_constant=_not_a_number)
+        value = json.loads(text, parse_constant=lambda name: constants.append(name))
     except json.JSONDecodeError as exc:
         if strict_json:
             raise TetherError(
@@ -68,14 +69,14 @@ def parse_value(text: str, *, strict_json: bool = False) -> Any:
         raise _unstorable("the value", f"nests deeper than {MAX_DEPTH} levels") from None
     except ValueError:  # an integer longer than Python converts
         raise _unstorable("the value", _LONG_INTEGER) from None
-
-
-def _not_a_number(name: str) -> Any:
-    raise TetherError(
-        "invalid_value",
-        f"the value {name} is not a JSON number (JSON has no NaN or Infinity): write a number, "
-        f"or quote it ('\"{name}\"') to store the text",
-    )
+    if constants:
+        name = constants[0]
+        raise TetherError(
+            "invalid_value",
+            f"the value {name} is not a JSON number (JSON has no NaN or Infinity): write a "
+            f"number, or quote it ('\"{name}\"') to store the text",
+        )
+    return value
 
 
 def check_value(value: Any, what: str, depth: int = 0) -> None:
@@ -97,7 +98,7 @@ def check_value(value: Any, what: str, depth: int = 0) -> None:
             if item.bit_length() > _MAX_INT_BITS:
                 raise _unstorable(what, _LONG_INTEGER)
         elif isinstance(item, float):
-            if item != item or item in (_INF, -_INF):
+            if not math.isfinite(item):
                 raise _unstorable(
                     what,
                     f"holds {item!r}, which JSON cannot hold (no NaN or infinity; a number "
