@@ -216,7 +216,7 @@ def test_no_stack_trace_reaches_a_client(http_server: Any, root: Path) -> None:
                 "const": {},
                 "open": [],
                 "runtime": {},
-                "trace": {"entries": 0},
+                "trace": {"file": "odd.json.trace.jsonl", "entries": 0, "bytes": 0},
             }
         )
     )

@@ -60,6 +60,8 @@ COMMANDS: dict[str, Command] = {
             1,
             values=("--file", *_STEP),
             flags=("--stdin",),
+            texts=("THOUGHT",),
+            help="THOUGHT is text; even one that begins with - (-h, --help) is the thought.",
         ),
         Command(
             "var",
@@ -68,10 +70,15 @@ COMMANDS: dict[str, Command] = {
             1,
             values=("--file", *_STEP),
             flags=("--json", "--stdin"),
+            texts=("VALUE",),
             help="VALUE is JSON, else a string; --json requires JSON; --file/--stdin read it; "
-            "--step records the write against that open step.",
+            "--step records the write against that open step. A VALUE that begins with - is a "
+            "value (-5, --help); put -- before one that is an option's name (-- --json). NaN, "
+            "Infinity, text that is not UTF-8 and values nested over 100 levels are refused.",
         ),
-        Command("const", "read $CONST (read-only)", ("TRACE", "PATH", "VALUE"), 1),
+        Command(
+            "const", "read $CONST (read-only)", ("TRACE", "PATH", "VALUE"), 1, texts=("VALUE",)
+        ),
         Command("get", "print the whole execution document", ("TRACE",), 1),
         Command(
             "trace",
@@ -162,19 +169,33 @@ def _value_text(p: Parsed, positional: str) -> str | None:
     if "--file" in p.options:
         return _read_file(p.options["--file"])
     if "--stdin" in p.flags:
-        return sys.stdin.read()
+        return _utf8(sys.stdin.buffer.read(), "standard input")
     return p.args.get(positional)
 
 
 def _read_file(path: str) -> str:
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
+        with open(path, "rb") as f:
+            return _utf8(f.read(), path)
     except FileNotFoundError:
         raise TetherError("not_found", f"file {path} does not exist", path=path) from None
     except OSError as exc:
         raise TetherError(
             "invalid_value", f"cannot read {path}: {exc.strerror}", path=path
+        ) from None
+
+
+def _utf8(data: bytes, source: str) -> str:
+    """`data` decoded as UTF-8, or `invalid_value` naming `source` and the first bad byte."""
+    try:
+        return data.decode()
+    except UnicodeDecodeError as exc:
+        raise TetherError(
+            "invalid_value",
+            f"{source} is not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start} "
+            "is not valid UTF-8",
+            source=source,
+            offset=exc.start,
         ) from None
 
 

@@ -14,10 +14,13 @@ Owns the HTTP surface on 127.0.0.1 (standard library `ThreadingHTTPServer`):
 Given a store URI that is not a folder (`postgresql://…#name`), it serves that one execution,
 read through its store, and watches its revision the same way.
 
-It confines every path to the folder it serves: absolute paths, `..` and symbolic links that
-lead outside are refused with 403 and a JSON error, as are requests whose `Host` is not this
-server (DNS rebinding). It does not derive statuses (`tether.viewer.model`), draw
-(`tether.viewer.svg`) or parse command lines (`tether.viewer.cli`).
+It confines every path it is asked for to the folder it serves: absolute paths, `..` and
+symbolic links that lead outside are refused with 403 and a JSON error, as are requests whose
+`Host` is not this server (DNS rebinding). The files beside a state file are the store's to find
+and refuse (a state file naming another file is `corrupt_execution`, 409). An execution that
+cannot be read or shown is reported on its own row of the listing; the others are still listed.
+It does not derive statuses (`tether.viewer.model`), draw (`tether.viewer.svg`) or parse command
+lines (`tether.viewer.cli`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import json
 import os
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -35,7 +39,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 from tether.errors import TetherError
 from tether.viewer.model import Timeline, index_tree, progress, snapshot
-from tether.viewer.source import TREE_SUFFIX, Execution, find_executions, load_execution
+from tether.viewer.source import Execution, find_executions, load_execution, load_state
 from tether.viewer.svg import render_svg
 
 POLL_SECONDS = 0.2
@@ -89,16 +93,15 @@ class Viewer:
             raise TetherError("forbidden", f"{rel!r} is not a path inside the served folder")
         if ".." in rel.replace("\\", "/").split("/"):
             raise TetherError("forbidden", f"{rel!r} climbs out of the served folder")
-        return self._inside(os.path.join(self.root, rel), rel)
-
-    def _inside(self, path: str, shown: str) -> str:
-        real = os.path.realpath(path)
+        real = os.path.realpath(os.path.join(self.root, rel))
         if os.path.commonpath([real, self.root]) != self.root:
-            raise TetherError("forbidden", f"{shown!r} leads outside the served folder")
+            raise TetherError("forbidden", f"{rel!r} leads outside the served folder")
         return real
 
     def load(self, rel: str) -> Execution:
-        """The execution at `rel`, every file it is read from confined to the folder."""
+        """The execution at `rel`, its state file confined to the folder. The store reads the
+        files beside it under its own rules: names derived from the state file's, no link
+        followed (`tether.store.file`)."""
         if self.uri is not None:
             if rel != self.uri:
                 raise TetherError("forbidden", f"this viewer serves {self.uri} only")
@@ -106,12 +109,7 @@ class Viewer:
         path = self.confine(rel)
         if not os.path.isfile(path):
             raise TetherError("not_found", f"no execution at {rel!r}")
-        self._inside(path + TREE_SUFFIX, rel + TREE_SUFFIX)
-        execution = load_execution(path)
-        trace = execution.state.get("trace")
-        if isinstance(trace, dict) and isinstance(trace.get("file"), str):
-            self._inside(os.path.join(os.path.dirname(path), trace["file"]), trace["file"])
-        return execution
+        return load_execution(path)
 
     # -- documents -----------------------------------------------------------------------------
 
@@ -120,26 +118,27 @@ class Viewer:
         out: list[dict[str, Any]] = []
         for rel in self.executions():
             try:
-                execution = self.load(rel)
+                out.append(self._summary(rel))
             except TetherError as exc:
                 out.append({"path": rel, "error": exc.message})
-                continue
-            state = execution.state
-            snap = self._timeline(rel, execution).snapshot()
-            out.append(
-                {
-                    "path": rel,
-                    "tree": execution.tree["name"],
-                    "status": state["status"],
-                    "phase": state["phase"],
-                    "progress": progress(execution.tree, snap),
-                    "entries": len(execution.trace),
-                    "revision": state["revision"],
-                    "updated_at": state["updated_at"],
-                }
-            )
         folder = self.uri if self.uri is not None else os.path.basename(self.root) or self.root
         return {"folder": folder, "runs": out}
+
+    def _summary(self, rel: str) -> dict[str, Any]:
+        execution = self.load(rel)
+        state = execution.state
+        with _shown(rel):
+            snap = self._timeline(rel, execution).snapshot()
+            return {
+                "path": rel,
+                "tree": execution.tree["name"],
+                "status": state["status"],
+                "phase": state["phase"],
+                "progress": progress(execution.tree, snap),
+                "entries": len(execution.trace),
+                "revision": state["revision"],
+                "updated_at": state["updated_at"],
+            }
 
     def executions(self) -> list[str]:
         """What this viewer lists: the executions under the folder, or its one URI."""
@@ -154,6 +153,10 @@ class Viewer:
 
     def run(self, rel: str, query: dict[str, str]) -> dict[str, Any]:
         execution = self.load(rel)
+        with _shown(rel):
+            return self._document(rel, execution, query)
+
+    def _document(self, rel: str, execution: Execution, query: dict[str, str]) -> dict[str, Any]:
         tree, trace, state = execution.tree, execution.trace, execution.state
         at = _whole(query, "at")
         if at is not None:
@@ -218,6 +221,22 @@ class Viewer:
             except OSError:
                 continue
         return tuple(out)
+
+
+@contextmanager
+def _shown(rel: str) -> Iterator[None]:
+    """Turn the failure of a stored document that is JSON but not the shape Tether writes (a
+    tree with no root, a state without its phase) into `corrupt_execution` for that execution
+    alone, rather than a failure of the whole page."""
+    try:
+        yield
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, RecursionError) as exc:
+        raise TetherError(
+            "corrupt_execution",
+            f"{rel} cannot be shown: its stored tree or state is malformed "
+            f"({type(exc).__name__}: {exc})",
+            path=rel,
+        ) from None
 
 
 def _whole(query: dict[str, str], name: str) -> int | None:
@@ -338,8 +357,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class _RevisionWatch:
-    """The revision of the execution at `path`, re-read only when a `stat` says its state
-    file was replaced (None while there is no readable execution)."""
+    """The revision of the execution at `path`, re-read through the store only when a `stat`
+    says its state file was replaced (None while there is no readable execution)."""
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -356,9 +375,8 @@ class _RevisionWatch:
         if seen != self.seen:
             self.seen = seen
             try:
-                with open(self.path, "rb") as f:
-                    self.revision = int(json.loads(f.read())["revision"])
-            except (OSError, ValueError, KeyError, TypeError):
+                self.revision = int(load_state(self.path)["revision"])
+            except TetherError:
                 self.revision = None
         return self.revision
 
@@ -371,10 +389,8 @@ class _StoreRevision:
         self.uri = uri
 
     def __call__(self) -> int | None:
-        from tether.store import store_for
-
         try:
-            return int(store_for(self.uri).load(self.uri)["revision"])
+            return int(load_state(self.uri)["revision"])
         except TetherError:
             return None
 
