@@ -156,3 +156,96 @@ def test_a_value_starting_with_a_dash_is_a_value(tmp_path: Path) -> None:
     response = ok("submit", trace, "success", "--set", "time_of_day=-5", "--note", "-n")
     assert response["status"] == "action_complete"
     assert ok("var", trace, "time_of_day") == -5
+
+
+SIGN_OFF = """\
+name: sign-off
+version: 1
+tree:
+  type: sequence
+  name: Ship
+  children:
+    - type: action
+      name: Draft
+      steps:
+        - instruct: Write the release notes at $VAR.notes.
+          writes: [notes]
+    - type: action
+      name: Sign_Off
+      steps:
+        - human: Read $VAR.notes. Approve to publish.
+        - instruct: Publish.
+"""
+
+
+def test_a_human_step_is_refused_to_the_agent_and_approved_from_the_cli(
+    trace: str, tmp_path: Path
+) -> None:
+    tree = tmp_path / "sign-off.yaml"
+    tree.write_text(SIGN_OFF)
+    ok("start", tree, trace)
+    refused(EXIT_CONFLICT, "wrong_phase", "approve", trace)
+    ok("submit", trace, "success")
+    human = ok("submit", trace, "success", "--set", "notes=faster builds")["next"]
+    assert (human["type"], human["name"]) == ("human", "Sign_Off")
+    assert human["prompt"] == "Read $VAR.notes. Approve to publish."
+    before = ok("get", trace)
+    for answer in (["submit", "success"], ["eval", "true"], ["submit", "failure"]):
+        error = refused(EXIT_CONFLICT, "human_only", answer[0], trace, *answer[1:])
+        assert error["current"] == human
+    refused(EXIT_CONFLICT, "human_only", "submit", trace, "success", "--set", "notes=x")
+    assert ok("get", trace) == before
+    approved = ok("approve", trace, "--note", "-ship it-", "--step", human["step"])
+    assert approved["status"] == "approved" and approved["next"]["name"] == "Sign_Off"
+    refused(EXIT_CONFLICT, "wrong_phase", "reject", trace)
+    entry = ok("trace", trace)[-1]
+    assert (entry["kind"], entry["outcome"], entry["note"], entry["by"]) == (
+        "human",
+        "success",
+        "-ship it-",
+        "cli",
+    )
+    assert ok("submit", trace, "success")["next"] == {"status": "done"}
+    assert ok("verify", trace)["ok"] is True
+
+
+def test_reject_fails_the_action(tmp_path: Path) -> None:
+    tree, trace = tmp_path / "sign-off.yaml", tmp_path / "run.json"
+    tree.write_text(SIGN_OFF)
+    ok("start", tree, trace)
+    ok("submit", trace, "success")
+    ok("submit", trace, "success", "--set", "notes=n")
+    rejected = ok("reject", trace, "--note", "not yet")
+    assert rejected["status"] == "rejected" and rejected["next"]["status"] == "failure"
+    assert ok("verify", trace)["ok"] is True
+
+
+def test_fork_from_the_command_line_leaves_the_original_alone(tmp_path: Path) -> None:
+    from support.postgres import shared_server
+
+    trace = tmp_path / "run.json"
+    ok("start", EXAMPLES / "hello-world.yaml", trace)
+    ok("submit", trace, "success")
+    at = len(ok("trace", trace))
+    ok("submit", trace, "success", "--set", "time_of_day=evening")
+    files = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+
+    database = shared_server().uri(f"fork-{uuid.uuid4().hex[:12]}")
+    forked = ok("fork", trace, database, "--at", str(at))
+    assert forked["forked_from"] == {"uri": "file://" + str(trace), "at": at}
+    assert forked["next"]["name"] == "Determine_Time"
+    assert ok("next", database) == forked["next"]
+    ok("submit", database, "success", "--set", "time_of_day=morning")
+    assert ok("verify", database)["ok"] is True
+    back = tmp_path / "back.json"
+    ok("fork", database, back, "--at", str(len(ok("trace", database))))
+    assert ok("var", back, "time_of_day") == "morning"
+    assert ok("verify", back)["ok"] is True
+
+    refused(EXIT_CONFLICT, "already_exists", "fork", trace, back, "--at", "0")
+    refused(EXIT_INVALID, "invalid_value", "fork", trace, tmp_path / "x.json", "--at", "99")
+    refused(EXIT_INVALID, "invalid_value", "fork", trace, tmp_path / "x.json", "--at", "-1")
+    refused(EXIT_USAGE, "usage", "fork", trace, tmp_path / "x.json")
+    refused(EXIT_USAGE, "usage", "fork", trace, tmp_path / "x.json", "--at", "two")
+    assert not (tmp_path / "x.json").exists()
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.name in files} == files
