@@ -543,7 +543,7 @@ def _answer_gate(
         ticker = _Ticker(tree, state, now, entries, condition)
         ticker.run()
         events = ticker.events
-        message = "Protocol accepted; `next` is the first step."
+        message = "Protocol accepted."
     elif answer.status == "failure":
         state.update(
             status="failed",
@@ -637,13 +637,13 @@ def _answer(
 def _message(status: str, req: dict[str, Any], ticker: _Ticker, state: dict[str, Any]) -> str:
     name = req["name"]
     text = {
-        "evaluation_passed": f"Evaluate of {name!r} passed.",
-        "evaluation_failed": f"Evaluate of {name!r} failed; the action {name!r} fails.",
-        "step_complete": f"Step of {name!r} complete.",
-        "action_complete": f"Action {name!r} complete.",
-        "action_failed": f"Action {name!r} failed.",
-        "approved": f"Human step of {name!r} approved.",
-        "rejected": f"Human step of {name!r} rejected; the action {name!r} fails.",
+        "evaluation_passed": f"{name} passed.",
+        "evaluation_failed": f"{name} failed its evaluate.",
+        "step_complete": f"{name}: step done.",
+        "action_complete": f"{name} complete.",
+        "action_failed": f"{name} failed.",
+        "approved": f"{name} approved.",
+        "rejected": f"{name} rejected.",
     }[status]
     if ticker.reasons:
         text += " " + " ".join(ticker.reasons)

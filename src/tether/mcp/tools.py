@@ -3,9 +3,9 @@
 Owns each tool's name, description, JSON input and output schemas and annotations; the check of
 a call's arguments against its input schema (an error names the tool and the argument); the call
 of exactly one `Runtime` verb per tool; and the result format: structured content plus the same
-JSON as text, or a `TetherError` as a tool error carrying the CLI's stable code. Values that are
-not objects (a `var` value, trace entries, every open request) are wrapped in an object, because
-structured content must be one.
+JSON as compact text, or a `TetherError` as a tool error carrying the CLI's stable code. Values
+that are not objects (a `var` value, trace entries, every open request) are wrapped in an object,
+because structured content must be one.
 
 It does not own runtime logic (`tether.verbs`), transports (`tether.mcp.server`,
 `tether.mcp.http`) or the protocol text (`tether.engine.protocol`). Both transports call
@@ -592,9 +592,10 @@ def call_spec(
                 "internal", f"{spec.name} failed unexpectedly; the server's log has details"
             )
         )
+    # Compact JSON: the text is what a model reads, and every byte of it is a token spent.
+    text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False))],
-        structured_content=result,
+        content=[types.TextContent(type="text", text=text)], structured_content=result
     )
 
 

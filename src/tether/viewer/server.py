@@ -22,8 +22,8 @@ It confines every path to the folder it serves: absolute paths, `..` and symboli
 lead outside are refused with 403 and a JSON error, as are requests whose `Host` is not this
 server (DNS rebinding). A post is taken only from the server's own page: its `Origin` must be
 this server, and it must carry the per-server token written into the page (`X-Tether-Token`);
-anything else is refused with 403 before the body is read. It does not derive statuses (`tether.viewer.model`), draw
-(`tether.viewer.svg`) or parse command lines (`tether.viewer.cli`).
+anything else is refused with 403 before the body is read. It does not derive statuses
+(`tether.viewer.model`), draw (`tether.viewer.svg`) or parse command lines (`tether.viewer.cli`).
 """
 
 from __future__ import annotations
