@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from support.trees import SIGN_OFF_YAML
 from tether.errors import EXIT_CONFLICT, EXIT_INVALID, EXIT_USAGE
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -158,37 +159,19 @@ def test_a_value_starting_with_a_dash_is_a_value(tmp_path: Path) -> None:
     assert ok("var", trace, "time_of_day") == -5
 
 
-SIGN_OFF = """\
-name: sign-off
-version: 1
-tree:
-  type: sequence
-  name: Ship
-  children:
-    - type: action
-      name: Draft
-      steps:
-        - instruct: Write the release notes at $VAR.notes.
-          writes: [notes]
-    - type: action
-      name: Sign_Off
-      steps:
-        - human: Read $VAR.notes. Approve to publish.
-        - instruct: Publish.
-"""
 
 
 def test_a_human_step_is_refused_to_the_agent_and_approved_from_the_cli(
     trace: str, tmp_path: Path
 ) -> None:
     tree = tmp_path / "sign-off.yaml"
-    tree.write_text(SIGN_OFF)
+    tree.write_text(SIGN_OFF_YAML)
     ok("start", tree, trace)
     refused(EXIT_CONFLICT, "wrong_phase", "approve", trace)
     ok("submit", trace, "success")
     human = ok("submit", trace, "success", "--set", "notes=faster builds")["next"]
     assert (human["type"], human["name"]) == ("human", "Sign_Off")
-    assert human["prompt"] == "Read $VAR.notes. Approve to publish."
+    assert human["prompt"] == "Read the release notes. Approve to publish."
     before = ok("get", trace)
     for answer in (["submit", "success"], ["eval", "true"], ["submit", "failure"]):
         error = refused(EXIT_CONFLICT, "human_only", answer[0], trace, *answer[1:])
@@ -196,7 +179,7 @@ def test_a_human_step_is_refused_to_the_agent_and_approved_from_the_cli(
     refused(EXIT_CONFLICT, "human_only", "submit", trace, "success", "--set", "notes=x")
     assert ok("get", trace) == before
     approved = ok("approve", trace, "--note", "-ship it-", "--step", human["step"])
-    assert approved["status"] == "approved" and approved["next"]["name"] == "Sign_Off"
+    assert approved["status"] == "approved" and approved["next"]["name"] == "Lint"
     refused(EXIT_CONFLICT, "wrong_phase", "reject", trace)
     entry = ok("trace", trace)[-1]
     assert (entry["kind"], entry["outcome"], entry["note"], entry["by"]) == (
@@ -211,7 +194,7 @@ def test_a_human_step_is_refused_to_the_agent_and_approved_from_the_cli(
 
 def test_reject_fails_the_action(tmp_path: Path) -> None:
     tree, trace = tmp_path / "sign-off.yaml", tmp_path / "run.json"
-    tree.write_text(SIGN_OFF)
+    tree.write_text(SIGN_OFF_YAML)
     ok("start", tree, trace)
     ok("submit", trace, "success")
     ok("submit", trace, "success", "--set", "notes=n")

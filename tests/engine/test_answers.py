@@ -3,15 +3,11 @@ proves one row of docs/semantics.md ("One call per step")."""
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
-import pytest
-
-from support.trees import Walk, action, chk, ev, ins, par, seq, tree
+from support.trees import Walk, action, chk, ev, ins, par, refused, seq, tree
 from tether.engine import core
 from tether.engine.replay import verify
-from tether.errors import TetherError
 
 WRITES = tree(
     seq(
@@ -23,15 +19,6 @@ WRITES = tree(
     ),
     var={"coverage": None, "report": {}},
 )
-
-
-def _refused(code: str, w: Walk, answer: core.Answer) -> TetherError:
-    before = copy.deepcopy(w.state)
-    with pytest.raises(TetherError) as err:
-        w.apply(answer)
-    assert err.value.code == code, err.value.message
-    assert w.state == before, "a refused answer changed the state"
-    return err.value
 
 
 def test_every_answer_returns_next_the_request_that_follows_it() -> None:
@@ -91,12 +78,12 @@ def test_an_answer_refused_takes_its_values_with_it() -> None:
     request = w.next()
     w.submit("running")
     stale = "0:0:0:0:ffffffff"
-    _refused("stale_step", w, core.Submit("success", step=stale, values={"coverage": 99}))
-    _refused("wrong_phase", w, core.Eval(True, values={"coverage": 99}))
-    err = _refused("writes_missing", w, core.Submit("success", values={"coverage": 99}))
+    refused("stale_step", w, core.Submit("success", step=stale, values={"coverage": 99}))
+    refused("wrong_phase", w, core.Eval(True, values={"coverage": 99}))
+    err = refused("writes_missing", w, core.Submit("success", values={"coverage": 99}))
     assert err.details["missing"] == ["report.tag"]
     bad = {"coverage": 99, "report.tag.": "x"}
-    _refused("invalid_path", w, core.Submit("success", step=request["step"], values=bad))
+    refused("invalid_path", w, core.Submit("success", step=request["step"], values=bad))
     assert w.state["var"] == {"coverage": None, "report": {}}
 
 

@@ -3,14 +3,9 @@ docs/semantics.md ("The person in the loop")."""
 
 from __future__ import annotations
 
-import copy
-
-import pytest
-
-from support.trees import Walk, action, ins, par, seq, tree
+from support.trees import Walk, action, ins, par, refused, seq, tree
 from tether.engine import core
 from tether.engine.replay import verify
-from tether.errors import TetherError
 
 SIGN_OFF = tree(
     seq(
@@ -19,15 +14,6 @@ SIGN_OFF = tree(
         action("Sign_Off", {"human": "Approve the draft?"}, ins("publish"), retries=1),
     )
 )
-
-
-def _refused(code: str, w: Walk, answer: core.Answer) -> TetherError:
-    before = copy.deepcopy(w.state)
-    with pytest.raises(TetherError) as err:
-        w.apply(answer)
-    assert err.value.code == code, err.value.message
-    assert w.state == before, "a refused answer changed the state"
-    return err.value
 
 
 def _to_the_human_step() -> Walk:
@@ -59,7 +45,7 @@ def test_the_agents_answers_are_refused_with_human_only_and_the_current_request(
         core.Eval(True),
         core.Eval(False, step=request["step"]),
     ):
-        err = _refused("human_only", w, answer)
+        err = refused("human_only", w, answer)
         assert err.details["current"] == request
         assert err.exit_code == 5
 
@@ -96,12 +82,12 @@ def test_reject_fails_the_action_and_retries_ask_the_person_again() -> None:
 
 def test_approve_or_reject_with_no_human_step_open_is_wrong_phase() -> None:
     w = Walk(SIGN_OFF)
-    err = _refused("wrong_phase", w, core.Human(True, "cli"))
+    err = refused("wrong_phase", w, core.Human(True, "cli"))
     assert err.details["current"]["name"] == "Draft"
     human = _to_the_human_step()
-    _refused("stale_step", human, core.Human(True, "cli", step="1:0:0:9:00000000"))
+    refused("stale_step", human, core.Human(True, "cli", step="1:0:0:9:00000000"))
     gated = Walk(SIGN_OFF, accept=False)
-    _refused("wrong_phase", gated, core.Human(False, "cli"))
+    refused("wrong_phase", gated, core.Human(False, "cli"))
 
 
 def test_in_a_parallel_the_agent_goes_on_while_the_person_decides() -> None:
@@ -109,11 +95,11 @@ def test_in_a_parallel_the_agent_goes_on_while_the_person_decides() -> None:
     w = Walk(t)
     human, work = w.open()
     assert (human["type"], work["type"]) == ("human", "instruct")
-    _refused("human_only", w, core.Submit("success"))
-    _refused("wrong_phase", w, core.Human(True, "cli", step=work["step"]))
+    refused("human_only", w, core.Submit("success"))
+    refused("wrong_phase", w, core.Human(True, "cli", step=work["step"]))
     done = w.submit("success", step=work["step"])
     assert done["next"] == human
-    _refused("human_only", w, core.Eval(True))
+    refused("human_only", w, core.Eval(True))
     last = w.apply(core.Human(True, "cli"))
     assert last["next"] == {"status": "done"}
     assert verify(w.tree, w.state, w.trace) == []
@@ -125,7 +111,7 @@ def test_a_person_may_name_which_human_step_by_token() -> None:
     a, b = w.open()
     w.apply(core.Human(True, "cli", step=b["step"]))
     assert w.open() == [a]
-    _refused("stale_step", w, core.Human(True, "cli", step=b["step"]))
+    refused("stale_step", w, core.Human(True, "cli", step=b["step"]))
     w.apply(core.Human(False, "cli"))
     assert w.next()["status"] == "failure"
     assert verify(w.tree, w.state, w.trace) == []

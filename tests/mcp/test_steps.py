@@ -8,31 +8,11 @@ from typing import Any
 
 import pytest
 
+from support.trees import SIGN_OFF_YAML
 from tether.verbs import Runtime
 
 pytestmark = pytest.mark.anyio
 
-HUMAN_TREE = """\
-name: release
-version: 1
-tree:
-  type: sequence
-  name: Release
-  children:
-    - type: action
-      name: Prepare
-      steps:
-        - instruct: Write the release notes at $VAR.notes.
-          writes: [notes]
-    - type: action
-      name: Sign_Off
-      steps:
-        - human: Read the release notes. Approve to publish, reject to stop.
-    - type: action
-      name: Publish
-      steps:
-        - instruct: Publish the release.
-"""
 
 
 async def test_hello_world_takes_one_call_per_step_after_start(agent: Any, memory_uri: str) -> None:
@@ -108,7 +88,7 @@ async def test_values_are_taken_as_var_write_takes_them(agent: Any, memory_uri: 
 
 
 async def test_no_tool_answers_a_human_request(agent: Any, root: Path, memory_uri: str) -> None:
-    (root / "release.yaml").write_text(HUMAN_TREE)
+    (root / "release.yaml").write_text(SIGN_OFF_YAML)
     await agent.ok("start_execution", tree_uri="release.yaml", trace_output=memory_uri)
     await agent.ok("submit", trace_output=memory_uri, status="success")
     response = await agent.ok(
@@ -130,7 +110,7 @@ async def test_no_tool_answers_a_human_request(agent: Any, root: Path, memory_ur
     assert "human" in agent.client.instructions
     # A person answers it (the verb the CLI and the viewer call); the agent then goes on.
     approved = Runtime().approve(memory_uri, note="ship it")
-    assert approved["next"]["name"] == "Publish"
+    assert approved["next"]["name"] == "Lint"
     assert await agent.ok("next_step", trace_output=memory_uri) == approved["next"]
 
 

@@ -15,39 +15,15 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
+from support.trees import SIGN_OFF_YAML
 from viewer.driver import ARTIFACTS, TETHER, ViewServer, answer, tether
-
-SIGN_OFF = """\
-name: sign-off
-version: 1
-tree:
-  type: sequence
-  name: Ship
-  children:
-    - type: action
-      name: Draft
-      steps:
-        - instruct: Write the release notes at $VAR.notes.
-          writes: [notes]
-    - type: parallel
-      name: Checks
-      children:
-        - type: action
-          name: Sign_Off
-          steps:
-            - human: Read the release notes. Approve to publish.
-        - type: action
-          name: Lint
-          steps:
-            - instruct: Lint the notes.
-"""
 
 
 @pytest.fixture
 def waiting(runs: Path, tmp_path: Path) -> Path:
     """An execution whose human step Sign_Off is open (beside the agent's Lint)."""
     tree = tmp_path / "sign-off.yaml"
-    tree.write_text(SIGN_OFF)
+    tree.write_text(SIGN_OFF_YAML)
     run = runs / "ship.json"
     tether("start", tree, run)
     answer(run, "submit", "success")

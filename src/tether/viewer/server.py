@@ -313,24 +313,16 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: the terminal running `tether view` shows only its address."""
 
     def do_GET(self) -> None:
-        url = urlsplit(self.path)
-        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
-        viewer = self.server.viewer
+        self._answering(self._get)
+
+    def do_POST(self) -> None:
+        self.close_connection = True  # the body of a refused post is never read
+        self._answering(self._post)
+
+    def _answering(self, handle: Callable[[], None]) -> None:
+        """Run `handle`; whatever it raises becomes a JSON error with its HTTP status."""
         try:
-            if not self._host_allowed():
-                raise TetherError("forbidden", "this server answers only on its own address")
-            if url.path in ("/", "/index.html"):
-                self._asset("index.html")
-            elif url.path.startswith("/static/"):
-                self._asset(url.path[len("/static/") :])
-            elif url.path == "/api/runs":
-                self._json(viewer.runs())
-            elif url.path == "/api/run":
-                self._json(viewer.run(query.get("path", ""), query))
-            elif url.path == "/api/events":
-                self._events(query.get("path"))
-            else:
-                raise TetherError("not_found", f"nothing at {url.path}")
+            handle()
         except TetherError as exc:
             self._json({"error": exc.to_dict()}, _HTTP_STATUS.get(exc.code, HTTPStatus.CONFLICT))
         except (BrokenPipeError, ConnectionResetError):
@@ -339,20 +331,30 @@ class _Handler(BaseHTTPRequestHandler):
             error = {"code": "internal", "message": f"{type(exc).__name__}: {exc}"}
             self._json({"error": error}, HTTPStatus.INTERNAL_SERVER_ERROR)
 
-    def do_POST(self) -> None:
-        self.close_connection = True  # the body of a refused post is never read
-        try:
-            if urlsplit(self.path).path != "/api/human":
-                raise TetherError("not_found", f"nothing to post at {self.path}")
-            self._post_allowed()
-            self._json(self.server.viewer.answer_human(self._body()))
-        except TetherError as exc:
-            self._json({"error": exc.to_dict()}, _HTTP_STATUS.get(exc.code, HTTPStatus.CONFLICT))
-        except (BrokenPipeError, ConnectionResetError):
-            return
-        except Exception as exc:  # the page gets a JSON error rather than a dropped connection
-            error = {"code": "internal", "message": f"{type(exc).__name__}: {exc}"}
-            self._json({"error": error}, HTTPStatus.INTERNAL_SERVER_ERROR)
+    def _get(self) -> None:
+        url = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        viewer = self.server.viewer
+        if not self._host_allowed():
+            raise TetherError("forbidden", "this server answers only on its own address")
+        if url.path in ("/", "/index.html"):
+            self._asset("index.html")
+        elif url.path.startswith("/static/"):
+            self._asset(url.path[len("/static/") :])
+        elif url.path == "/api/runs":
+            self._json(viewer.runs())
+        elif url.path == "/api/run":
+            self._json(viewer.run(query.get("path", ""), query))
+        elif url.path == "/api/events":
+            self._events(query.get("path"))
+        else:
+            raise TetherError("not_found", f"nothing at {url.path}")
+
+    def _post(self) -> None:
+        if urlsplit(self.path).path != "/api/human":
+            raise TetherError("not_found", f"nothing to post at {self.path}")
+        self._post_allowed()
+        self._json(self.server.viewer.answer_human(self._body()))
 
     def _post_allowed(self) -> None:
         """Refuse a post that does not come from this server's own page: another `Host` (DNS
