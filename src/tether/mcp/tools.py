@@ -292,7 +292,9 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "next_step",
         "Return the open request: {type: evaluate} (judge the expression, answer with eval), "
-        "{type: instruct} (do the work, answer with submit), or {status: done | failure}. "
+        "{type: instruct} (do the work, answer with submit), {type: human} (only a person "
+        "answers it: tell the user what it asks and wait), or {status: done | failure}. Every "
+        "answer already returns it as `next`: call this only to look again. "
         "Replay-safe: until you answer, it returns the same request with the same step token. "
         "With all=true, returns {requests: [...]}, every open request (several inside a "
         "parallel node).",
