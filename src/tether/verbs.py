@@ -1,15 +1,16 @@
 """The verb layer: the one place where a request becomes read → engine → one commit.
 
-Owns the verbs that every interface calls (the CLI, the MCP server, the bot tools): start,
-resume, reset, next, eval, submit, think, var read/write, const, get, trace, verify, and the
-bot tools' jump, close and replace_tree; the parsing of answer values (JSON or string) and the
-check that everything a caller hands in can be stored as standard JSON (`check_value`: no NaN or
-infinity, no text that is not UTF-8, nesting no deeper than `MAX_DEPTH`), done here once for
-every interface; the clock; and the phase rules that depend on storage (start refuses a URI that
-exists). Each verb that changes an execution holds the store's transaction for the URI, runs the
-engine once, and commits once; a verb the engine refuses commits nothing. It does not format
-output (the edges do) and does not know node semantics (the engine does) or encodings (the
-stores do).
+Owns the verbs that every interface calls (the CLI, the MCP server, the bot tools, the
+viewer): start, resume, reset, next, eval, submit (each answer may carry its step's var writes),
+approve and reject (a person's answer to a human step), think, var read/write, const, get,
+trace, verify, fork, and the bot tools' jump, close and replace_tree; the parsing of answer values
+(JSON or string) and the check that everything a caller hands in can be stored as standard JSON
+(`check_value`: no NaN or infinity, no text that is not UTF-8, nesting no deeper than
+`MAX_DEPTH`), done here once for every interface; the clock; and the phase rules that depend on
+storage (start refuses a URI that exists). Each verb that changes an execution holds the store's
+transaction for the URI, runs the engine once, and commits once; a verb the engine refuses
+commits nothing. It does not format output (the edges do) and does not know node semantics (the
+engine does) or encodings (the stores do).
 """
 
 from __future__ import annotations
@@ -40,6 +41,17 @@ MAX_DEPTH = 100
 # Python converts integers of up to 4,300 digits to text; longer ones cannot be written as JSON.
 _MAX_INT_BITS = 14_000
 _LONG_INTEGER = "holds an integer too long to store (more than 4,300 digits)"
+
+
+HUMAN_SOURCES = ("cli", "viewer")
+
+
+def _human_source(by: str) -> str:
+    if by not in HUMAN_SOURCES:
+        raise TetherError(
+            "invalid_value", f"a human answer comes from {' or '.join(HUMAN_SOURCES)}, not {by!r}"
+        )
+    return by
 
 
 def utc_now() -> str:
@@ -261,7 +273,7 @@ class Runtime:
             "uri": uri,
             "tree": tree.data["name"],
             "tree_hash": tree.hash,
-            "message": "Execution created. Call next: the first request is the protocol.",
+            "message": "Execution created. `current` is the first request: the protocol.",
             "current": core.current(stored),
         }
 
@@ -315,14 +327,42 @@ class Runtime:
         return core.all_open(state) if all else core.current(state)
 
     def eval(
-        self, trace: str, result: bool, *, note: str | None = None, step: str | None = None
+        self,
+        trace: str,
+        result: bool,
+        *,
+        note: str | None = None,
+        step: str | None = None,
+        values: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        return self._answer(trace, core.Eval(result, note, step))
+        """Answer the evaluate step; `values` (var path → value) are written in the same commit,
+        before it is judged. The response's `next` is the request that follows."""
+        return self._answer(trace, core.Eval(result, note, step, values))
 
     def submit(
-        self, trace: str, status: str, *, note: str | None = None, step: str | None = None
+        self,
+        trace: str,
+        status: str,
+        *,
+        note: str | None = None,
+        step: str | None = None,
+        values: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        return self._answer(trace, core.Submit(status, note, step))
+        """Answer the instruct step (or the protocol gate); `values` as for `eval`."""
+        return self._answer(trace, core.Submit(status, note, step, values))
+
+    def approve(
+        self, trace: str, *, note: str | None = None, step: str | None = None, by: str = "cli"
+    ) -> dict[str, Any]:
+        """A person's success on the open human step (or the one `step` names); `by` says where
+        the answer came from (`cli`, `viewer`). `wrong_phase` when no human step is open."""
+        return self._answer(trace, core.Human(True, _human_source(by), note, step))
+
+    def reject(
+        self, trace: str, *, note: str | None = None, step: str | None = None, by: str = "cli"
+    ) -> dict[str, Any]:
+        """A person's failure on the open human step, as `approve`."""
+        return self._answer(trace, core.Human(False, _human_source(by), note, step))
 
     def think(self, trace: str, thought: str, *, step: str | None = None) -> dict[str, Any]:
         return self._answer(trace, core.Think(thought, step))
@@ -384,6 +424,55 @@ class Runtime:
             "entries": len(entries),
             "revision": state["revision"],
             "differences": diffs,
+        }
+
+    def fork(self, trace: str, new: str, *, at: int) -> dict[str, Any]:
+        """A new execution at `new` (any store) whose trace is the first `at` entries of
+        `trace`'s, its state derived by replaying them (`tether.engine.replay.fork`); `trace` is
+        not changed. `new` records `forked_from: {uri, at}`. Refuses a `new` that exists."""
+        import secrets
+
+        from tether.engine.replay import fork
+
+        store, uri = self._store(trace)
+        new_store, new_uri = self._store(new)
+        if new_store.exists(new_uri):
+            raise TetherError(
+                "already_exists",
+                f"an execution already exists at {new_uri}; fork into a new name",
+                uri=new_uri,
+            )
+        stored, entries = store.read_execution(uri)
+        tree = self._tree(store, uri, stored)
+        fresh, state, kept = fork(
+            tree,
+            stored,
+            entries,
+            at,
+            uri=new_uri,
+            salt=secrets.token_hex(4),
+            now=self._clock(),
+            condition=self._condition,
+        )
+        origin = {"uri": uri, "at": at}
+        # Two commits: the fresh execution, then its trace; the second checks that nothing
+        # answered the first in between.
+        new_store.create(new_uri, {**fresh, "forked_from": origin}, tree)
+        with new_store.transaction(new_uri) as tx:
+            if tx.state["revision"] != 0:
+                raise TetherError(
+                    "already_exists",
+                    f"{new_uri} was answered while it was being forked; fork into a new name",
+                    uri=new_uri,
+                )
+            if kept:
+                tx.commit({**state, "forked_from": origin}, kept)
+        return {
+            "status": "forked",
+            "uri": new_uri,
+            "forked_from": origin,
+            "entries": len(kept),
+            "next": core.current(state),
         }
 
     # -- internals -----------------------------------------------------------------------------

@@ -23,6 +23,8 @@ METAVARS = {
     "--to": "SEQ",
     "--var": "K=V",
     "--const": "K=V",
+    "--set": "PATH=VALUE",
+    "--set-json": "PATH=JSON",
     "--port": "N",
     "--at": "K",
     "-o": "FILE",

@@ -18,6 +18,12 @@ from tether.errors import EXIT_OK, EXIT_USAGE, TetherError
 
 _STEP = ("--step",)
 _NOTE = ("--note", "--note-file")
+_SET = ("--set", "--set-json")
+_SET_HELP = (
+    " --set PATH=VALUE writes $VAR with the answer, in the same commit and before it is judged "
+    "(VALUE is JSON, else a string, as var parses it); --set-json PATH=JSON requires JSON. "
+    "Either may be repeated. The response's `next` is the request that follows."
+)
 
 COMMANDS: dict[str, Command] = {
     c.name: c
@@ -43,7 +49,8 @@ COMMANDS: dict[str, Command] = {
             ("TRACE", "RESULT"),
             2,
             values=(*_NOTE, *_STEP),
-            help="RESULT is true or false.",
+            repeated=_SET,
+            help="RESULT is true or false." + _SET_HELP,
         ),
         Command(
             "submit",
@@ -51,7 +58,24 @@ COMMANDS: dict[str, Command] = {
             ("TRACE", "STATUS"),
             2,
             values=(*_NOTE, *_STEP),
-            help="STATUS is success, failure or running.",
+            repeated=_SET,
+            help="STATUS is success, failure or running." + _SET_HELP,
+        ),
+        Command(
+            "approve",
+            "answer the open human step: approved (a person's answer, never an agent's)",
+            ("TRACE",),
+            1,
+            values=(*_NOTE, *_STEP),
+            help="--step names the human step when several are open.",
+        ),
+        Command(
+            "reject",
+            "answer the open human step: rejected, which fails its action",
+            ("TRACE",),
+            1,
+            values=(*_NOTE, *_STEP),
+            help="--step names the human step when several are open.",
         ),
         Command(
             "think",
@@ -88,6 +112,15 @@ COMMANDS: dict[str, Command] = {
             values=("--from", "--to"),
         ),
         Command("verify", "replay the trace and compare with the stored state", ("TRACE",), 1),
+        Command(
+            "fork",
+            "start NEW from the first K entries of TRACE's trace, re-derived by replay",
+            ("TRACE", "NEW"),
+            2,
+            values=("--at",),
+            help="--at K (required) keeps the entries with seq < K, 0 to the trace's length; "
+            "NEW may be in another store. TRACE is not changed; NEW records forked_from.",
+        ),
     )
 }
 
@@ -253,12 +286,28 @@ def _start(p: Parsed) -> Any:
     )
 
 
+def _values(p: Parsed) -> dict[str, Any] | None:
+    """The `--set`/`--set-json` writes of an answer (None when there are none); a path given
+    twice is refused, so the order of the two options never matters."""
+    plain = _assignments(p.multi.get("--set", []), "--set", False)
+    strict = _assignments(p.multi.get("--set-json", []), "--set-json", True)
+    given = [pair.partition("=")[0] for option in _SET for pair in p.multi.get(option, [])]
+    twice = sorted({path for path in given if given.count(path) > 1})
+    if twice:
+        raise TetherError("usage", f"--set gives {', '.join(twice)} more than once")
+    return {**plain, **strict} or None
+
+
 def _eval(p: Parsed) -> Any:
     text = str(p.args["RESULT"]).lower()
     if text not in ("true", "false"):
         raise TetherError("usage", f"eval RESULT must be true or false, got {p.args['RESULT']!r}")
     return _runtime().eval(
-        str(p.args["TRACE"]), text == "true", note=_note(p), step=p.options.get("--step")
+        str(p.args["TRACE"]),
+        text == "true",
+        note=_note(p),
+        step=p.options.get("--step"),
+        values=_values(p),
     )
 
 
@@ -269,8 +318,32 @@ def _submit(p: Parsed) -> Any:
             "usage", f"submit STATUS must be success, failure or running, got {p.args['STATUS']!r}"
         )
     return _runtime().submit(
-        str(p.args["TRACE"]), status, note=_note(p), step=p.options.get("--step")
+        str(p.args["TRACE"]),
+        status,
+        note=_note(p),
+        step=p.options.get("--step"),
+        values=_values(p),
     )
+
+
+def _human(approved: bool) -> Callable[[Parsed], Any]:
+    def answer(p: Parsed) -> Any:
+        runtime = _runtime()
+        verb = runtime.approve if approved else runtime.reject
+        return verb(str(p.args["TRACE"]), note=_note(p), step=p.options.get("--step"))
+
+    return answer
+
+
+def _fork(p: Parsed) -> Any:
+    text = p.options.get("--at")
+    if text is None:
+        raise TetherError("usage", "fork needs --at K: the number of trace entries to keep")
+    try:
+        at = int(text)
+    except ValueError:
+        raise TetherError("usage", f"--at takes a whole number, got {text!r}") from None
+    return _runtime().fork(str(p.args["TRACE"]), str(p.args["NEW"]), at=at)
 
 
 def _think(p: Parsed) -> Any:
@@ -326,6 +399,9 @@ HANDLERS: dict[str, Callable[[Parsed], Any]] = {
     "get": lambda p: _runtime().get(str(p.args["TRACE"])),
     "trace": _trace,
     "verify": lambda p: _runtime().verify(str(p.args["TRACE"])),
+    "approve": _human(True),
+    "reject": _human(False),
+    "fork": _fork,
 }
 
 if __name__ == "__main__":
