@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
-from tether.guard.patterns import Pattern
+from tether.guard.patterns import Pattern, pattern_error
 from tether.guard.state import DEFAULT_TARGET_KEYS, SessionState, extract_target
 
 PRE, POST, TEXT = "pre_tool", "post_tool", "on_text"
@@ -222,10 +221,9 @@ def _name(path: tuple[str | int, ...], value: Any) -> str:
 def _regex(path: tuple[str | int, ...], value: Any, refs: References) -> Pattern:
     _need(path, isinstance(value, str), f"expected a regular expression, got {value!r}")
     if refs.validating:
-        try:
-            re.compile(value, re.IGNORECASE)
-        except re.error as exc:
-            raise ConditionError(path, f"invalid regular expression {value!r}: {exc}") from None
+        error = pattern_error(value)
+        if error is not None:
+            raise ConditionError(path, error)
     return Pattern(value)
 
 

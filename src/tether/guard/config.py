@@ -32,6 +32,7 @@ from tether.errors import TetherError
 from tether.guard.classifier import SECRET
 from tether.guard.conditions import ConditionError, References, compile_condition
 from tether.guard.messages import Template, TemplateError
+from tether.guard.patterns import pattern_error
 from tether.guard.profiles import PROFILES, Profile
 from tether.guard.rules import BUILTIN_IDS, DEFAULT_TRACKING, THRESHOLDS, builtin_rules
 from tether.guard.triggers import split_names
@@ -52,10 +53,9 @@ def _names(value: Any) -> Any:
 
 
 def _check_regex(value: str) -> str:
-    try:
-        re.compile(value)
-    except re.error as exc:
-        raise ValueError(f"invalid regular expression {value!r}: {exc}") from None
+    error = pattern_error(value)
+    if error is not None:
+        raise ValueError(error)
     return value
 
 
