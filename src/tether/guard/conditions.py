@@ -1,6 +1,6 @@
 """Rule conditions: compiling the `condition:` mapping and evaluating it against one call.
 
-Owns: the 13 condition types, the `all` / `any` / `not` composites, the `Context` a condition
+Owns: the 14 condition types, the `all` / `any` / `not` composites, the `Context` a condition
 reads (the call, the session state, the phase), argument checking at load time, and the
 explanation of an evaluation (every leaf with the value it saw). It does not know where rules come
 from or what happens when one fires.
@@ -247,6 +247,15 @@ def _lint_errors(result: Any) -> int:
     return sum(1 for item in lint if isinstance(item, dict) and item.get("severity") == "error")
 
 
+def _destructive(command: str | None) -> str | None:
+    """What makes a shell command line destructive (see `tether.guard.shell`), or None."""
+    if command is None:
+        return None
+    from tether.guard.shell import destructive
+
+    return destructive(command)
+
+
 def _target_exists(ctx: Context) -> bool | None:
     target = ctx.target()
     return None if target is None else os.path.exists(target)
@@ -283,6 +292,9 @@ def _leaf(key: str, arg: Any, path: tuple[str | int, ...], refs: References) -> 
         return Leaf(
             key, spec, lambda c: c.param(param), lambda v: v is not None and pattern.search(v)
         )
+    if key == "destructive_command":
+        param = _name(path, arg)
+        return Leaf(key, param, lambda c: _destructive(c.param(param)), lambda v: v is not None)
     if key == "param_contains":
         spec = _fields(path, arg, ("param", "value"))
         param = _name((*path, "param"), spec["param"])
