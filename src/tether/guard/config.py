@@ -257,6 +257,7 @@ class Brain(Strict):
 
 class BehaviorConfig(Strict):
     profile: str | None = None
+    on_error: Literal["allow", "block"] | None = None
     rules: dict[str, StrictBool | StrictInt] = Field(default_factory=dict)
     custom: list[LegacyRule] = Field(default_factory=list)
     rule_definitions: list[RuleDefinition] = Field(default_factory=list)
@@ -655,6 +656,7 @@ class Resolver:
             "classifier": classifier,
             "brain": None if config.brain is None else _brain(config.brain),
             "use_agent_brain": config.use_agent_brain,
+            "on_error": config.on_error,
             "warnings": [w.to_dict() for w in self.warnings],
         }
 
