@@ -21,6 +21,7 @@ It does not decide tool calls (`hooks.handle` does) and parses no configuration.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -78,13 +79,12 @@ def log_path(state_dir: str) -> str:
 def record(state_dir: str, entry: dict[str, Any]) -> None:
     """Append one error to the log (best effort: a log that cannot be written is skipped)."""
     path = log_path(state_dir)
-    try:
-        os.makedirs(state_dir, exist_ok=True)
-        if os.path.exists(path) and os.path.getsize(path) > LOG_MAX_BYTES:
+    with contextlib.suppress(OSError):  # another hook may have rotated it first
+        if os.path.getsize(path) > LOG_MAX_BYTES:
             os.replace(path, path + ".1")
+    with contextlib.suppress(OSError):
+        os.makedirs(state_dir, exist_ok=True)
         appendlog.append(path, [entry])
-    except OSError:
-        pass
 
 
 def read_log(state_dir: str, limit: int) -> list[dict[str, Any]]:
