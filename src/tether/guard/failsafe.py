@@ -11,8 +11,9 @@ Owns:
   non-blocking error). Other events never block on an error (a blocked `Stop` would loop, a
   blocked prompt would be erased): they exit 1 whatever the mode.
 - Which mode applies: the configuration's `on_error`, else the hook's `--on-error`, else `block`.
-- `within`: the decision runs in a worker thread and gives up after the deadline (below the
-  hook's time-out, after which Claude Code would carry on without asking).
+- `within`, the guard's one deadline: work runs in a worker thread and the caller gives up
+  after the deadline (a hook's decision, below its time-out, after which Claude Code would carry
+  on without asking; a request of `serve`; the classifier's call).
 - The error log: every error, in any mode, is appended to `<state dir>/errors.log` (JSON lines,
   through `tether.appendlog`; the previous megabyte is kept as `errors.log.1`), read back by
   `tether guard log`.
