@@ -3,8 +3,9 @@
 Owns the HTTP app and its security: Host and Origin checks against DNS rebinding (every route),
 bearer-token authentication (`/mcp`; required when the address is not loopback), the request
 body limit, and responses that never carry a stack trace. The server is stateless per request
-(a fresh transport for each POST, answered as JSON) and every request goes to one shared
-`Runtime`, so `memory://` executions live as long as the server. It does not own the tools
+(a fresh transport for each POST, answered as JSON; any other method on /mcp is 405, there
+being no stream to open) and every request goes to one shared `Runtime`, so `memory://`
+executions live as long as the server. It does not own the tools
 (`tether.mcp.tools`) or option parsing (`tether.mcp.cli`).
 """
 
@@ -111,6 +112,26 @@ class _Guard:
         )
 
 
+class _PostOnly:
+    """`/mcp` takes POST only. The server is stateless: it offers no SSE stream to GET (the
+    SDK's would stay open, silent, for ever) and no session to DELETE, so any other method is
+    answered 405 with `Allow: POST`, as the MCP specification has servers without a stream do."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] == MCP_PATH and scope["method"] != "POST":
+            refusal = PlainTextResponse(
+                f"Method Not Allowed: {MCP_PATH} takes POST only (this server offers no stream)",
+                status_code=405,
+                headers={"Allow": "POST"},
+            )
+            await refusal(scope, receive, send)
+            return
+        await self._app(scope, receive, send)
+
+
 async def _health(request: Request) -> Response:
     return JSONResponse({"status": "ok"})
 
@@ -137,7 +158,7 @@ def guarded_app(server: Server[Any], options: HttpOptions) -> ASGIApp:
         host=options.host,
         custom_starlette_routes=[Route(HEALTH_PATH, _health, methods=["GET"])],
     )
-    return _Guard(app, settings, options.token)
+    return _Guard(_PostOnly(app), settings, options.token)
 
 
 def bind(options: HttpOptions) -> socket.socket:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import anyio.to_thread
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
@@ -545,28 +546,37 @@ def serve_tools(
     `runtime`. When `specs()` itself is refused, listing is a protocol error and a call is a
     tool error carrying the refusal."""
 
-    async def list_tools(
-        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
-    ) -> types.ListToolsResult:
+    # Tool work reads and writes stores (files, a database, locks held by other processes) and
+    # loads trees: it runs on a worker thread, so one slow call never stalls the event loop and
+    # with it every other client, /health included. Each call holds the store's lock for its
+    # execution, so calls on one execution still apply one at a time, in order.
+    def listing() -> types.ListToolsResult:
         try:
             return types.ListToolsResult(tools=[s.to_tool() for s in specs().values()])
         except TetherError as exc:
             raise MCPError(types.INTERNAL_ERROR, exc.message) from None
 
-    async def call(
-        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    def answer(name: str, arguments: Mapping[str, Any]) -> types.CallToolResult:
         try:
             found = specs()
         except TetherError as exc:
             return error_result(exc, runtime.root)
-        spec = found.get(params.name)
+        spec = found.get(name)
         if spec is None:
             raise MCPError(
-                types.INVALID_PARAMS,
-                f"unknown tool {params.name!r}; the tools are {', '.join(found)}",
+                types.INVALID_PARAMS, f"unknown tool {name!r}; the tools are {', '.join(found)}"
             )
-        return call_spec(spec, runtime, params.arguments or {})
+        return call_spec(spec, runtime, arguments)
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
+    ) -> types.ListToolsResult:
+        return await anyio.to_thread.run_sync(listing)
+
+    async def call(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        return await anyio.to_thread.run_sync(answer, params.name, params.arguments or {})
 
     def input_schema(name: str) -> dict[str, Any] | None:
         spec = specs().get(name)
