@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -523,14 +524,35 @@ def call_spec(
 def error_result(exc: TetherError, root: str | None = None) -> types.CallToolResult:
     """A tool error whose text is the CLI's error document: {"error": {"code", "message", ...}}.
 
-    Paths under `root` are shown relative to it, and `root` itself as `.`, so a client learns
-    nothing of the server's filesystem beyond what it may address."""
-    text = json.dumps({"error": exc.to_dict()}, ensure_ascii=False)
+    With a `root`, what the error says about where is shown relative to it, and `root` itself
+    as `.`, so a client learns nothing of the server's filesystem beyond what it may address:
+    the message, and each detail that is a path or file URI under `root`. Every other detail
+    (the current request, a check, what the client sent) comes back exactly as it is."""
+    document = exc.to_dict()
     if root:
-        quoted = json.dumps(root)[1:-1]
-        text = text.replace(f"file://{quoted}/", "").replace(f"{quoted}/", "")
-        text = text.replace(quoted, ".")
+        document["message"] = _relative_text(exc.message, root)
+        for key, value in exc.details.items():
+            if isinstance(value, str):
+                document[key] = _relative_path(value, root)
+    text = json.dumps({"error": document}, ensure_ascii=False)
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+def _relative_path(value: str, root: str) -> str:
+    """`value`, if it is `root` or a path or file URI under it, relative to `root`."""
+    for prefix in (f"file://{root}", root):
+        if value == prefix:
+            return "."
+        if value.startswith(prefix + "/"):
+            return value[len(prefix) + 1 :]
+    return value
+
+
+def _relative_text(text: str, root: str) -> str:
+    """`text` with every mention of `root` (a path or file URI, not a longer name such as
+    `ROOTx`) made relative to it."""
+    mention = re.compile(rf"(?:file://)?{re.escape(root)}(?:(/)|(?![\w-]|\.\w))")
+    return mention.sub(lambda m: "" if m.group(1) else ".", text)
 
 
 def register_tools(server: Server[Any], runtime: Runtime) -> None:
