@@ -15,7 +15,7 @@ import yaml
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-from bot.botkit import EXAMPLE_FOLDER, EXAMPLE_TREE
+from bot.botkit import EXAMPLE_FOLDER, EXAMPLE_TREE, action, bot, phase
 from bot.test_surface import EXAMPLE_NAMES
 from support.locks import held_lock, wait_until_waiting
 from support.servers import HttpServer, start_server
@@ -70,7 +70,13 @@ async def test_the_example_lists_exactly_the_18_documented_tools(example: Path) 
         assert by_name["story_mapping_tool"].input_schema["properties"] == {}
         assert by_name["story_mapping_tool"].annotations.read_only_hint is True  # type: ignore[union-attr]
         assert close.output_schema is not None
-        assert close.output_schema["required"] == ["status", "message", "bot", "completed"]
+        assert close.output_schema["required"] == [
+            "status",
+            "message",
+            "bot",
+            "completed",
+            "actions",
+        ]
         users = by_name["story_mapping_shape_identify_users"].description or ""
         assert "Trigger patterns: identify users, who are the users, personas" in users
         assert "story_mapping_close_current_action" in (client.instructions or "")
@@ -296,3 +302,40 @@ def test_the_bot_server_takes_post_only(bot_http: HttpServer) -> None:
         )
         assert (status, headers["allow"]) == (405, "POST"), method
     assert len(json.loads(bot_http.request("POST", body=_LIST)[2])["result"]["tools"]) == 18
+
+
+async def test_require_all_keeps_the_workflow_open_until_every_action_is_closed(
+    write_tree: Any, tmp_path: Path
+) -> None:
+    tree = write_tree(
+        bot(
+            "checklist",
+            phase("prepare", action("gather"), action("plan")),
+            phase("ship", action("release")),
+            require_all=True,
+        )
+    )
+    state = tmp_path / "checklist.json"
+    async with Client(build_server(_session(tree, str(state)))) as client:
+        one = Bot(client)
+        await one.ok("checklist_prepare_gather")
+        await one.ok("checklist_close_current_action")
+        await one.ok("checklist_ship_release", note="the user wants to ship now")
+        # Closing the last action with plan skipped does not finish: nothing moves.
+        held = await one.ok("checklist_close_current_action", note="released")
+        assert held["status"] == "incomplete"
+        assert held["unclosed"] == ["prepare.plan"]
+        assert (held["phase"], held["action"]) == ("ship", "release")
+        assert held["actions"] == {"closed": 1, "skipped": 1, "total": 3}
+        assert "prepare.plan (checklist_prepare_plan)" in held["message"]
+        assert "closed" not in held
+        assert Runtime().get(str(state))["status"] == "running"
+        assert [e["kind"] for e in Runtime().trace(str(state))].count("close") == 1
+        # Close what is left, then the last action: now the workflow is done, all closed.
+        assert (await one.ok("checklist_prepare_tool"))["action"] == "plan"
+        assert (await one.ok("checklist_close_current_action"))["action"] == "release"
+        done = await one.ok("checklist_close_current_action")
+        assert done["status"] == "done"
+        assert done["actions"] == {"closed": 3, "skipped": 0, "total": 3}
+        assert done["message"] == "Closed ship.release. Every phase of checklist is complete."
+    assert Runtime().verify(str(state))["ok"]
