@@ -15,8 +15,8 @@ stay fast. So the compiled extension module `cel/cel.*.so` (or `.pyd`) is loaded
 file, through `importlib.machinery.ExtensionFileLoader` (about 10 ms), and registered as
 `cel.cel` in `sys.modules`, so that a later `import cel` elsewhere reuses it rather than
 initialising the extension twice. If the file cannot be found, it falls back to `import cel`.
-The library is loaded on first use only: importing this module costs nothing, and it never
-imports YAML or pydantic.
+The library is loaded on first use only, under a lock (two threads initialising the extension at
+once make it panic): importing this module costs nothing, and it never imports YAML or pydantic.
 
 Does not own: where in a tree file an expression sits (`load.py` adds the file location), or
 what a false condition means at run time (the engine).
@@ -29,6 +29,7 @@ import importlib.util
 import json
 import re
 import sys
+import threading
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -40,6 +41,7 @@ _ERROR = re.compile(r"ERROR: <input>:(\d+):(\d+): ([^\n]*)")
 _QUOTES = "\"'"
 
 _cel: ModuleType | None = None
+_loading = threading.Lock()  # servers compile on worker threads; the extension loads once
 _programs: dict[str, Any] = {}
 
 
@@ -54,7 +56,9 @@ class ExpressionError(Exception):
 def _library() -> ModuleType:
     global _cel
     if _cel is None:
-        _cel = sys.modules.get("cel.cel") or _load_extension()
+        with _loading:
+            if _cel is None:
+                _cel = sys.modules.get("cel.cel") or _load_extension()
     return _cel
 
 

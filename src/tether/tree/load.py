@@ -321,6 +321,8 @@ class _Loader:
             out["retries"] = values["retries"]
         if values["optional"]:
             out["optional"] = True
+        if values.get("require_all"):
+            out["require_all"] = True
         for key in ("when", "description", "triggers"):
             if values[key] is not None:
                 out[key] = values[key]
