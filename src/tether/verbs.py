@@ -1,15 +1,15 @@
 """The verb layer: the one place where a request becomes read → engine → one commit.
 
-Owns the verbs that every interface calls (the CLI, the MCP server, the bot tools): start,
-resume, reset, next, eval, submit, think, var read/write, const, get, trace, verify, and the
-bot tools' jump, close and replace_tree; the parsing of answer values (JSON or string) and the
-check that everything a caller hands in can be stored as standard JSON (`check_value`: no NaN or
-infinity, no text that is not UTF-8, nesting no deeper than `MAX_DEPTH`), done here once for
-every interface; the clock; and the phase rules that depend on storage (start refuses a URI that
-exists). Each verb that changes an execution holds the store's transaction for the URI, runs the
-engine once, and commits once; a verb the engine refuses commits nothing. It does not format
-output (the edges do) and does not know node semantics (the engine does) or encodings (the
-stores do).
+Owns the verbs that every interface calls (the CLI, the MCP server, the bot tools): start, resume,
+reset, next, eval, submit, think, var read/write, const, get, trace, verify, the listing of the
+executions in a place (`list_executions`), and the bot tools' jump, close and replace_tree; the
+parsing of answer values (JSON or string) and the check that everything a caller hands in can be
+stored as standard JSON (`check_value`: no NaN or infinity, no text that is not UTF-8, nesting no
+deeper than `MAX_DEPTH`), done here once for every interface; the clock; and the phase rules that
+depend on storage (start refuses a URI that exists). Each verb that changes an execution holds the
+store's transaction for the URI, runs the engine once, and commits once; a verb the engine refuses
+commits nothing. It does not format output (the edges do) and does not know node semantics (the
+engine does) or encodings (the stores do).
 """
 
 from __future__ import annotations
@@ -24,12 +24,15 @@ from typing import TYPE_CHECKING, Any
 from tether.engine import core
 from tether.engine.varpath import parse_path, read_path
 from tether.errors import TetherError
-from tether.store import scheme_of, store_for
+from tether.store import path_of, scheme_of, store_for
 
 if TYPE_CHECKING:
     from tether.store.base import Store
 
 Clock = Callable[[], str]
+
+# The statuses an execution can have, what `list` filters on.
+STATUSES = ("running", "complete", "failed")
 
 # Execution-state keys that are engine or store bookkeeping, not part of the document.
 _INTERNAL = ("salt", "seq", "since_reset", "initial", "trace", "tree_file")
@@ -183,21 +186,13 @@ class Runtime:
             return uri
         store = None if tree else self._default_store
         if store:
-            scheme = scheme_of(store)
-            if scheme == "memory":
-                return "memory://" + uri
-            if scheme != "file":
-                return f"{store}#{uri}"
-            from tether.store.file import path_of
-
-            return os.path.join(path_of(store), uri)
+            return store_for(store).locate(store, uri)
         if self._root is None or os.path.isabs(uri):
             return uri
         return os.path.join(self._root, uri)
 
     def _load_tree(self, tree_uri: str) -> Any:
         """The tree file at `tree_uri` (a path or `file:` URI), loaded and validated."""
-        from tether.store.file import path_of
         from tether.tree.load import load_tree
 
         path = path_of(self._anchor(tree_uri, tree=True))
@@ -361,6 +356,26 @@ class Runtime:
         doc["tree"] = self._tree(store, uri, state)
         doc["trace"] = entries
         return doc
+
+    def list_executions(
+        self, where: str | None = None, *, status: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The executions at `where` — a folder (its sub-folders included), `memory://` or a
+        database (`postgresql://...` without `#name`); by default the default store, else the
+        root, else the current folder — as the store lists them (`tether.store.base.Summary`),
+        only those whose status is `status` when given. A relative folder is relative to the
+        root; a folder outside the root is `forbidden`."""
+        if status is not None and status not in STATUSES:
+            raise TetherError(
+                "invalid_value",
+                f"status must be one of {', '.join(STATUSES)}, got {status!r}",
+                argument="status",
+            )
+        place = self._anchor(where, tree=True) if where else None
+        place = place or self._default_store or self._root or "."
+        if self._root is not None and scheme_of(place) == "file":
+            self._confine(path_of(place), where or place)
+        return [summary.to_dict() for summary in store_for(place).list(place, status=status)]
 
     def trace(self, trace: str, *, start: int | None = None, stop: int | None = None) -> list[Any]:
         """Trace entries with `start <= seq < stop` (either bound may be omitted)."""

@@ -24,6 +24,7 @@ METAVARS = {
     "--var": "K=V",
     "--const": "K=V",
     "--port": "N",
+    "--status": "STATUS",
     "--at": "K",
     "-o": "FILE",
     "--root": "DIR",
