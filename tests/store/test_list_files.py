@@ -93,9 +93,7 @@ def test_a_corrupt_execution_has_its_own_row_and_the_others_are_listed(runs: Pat
     assert snapshot(runs) == before, "listing changes nothing"
 
 
-def test_a_state_naming_files_elsewhere_is_listed_with_its_error(
-    runs: Path, outside: Path
-) -> None:
+def test_a_state_naming_files_elsewhere_is_listed_with_its_error(runs: Path, outside: Path) -> None:
     run_json = runs / "forged.json"
     ok("start", HELLO, run_json)
     state = json.loads(run_json.read_text())
