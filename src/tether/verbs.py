@@ -1,15 +1,18 @@
 """The verb layer: the one place where a request becomes read → engine → one commit.
 
-Owns the verbs that every interface calls (the CLI, the MCP server, the bot tools): start, resume,
-reset, next, eval, submit, think, var read/write, const, get, trace, verify, the listing of the
-executions in a place (`list_executions`), and the bot tools' jump, close and replace_tree; the
-parsing of answer values (JSON or string) and the check that everything a caller hands in can be
-stored as standard JSON (`check_value`: no NaN or infinity, no text that is not UTF-8, nesting no
-deeper than `MAX_DEPTH`), done here once for every interface; the clock; and the phase rules that
-depend on storage (start refuses a URI that exists). Each verb that changes an execution holds the
-store's transaction for the URI, runs the engine once, and commits once; a verb the engine refuses
-commits nothing. It does not format output (the edges do) and does not know node semantics (the
-engine does) or encodings (the stores do).
+Owns the verbs that every interface calls (the CLI, the MCP server, the bot tools): start,
+resume, reset, next, eval, submit, think, var read/write, const, get, trace, verify, and the
+bot tools' jump, close and replace_tree; the parsing of answer values (JSON or string) and the
+check that everything a caller hands in can be stored as standard JSON (`check_value`: no NaN or
+infinity, no text that is not UTF-8, nesting no deeper than `MAX_DEPTH`), done here once for
+every interface; the clock; and the phase rules that depend on storage (start refuses a URI that
+exists). Each verb that changes an execution holds the store's transaction for the URI, runs the
+engine once, and commits once; a verb the engine refuses commits nothing. It does not format
+output (the edges do) and does not know node semantics (the engine does) or encodings (the
+stores do).
+
+`list_executions` lists the executions in a place (a folder, `memory://`, a database) through its
+store's `list`.
 """
 
 from __future__ import annotations
