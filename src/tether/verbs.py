@@ -11,6 +11,9 @@ storage (start refuses a URI that exists). Each verb that changes an execution h
 transaction for the URI, runs the engine once, and commits once; a verb the engine refuses
 commits nothing. It does not format output (the edges do) and does not know node semantics (the
 engine does) or encodings (the stores do).
+
+`list_executions` lists the executions in a place (a folder, `memory://`, a database) through its
+store's `list`.
 """
 
 from __future__ import annotations
@@ -25,12 +28,15 @@ from typing import TYPE_CHECKING, Any
 from tether.engine import core
 from tether.engine.varpath import parse_path, read_path
 from tether.errors import TetherError
-from tether.store import scheme_of, store_for
+from tether.store import path_of, scheme_of, store_for
 
 if TYPE_CHECKING:
     from tether.store.base import Store
 
 Clock = Callable[[], str]
+
+# The statuses an execution can have, what `list` filters on.
+STATUSES = ("running", "complete", "failed")
 
 # Execution-state keys that are engine or store bookkeeping, not part of the document.
 _INTERNAL = ("salt", "seq", "since_reset", "initial", "trace", "tree_file")
@@ -195,21 +201,13 @@ class Runtime:
             return uri
         store = None if tree else self._default_store
         if store:
-            scheme = scheme_of(store)
-            if scheme == "memory":
-                return "memory://" + uri
-            if scheme != "file":
-                return f"{store}#{uri}"
-            from tether.store.file import path_of
-
-            return os.path.join(path_of(store), uri)
+            return store_for(store).locate(store, uri)
         if self._root is None or os.path.isabs(uri):
             return uri
         return os.path.join(self._root, uri)
 
     def _load_tree(self, tree_uri: str) -> Any:
         """The tree file at `tree_uri` (a path or `file:` URI), loaded and validated."""
-        from tether.store.file import path_of
         from tether.tree.load import load_tree
 
         path = path_of(self._anchor(tree_uri, tree=True))
@@ -401,6 +399,26 @@ class Runtime:
         doc["tree"] = self._tree(store, uri, state)
         doc["trace"] = entries
         return doc
+
+    def list_executions(
+        self, where: str | None = None, *, status: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The executions at `where` — a folder (its sub-folders included), `memory://` or a
+        database (`postgresql://...` without `#name`); by default the default store, else the
+        root, else the current folder — as the store lists them (`tether.store.base.Summary`),
+        only those whose status is `status` when given. A relative folder is relative to the
+        root; a folder outside the root is `forbidden`."""
+        if status is not None and status not in STATUSES:
+            raise TetherError(
+                "invalid_value",
+                f"status must be one of {', '.join(STATUSES)}, got {status!r}",
+                argument="status",
+            )
+        place = self._anchor(where, tree=True) if where else None
+        place = place or self._default_store or self._root or "."
+        if self._root is not None and scheme_of(place) == "file":
+            self._confine(path_of(place), where or place)
+        return [summary.to_dict() for summary in store_for(place).list(place, status=status)]
 
     def trace(self, trace: str, *, start: int | None = None, stop: int | None = None) -> list[Any]:
         """Trace entries with `start <= seq < stop` (either bound may be omitted)."""

@@ -88,7 +88,7 @@ function renderList(listing) {
     const link = el("a", { href: `/?run=${encodeURIComponent(run.path)}` }, run.path);
     if (run.error) {
       return el("tr", { "data-path": run.path }, el("td", {}, link),
-        el("td", { colspan: 6, class: "muted" }, run.error));
+        el("td", { colspan: 7, class: "muted" }, run.error));
     }
     const { settled, actions } = run.progress;
     const share = actions ? Math.round((100 * settled) / actions) : 0;
@@ -97,6 +97,8 @@ function renderList(listing) {
       el("td", {}, run.tree),
       el("td", {}, badge(run.status)),
       el("td", {}, run.phase),
+      el("td", { class: "open-step" }, run.open_step
+        ? [run.open_step.name, " ", el("span", { class: "muted" }, run.open_step.type)] : "—"),
       el("td", { title: `${settled} of ${actions} actions settled` },
         el("span", { class: "bar-track" }, el("span", { class: "bar-fill", style: `width:${share}%` })),
         `${settled}/${actions}`),
