@@ -112,7 +112,7 @@ class _Guard:
 
 
 async def _health(request: Request) -> Response:
-    return JSONResponse({"status": "ok"})
+    return JSONResponse({"status": "ok", "ok": True})
 
 
 def guarded_app(server: Server[Any], options: HttpOptions) -> ASGIApp:
