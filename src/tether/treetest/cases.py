@@ -502,7 +502,7 @@ def _check_mapping(
             _check(item, properties[key], inner, defs)
         elif extra is False:
             known = ", ".join(properties)
-            where.fail(
+            inner.fail(
                 f"unknown key {key!r}",
                 hint=f"{_name(where)} takes {known}",
                 at_key=True,

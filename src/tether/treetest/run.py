@@ -74,6 +74,10 @@ def run_case(rt: Runtime, case: Case) -> Result:
             try:
                 rt.start(str(tree), uri, var=case.var, const=case.const)
             except TetherError as exc:
+                if exc.code == "not_found":
+                    raise _Differs(
+                        "start", f"the tree {case.tree} to start", f"no such tree file {tree}"
+                    ) from None
                 if exc.code not in LOAD_ERRORS:
                     raise _Differs("start", f"the tree {case.tree} to start", _error(exc)) from None
                 error = exc.message.replace(str(staged) + os.sep, "")
