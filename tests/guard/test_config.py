@@ -395,18 +395,19 @@ def test_validators(tmp_path, text, path, words):
     assert words in err.message
 
 
-def test_cached_plan_follows_edits_and_skips_yaml_and_pydantic(tmp_path):
+def test_cached_plan_follows_edits_and_skips_yaml_pydantic_and_re2(tmp_path):
     config = write(tmp_path, "profile: assistant\n")
     cache = str(tmp_path / "cache")
     assert len(Guard.from_file(config, cache_dir=cache).rules) == 4
     probe = (
         "import sys; from tether.guard.engine import Guard; "
         f"g = Guard.from_file({config!r}, cache_dir={cache!r}); "
-        "print(len(g.rules), 'pydantic' in sys.modules, 'yaml' in sys.modules)"
+        "print(len(g.rules), *(m in sys.modules for m in ('pydantic', 'yaml', 're2')))"
     )
     run = [sys.executable, "-c", probe]
     assert subprocess.run(run, capture_output=True, text=True, check=True).stdout.split() == [
         "4",
+        "False",
         "False",
         "False",
     ]

@@ -196,11 +196,10 @@ def test_a_refused_answer_can_be_expected(tmp_path: Path) -> None:
             "'build.tag' (no empty segments, no surrounding spaces)",
         ),
         (
-            "{name: x, steps: [{human: Sign_Off, decision: approve}], end: {status: done}}",
+            "{name: x, steps: [{human: Determine_Time, decision: approve}], end: {status: done}}",
             "step 1 (t.yaml:3)",
-            "human 'Sign_Off' answered approve",
-            "no way to answer it: human steps are answered with tether approve/reject, which "
-            "this Tether does not have yet",
+            "human 'Determine_Time'",
+            "instruct 'Determine_Time'",
         ),
     ],
     ids=[
@@ -215,7 +214,7 @@ def test_a_refused_answer_can_be_expected(tmp_path: Path) -> None:
         "answer_refused",
         "refusal_expected_but_accepted",
         "write_refused",
-        "human_step",
+        "human_expected_but_an_instruct_came",
     ],
 )
 def test_a_case_that_differs_fails_with_the_first_difference(
@@ -264,6 +263,54 @@ def test_retries_name_a_node_by_a_path_of_names_when_the_name_is_not_unique(
         "FAIL t.yaml: two",
         "     end: expected retries of the node named 'Go', got 2 nodes (give a Root/Child path)",
         "1 passed, 1 failed",
+    ]
+
+
+SIGN_OFF = """\
+name: sign-off
+tree:
+  type: sequence
+  name: Ship
+  children:
+    - type: action
+      name: Draft
+      steps:
+        - instruct: Write the release notes at $VAR.notes.
+          writes: [notes]
+    - type: action
+      name: Sign_Off
+      steps:
+        - human: |
+            Read the release notes.
+            Approve to publish them.
+        - instruct: Publish the notes.
+"""
+
+
+def test_a_persons_decision_answers_a_human_step(tmp_path: Path) -> None:
+    (tmp_path / "tree.yaml").write_text(SIGN_OFF)
+    draft = "{instruct: Draft, write: {notes: v2}}"
+    cases_file(
+        tmp_path,
+        f"{{name: approved, steps: [{draft}, {{human: Sign_Off, decision: approve, note: ok}}, "
+        "{instruct: Sign_Off}], end: {status: done}}",
+        f"{{name: rejected, steps: [{draft}, {{human: Sign_Off, decision: reject}}], "
+        "end: {status: failure}}",
+        f"{{name: publishing fails after approval, steps: [{draft}, "
+        "{human: Sign_Off, decision: approve}, {instruct: Sign_Off, submit: failure}], "
+        "end: {status: failure}}",
+        f"{{name: a submit is no decision, steps: [{draft}, {{instruct: Sign_Off}}], "
+        "end: {status: done}}",
+        tree="tree.yaml",
+    )
+    done = tether_test("t.yaml", cwd=tmp_path)
+    assert done.stdout.splitlines() == [
+        "PASS t.yaml: approved",
+        "PASS t.yaml: rejected",
+        "PASS t.yaml: publishing fails after approval",
+        "FAIL t.yaml: a submit is no decision",
+        "     step 2 (t.yaml:6): expected instruct 'Sign_Off', got human 'Sign_Off'",
+        "3 passed, 1 failed",
     ]
 
 

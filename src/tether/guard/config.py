@@ -33,6 +33,7 @@ from tether.errors import TetherError
 from tether.guard.classifier import SECRET
 from tether.guard.conditions import ConditionError, References, compile_condition
 from tether.guard.messages import Template, TemplateError
+from tether.guard.patterns import pattern_error
 from tether.guard.profiles import PROFILES, Profile
 from tether.guard.rules import BUILTIN_IDS, DEFAULT_TRACKING, THRESHOLDS, builtin_rules
 from tether.guard.triggers import split_names
@@ -54,10 +55,9 @@ def _names(value: Any) -> Any:
 
 
 def _check_regex(value: str) -> str:
-    try:
-        re.compile(value)
-    except re.error as exc:
-        raise ValueError(f"invalid regular expression {value!r}: {exc}") from None
+    error = pattern_error(value)
+    if error is not None:
+        raise ValueError(error)
     return value
 
 
@@ -259,6 +259,7 @@ class Brain(Strict):
 
 class BehaviorConfig(Strict):
     profile: str | None = None
+    on_error: Literal["allow", "block"] | None = None
     rules: dict[str, StrictBool | StrictInt] = Field(default_factory=dict)
     custom: list[LegacyRule] = Field(default_factory=list)
     rule_definitions: list[RuleDefinition] = Field(default_factory=list)
@@ -638,6 +639,7 @@ class Resolver:
             "classifier": classifier,
             "brain": None if config.brain is None else _brain(config.brain),
             "use_agent_brain": config.use_agent_brain,
+            "on_error": config.on_error,
             "warnings": [w.to_dict() for w in self.warnings],
         }
 

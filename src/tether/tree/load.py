@@ -64,6 +64,7 @@ from tether.tree.model import (
     STATE_FIELDS,
     STEP_FIELDS,
     STEP_KINDS,
+    STEP_KINDS_TEXT,
     TYPE_ALIASES,
     WRAPPER_FIELDS,
     Field,
@@ -404,7 +405,7 @@ class _Loader:
         kinds = [k for k in STEP_KINDS if k in raw]
         if len(kinds) != 1:
             found = f"found {' and '.join(kinds)}" if kinds else "found none"
-            where.fail(f"a step takes exactly one of evaluate, instruct or check ({found})")
+            where.fail(f"a step takes exactly one of {STEP_KINDS_TEXT} ({found})")
         kind = kinds[0]
         text = self.field(raw, kind, STEP_FIELDS[kind], where)
         if kind == "check":

@@ -62,8 +62,8 @@ TYPE_DESCRIPTIONS: dict[str, str] = {
     "selector": "Runs children in order; succeeds on the first success, fails when all fail.",
     "fallback": "Another name for `selector`.",
     "parallel": "Runs every child; succeeds when `policy` is met, fails once it no longer can be.",
-    "action": "A leaf: runs its steps in order; fails on a false evaluate or check, or a failed "
-    "instruct.",
+    "action": "A leaf: runs its steps in order; fails on a false evaluate or check, a failed "
+    "instruct, or a rejected human step.",
 }
 
 COMMON_FIELDS: dict[str, Field] = {
@@ -124,7 +124,8 @@ REF_FIELDS: dict[str, Field] = {
     ),
 }
 
-STEP_KINDS = ("evaluate", "instruct", "check")
+STEP_KINDS = ("evaluate", "instruct", "check", "human")
+STEP_KINDS_TEXT = ", ".join(STEP_KINDS[:-1]) + " or " + STEP_KINDS[-1]
 STEP_FIELDS: dict[str, Field] = {
     "evaluate": Field(
         "step_text",
@@ -140,6 +141,12 @@ STEP_FIELDS: dict[str, Field] = {
         "cel",
         "A CEL precondition the runtime evaluates against VAR and CONST: true advances, false "
         "fails the action.",
+    ),
+    "human": Field(
+        "step_text",
+        "A question only a person answers (tether approve or reject, or the viewer), never the "
+        "agent: approval advances, rejection fails the action. Leading and trailing blank lines "
+        "and shared indentation are trimmed at load.",
     ),
     "writes": Field(
         "write_paths",

@@ -22,6 +22,7 @@ from tether.tree.model import (
     STATE_FIELDS,
     STEP_FIELDS,
     STEP_KINDS,
+    STEP_KINDS_TEXT,
     TYPE_ALIASES,
     TYPE_DESCRIPTIONS,
     WRAPPER_FIELDS,
@@ -97,7 +98,7 @@ def json_schema() -> dict[str, Any]:
             **{kind: _node_type(kind) for kind in NODE_FIELDS},
             "step": {
                 "title": "step",
-                "description": "Exactly one of evaluate, instruct or check.",
+                "description": f"Exactly one of {STEP_KINDS_TEXT}.",
                 "oneOf": [{"$ref": f"#/$defs/{kind}_step"} for kind in STEP_KINDS],
             },
             **{f"{kind}_step": _step(kind) for kind in STEP_KINDS},

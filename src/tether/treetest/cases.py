@@ -110,7 +110,7 @@ _TETHER_STEP = {
             "decision",
             {
                 "enum": ["approve", "reject"],
-                "description": "The person's decision (human steps: tether approve/reject).",
+                "description": "The person's decision, as tether approve or reject gives it.",
             },
             True,
         ),

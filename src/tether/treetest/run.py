@@ -5,7 +5,8 @@ Owns: finding a case's tree (abtree cases: staged from `files` into a fresh fold
 removed afterwards and never written outside, else `trees/NAME/TREE.yaml`); driving one
 `memory://` execution per case through `tether.verbs.Runtime`, as an agent would: the protocol
 accepted, then for each step the open request checked by type and name, the step's writes made
-and its answer given, both with the request's step token; comparing the end (what `next`
+and its answer given (a human step's decision as `tether approve`/`reject` gives it), both with
+the request's step token; comparing the end (what `next`
 answers, `var` values, the retries each node used, counted by replaying the trace with
 `tether.engine.replay`); and the first difference, with the step it came at. A tree that cannot
 load counts as an execution that failed before its first step, with the load error beside it.
@@ -165,13 +166,6 @@ def _walk(rt: Runtime, case: Case, uri: str) -> None:
     rt.submit(uri, "success", step=gate["step"])
     for number, step in enumerate(case.steps, 1):
         at = _place(number, step)
-        if step.kind == "human":
-            raise _Differs(
-                at,
-                f"{_request(step)} answered {step.answer}",
-                "no way to answer it: human steps are answered with tether approve/reject, "
-                "which this Tether does not have yet",
-            )
         request = rt.next(uri)
         if (request.get("type"), request.get("name")) != (step.kind, step.name):
             raise _Differs(at, _request(step), _shown(request))
@@ -185,11 +179,14 @@ def _answer(rt: Runtime, uri: str, step: Step, token: str, at: str) -> None:
             rt.var_write(uri, path, value, step=token)
         except TetherError as exc:
             raise _Differs(at, f"var {path} written", f"refused: {_error(exc)}") from None
-    verb = "eval" if step.kind == "evaluate" else "submit"
+    verb = {"evaluate": "eval", "instruct": "submit", "human": "the person's"}[step.kind]
     answer = json.dumps(step.answer) if isinstance(step.answer, bool) else step.answer
     try:
         if step.kind == "evaluate":
             rt.eval(uri, bool(step.answer), note=step.note, step=token)
+        elif step.kind == "human":  # a person's decision, as `tether approve/reject` gives it
+            decide = rt.approve if step.answer == "approve" else rt.reject
+            decide(uri, note=step.note, step=token)
         else:
             rt.submit(uri, str(step.answer), note=step.note, step=token)
     except TetherError as exc:
