@@ -135,6 +135,7 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "show": ("tether.viewer.cli:show_main", "draw an execution's tree in the terminal"),
     "render": ("tether.viewer.cli:render_main", "write a tree or an execution as SVG"),
     "bot": ("tether.bot.cli:main", "bot tool surfaces: list tools, build a bot folder"),
+    "test": ("tether.treetest.cli:main", "run recorded walks of trees without an agent"),
 }
 
 

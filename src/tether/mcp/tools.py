@@ -248,6 +248,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         {
             "type": "object",
             "properties": {
+                "ok": {"const": True, "description": "Always true (behaviors-sh clients read it)."},
                 "status": {"enum": ["started"]},
                 "uri": {"type": "string", "description": "The execution's canonical URI."},
                 "tree": {"type": "string"},

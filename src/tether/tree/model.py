@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-NAME_PATTERN = r"^[A-Za-z0-9_-]+$"
+NAME_PATTERN = r"^[^/@]+$"
 WRITE_PATH_PATTERN = r"^(\$(VAR|LOCAL)\.)?[^.\s]+(\.[^.\s]+)*$"
 
 
@@ -70,7 +70,8 @@ COMMON_FIELDS: dict[str, Field] = {
     "type": Field("node_type", "The node type.", required=True),
     "name": Field(
         "name",
-        "The node's name: letters, digits, `_` and `-`, unique among its siblings.",
+        "The node's name: any text without `/` or `@` (spaces are fine), unique among its "
+        "siblings.",
         required=True,
     ),
     "retries": Field(
@@ -121,8 +122,11 @@ NODE_FIELDS: dict[str, dict[str, Field]] = {
 
 REF_FIELDS: dict[str, Field] = {
     "$ref": Field(
-        "uri",
-        "A fragment file holding one node, relative to the file that refers to it.",
+        "ref",
+        "The node this stands for: a fragment file holding one node, relative to the file that "
+        "refers to it (`parts/review.yaml`); a JSON pointer to a node of this file "
+        "(`#/tree/children/0`); or both (`parts/review.yaml#/children/1`). A $ref whose target "
+        "holds it is a cycle, refused at load.",
         required=True,
     ),
 }
@@ -131,11 +135,14 @@ STEP_KINDS = ("evaluate", "instruct", "check", "human")
 STEP_KINDS_TEXT = ", ".join(STEP_KINDS[:-1]) + " or " + STEP_KINDS[-1]
 STEP_FIELDS: dict[str, Field] = {
     "evaluate": Field(
-        "step_text", "A precondition the agent judges: true advances, false fails the action."
+        "step_text",
+        "A precondition the agent judges: true advances, false fails the action. Leading and "
+        "trailing blank lines and shared indentation are trimmed at load.",
     ),
     "instruct": Field(
         "step_text",
-        "Work the agent performs: success advances, failure fails the action, running waits.",
+        "Work the agent performs: success advances, failure fails the action, running waits. "
+        "Leading and trailing blank lines and shared indentation are trimmed at load.",
     ),
     "check": Field(
         "cel",
@@ -145,7 +152,8 @@ STEP_FIELDS: dict[str, Field] = {
     "human": Field(
         "step_text",
         "A question only a person answers (tether approve or reject, or the viewer), never the "
-        "agent: approval advances, rejection fails the action.",
+        "agent: approval advances, rejection fails the action. Leading and trailing blank lines "
+        "and shared indentation are trimmed at load.",
     ),
     "writes": Field(
         "write_paths",
@@ -163,12 +171,13 @@ KIND_SCHEMAS: dict[str, dict[str, Any]] = {
     "name": {"type": "string", "pattern": NAME_PATTERN},
     "tree_name": {"type": "string", "minLength": 1},
     "text": {"type": "string"},
-    "step_text": {"type": "string", "minLength": 1},
+    "step_text": {"type": "string", "pattern": r"\S"},
     "cel": {"type": "string", "minLength": 1},
     "count": {"type": "integer", "minimum": 0},
     "flag": {"type": "boolean"},
     "version": {"type": ["string", "number"]},
     "uri": {"type": "string"},
+    "ref": {"type": "string", "minLength": 1},
     "policy": {
         "anyOf": [
             {"enum": ["all", "any"]},
@@ -196,15 +205,16 @@ KIND_SCHEMAS: dict[str, dict[str, Any]] = {
 # How an error message names what a kind expects: "<key> must be <phrase>, got ...".
 KIND_PHRASES: dict[str, str] = {
     "node_type": "one of " + ", ".join(KIND_SCHEMAS["node_type"]["enum"]),
-    "name": "a name made of letters, digits, '_' and '-'",
+    "name": "a non-empty name without '/' or '@'",
     "tree_name": "a non-empty string",
     "text": "a string",
-    "step_text": "a non-empty string",
+    "step_text": "a string with more than white space in it",
     "cel": "a non-empty CEL expression (a string)",
     "count": "a whole number >= 0",
     "flag": "true or false",
     "version": "a string or a number",
     "uri": "a string",
+    "ref": "a file path, '#' and a JSON pointer, or both",
     "policy": "'all', 'any' or a whole number >= 1",
     "write_paths": "a list of distinct var paths such as 'result' or 'review.notes'",
     "triggers": "a non-empty list of non-empty strings",
