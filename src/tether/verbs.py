@@ -1,8 +1,9 @@
 """The verb layer: the one place where a request becomes read → engine → one commit.
 
 Owns the verbs that every interface calls (the CLI, the MCP server, the bot tools): start,
-resume, reset, next, eval, submit, think, var read/write, const, get, trace, verify, and the
-bot tools' jump, close and replace_tree; the
+resume, reset, next, eval, submit, think, var read/write, const, get, trace, verify, the
+bot tools' jump, close and replace_tree, and what a bound agent session records (stop,
+record_tool) and reads (open_policies); the
 parsing of answer values (JSON or string); the clock; and the phase rules that depend on storage
 (start refuses a URI that exists). Each verb that changes an execution holds the store's
 transaction for the URI, runs the engine once, and commits once; a verb the engine refuses
@@ -51,6 +52,35 @@ def parse_value(text: str, *, strict_json: bool = False) -> Any:
                 column=exc.colno,
             ) from None
         return text
+
+
+EVIDENCE_TEXT = 1000  # characters of each string a `tool` entry keeps
+_EVIDENCE_DEPTH = 8  # nesting levels of a `tool` entry's input kept
+_EVIDENCE_ITEMS = 100  # items of each list or mapping kept
+
+
+def bounded(value: Any, depth: int = 0) -> Any:
+    """`value` with every string cut at `EVIDENCE_TEXT` characters (the cut marked with how much
+    was left out), lists and mappings cut at `_EVIDENCE_ITEMS` items and nesting at
+    `_EVIDENCE_DEPTH` levels, so that a tool's input can never swell a trace."""
+    if isinstance(value, str):
+        if len(value) <= EVIDENCE_TEXT:
+            return value
+        return value[:EVIDENCE_TEXT] + f"…[cut {len(value) - EVIDENCE_TEXT} characters]"
+    if isinstance(value, dict | list) and depth >= _EVIDENCE_DEPTH:
+        return "…[cut: nested too deep]"
+    if isinstance(value, dict):
+        items = list(value.items())
+        out = {str(k): bounded(v, depth + 1) for k, v in items[:_EVIDENCE_ITEMS]}
+        if len(items) > _EVIDENCE_ITEMS:
+            out["…"] = f"[cut {len(items) - _EVIDENCE_ITEMS} keys]"
+        return out
+    if isinstance(value, list):
+        kept = [bounded(v, depth + 1) for v in value[:_EVIDENCE_ITEMS]]
+        if len(value) > _EVIDENCE_ITEMS:
+            kept.append(f"…[cut {len(value) - _EVIDENCE_ITEMS} items]")
+        return kept
+    return value
 
 
 class Runtime:
@@ -293,6 +323,37 @@ class Runtime:
             "revision": state["revision"],
             "differences": diffs,
         }
+
+    # -- a bound agent session (tether.guard.binding) ------------------------------------------
+
+    def stop(self, trace: str, *, cap: int) -> dict[str, Any]:
+        """Record that the agent tried to stop while the execution runs: `refused`, or `allowed`
+        once `cap` refusals in a row went without an answer (a `stop` entry either way)."""
+        return self._answer(trace, core.Stop(cap))
+
+    def record_tool(
+        self, trace: str, tool: str, input: Any, *, ok: bool, step: str | None = None
+    ) -> dict[str, Any]:
+        """Record a tool call the agent made while a step was open (a `tool` entry); every
+        string of `input` is cut at `EVIDENCE_TEXT` characters, and marked where cut."""
+        return self._answer(trace, core.ToolCall(tool, bounded(input), ok, step))
+
+    def open_policies(self, trace: str) -> dict[str, Any]:
+        """The execution's status and each open request with the `tools` policy of the nearest
+        node above it that declares one (`policy: {allow?, deny?, node}` or null)."""
+        store, uri = self._store(trace)
+        state = store.load(uri)
+        out: dict[str, Any] = {
+            "uri": uri,
+            "status": state["status"],
+            "current": core.current(state),
+        }
+        if state["status"] == "running":
+            tree = self._tree(store, uri, state)
+            out["open"] = [
+                {**r, "policy": core.tool_policy(tree, r["path"])} for r in state["open"]
+            ]
+        return out
 
     # -- internals -----------------------------------------------------------------------------
 

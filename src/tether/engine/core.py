@@ -14,9 +14,16 @@ State layout (a plain JSON dict; the store persists it as is):
   frame, only for nodes that are entered and not finished, so a step costs O(depth), whatever the
   tree's size: `i` current child (sequence/selector), `res` child results (parallel), `k` step
   index, `o` the trace seq at which the open step was opened, `w` var paths written while it was
-  open, `x` a failure waiting to propagate (action), `r` retries used (any node).
+  open, `x` a failure waiting to propagate (action), `r` retries used (any node), `t` the tool
+  calls recorded during this attempt of an action whose checks read `TOOLS`.
 - `open` is the list of open requests in declaration order; `next` returns the first.
 - `seq` is the next trace sequence number; it never goes back, not even across a reset.
+- `stops` (only while non-zero) counts the `stop` entries refused in a row since the last answer.
+
+Two answers come from a harness session bound to the execution (`tether.guard.binding`), not from
+the agent's own calls: `Stop` (the agent tried to end its turn) and `ToolCall` (a tool call it
+made). They are recorded like any other answer, so replay reproduces them, and they never move
+the cursor.
 """
 
 from __future__ import annotations
@@ -37,10 +44,12 @@ FAILURE = "failure"
 
 SUBMIT_STATUSES = ("success", "failure", "running")
 
-# An evaluator of CEL conditions: (expression, var, const) -> bool, raising an exception whose
-# str() is the reason when the expression cannot be evaluated. Injected so the engine stays pure
-# and the CEL library is loaded only when a tree uses `check` or `when`.
-Condition = Callable[[str, dict[str, Any], dict[str, Any]], bool]
+# An evaluator of CEL conditions: (expression, var, const, tools) -> bool, raising an exception
+# whose str() is the reason when the expression cannot be evaluated. `tools` is what the
+# expression sees as TOOLS: the tool calls recorded during the enclosing action's attempt (empty
+# for `when`). Injected so the engine stays pure and the CEL library is loaded only when a tree
+# uses `check` or `when`.
+Condition = Callable[[str, dict[str, Any], dict[str, Any], list[dict[str, Any]]], bool]
 
 
 class Eval:
@@ -118,7 +127,32 @@ class Close:
         self.step = step
 
 
-Answer = Eval | Submit | Think | VarWrite | Reset | Jump | Close
+class Stop:
+    """The agent tried to end its turn while the execution runs. Refused while fewer than `cap`
+    refusals in a row went without an answer; the stop after them is let through, and the count
+    starts again. Recorded as a `stop` entry against the first open step."""
+
+    __slots__ = ("cap",)
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+
+
+class ToolCall:
+    """A tool call the agent made while a step was open (`ok`: it did not fail), recorded as a
+    `tool` entry against the open step named by `step` (else the first). An open action whose
+    `check` steps read `TOOLS` keeps it for them until the action's attempt ends."""
+
+    __slots__ = ("input", "ok", "step", "tool")
+
+    def __init__(self, tool: str, input: Any, ok: bool, step: str | None = None) -> None:
+        self.tool = tool
+        self.input = input
+        self.ok = ok
+        self.step = step
+
+
+Answer = Eval | Submit | Think | VarWrite | Reset | Jump | Close | Stop | ToolCall
 
 
 class Outcome:
@@ -146,10 +180,12 @@ class Outcome:
         return bool(self.entries)
 
 
-def default_condition(expression: str, var: dict[str, Any], const: dict[str, Any]) -> bool:
+def default_condition(
+    expression: str, var: dict[str, Any], const: dict[str, Any], tools: list[dict[str, Any]]
+) -> bool:
     from tether.tree.expressions import evaluate_condition
 
-    return evaluate_condition(expression, var, const)
+    return evaluate_condition(expression, var, const, tools)
 
 
 # --------------------------------------------------------------------------------------------
@@ -225,6 +261,7 @@ def _pristine(state: dict[str, Any]) -> dict[str, Any]:
         failure=None,
         since_reset=0,
     )
+    out.pop("stops", None)
     return out
 
 
@@ -277,6 +314,23 @@ def apply(
         return _var_write(work, answer, now)
     if isinstance(answer, Think):
         return _think(work, answer, now)
+    if isinstance(answer, Stop):
+        return _stop(work, answer, now)
+    if isinstance(answer, ToolCall):
+        return _tool_call(tree, work, answer, now)
+    outcome = _move(tree, work, answer, now, condition)
+    outcome.state.pop("stops", None)
+    return outcome
+
+
+def _move(
+    tree: dict[str, Any],
+    work: dict[str, Any],
+    answer: Eval | Submit | Jump | Close,
+    now: str,
+    condition: Condition,
+) -> Outcome:
+    """Apply an answer that may move the cursor."""
     if isinstance(answer, Eval):
         req = _select(work, answer.step, "evaluate", "eval")
         return _answer(tree, work, req, answer, now, condition)
@@ -306,7 +360,7 @@ def _copy_state(state: dict[str, Any]) -> dict[str, Any]:
 
 def _copy_frame(frame: dict[str, Any]) -> dict[str, Any]:
     out = dict(frame)
-    for key in ("res", "w"):
+    for key in ("res", "w", "t"):
         if key in out:
             out[key] = list(out[key])
     return out
@@ -430,6 +484,51 @@ def _think(state: dict[str, Any], answer: Think, now: str) -> Outcome:
         outcome="recorded",
     )
     return Outcome(state, {"status": "recorded", "message": "Thought recorded."}, [entry])
+
+
+def _stop(state: dict[str, Any], answer: Stop, now: str) -> Outcome:
+    if answer.cap < 1:
+        raise TetherError("invalid_value", f"a stop cap is a whole number >= 1, got {answer.cap}")
+    req = dict(state["open"][0])
+    blocks = state.get("stops", 0)
+    if blocks >= answer.cap:
+        outcome = "allowed"
+        state.pop("stops", None)
+    else:
+        outcome = "refused"
+        blocks += 1
+        state["stops"] = blocks
+    entry = _entry(state, "stop", now, req, step=req["step"], cap=answer.cap, outcome=outcome)
+    return Outcome(
+        state,
+        {"status": outcome, "blocks": blocks, "cap": answer.cap, "current": req},
+        [entry],
+    )
+
+
+def _tool_call(tree: dict[str, Any], state: dict[str, Any], answer: ToolCall, now: str) -> Outcome:
+    req = _attributed(state, answer.step)
+    entry = _entry(
+        state,
+        "tool",
+        now,
+        req,
+        step=req["step"],
+        tool=answer.tool,
+        input=answer.input,
+        ok=bool(answer.ok),
+    )
+    seen = {"tool": answer.tool, "input": answer.input, "ok": bool(answer.ok), "seq": entry["seq"]}
+    for r in state["open"]:
+        if r["path"] is not None and reads_tools(node_at(tree, r["path"])):
+            frame = state["runtime"][_key(r["path"])]
+            frame["t"] = [*frame.get("t", []), seen]
+    return Outcome(state, {"status": "recorded", "step": req["step"]}, [entry])
+
+
+def reads_tools(action: dict[str, Any]) -> bool:
+    """Whether an action has a `check` that reads `TOOLS` (only such actions keep tool calls)."""
+    return any("TOOLS" in step.get("check", "") for step in action["steps"])
 
 
 def _answer_gate(
@@ -568,6 +667,21 @@ def node_at(tree: dict[str, Any], path: list[int]) -> dict[str, Any]:
     return node
 
 
+def tool_policy(tree: dict[str, Any], path: list[int] | None) -> dict[str, Any] | None:
+    """The `tools` policy that applies while the step at `path` is open: that of the nearest
+    node at or above it that declares one, with the node's name as `node`; None when no node
+    does (and for the protocol gate, which has no path)."""
+    if path is None:
+        return None
+    chain = [tree["root"]]
+    for i in path:
+        chain.append(chain[-1]["children"][i])
+    for node in reversed(chain):
+        if "tools" in node:
+            return {**node["tools"], "node": node["name"]}
+    return None
+
+
 def _jump(
     tree: dict[str, Any], state: dict[str, Any], answer: Jump, now: str, condition: Condition
 ) -> Outcome:
@@ -648,8 +762,9 @@ def _close(
         if "check" not in step:
             continue
         try:
-            holds = bool(condition(step["check"], state["var"], state["const"]))
-            reason = f"{step['check']!r} is false"
+            tools = frame.get("t", [])
+            holds = bool(condition(step["check"], state["var"], state["const"], tools))
+            reason = f"{step['check']!r} is false{_no_tools(step['check'], tools)}"
         except Exception as exc:  # the evaluator's reason is the refusal's reason
             holds, reason = False, f"{step['check']!r} could not be evaluated: {exc}"
         if not holds:
@@ -675,6 +790,16 @@ def _close(
         },
         entries,
         ticker.events,
+    )
+
+
+def _no_tools(expression: str, tools: list[dict[str, Any]]) -> str:
+    """Why a false check that reads TOOLS saw none, or nothing."""
+    if tools or "TOOLS" not in expression:
+        return ""
+    return (
+        ": TOOLS is empty, no tool call was recorded during this attempt of the action "
+        "(tool calls are recorded only from an agent session bound to the execution)"
     )
 
 
@@ -746,7 +871,7 @@ class _Ticker:
         if frame is None:
             when = node.get("when")
             if when is not None:
-                verdict = self._condition(node, path, None, when, ("entered", "skipped"))
+                verdict = self._condition(node, path, None, when, ("entered", "skipped"), [])
                 if verdict is None:
                     self._finish(key, FAILURE)
                     return SUCCESS if node.get("optional") else FAILURE
@@ -833,7 +958,8 @@ class _Ticker:
         while k < len(steps):
             step = steps[k]
             if "check" in step:
-                if not self._condition(node, path, k, step["check"], ("passed", "failed")):
+                tools = frame.get("t", [])
+                if not self._condition(node, path, k, step["check"], ("passed", "failed"), tools):
                     return FAILURE
                 k += 1
                 continue
@@ -873,13 +999,15 @@ class _Ticker:
         k: int | None,
         expression: str,
         words: tuple[str, str],
+        tools: list[dict[str, Any]],
     ) -> bool | None:
-        """Evaluate a `check` step (k is its index) or a `when` (k is None); record it in the
-        trace. Returns the verdict, or None when the expression could not be evaluated."""
+        """Evaluate a `check` step (k is its index; `tools` is its TOOLS) or a `when` (k is
+        None); record it in the trace. Returns the verdict, or None when the expression could
+        not be evaluated."""
         cursor = {"path": list(path), "step": k}
         try:
             verdict: bool | None = bool(
-                self.condition(expression, self.state["var"], self.state["const"])
+                self.condition(expression, self.state["var"], self.state["const"], tools)
             )
         except Exception as exc:  # the evaluator's reason goes to the trace, whatever it is
             verdict = None
@@ -904,7 +1032,10 @@ class _Ticker:
         else:
             entry["outcome"] = words[0] if verdict else words[1]
             if not verdict and k is not None:
-                self.reasons.append(f"Check {expression!r} of {node['name']!r} is false.")
+                why = _no_tools(expression, tools)
+                if why:
+                    entry["note"] = why.removeprefix(": ")
+                self.reasons.append(f"Check {expression!r} of {node['name']!r} is false{why}.")
         self.state["seq"] += 1
         self.state["since_reset"] += 1
         self.entries.append(entry)

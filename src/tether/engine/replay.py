@@ -3,7 +3,8 @@
 Owns the mapping from each trace entry back to the answer that produced it, the comparison
 that `tether verify` reports, and the rule for whether an edited tree still fits an execution
 (`refit`: its trace must replay against the new tree exactly). `check` entries are not answers:
-replay regenerates them and then compares them with the stored ones like every other entry. It
+replay regenerates them and then compares them with the stored ones like every other entry.
+`stop` and `tool` entries, recorded from a bound agent session, are answers like the rest. It
 does not read or write storage.
 """
 
@@ -20,8 +21,10 @@ from tether.engine.core import (
     Jump,
     Outcome,
     Reset,
+    Stop,
     Submit,
     Think,
+    ToolCall,
     VarWrite,
     apply,
     default_condition,
@@ -43,6 +46,7 @@ DERIVED_FIELDS = (
     "failure",
     "seq",
     "since_reset",
+    "stops",
 )
 
 
@@ -112,6 +116,11 @@ def answer_of(entry: dict[str, Any], state: dict[str, Any]) -> Answer | None:
         return VarWrite(entry["path"], entry["value"], _token_at(state, entry.get("cursor")))
     if kind == "jump":
         return Jump(entry["cursor"]["path"], entry.get("note"))
+    if kind == "stop":
+        return Stop(int(entry["cap"]))
+    if kind == "tool":
+        token = _token_at(state, entry.get("cursor"))
+        return ToolCall(str(entry["tool"]), entry.get("input"), bool(entry["ok"]), token)
     token = _token_at(state, entry.get("cursor"))
     if kind == "evaluate":
         return Eval(bool(entry["submitted"]), entry.get("note"), token)
@@ -213,4 +222,4 @@ def refit(
         )
         if not same:
             raise problem(f"replaying its trace ends with a different {field}")
-    return {**stored, **{f: state[f] for f in DERIVED_FIELDS}}
+    return {**stored, **{f: state[f] for f in DERIVED_FIELDS if f in state}}

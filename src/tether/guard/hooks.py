@@ -14,6 +14,11 @@ carry it). It does not parse configuration or talk HTTP (the CLI and `serve` do)
 - `Stop`, `SubagentStop`: `on_text(last_assistant_message)`; `decision: block` with the reason,
   except when `stop_hook_active` (the model is already continuing because of a stop hook).
 - `SessionEnd`: the session's stored state is forgotten.
+
+A session bound to an execution (`binding`) also gets, on top of the rules: its current request
+as context at `SessionStart` and `UserPromptSubmit`, a `deny` for a call outside the open step's
+`tools` policy at `PreToolUse`, its calls recorded as evidence at `PostToolUse` and
+`PostToolUseFailure`, and a refused `Stop` while the execution runs.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+from tether.guard.binding import Binder, project_dir
 from tether.guard.engine import Decision, Guard
 from tether.guard.session_store import SessionStore
 
@@ -120,10 +126,23 @@ def _tool_output(event: str, decision: Decision) -> dict[str, Any] | None:
     return _context(event, decision.text)
 
 
-def handle(payload: dict[str, Any], guard: Guard, store: SessionStore) -> dict[str, Any] | None:
-    """The hook output for one payload, or None when there is nothing to say."""
+def _joined(*parts: str | None) -> str:
+    return "\n\n".join(p for p in parts if p)
+
+
+def handle(
+    payload: dict[str, Any],
+    guard: Guard,
+    store: SessionStore,
+    binder: Binder | None = None,
+) -> dict[str, Any] | None:
+    """The hook output for one payload, or None when there is nothing to say. `binder` holds
+    the workflow binding (made from the guard's `workflow` settings when not given)."""
     event = payload.get("hook_event_name", "")
     session_id = str(payload.get("session_id") or "default")
+    if binder is None:
+        binder = Binder(guard.plan["workflow"], store.root)
+    project = project_dir(payload)
     if event == "SessionStart":
         prompt = guard.system_prompt()
         return _context(event, prompt) if prompt else None
@@ -164,6 +183,10 @@ def handle(payload: dict[str, Any], guard: Guard, store: SessionStore) -> dict[s
             transcript = payload.get("agent_transcript_path") or payload.get("transcript_path")
             text = last_assistant_text(str(transcript)) if transcript else ""
         decision = session.on_text(text)
-        if decision.firings and not payload.get("stop_hook_active"):
-            return {"decision": "block", "reason": decision.text}
-        return None
+    rules = decision.text if decision.firings and not payload.get("stop_hook_active") else None
+    held = binder.stop(session_id, project) if event == "Stop" else None
+    if held is not None and held.get("decision") == "block":
+        return {**held, "reason": _joined(held["reason"], rules)}
+    if rules:
+        return {**(held or {}), "decision": "block", "reason": rules}
+    return held

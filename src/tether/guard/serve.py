@@ -3,8 +3,9 @@
 Owns: the HTTP surface: `POST /hook` takes a hook payload as the request body and answers with
 the same JSON a command hook prints (`{}` when there is nothing to say); `GET /health` answers
 `{"status": "ok"}`. Sessions are kept in the same on-disk store as command hooks, under the same
-lock, so command and http hooks can be mixed and several servers can share a state folder. It
-does not decide anything itself (hooks.handle does).
+lock, so command and http hooks can be mixed and several servers can share a state folder; one
+workflow binder (and its runtime, which caches trees) serves every request. It does not decide
+anything itself (hooks.handle does).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tether.guard.binding import Binder
 from tether.guard.engine import Guard
 from tether.guard.hooks import handle
 from tether.guard.session_store import SessionStore
@@ -53,7 +55,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(400, {"error": {"code": "invalid_json", "message": "expected an object"}})
             return
         try:
-            out = handle(payload, self.server.guard, self.server.store)
+            out = handle(payload, self.server.guard, self.server.store, self.server.binder)
         except Exception as exc:  # answer, so that Claude Code reports a non-blocking error
             self._send(500, {"error": {"code": "internal", "message": f"{exc}"}})
             return
@@ -70,6 +72,7 @@ class GuardServer(ThreadingHTTPServer):
         super().__init__((host, port), _Handler)
         self.guard = guard
         self.store = SessionStore(state_dir)
+        self.binder = Binder(guard.plan["workflow"], state_dir)
 
 
 def serve(guard: Guard, state_dir: str, host: str, port: int) -> int:

@@ -1,0 +1,304 @@
+"""Binding an agent session to an execution: the hooks hold the agent to its workflow.
+
+Owns: which execution a session is bound to (the `workflow` section's `trace`, or the execution
+the session itself started or resumed through Tether, `bind: auto`), kept per `session_id` in
+the guard's state folder (`bindings/<session>.json`, beside `sessions/`, so that it outlives
+`SessionEnd` for a resumed session); and what a bound session gets at each hook event:
+
+- `Stop`: refused (`{"decision": "block", "reason"}`) while the execution runs and its open
+  step does not wait on a person, through the runtime's `stop` verb, which records every
+  refusal and the stop let through after `max_stop_blocks` refusals in a row (a `stop` entry);
+  `stop: warn` only tells the user (`systemMessage`; Claude Code's Stop output has no context
+  field), `off` does nothing.
+- `SessionStart`, `UserPromptSubmit`: the current request as context (under 1,000 characters).
+- `PreToolUse`: the `tools` policy of each open step (`steptools`); a call no open step allows
+  is denied with the reason.
+- `PostToolUse`, `PostToolUseFailure`: auto-binding, then evidence: every call but Tether's own
+  is recorded through the `record_tool` verb (a `tool` entry).
+
+Every read and write of the execution goes through the verb layer (`tether.verbs.Runtime`),
+which is imported only for a bound session, so an unbound hook stays as fast as before. Payload
+shapes are Claude Code's (https://code.claude.com/docs/en/hooks). It does not decide rules
+(`engine`), speak the hook protocol (`hooks`) or match policies (`steptools`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from tether.errors import TetherError
+from tether.guard.session_store import safe_name
+from tether.guard.steptools import simple_commands, tether_args
+
+if TYPE_CHECKING:
+    from tether.verbs import Runtime
+
+# Request types that wait on a person, during which the agent may stop (the human-steps issue).
+PERSON_STEPS = frozenset({"human"})
+CONTEXT_LIMIT = 1000
+_TEXT_KEYS = ("instruction", "expression", "prompt")
+
+
+class Binding(NamedTuple):
+    """A session's execution: its URI and how it was bound (`config`, `mcp`, `shell`)."""
+
+    trace: str
+    via: str
+
+
+def project_dir(payload: dict[str, Any]) -> str:
+    """The project: `$CLAUDE_PROJECT_DIR`, else the payload's `cwd`, else the current folder."""
+    cwd = payload.get("cwd")
+    return os.environ.get("CLAUDE_PROJECT_DIR") or (cwd if isinstance(cwd, str) else os.getcwd())
+
+
+def resolve(trace: str, project: str) -> str:
+    """A URI as given (`postgresql://…`, `file://…`), or a path made absolute against
+    `project`, as the file store spells it (`file:///abs/path`)."""
+    if "://" in trace or trace.startswith("file:"):
+        return trace
+    return "file://" + os.path.normpath(os.path.join(project, os.path.expanduser(trace)))
+
+
+def first_line(request: dict[str, Any]) -> str:
+    for key in _TEXT_KEYS:
+        text = request.get(key)
+        if isinstance(text, str) and text.strip():
+            return text.strip().splitlines()[0]
+    return ""
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _failed(response: Any) -> bool:
+    """Whether a tool response reports an error or a non-zero exit code."""
+    if not isinstance(response, dict):
+        return False
+    if response.get("is_error") or response.get("isError") or response.get("error"):
+        return True
+    if response.get("success") is False or response.get("interrupted") is True:
+        return True
+    for key in ("exit_code", "exitCode", "returncode", "returnCode"):
+        code = response.get(key)
+        if isinstance(code, int) and not isinstance(code, bool) and code != 0:
+            return True
+    return False
+
+
+def _result_uri(response: Any) -> str | None:
+    """The `uri` a start or resume answered with, however the harness wrapped the result: the
+    object itself, MCP structured content, text blocks, or a shell tool's stdout."""
+    if isinstance(response, str):
+        try:
+            return _result_uri(json.loads(response))
+        except ValueError:
+            return None
+    if isinstance(response, list):
+        for block in response:
+            found = _result_uri(block.get("text") if isinstance(block, dict) else None)
+            if found:
+                return found
+        return None
+    if not isinstance(response, dict):
+        return None
+    uri = response.get("uri")
+    if isinstance(uri, str) and uri:
+        return uri
+    for key in ("structuredContent", "structured_content", "content", "stdout"):
+        if key in response:
+            found = _result_uri(response[key])
+            if found:
+                return found
+    return None
+
+
+def started(tool: str, params: dict[str, Any], response: Any, project: str) -> Binding | None:
+    """The execution a successful call started or resumed through Tether, if it did: an MCP
+    tool named `…start_execution` / `…resume_execution` on any server, or a shell line running
+    `tether start TREE TRACE` / `tether resume TRACE`. The URI is the one the call answered
+    with, else its argument resolved against the project."""
+    if tool.startswith("mcp__"):
+        name = tool.rsplit("__", 1)[-1]
+        if name not in ("start_execution", "resume_execution"):
+            return None
+        given = params.get("trace_output")
+        via = "mcp"
+    else:
+        command = params.get("command")
+        if not isinstance(command, str) or "tether" not in command:
+            return None
+        given = None
+        for words in simple_commands(command) or []:
+            found = _shell_trace(words)
+            if found is not None:
+                given = found
+        if given is None:
+            return None
+        via = "shell"
+    uri = _result_uri(response) or (resolve(given, project) if isinstance(given, str) else None)
+    if uri is None or uri.startswith("memory:"):  # a memory execution lives in another process
+        return None
+    return Binding(uri, via)
+
+
+def _shell_trace(words: list[str]) -> str | None:
+    from tether.cli.args import parse
+    from tether.cli.main import COMMANDS
+
+    args = tether_args(words)
+    if not args or args[0] not in ("start", "resume"):
+        return None
+    try:
+        parsed = parse(COMMANDS[args[0]], args[1:])
+    except TetherError:
+        return None
+    return parsed.args.get("TRACE")
+
+
+class Binder:
+    """The `workflow` settings of one configuration, the bindings kept under `root`, and the
+    runtime that reads and records bound executions (made on first use, kept warm by `serve`)."""
+
+    def __init__(self, settings: dict[str, Any], root: str) -> None:
+        self.settings = settings
+        self.folder = os.path.join(root, "bindings")
+        self._runtime: Runtime | None = None
+
+    @property
+    def runtime(self) -> Runtime:
+        if self._runtime is None:
+            from tether.verbs import Runtime
+
+            self._runtime = Runtime()
+        return self._runtime
+
+    # -- the binding ---------------------------------------------------------------------------
+
+    def path(self, session_id: str) -> str:
+        return os.path.join(self.folder, safe_name(session_id) + ".json")
+
+    def bound(self, session_id: str, project: str) -> Binding | None:
+        """The session's own binding, else the configured `trace`, else None."""
+        try:
+            with open(self.path(session_id), encoding="utf-8") as handle:
+                data = json.loads(handle.read())
+            return Binding(str(data["trace"]), str(data["via"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        trace = self.settings["trace"]
+        return Binding(resolve(trace, project), "config") if trace else None
+
+    def bind(self, session_id: str, binding: Binding) -> None:
+        os.makedirs(self.folder, exist_ok=True)
+        path = self.path(session_id)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        data = {"session": session_id, "trace": binding.trace, "via": binding.via}
+        with open(tmp, "w", encoding="utf-8") as out:
+            out.write(json.dumps(data))
+        os.replace(tmp, path)
+
+    def sessions(self) -> list[dict[str, Any]]:
+        """Every session bound by its own start or resume, as stored."""
+        out = []
+        try:
+            names = sorted(os.listdir(self.folder))
+        except FileNotFoundError:
+            return []
+        for name in names:
+            if not name.endswith(".json"):
+                continue
+            try:
+                with open(os.path.join(self.folder, name), encoding="utf-8") as handle:
+                    out.append(json.loads(handle.read()))
+            except (OSError, ValueError):
+                continue
+        return out
+
+    def _read(self, read: Any, *args: Any, **kw: Any) -> Any:
+        """A verb's answer, or None when the bound execution is gone or finished."""
+        try:
+            return read(*args, **kw)
+        except TetherError as exc:
+            if exc.code in ("not_found", "execution_finished"):
+                return None
+            raise
+
+    # -- what a bound session gets -------------------------------------------------------------
+
+    def context(self, session_id: str, project: str) -> str | None:
+        """The current request, for `SessionStart` and `UserPromptSubmit`."""
+        binding = self.bound(session_id, project) if self.settings["context"] else None
+        if binding is None:
+            return None
+        current = self._read(self.runtime.next, binding.trace)
+        if current is None:
+            return None
+        head = f"[Tether] This session is bound to the execution {binding.trace}."
+        if "status" in current:
+            text = f"{head} It is {'done' if current['status'] == 'done' else 'failed'}."
+            return _cut(text, CONTEXT_LIMIT)
+        lines = [
+            head,
+            f"Current request: {current['type']} {current['name']!r} (step {current['step']}).",
+            _cut(first_line(current), 400),
+            "Answer it through Tether (MCP eval/submit or the tether command, with the step "
+            "token) before you stop; the hooks refuse a stop while it is open.",
+        ]
+        return _cut("\n".join(line for line in lines if line), CONTEXT_LIMIT)
+
+    def stop(self, session_id: str, project: str) -> dict[str, Any] | None:
+        """Claude Code's output for a `Stop` of a bound session (None: let it stop quietly)."""
+        mode = self.settings["stop"]
+        binding = self.bound(session_id, project) if mode != "off" else None
+        if binding is None:
+            return None
+        current = self._read(self.runtime.next, binding.trace)
+        if current is None or "status" in current or current.get("type") in PERSON_STEPS:
+            return None
+        if mode == "warn":
+            return {"systemMessage": _open_step(binding.trace, current)}
+        answer = self._read(
+            self.runtime.stop, binding.trace, cap=int(self.settings["max_stop_blocks"])
+        )
+        if answer is None:
+            return None
+        if answer["status"] == "allowed":
+            return {
+                "systemMessage": f"[Tether] Stop let through after {answer['cap']} refusals in a "
+                f"row; {_open_step(binding.trace, current)}"
+            }
+        return {
+            "decision": "block",
+            "reason": f"{_open_step(binding.trace, current)} {_how(binding.trace, current)} "
+            f"(Stop refused {answer['blocks']} of {answer['cap']} times in a row.)",
+        }
+
+
+def _open_step(trace: str, current: dict[str, Any]) -> str:
+    text = _cut(first_line(current), 200)
+    return (
+        f"[Tether] The execution {trace} is still running; its open step is the "
+        f"{current['type']} {current['name']!r}" + (f": {text}" if text else ".")
+    )
+
+
+def _how(trace: str, current: dict[str, Any]) -> str:
+    token = current["step"]
+    if current.get("path") is None:
+        return (
+            f"Accept the protocol first: submit success for step {token} (MCP submit, or "
+            f"`tether submit {trace} success --step {token}`), then work through the steps."
+        )
+    if current["type"] == "evaluate":
+        return (
+            f"Judge it and answer with eval true or false for step {token} (MCP eval, or "
+            f"`tether eval {trace} true --step {token}`)."
+        )
+    return (
+        f"Do the work, then answer with submit success (or failure) for step {token} (MCP "
+        f"submit, or `tether submit {trace} success --step {token}`)."
+    )

@@ -1,0 +1,152 @@
+"""A Claude Code session bound to an execution: real hook payloads through `tether guard hook`
+(a fresh process per event) and `serve`, asserting Claude Code's output and the trace."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from guard import hookkit as hk
+from tether.verbs import Runtime
+
+TREE = """\
+name: feature
+version: 1
+tree:
+  type: sequence
+  name: Feature
+  children:
+    - type: action
+      name: Implement
+      steps:
+        - instruct: |-
+            Write the code for the feature.
+            Keep it small.
+    - type: action
+      name: Test
+      steps:
+        - instruct: Run the test suite and fix what fails.
+"""
+
+
+def write_config(project: Path, workflow: str) -> None:
+    (project / ".tether").mkdir(exist_ok=True)
+    (project / ".tether" / "guard.yaml").write_text(workflow)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "feature.yaml").write_text(TREE)
+    (tmp_path / "runs").mkdir()
+    write_config(tmp_path, "workflow:\n  trace: runs/feature.json\n")
+    return tmp_path
+
+
+@pytest.fixture
+def run(project: Path) -> str:
+    """The configured execution, started and past its protocol gate: `Implement` is open."""
+    rt = Runtime()
+    uri = rt.start(str(project / "feature.yaml"), str(project / "runs" / "feature.json"))["uri"]
+    rt.submit(uri, "success")
+    return str(uri)
+
+
+def entries(uri: str, kind: str) -> list[dict[str, Any]]:
+    return [e for e in Runtime().trace(uri) if e["kind"] == kind]
+
+
+def verified(uri: str) -> None:
+    report = Runtime().verify(uri)
+    assert report["ok"], report["differences"]
+
+
+# -- Stop ---------------------------------------------------------------------------------------
+
+
+def test_stop_is_refused_then_let_through_after_the_cap(project: Path, run: str) -> None:
+    outputs = [hk.hook_json(project, hk.stop(project, active=n > 0)) for n in range(4)]
+    for n, out in enumerate(outputs[:3], 1):
+        assert out is not None and out["decision"] == "block"
+        reason = out["reason"]
+        assert "instruct 'Implement': Write the code for the feature." in reason
+        assert "Keep it small" not in reason  # the first line of the text only
+        assert "submit success" in reason and run in reason
+        assert f"refused {n} of 3 times" in reason
+    assert outputs[3] is not None and "decision" not in outputs[3]
+    assert "let through after 3 refusals" in outputs[3]["systemMessage"]
+    stops = entries(run, "stop")
+    assert [e["outcome"] for e in stops] == ["refused"] * 3 + ["allowed"]
+    assert all(e["name"] == "Implement" and e["cap"] == 3 for e in stops)
+    # the count starts again after a stop is let through
+    again = hk.hook_json(project, hk.stop(project))
+    assert again is not None and "refused 1 of 3 times" in again["reason"]
+    verified(run)
+
+
+def test_an_answer_starts_the_count_again(project: Path, run: str) -> None:
+    write_config(project, "workflow:\n  trace: runs/feature.json\n  max_stop_blocks: 2\n")
+    first = hk.hook_json(project, hk.stop(project))
+    assert first is not None and "refused 1 of 2" in first["reason"]
+    Runtime().submit(run, "success")
+    out = hk.hook_json(project, hk.stop(project, active=True))
+    assert out is not None and out["decision"] == "block"
+    assert "instruct 'Test'" in out["reason"] and "refused 1 of 2" in out["reason"]
+    verified(run)
+
+
+def test_stop_is_allowed_once_the_execution_is_done(project: Path, run: str) -> None:
+    rt = Runtime()
+    rt.submit(run, "success")
+    rt.submit(run, "success")
+    assert rt.next(run) == {"status": "done"}
+    assert hk.hook_json(project, hk.stop(project)) is None
+    assert entries(run, "stop") == []
+
+
+def test_stop_is_allowed_once_the_execution_failed(project: Path, run: str) -> None:
+    Runtime().submit(run, "failure")
+    assert hk.hook_json(project, hk.stop(project)) is None
+
+
+def test_stop_warn_only_tells_and_off_does_nothing(project: Path, run: str) -> None:
+    write_config(project, "workflow:\n  trace: runs/feature.json\n  stop: warn\n")
+    out = hk.hook_json(project, hk.stop(project))
+    assert out is not None and "decision" not in out
+    assert "still running" in out["systemMessage"] and "'Implement'" in out["systemMessage"]
+    write_config(project, "workflow:\n  trace: runs/feature.json\n  stop: off\n")
+    assert hk.hook_json(project, hk.stop(project)) is None
+    assert entries(run, "stop") == []
+
+
+def test_an_unbound_session_stops_freely(project: Path, run: str) -> None:
+    write_config(project, "workflow:\n  bind: auto\n")
+    assert hk.hook_json(project, hk.stop(project)) is None
+    assert entries(run, "stop") == []
+
+
+def test_a_bound_execution_that_does_not_exist_binds_nothing(project: Path) -> None:
+    assert hk.hook_json(project, hk.stop(project)) is None
+    assert not (project / "runs" / "feature.json").exists()
+
+
+def test_the_workflow_section_is_strict(project: Path) -> None:
+    write_config(project, "workflow:\n  trace: runs/feature.json\n  stopp: block\n")
+    done = hk.hook(project, hk.stop(project))
+    assert done.returncode == 1  # never 2, which Claude Code reads as "block"
+    error = json.loads(done.stderr)["error"]
+    assert error["code"] == "invalid_value"
+    assert error["line"] == 3 and error["path"] == "workflow.stopp"
+    write_config(project, "security:\n  behavior:\n    workflow:\n      max_stop_blocks: 0\n")
+    error = json.loads(hk.hook(project, hk.stop(project)).stderr)["error"]
+    assert error["path"] == "security.behavior.workflow.max_stop_blocks"
+
+
+def test_serve_refuses_a_stop_like_the_hook(project: Path, run: str) -> None:
+    with hk.serving(project) as url:
+        outs = [hk.send(url, hk.stop(project, active=True)) for _ in range(4)]
+    assert [(o or {}).get("decision") for o in outs] == ["block"] * 3 + [None]
+    assert [e["outcome"] for e in entries(run, "stop")] == ["refused"] * 3 + ["allowed"]
+    verified(run)
