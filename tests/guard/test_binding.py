@@ -150,3 +150,55 @@ def test_serve_refuses_a_stop_like_the_hook(project: Path, run: str) -> None:
     assert [(o or {}).get("decision") for o in outs] == ["block"] * 3 + [None]
     assert [e["outcome"] for e in entries(run, "stop")] == ["refused"] * 3 + ["allowed"]
     verified(run)
+
+
+# -- context ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("source", ["startup", "resume", "compact"])
+def test_session_start_tells_the_agent_its_current_request(
+    project: Path, run: str, source: str
+) -> None:
+    out = hk.hook_json(project, hk.session_start(project, source))
+    assert out is not None
+    specific = out["hookSpecificOutput"]
+    assert specific["hookEventName"] == "SessionStart"
+    context = specific["additionalContext"]
+    step = Runtime().next(run)["step"]
+    for part in (run, "instruct 'Implement'", f"step {step}", "Write the code for the feature."):
+        assert part in context
+    assert len(context) < 1000
+
+
+def test_each_prompt_tells_the_agent_its_current_request(project: Path, run: str) -> None:
+    Runtime().submit(run, "success")
+    out = hk.hook_json(project, hk.prompt(project, "carry on"))
+    assert out is not None
+    context = out["hookSpecificOutput"]["additionalContext"]
+    assert "instruct 'Test'" in context and "Run the test suite" in context
+    assert out["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+
+
+def test_context_is_short_whatever_the_step_text(project: Path) -> None:
+    long_tree = TREE.replace("Run the test suite and fix what fails.", "x" * 5000)
+    (project / "feature.yaml").write_text(long_tree)
+    rt = Runtime()
+    uri = rt.start(str(project / "feature.yaml"), str(project / "runs" / "feature.json"))["uri"]
+    rt.submit(uri, "success")
+    rt.submit(uri, "success")
+    out = hk.hook_json(project, hk.prompt(project, "go"))
+    assert out is not None and len(out["hookSpecificOutput"]["additionalContext"]) < 1000
+
+
+def test_context_says_when_the_execution_is_done(project: Path, run: str) -> None:
+    rt = Runtime()
+    rt.submit(run, "success")
+    rt.submit(run, "success")
+    out = hk.hook_json(project, hk.prompt(project, "anything else?"))
+    assert out is not None and "is done" in out["hookSpecificOutput"]["additionalContext"]
+
+
+def test_context_off_adds_nothing(project: Path, run: str) -> None:
+    write_config(project, "workflow:\n  trace: runs/feature.json\n  context: false\n")
+    assert hk.hook_json(project, hk.session_start(project)) is None
+    assert hk.hook_json(project, hk.prompt(project, "go")) is None

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tether.errors import TetherError
 from tether.guard.session_store import safe_name
-from tether.guard.steptools import simple_commands, tether_args
+from tether.guard.steptools import is_own_tool, refusal, simple_commands, tether_args
 
 if TYPE_CHECKING:
     from tether.verbs import Runtime
@@ -74,7 +74,7 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _failed(response: Any) -> bool:
+def failed(response: Any) -> bool:
     """Whether a tool response reports an error or a non-zero exit code."""
     if not isinstance(response, dict):
         return False
@@ -249,6 +249,57 @@ class Binder:
             "token) before you stop; the hooks refuse a stop while it is open.",
         ]
         return _cut("\n".join(line for line in lines if line), CONTEXT_LIMIT)
+
+    def pre_tool(
+        self, session_id: str, project: str, tool: str, params: dict[str, Any]
+    ) -> str | None:
+        """Why a call may not run while the open steps are open (None: it may). A call runs
+        when Tether's own, or when any open step has no policy or a policy that allows it."""
+        binding = self.bound(session_id, project)
+        if binding is None or is_own_tool(tool, params):
+            return None
+        view = self._read(self.runtime.open_policies, binding.trace)
+        if view is None or view["status"] != "running":
+            return None
+        refusals = []
+        for request in view["open"]:
+            policy = request["policy"]
+            why = None if policy is None else refusal(policy, tool, params, project)
+            if why is None:
+                return None
+            refusals.append((request, policy, why))
+        request, policy, why = refusals[0]
+        allowed = ", ".join(policy.get("allow", [])) or "every tool"
+        denied = f" and denies {', '.join(policy['deny'])}" if policy.get("deny") else ""
+        return (
+            f"[Tether] {tool} may not run while the {request['type']} {request['name']!r} is "
+            f"open ({why}): the tools policy of {policy['node']!r} allows {allowed}{denied}. "
+            f"Use an allowed tool, or finish the step and answer it through Tether first "
+            f"(step {request['step']} of {binding.trace})."
+        )
+
+    def post_tool(
+        self,
+        session_id: str,
+        project: str,
+        tool: str,
+        params: dict[str, Any],
+        response: Any,
+        *,
+        ok: bool,
+    ) -> None:
+        """Bind the session to an execution it started or resumed (`bind: auto`), else record
+        the call as evidence in the bound execution (`evidence`), unless it is Tether's own."""
+        if ok and self.settings["bind"] == "auto":
+            found = started(tool, params, response, project)
+            if found is not None:
+                self.bind(session_id, found)
+                return
+        if not self.settings["evidence"] or is_own_tool(tool, params):
+            return
+        binding = self.bound(session_id, project)
+        if binding is not None:
+            self._read(self.runtime.record_tool, binding.trace, tool, params, ok=ok)
 
     def stop(self, session_id: str, project: str) -> dict[str, Any] | None:
         """Claude Code's output for a `Stop` of a bound session (None: let it stop quietly)."""
