@@ -26,9 +26,15 @@ tree:
             Write the code for the feature.
             Keep it small.
     - type: action
+      name: Review
+      tools: {allow: [Read, Grep, Glob, "Bash(git diff*)"], deny: [Edit, Write]}
+      steps:
+        - instruct: Review the diff.
+    - type: action
       name: Test
       steps:
         - instruct: Run the test suite and fix what fails.
+        - check: TOOLS.exists(t, t.tool == "Bash" && t.input.command.contains("pytest") && t.ok)
 """
 
 
@@ -52,6 +58,16 @@ def run(project: Path) -> str:
     uri = rt.start(str(project / "feature.yaml"), str(project / "runs" / "feature.json"))["uri"]
     rt.submit(uri, "success")
     return str(uri)
+
+
+def finish(uri: str) -> None:
+    """Answer every step, with the evidence the last one checks for."""
+    rt = Runtime()
+    rt.submit(uri, "success")
+    rt.submit(uri, "success")
+    rt.record_tool(uri, "Bash", {"command": "pytest -q"}, ok=True)
+    rt.submit(uri, "success")
+    assert rt.next(uri) == {"status": "done"}
 
 
 def entries(uri: str, kind: str) -> list[dict[str, Any]]:
@@ -93,15 +109,12 @@ def test_an_answer_starts_the_count_again(project: Path, run: str) -> None:
     Runtime().submit(run, "success")
     out = hk.hook_json(project, hk.stop(project, active=True))
     assert out is not None and out["decision"] == "block"
-    assert "instruct 'Test'" in out["reason"] and "refused 1 of 2" in out["reason"]
+    assert "instruct 'Review'" in out["reason"] and "refused 1 of 2" in out["reason"]
     verified(run)
 
 
 def test_stop_is_allowed_once_the_execution_is_done(project: Path, run: str) -> None:
-    rt = Runtime()
-    rt.submit(run, "success")
-    rt.submit(run, "success")
-    assert rt.next(run) == {"status": "done"}
+    finish(run)
     assert hk.hook_json(project, hk.stop(project)) is None
     assert entries(run, "stop") == []
 
@@ -175,7 +188,7 @@ def test_each_prompt_tells_the_agent_its_current_request(project: Path, run: str
     out = hk.hook_json(project, hk.prompt(project, "carry on"))
     assert out is not None
     context = out["hookSpecificOutput"]["additionalContext"]
-    assert "instruct 'Test'" in context and "Run the test suite" in context
+    assert "instruct 'Review'" in context and "Review the diff." in context
     assert out["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
 
 
@@ -184,16 +197,14 @@ def test_context_is_short_whatever_the_step_text(project: Path) -> None:
     (project / "feature.yaml").write_text(long_tree)
     rt = Runtime()
     uri = rt.start(str(project / "feature.yaml"), str(project / "runs" / "feature.json"))["uri"]
-    rt.submit(uri, "success")
-    rt.submit(uri, "success")
+    for _ in range(3):
+        rt.submit(uri, "success")
     out = hk.hook_json(project, hk.prompt(project, "go"))
     assert out is not None and len(out["hookSpecificOutput"]["additionalContext"]) < 1000
 
 
 def test_context_says_when_the_execution_is_done(project: Path, run: str) -> None:
-    rt = Runtime()
-    rt.submit(run, "success")
-    rt.submit(run, "success")
+    finish(run)
     out = hk.hook_json(project, hk.prompt(project, "anything else?"))
     assert out is not None and "is done" in out["hookSpecificOutput"]["additionalContext"]
 
@@ -202,3 +213,79 @@ def test_context_off_adds_nothing(project: Path, run: str) -> None:
     write_config(project, "workflow:\n  trace: runs/feature.json\n  context: false\n")
     assert hk.hook_json(project, hk.session_start(project)) is None
     assert hk.hook_json(project, hk.prompt(project, "go")) is None
+
+
+# -- tool policy --------------------------------------------------------------------------------
+
+
+def at_review(uri: str) -> str:
+    Runtime().submit(uri, "success")
+    request = Runtime().next(uri)
+    assert request["name"] == "Review"
+    return str(request["step"])
+
+
+def decision(out: dict[str, Any] | None) -> str | None:
+    return None if out is None else out["hookSpecificOutput"].get("permissionDecision")
+
+
+def test_a_call_outside_the_step_policy_is_denied(project: Path, run: str) -> None:
+    step = at_review(run)
+    edit = {"file_path": str(project / "app.py"), "old_string": "a", "new_string": "b"}
+    out = hk.hook_json(project, hk.pre(project, "Edit", edit))
+    assert decision(out) == "deny"
+    assert out is not None
+    reason = out["hookSpecificOutput"]["permissionDecisionReason"]
+    assert "Edit may not run while the instruct 'Review' is open" in reason
+    assert "allows Read, Grep, Glob, Bash(git diff*) and denies Edit, Write" in reason
+    assert step in reason
+    shell = hk.pre(project, "Bash", {"command": "git diff HEAD && rm -rf src"})
+    assert decision(hk.hook_json(project, shell)) == "deny"
+
+
+def test_a_call_the_step_policy_allows_runs(project: Path, run: str) -> None:
+    at_review(run)
+    for tool, params in [
+        ("Read", {"file_path": str(project / "app.py")}),
+        ("Bash", {"command": "git diff HEAD~1 -- src"}),
+        ("mcp__tether__submit", {"trace_output": run, "status": "success"}),
+        ("Bash", {"command": f"tether next {run} && tether submit {run} success"}),
+    ]:
+        assert hk.hook_json(project, hk.pre(project, tool, params)) is None, tool
+
+
+def test_a_person_only_command_is_not_tethers_own(project: Path, run: str) -> None:
+    at_review(run)
+    out = hk.hook_json(project, hk.pre(project, "Bash", {"command": f"tether approve {run}"}))
+    assert decision(out) == "deny"
+
+
+def test_a_step_without_a_policy_allows_every_tool(project: Path, run: str) -> None:
+    edit = {"file_path": str(project / "app.py"), "old_string": "a", "new_string": "b"}
+    assert hk.hook_json(project, hk.pre(project, "Edit", edit)) is None
+
+
+def test_a_sub_agent_is_held_to_the_policy_too(project: Path, run: str) -> None:
+    at_review(run)
+    payload = hk.pre(project, "Write", {"file_path": str(project / "x.py"), "content": "x"})
+    payload.update(agent_id="agent-7", agent_type="general-purpose")
+    assert decision(hk.hook_json(project, payload)) == "deny"
+
+
+def test_serve_denies_and_allows_like_the_hook(project: Path, run: str) -> None:
+    at_review(run)
+    with hk.serving(project) as url:
+        denied = hk.send(url, hk.pre(project, "Write", {"file_path": "x.py", "content": ""}))
+        allowed = hk.send(url, hk.pre(project, "Grep", {"pattern": "def ", "path": "src"}))
+    assert decision(denied) == "deny" and allowed is None
+
+
+def test_the_policy_and_the_rules_both_speak(project: Path, run: str) -> None:
+    write_config(project, "profile: dev\nworkflow:\n  trace: runs/feature.json\n")
+    at_review(run)
+    out = hk.hook_json(project, hk.pre(project, "Bash", {"command": "git push --force"}))
+    assert decision(out) == "deny"
+    assert out is not None
+    reason = out["hookSpecificOutput"]["permissionDecisionReason"]
+    assert reason.startswith("[Tether] Bash may not run")
+    assert "[BEHAVIOR BLOCKED] confirm_destructive" in reason

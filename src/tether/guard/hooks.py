@@ -176,11 +176,11 @@ def handle(
         elif event == "PostToolUseFailure":
             decision = session.post_tool(tool, params, error=payload.get("error") or "failed")
         else:
-            text = payload.get("last_assistant_message")
-            if not isinstance(text, str):
+            said = payload.get("last_assistant_message")
+            if not isinstance(said, str):
                 transcript = payload.get("agent_transcript_path") or payload.get("transcript_path")
-                text = last_assistant_text(str(transcript)) if transcript else ""
-            decision = session.on_text(text)
+                said = last_assistant_text(str(transcript)) if transcript else ""
+            decision = session.on_text(said)
     # The binding reads and writes the execution after the session's lock is released.
     if event == "UserPromptSubmit":
         text = _joined(decision.directive, binder.context(session_id, project))
