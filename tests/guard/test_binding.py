@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -289,3 +291,114 @@ def test_the_policy_and_the_rules_both_speak(project: Path, run: str) -> None:
     reason = out["hookSpecificOutput"]["permissionDecisionReason"]
     assert reason.startswith("[Tether] Bash may not run")
     assert "[BEHAVIOR BLOCKED] confirm_destructive" in reason
+
+
+# -- evidence -----------------------------------------------------------------------------------
+
+
+def test_tool_calls_are_recorded_under_the_open_step_and_verify(project: Path, run: str) -> None:
+    step = Runtime().next(run)["step"]
+    app = str(project / "app.py")
+    hk.hook_json(project, hk.post(project, "Read", {"file_path": app}, {"type": "text"}))
+    hk.hook_json(project, hk.failure(project, "Bash", {"command": "make"}, "Exit code 2"))
+    hk.hook_json(
+        project,
+        hk.post(project, "mcp__db__query", {"sql": "select 1"}, {"isError": True, "content": []}),
+    )
+    hk.hook_json(
+        project, hk.post(project, "Bash", {"command": "false"}, {"stdout": "", "exit_code": 1})
+    )
+    tools = entries(run, "tool")
+    assert [(e["tool"], e["ok"]) for e in tools] == [
+        ("Read", True),
+        ("Bash", False),
+        ("mcp__db__query", False),
+        ("Bash", False),
+    ]
+    assert tools[0]["input"] == {"file_path": app}
+    assert all(e["step"] == step and e["name"] == "Implement" for e in tools)
+    verified(run)
+
+
+def test_each_string_of_the_input_is_cut_and_marked(project: Path, run: str) -> None:
+    content = "x" * 4000
+    write = {"file_path": str(project / "big.py"), "content": content}
+    hk.hook_json(project, hk.post(project, "Write", write, {"type": "create"}))
+    (entry,) = entries(run, "tool")
+    kept = entry["input"]["content"]
+    assert kept.startswith("x" * 1000) and kept.endswith("…[cut 3000 characters]")
+    assert entry["input"]["file_path"] == write["file_path"]
+    verified(run)
+
+
+def test_tethers_own_calls_are_not_evidence(project: Path, run: str) -> None:
+    own = [
+        ("mcp__tether__next_step", {"trace_output": run}),
+        ("Bash", {"command": f"tether next {run}"}),
+    ]
+    for tool, params in own:
+        hk.hook_json(project, hk.post(project, tool, params, {"stdout": "{}"}))
+    assert entries(run, "tool") == []
+
+
+def test_evidence_off_records_nothing(project: Path, run: str) -> None:
+    write_config(project, "workflow:\n  trace: runs/feature.json\n  evidence: false\n")
+    hk.hook_json(project, hk.post(project, "Read", {"file_path": "a"}, {}))
+    assert entries(run, "tool") == []
+
+
+def at_test(uri: str) -> None:
+    rt = Runtime()
+    rt.submit(uri, "success")
+    rt.submit(uri, "success")
+    assert rt.next(uri)["name"] == "Test"
+
+
+def submit_through_the_agent(project: Path, uri: str) -> dict[str, Any]:
+    """The agent answers with Tether's CLI, as a Bash call would, then its PostToolUse fires."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tether.cli.main", "submit", uri, "success"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    hook_out = hk.hook_json(
+        project,
+        hk.post(project, "Bash", {"command": f"tether submit {uri} success"}, {"stdout": ""}),
+    )
+    assert hook_out is None
+    return dict(json.loads(done.stdout))
+
+
+def test_an_evidence_check_fails_without_the_test_run(project: Path, run: str) -> None:
+    at_test(run)
+    hk.hook_json(project, hk.post(project, "Bash", {"command": "echo tests pass"}, {}))
+    answer = submit_through_the_agent(project, run)
+    assert answer["status"] == "action_failed"
+    check = entries(run, "check")[-1]
+    assert check["outcome"] == "failed" and check["name"] == "Test"
+    assert Runtime().next(run)["status"] == "failure"
+    verified(run)
+
+
+def test_an_evidence_check_passes_with_the_test_run(project: Path, run: str) -> None:
+    at_test(run)
+    hk.hook_json(project, hk.failure(project, "Bash", {"command": "pytest -q"}, "1 failed"))
+    hk.hook_json(project, hk.post(project, "Edit", {"file_path": "a.py"}, {}))
+    run_tests = hk.post(project, "Bash", {"command": "python -m pytest -q"}, hk.bash_response("ok"))
+    hk.hook_json(project, run_tests)
+    answer = submit_through_the_agent(project, run)
+    assert answer["status"] == "action_complete"
+    assert entries(run, "check")[-1]["outcome"] == "passed"
+    assert Runtime().next(run) == {"status": "done"}
+    assert hk.hook_json(project, hk.stop(project)) is None  # done: the agent may stop
+    verified(run)
+
+
+def test_without_a_binding_an_evidence_check_fails_and_says_why(project: Path) -> None:
+    rt = Runtime()
+    uri = rt.start(str(project / "feature.yaml"), str(project / "runs" / "other.json"))["uri"]
+    for _ in range(4):
+        rt.submit(uri, "success")
+    check = [e for e in rt.trace(uri) if e["kind"] == "check"][-1]
+    assert check["outcome"] == "failed" and "TOOLS is empty" in check["note"]
