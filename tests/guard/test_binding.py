@@ -402,3 +402,114 @@ def test_without_a_binding_an_evidence_check_fails_and_says_why(project: Path) -
         rt.submit(uri, "success")
     check = [e for e in rt.trace(uri) if e["kind"] == "check"][-1]
     assert check["outcome"] == "failed" and "TOOLS is empty" in check["note"]
+
+
+# -- auto-binding -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def unbound(project: Path) -> Path:
+    """The project without a configured `trace`: sessions bind by what they start."""
+    write_config(project, "workflow:\n  bind: auto\n")
+    return project
+
+
+def tether_cli(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tether.cli.main", *args],
+        capture_output=True,
+        text=True,
+        cwd=project,
+        check=False,
+    )
+
+
+def bound_stop(project: Path, session: str = hk.SESSION) -> dict[str, Any] | None:
+    return hk.hook_json(project, hk.stop(project, session=session))
+
+
+def test_an_mcp_start_binds_the_session(unbound: Path) -> None:
+    project = unbound
+    result = Runtime().start(str(project / "feature.yaml"), str(project / "runs" / "mcp.json"))
+    response = [{"type": "text", "text": json.dumps(result)}]
+    args = {"tree_uri": "feature.yaml", "trace_output": "runs/mcp.json"}
+    assert bound_stop(project) is None
+    hk.hook_json(project, hk.post(project, "mcp__tether__start_execution", args, response))
+    out = bound_stop(project)
+    assert out is not None and out["decision"] == "block"
+    assert "Acknowledge_Protocol" in out["reason"] and "Accept the protocol" in out["reason"]
+    assert bound_stop(project, session="another-session") is None  # the binding is per session
+    assert [e["outcome"] for e in entries(result["uri"], "stop")] == ["refused"]
+
+
+def test_an_mcp_resume_on_any_server_binds_by_its_argument(unbound: Path) -> None:
+    project = unbound
+    uri = Runtime().start(str(project / "feature.yaml"), str(project / "runs" / "r.json"))["uri"]
+    post = hk.post(project, "mcp__runtime__resume_execution", {"trace_output": "runs/r.json"}, "")
+    hk.hook_json(project, post)
+    out = bound_stop(project)
+    assert out is not None and uri in out["reason"]
+
+
+def test_a_shell_tether_start_binds_the_session(unbound: Path) -> None:
+    project = unbound
+    command = "cd . && tether start feature.yaml runs/shell.json --var ticket=T-1"
+    done = tether_cli(project, "start", "feature.yaml", "runs/shell.json", "--var", "ticket=T-1")
+    assert done.returncode == 0, done.stderr
+    response = hk.bash_response(done.stdout)
+    hk.hook_json(project, hk.post(project, "Bash", {"command": command}, response))
+    out = bound_stop(project)
+    assert out is not None and "runs/shell.json" in out["reason"]
+    status = json.loads(done.stdout)
+    assert entries(status["uri"], "stop")[0]["outcome"] == "refused"
+
+
+def test_a_shell_tether_resume_binds_even_without_its_output(unbound: Path) -> None:
+    project = unbound
+    Runtime().start(str(project / "feature.yaml"), str(project / "runs" / "old.json"))
+    post = hk.post(project, "Bash", {"command": "tether resume runs/old.json"}, hk.bash_response())
+    hk.hook_json(project, post)
+    out = bound_stop(project)
+    assert out is not None and str(project / "runs" / "old.json") in out["reason"]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo tether start feature.yaml runs/x.json",
+        "grep 'tether resume runs/x.json' notes.txt",
+        "tether next runs/x.json",
+    ],
+)
+def test_a_shell_line_that_only_mentions_tether_binds_nothing(unbound: Path, command: str) -> None:
+    project = unbound
+    Runtime().start(str(project / "feature.yaml"), str(project / "runs" / "x.json"))
+    hk.hook_json(project, hk.post(project, "Bash", {"command": command}, hk.bash_response()))
+    assert bound_stop(project) is None
+
+
+def test_a_failed_start_binds_nothing(unbound: Path) -> None:
+    project = unbound
+    Runtime().start(str(project / "feature.yaml"), str(project / "runs" / "x.json"))
+    hk.hook_json(
+        project,
+        hk.failure(project, "Bash", {"command": "tether start feature.yaml runs/x.json"}, "exit 5"),
+    )
+    assert bound_stop(project) is None
+
+
+def test_bind_off_binds_only_the_configured_trace(unbound: Path) -> None:
+    project = unbound
+    write_config(project, "workflow:\n  bind: off\n")
+    result = Runtime().start(str(project / "feature.yaml"), str(project / "runs" / "m.json"))
+    args = {"tree_uri": "feature.yaml", "trace_output": "runs/m.json"}
+    hk.hook_json(project, hk.post(project, "mcp__tether__start_execution", args, result))
+    assert bound_stop(project) is None
+
+
+def test_the_latest_start_wins_over_the_configured_trace(project: Path, run: str) -> None:
+    other = Runtime().start(str(project / "feature.yaml"), str(project / "runs" / "o.json"))
+    post = hk.post(project, "Bash", {"command": "tether start feature.yaml runs/o.json"}, other)
+    hk.hook_json(project, post)
+    out = bound_stop(project)
+    assert out is not None and other["uri"] in out["reason"]
