@@ -339,13 +339,15 @@ class Runtime:
         return self._answer(trace, core.ToolCall(tool, bounded(input), ok, step))
 
     def open_policies(self, trace: str) -> dict[str, Any]:
-        """The execution's status and each open request with the `tools` policy of the nearest
-        node above it that declares one (`policy: {allow?, deny?, node}` or null)."""
+        """The execution's status, its refused stops in a row (`stop_blocks`), and each open
+        request with the `tools` policy of the nearest node above it that declares one
+        (`policy: {allow?, deny?, node}` or null)."""
         store, uri = self._store(trace)
         state = store.load(uri)
         out: dict[str, Any] = {
             "uri": uri,
             "status": state["status"],
+            "stop_blocks": state.get("stops", 0),
             "current": core.current(state),
         }
         if state["status"] == "running":

@@ -513,3 +513,45 @@ def test_the_latest_start_wins_over_the_configured_trace(project: Path, run: str
     hk.hook_json(project, post)
     out = bound_stop(project)
     assert out is not None and other["uri"] in out["reason"]
+
+
+# -- status -------------------------------------------------------------------------------------
+
+
+def guard_status(project: Path, *args: str) -> dict[str, Any]:
+    state = str(project / ".state")
+    done = subprocess.run(
+        [sys.executable, "-m", "tether.cli.main", "guard", "status", "--state-dir", state, *args],
+        capture_output=True,
+        text=True,
+        cwd=project,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return dict(json.loads(done.stdout))
+
+
+def test_status_shows_each_sessions_binding(unbound: Path) -> None:
+    project = unbound
+    result = Runtime().start(str(project / "feature.yaml"), str(project / "runs" / "s.json"))
+    Runtime().submit(result["uri"], "success")
+    Runtime().submit(result["uri"], "success")
+    args = {"tree_uri": "feature.yaml", "trace_output": "runs/s.json"}
+    hk.hook_json(project, hk.post(project, "mcp__tether__start_execution", args, result))
+    bound_stop(project)
+    shown = guard_status(project, "--session", hk.SESSION)
+    assert shown["bound"] == {"trace": result["uri"], "via": "mcp"}
+    execution = shown["execution"]
+    assert execution["status"] == "running" and execution["stop_blocks"] == 1
+    (review,) = execution["open"]
+    assert review["name"] == "Review" and review["policy"]["node"] == "Review"
+    listing = guard_status(project)
+    assert listing["trace"] is None
+    assert [(s["session"], s["via"]) for s in listing["sessions"]] == [(hk.SESSION, "mcp")]
+    assert guard_status(project, "--session", "nobody") == {"session": "nobody", "bound": None}
+
+
+def test_status_shows_the_configured_trace(project: Path, run: str) -> None:
+    shown = guard_status(project, "--session", "any")
+    assert shown["bound"] == {"trace": run, "via": "config"}
+    assert guard_status(project)["trace"] == "runs/feature.json"

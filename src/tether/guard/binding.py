@@ -218,6 +218,20 @@ class Binder:
                 continue
         return out
 
+    def status(self, session_id: str, project: str) -> dict[str, Any]:
+        """What `tether guard status --session` shows: the binding and its execution now."""
+        binding = self.bound(session_id, project)
+        out: dict[str, Any] = {"session": session_id, "bound": None}
+        if binding is None:
+            return out
+        out["bound"] = {"trace": binding.trace, "via": binding.via}
+        view = self._read(self.runtime.open_policies, binding.trace)
+        if view is None:
+            out["execution"] = {"status": "not_found"}
+            return out
+        out["execution"] = view
+        return out
+
     def _read(self, read: Any, *args: Any, **kw: Any) -> Any:
         """A verb's answer, or None when the bound execution is gone or finished."""
         try:
