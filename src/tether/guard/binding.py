@@ -89,17 +89,17 @@ def failed(response: Any) -> bool:
     return False
 
 
-def _result_uri(response: Any) -> str | None:
+def result_uri(response: Any) -> str | None:
     """The `uri` a start or resume answered with, however the harness wrapped the result: the
     object itself, MCP structured content, text blocks, or a shell tool's stdout."""
     if isinstance(response, str):
         try:
-            return _result_uri(json.loads(response))
+            return result_uri(json.loads(response))
         except ValueError:
             return None
     if isinstance(response, list):
         for block in response:
-            found = _result_uri(block.get("text") if isinstance(block, dict) else None)
+            found = result_uri(block.get("text") if isinstance(block, dict) else None)
             if found:
                 return found
         return None
@@ -110,7 +110,7 @@ def _result_uri(response: Any) -> str | None:
         return uri
     for key in ("structuredContent", "structured_content", "content", "stdout"):
         if key in response:
-            found = _result_uri(response[key])
+            found = result_uri(response[key])
             if found:
                 return found
     return None
@@ -139,7 +139,7 @@ def started(tool: str, params: dict[str, Any], response: Any, project: str) -> B
         if given is None:
             return None
         via = "shell"
-    uri = _result_uri(response) or (resolve(given, project) if isinstance(given, str) else None)
+    uri = result_uri(response) or (resolve(given, project) if isinstance(given, str) else None)
     if uri is None or uri.startswith("memory:"):  # a memory execution lives in another process
         return None
     return Binding(uri, via)
