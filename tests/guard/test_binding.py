@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -555,3 +556,43 @@ def test_status_shows_the_configured_trace(project: Path, run: str) -> None:
     shown = guard_status(project, "--session", "any")
     assert shown["bound"] == {"trace": run, "via": "config"}
     assert guard_status(project)["trace"] == "runs/feature.json"
+
+
+# -- the example --------------------------------------------------------------------------------
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "bound-feature"
+
+
+def test_the_example_project_holds_an_agent_to_its_tree(tmp_path: Path) -> None:
+    project = tmp_path / "bound-feature"
+    shutil.copytree(EXAMPLE, project)
+    started = tether_cli(project, "start", "feature.yaml", "runs/feature.json")
+    assert started.returncode == 0, started.stderr
+    command = {"command": "tether start feature.yaml runs/feature.json"}
+    hk.hook_json(project, hk.post(project, "Bash", command, hk.bash_response(started.stdout)))
+    uri = json.loads(started.stdout)["uri"]
+    rt = Runtime()
+    rt.submit(uri, "success")
+    edit = {"file_path": str(project / "calc.py"), "old_string": "a + b", "new_string": "b + a"}
+    assert decision(hk.hook_json(project, hk.pre(project, "Edit", edit))) == "deny"
+    rt.var_write(uri, "plan", "swap the operands")
+    rt.submit(uri, "success")
+    assert decision(hk.hook_json(project, hk.pre(project, "Edit", edit))) != "deny"
+    rt.submit(uri, "success")
+    assert decision(hk.hook_json(project, hk.pre(project, "Edit", edit))) == "deny"
+    rt.var_write(uri, "review", "fine")
+    rt.submit(uri, "success")
+    assert "Retrying" in rt.submit(uri, "success")["message"]  # no test run: no evidence
+    tests = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        capture_output=True,
+        text=True,
+        cwd=project,
+        check=False,
+    )
+    assert tests.returncode == 0, tests.stdout
+    ran = hk.post(project, "Bash", {"command": "pytest -q"}, hk.bash_response(tests.stdout))
+    hk.hook_json(project, ran)
+    assert rt.submit(uri, "success")["status"] == "action_complete"
+    assert rt.next(uri) == {"status": "done"}
+    verified(uri)

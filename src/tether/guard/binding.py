@@ -258,7 +258,9 @@ class Binder:
         lines = [
             head,
             f"Current request: {current['type']} {current['name']!r} (step {current['step']}).",
-            _cut(first_line(current), 400),
+            _cut(first_line(current), 400)
+            if current.get("path") is not None
+            else "Read the protocol (MCP next_step, or tether next) and accept it: submit success.",
             "Answer it through Tether (MCP eval/submit or the tether command, with the step "
             "token) before you stop; the hooks refuse a stop while it is open.",
         ]
@@ -344,7 +346,8 @@ class Binder:
 
 
 def _open_step(trace: str, current: dict[str, Any]) -> str:
-    text = _cut(first_line(current), 200)
+    # The protocol gate's text is the protocol itself: its name says enough.
+    text = _cut(first_line(current), 200) if current.get("path") is not None else ""
     return (
         f"[Tether] The execution {trace} is still running; its open step is the "
         f"{current['type']} {current['name']!r}" + (f": {text}" if text else ".")
