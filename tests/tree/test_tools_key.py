@@ -4,14 +4,16 @@ path), and the JSON Schema accepting and rejecting the same files as the loader.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from jsonschema import Draft202012Validator
 
 from tether.engine.core import tool_policy
 from tether.errors import TetherError
-from tether.tree import json_schema, load_tree_text
+from tether.tree import json_schema, load_tree, load_tree_text
 
 TREE = """\
 name: t
@@ -99,3 +101,10 @@ def test_schema_accepts_and_describes_tools() -> None:
     assert Draft202012Validator(schema).is_valid(raw)
     assert schema["$defs"]["action"]["properties"]["tools"]["description"]
     assert schema["$defs"]["tools"]["properties"]["allow"]["description"]
+
+
+def test_the_bound_example_is_valid_under_schema_and_loader() -> None:
+    path = Path(__file__).resolve().parents[2] / "examples" / "bound-feature" / "feature.yaml"
+    assert Draft202012Validator(json_schema()).is_valid(yaml.safe_load(path.read_text()))
+    review = load_tree(path).data["root"]["children"][2]
+    assert review["tools"]["deny"] == ["Edit", "Write", "NotebookEdit"]

@@ -151,8 +151,9 @@ STEP_FIELDS: dict[str, Field] = {
     ),
     "check": Field(
         "cel",
-        "A CEL precondition the runtime evaluates against VAR and CONST: true advances, false "
-        "fails the action.",
+        "A CEL precondition the runtime evaluates against VAR and CONST, and TOOLS (the tool "
+        "calls a bound agent session made during this attempt of the action, each "
+        "{tool, input, ok, seq}): true advances, false fails the action.",
     ),
     "writes": Field(
         "write_paths",
