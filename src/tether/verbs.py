@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 Clock = Callable[[], str]
 
+# The answers whose checks may read TOOLS.
+_MOVES = (core.Eval, core.Submit, core.Close)
 # Execution-state keys that are engine or store bookkeeping, not part of the document.
 _INTERNAL = ("salt", "seq", "since_reset", "initial", "trace", "tree_file")
 
@@ -372,7 +374,10 @@ class Runtime:
             cached = self._trees.get(state["tree_hash"])
             tree = cached if cached is not None else tx.tree()
             self._trees[state["tree_hash"]] = tree
-            outcome = core.apply(tree, state, answer, self._clock(), self._condition)
+            # Checks that read TOOLS see the tool entries of their action's attempt.
+            since = core.tools_since(state) if isinstance(answer, _MOVES) else None
+            tools = None if since is None else core.tool_records(store.read_trace(uri), since)
+            outcome = core.apply(tree, state, answer, self._clock(), self._condition, tools)
             if outcome.changed:
                 outcome.state["updated_at"] = outcome.entries[-1]["ts"]
                 tx.commit(

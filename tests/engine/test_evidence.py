@@ -105,16 +105,18 @@ def test_a_tool_call_with_a_stale_token_is_refused() -> None:
     assert info.value.code == "stale_step"
 
 
-def test_only_actions_whose_checks_read_tools_keep_the_calls() -> None:
+def test_only_actions_whose_checks_read_tools_mark_where_their_calls_begin() -> None:
     w = Walk(tree(par("P", action("A", ins("a"), chk(TESTED)), action("B", ins("b")))))
     tool(w, "Bash", command="pytest -q")
-    assert w.state["runtime"]["0"]["t"][0] == {
-        "tool": "Bash",
-        "input": {"command": "pytest -q"},
-        "ok": True,
-        "seq": w.trace[-1]["seq"],
-    }
+    first = w.trace[-1]["seq"]
+    tool(w, "Read", file_path="/p/a.py")
+    assert w.state["runtime"]["0"]["t"] == first  # the calls stay in the trace alone
     assert "t" not in w.state["runtime"]["1"]
+    assert core.tools_since(w.state) == first
+    assert core.tool_records(w.trace, first) == [
+        {"tool": "Bash", "input": {"command": "pytest -q"}, "ok": True, "seq": first},
+        {"tool": "Read", "input": {"file_path": "/p/a.py"}, "ok": True, "seq": first + 1},
+    ]
 
 
 # -- TOOLS in check ------------------------------------------------------------------------------

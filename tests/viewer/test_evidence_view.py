@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from support.trees import Walk, action, ins, seq, tree
+from support.trees import Walk, action, chk, ins, seq, tree
 from tether.engine import core
 from tether.viewer.model import index_tree, snapshot
 
@@ -19,3 +19,14 @@ def test_tool_and_stop_entries_are_counted_under_their_step() -> None:
     assert views["Implement"].entries == 3  # tool, stop, instruct
     assert views["Test"].entries == 1
     assert (views["Implement"].status, views["Test"].status) == ("success", "open")
+
+
+def test_the_viewer_replays_a_check_over_tools_as_it_ran() -> None:
+    tested = 'TOOLS.exists(t, t.tool == "Bash" && t.ok)'
+    w = Walk(tree(seq("Root", action("Test", ins("run the tests"), chk(tested)))))
+    w.apply(core.ToolCall("Bash", {"command": "pytest"}, True))
+    w.submit("success")
+    assert w.next() == {"status": "done"}
+    snap = snapshot(w.tree, w.state, w.trace)
+    assert [v.status for v in snap.nodes.values()] == ["success", "success"]
+    assert snap.state["status"] == "complete" and snap.error is None

@@ -14,8 +14,8 @@ State layout (a plain JSON dict; the store persists it as is):
   frame, only for nodes that are entered and not finished, so a step costs O(depth), whatever the
   tree's size: `i` current child (sequence/selector), `res` child results (parallel), `k` step
   index, `o` the trace seq at which the open step was opened, `w` var paths written while it was
-  open, `x` a failure waiting to propagate (action), `r` retries used (any node), `t` the tool
-  calls recorded during this attempt of an action whose checks read `TOOLS`.
+  open, `x` a failure waiting to propagate (action), `r` retries used (any node), `t` the seq of
+  the first tool call recorded during this attempt of an action whose checks read `TOOLS`.
 - `open` is the list of open requests in declaration order; `next` returns the first.
 - `seq` is the next trace sequence number; it never goes back, not even across a reset.
 - `stops` (only while non-zero) counts the `stop` entries refused in a row since the last answer.
@@ -23,13 +23,15 @@ State layout (a plain JSON dict; the store persists it as is):
 Two answers come from a harness session bound to the execution (`tether.guard.binding`), not from
 the agent's own calls: `Stop` (the agent tried to end its turn) and `ToolCall` (a tool call it
 made). They are recorded like any other answer, so replay reproduces them, and they never move
-the cursor.
+the cursor. What a `check` sees as `TOOLS` comes from the trace: the caller of `apply` passes the
+`tool` entries from `tools_since(state)` on (`tool_records`), and each check takes those of its
+own action's attempt; the state only keeps where that attempt's calls begin.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from tether.engine.protocol import GATE_NAME, PROTOCOL_TEXT
@@ -46,9 +48,9 @@ SUBMIT_STATUSES = ("success", "failure", "running")
 
 # An evaluator of CEL conditions: (expression, var, const, tools) -> bool, raising an exception
 # whose str() is the reason when the expression cannot be evaluated. `tools` is what the
-# expression sees as TOOLS: the tool calls recorded during the enclosing action's attempt (empty
-# for `when`). Injected so the engine stays pure and the CEL library is loaded only when a tree
-# uses `check` or `when`.
+# expression sees as TOOLS: the tool calls recorded during the enclosing action's attempt, each
+# {tool, input, ok, seq} (empty for `when`). Injected so the engine stays pure and the CEL
+# library is loaded only when a tree uses `check` or `when`.
 Condition = Callable[[str, dict[str, Any], dict[str, Any], list[dict[str, Any]]], bool]
 
 
@@ -298,8 +300,10 @@ def apply(
     answer: Answer,
     now: str,
     condition: Condition = default_condition,
+    tools: list[dict[str, Any]] | None = None,
 ) -> Outcome:
-    """Apply one answer. Raises `TetherError` (and leaves `state` untouched) if it is refused."""
+    """Apply one answer. Raises `TetherError` (and leaves `state` untouched) if it is refused.
+    `tools` are the `tool_records` of the trace from `tools_since(state)` on (more is fine)."""
     work = _copy_state(state)
     if isinstance(answer, Reset):
         return _reset(state, work, now)
@@ -318,9 +322,26 @@ def apply(
         return _stop(work, answer, now)
     if isinstance(answer, ToolCall):
         return _tool_call(tree, work, answer, now)
-    outcome = _move(tree, work, answer, now, condition)
+    outcome = _move(tree, work, answer, now, condition, tools or [])
     outcome.state.pop("stops", None)
     return outcome
+
+
+def tools_since(state: dict[str, Any]) -> int | None:
+    """The seq from which an answer's checks may read `tool` entries (None: they read none)."""
+    found = [f["t"] for f in state["runtime"].values() if "t" in f]
+    return min(found) if found else None
+
+
+def tool_records(entries: Iterable[dict[str, Any]], since: int | None) -> list[dict[str, Any]]:
+    """What checks see of the `tool` entries with `seq >= since`: `{tool, input, ok, seq}`."""
+    if since is None:
+        return []
+    return [
+        {"tool": e["tool"], "input": e.get("input"), "ok": e["ok"], "seq": e["seq"]}
+        for e in entries
+        if e["kind"] == "tool" and e["seq"] >= since
+    ]
 
 
 def _move(
@@ -329,11 +350,12 @@ def _move(
     answer: Eval | Submit | Jump | Close,
     now: str,
     condition: Condition,
+    tools: list[dict[str, Any]],
 ) -> Outcome:
     """Apply an answer that may move the cursor."""
     if isinstance(answer, Eval):
         req = _select(work, answer.step, "evaluate", "eval")
-        return _answer(tree, work, req, answer, now, condition)
+        return _answer(tree, work, req, answer, now, condition, tools)
     if isinstance(answer, Submit):
         if answer.status not in SUBMIT_STATUSES:
             raise TetherError(
@@ -343,11 +365,11 @@ def _move(
         req = _select(work, answer.step, "instruct", "submit")
         if req["path"] is None:
             return _answer_gate(tree, work, answer, now, condition)
-        return _answer(tree, work, req, answer, now, condition)
+        return _answer(tree, work, req, answer, now, condition, tools)
     if isinstance(answer, Jump):
         return _jump(tree, work, answer, now, condition)
     if isinstance(answer, Close):
-        return _close(tree, work, answer, now, condition)
+        return _close(tree, work, answer, now, condition, tools)
     raise TypeError(f"not an answer: {answer!r}")
 
 
@@ -360,7 +382,7 @@ def _copy_state(state: dict[str, Any]) -> dict[str, Any]:
 
 def _copy_frame(frame: dict[str, Any]) -> dict[str, Any]:
     out = dict(frame)
-    for key in ("res", "w", "t"):
+    for key in ("res", "w"):
         if key in out:
             out[key] = list(out[key])
     return out
@@ -518,16 +540,16 @@ def _tool_call(tree: dict[str, Any], state: dict[str, Any], answer: ToolCall, no
         input=answer.input,
         ok=bool(answer.ok),
     )
-    seen = {"tool": answer.tool, "input": answer.input, "ok": bool(answer.ok), "seq": entry["seq"]}
     for r in state["open"]:
         if r["path"] is not None and reads_tools(node_at(tree, r["path"])):
             frame = state["runtime"][_key(r["path"])]
-            frame["t"] = [*frame.get("t", []), seen]
+            frame.setdefault("t", entry["seq"])
     return Outcome(state, {"status": "recorded", "step": req["step"]}, [entry])
 
 
 def reads_tools(action: dict[str, Any]) -> bool:
-    """Whether an action has a `check` that reads `TOOLS` (only such actions keep tool calls)."""
+    """Whether an action has a `check` that reads `TOOLS` (only such actions mark where their
+    attempt's tool calls begin)."""
     return any("TOOLS" in step.get("check", "") for step in action["steps"])
 
 
@@ -575,6 +597,7 @@ def _answer(
     answer: Eval | Submit,
     now: str,
     condition: Condition,
+    tools: list[dict[str, Any]],
 ) -> Outcome:
     key = _key(req["path"])
     frame = state["runtime"][key]
@@ -611,7 +634,7 @@ def _answer(
         frame.pop("w", None)
     else:
         frame["x"] = 1
-    ticker = _Ticker(tree, state, now, entries, condition)
+    ticker = _Ticker(tree, state, now, entries, condition, tools)
     ticker.run()
     failed = ticker.finished.get(key) == FAILURE
     if isinstance(answer, Eval):
@@ -726,7 +749,12 @@ def _jump(
 
 
 def _close(
-    tree: dict[str, Any], state: dict[str, Any], answer: Close, now: str, condition: Condition
+    tree: dict[str, Any],
+    state: dict[str, Any],
+    answer: Close,
+    now: str,
+    condition: Condition,
+    tools: list[dict[str, Any]],
 ) -> Outcome:
     if not state["protocol_accepted"]:
         raise TetherError(
@@ -762,9 +790,9 @@ def _close(
         if "check" not in step:
             continue
         try:
-            tools = frame.get("t", [])
-            holds = bool(condition(step["check"], state["var"], state["const"], tools))
-            reason = f"{step['check']!r} is false{_no_tools(step['check'], tools)}"
+            seen = _attempt_tools(frame, tools)
+            holds = bool(condition(step["check"], state["var"], state["const"], seen))
+            reason = f"{step['check']!r} is false{_no_tools(step['check'], seen)}"
         except Exception as exc:  # the evaluator's reason is the refusal's reason
             holds, reason = False, f"{step['check']!r} could not be evaluated: {exc}"
         if not holds:
@@ -779,7 +807,7 @@ def _close(
         "k": len(action["steps"]),
         **({"r": frame["r"]} if "r" in frame else {}),
     }
-    ticker = _Ticker(tree, state, now, entries, condition)
+    ticker = _Ticker(tree, state, now, entries, condition, tools)
     ticker.run()
     return Outcome(
         state,
@@ -791,6 +819,12 @@ def _close(
         entries,
         ticker.events,
     )
+
+
+def _attempt_tools(frame: dict[str, Any], tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tool calls of an action's current attempt, from the records the caller passed."""
+    first = frame.get("t")
+    return [] if first is None else [r for r in tools if r["seq"] >= first]
 
 
 def _no_tools(expression: str, tools: list[dict[str, Any]]) -> str:
@@ -831,8 +865,10 @@ class _Ticker:
         now: str,
         entries: list[dict[str, Any]],
         condition: Condition,
+        tools: list[dict[str, Any]] | None = None,
     ) -> None:
         self.tree = tree
+        self.tools = tools or []
         self.state = state
         self.runtime: dict[str, dict[str, Any]] = state["runtime"]
         self.now = now
@@ -958,8 +994,8 @@ class _Ticker:
         while k < len(steps):
             step = steps[k]
             if "check" in step:
-                tools = frame.get("t", [])
-                if not self._condition(node, path, k, step["check"], ("passed", "failed"), tools):
+                seen = _attempt_tools(frame, self.tools)
+                if not self._condition(node, path, k, step["check"], ("passed", "failed"), seen):
                     return FAILURE
                 k += 1
                 continue

@@ -30,6 +30,7 @@ from tether.engine.core import (
     default_condition,
     initial_state,
     node_at,
+    tool_records,
 )
 from tether.errors import TetherError
 
@@ -78,11 +79,13 @@ def replay(
     """
     state = fresh_state(tree, stored)
     produced: list[dict[str, Any]] = []
+    records: list[dict[str, Any]] = []  # what checks may see as TOOLS
     for entry in trace[:upto] if upto is not None else trace:
-        outcome = apply_entry(tree, state, entry, condition)
+        outcome = apply_entry(tree, state, entry, condition, records)
         if outcome is not None:
             state = outcome.state
             produced.extend(outcome.entries)
+            records.extend(tool_records(outcome.entries, 0))
     return state, produced
 
 
@@ -91,16 +94,18 @@ def apply_entry(
     state: dict[str, Any],
     entry: dict[str, Any],
     condition: Condition = default_condition,
+    tools: list[dict[str, Any]] | None = None,
 ) -> Outcome | None:
     """Replay one stored trace entry on `state`: the engine's outcome for the answer that wrote
-    it, or None for an entry that is not an answer (`check` entries are regenerated)."""
+    it, or None for an entry that is not an answer (`check` entries are regenerated). `tools`
+    are the `tool_records` of the entries replayed so far, for checks that read `TOOLS`."""
     answer = answer_of(entry, state)
     if answer is None:
         return None
     if isinstance(answer, Reset):
         # Entries before a reset were cleared from the trace; numbering goes on from here.
         state = dict(state, seq=entry["seq"], since_reset=max(state["since_reset"], 1))
-    return apply(tree, state, answer, entry["ts"], condition)
+    return apply(tree, state, answer, entry["ts"], condition, tools)
 
 
 def answer_of(entry: dict[str, Any], state: dict[str, Any]) -> Answer | None:

@@ -17,7 +17,8 @@ the guard's state folder (`bindings/<session>.json`, beside `sessions/`, so that
   is recorded through the `record_tool` verb (a `tool` entry).
 
 Every read and write of the execution goes through the verb layer (`tether.verbs.Runtime`),
-which is imported only for a bound session, so an unbound hook stays as fast as before. Payload
+which, like the policy matching (`steptools`), is imported only when a session is bound or a
+call may bind it, so an unbound hook stays as fast as before. Payload
 shapes are Claude Code's (https://code.claude.com/docs/en/hooks). It does not decide rules
 (`engine`), speak the hook protocol (`hooks`) or match policies (`steptools`).
 """
@@ -30,7 +31,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tether.errors import TetherError
 from tether.guard.session_store import safe_name
-from tether.guard.steptools import is_own_tool, refusal, simple_commands, tether_args
 
 if TYPE_CHECKING:
     from tether.verbs import Runtime
@@ -131,6 +131,8 @@ def started(tool: str, params: dict[str, Any], response: Any, project: str) -> B
         command = params.get("command")
         if not isinstance(command, str) or "tether" not in command:
             return None
+        from tether.guard.steptools import simple_commands
+
         given = None
         for words in simple_commands(command) or []:
             found = _shell_trace(words)
@@ -148,6 +150,7 @@ def started(tool: str, params: dict[str, Any], response: Any, project: str) -> B
 def _shell_trace(words: list[str]) -> str | None:
     from tether.cli.args import parse
     from tether.cli.main import COMMANDS
+    from tether.guard.steptools import tether_args
 
     args = tether_args(words)
     if not args or args[0] not in ("start", "resume"):
@@ -272,7 +275,11 @@ class Binder:
         """Why a call may not run while the open steps are open (None: it may). A call runs
         when Tether's own, or when any open step has no policy or a policy that allows it."""
         binding = self.bound(session_id, project)
-        if binding is None or is_own_tool(tool, params):
+        if binding is None:
+            return None
+        from tether.guard.steptools import is_own_tool, refusal
+
+        if is_own_tool(tool, params):
             return None
         view = self._read(self.runtime.open_policies, binding.trace)
         if view is None or view["status"] != "running":
@@ -311,10 +318,12 @@ class Binder:
             if found is not None:
                 self.bind(session_id, found)
                 return
-        if not self.settings["evidence"] or is_own_tool(tool, params):
+        binding = self.bound(session_id, project) if self.settings["evidence"] else None
+        if binding is None:
             return
-        binding = self.bound(session_id, project)
-        if binding is not None:
+        from tether.guard.steptools import is_own_tool
+
+        if not is_own_tool(tool, params):
             self._read(self.runtime.record_tool, binding.trace, tool, params, ok=ok)
 
     def stop(self, session_id: str, project: str) -> dict[str, Any] | None:

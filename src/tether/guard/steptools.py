@@ -29,7 +29,6 @@ import os
 import re
 import shlex
 from typing import Any, NamedTuple
-from urllib.parse import urlsplit
 
 from tether.guard.state import DEFAULT_TARGET_KEYS
 from tether.guard.triggers import Trigger, canonical
@@ -145,6 +144,8 @@ def describe_call(tool: str, params: dict[str, Any], project: str) -> Call:
         units = None if commands is None else [shlex.join(words) for words in commands]
         return Call(tool, "shell", units, project)
     if name == "web.fetch":
+        from urllib.parse import urlsplit
+
         url = params.get("url")
         host = urlsplit(url).hostname if isinstance(url, str) else None
         return Call(tool, "web", [host] if host else [], project)
