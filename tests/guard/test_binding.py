@@ -148,6 +148,20 @@ def test_a_bound_execution_that_does_not_exist_binds_nothing(project: Path) -> N
     assert not (project / "runs" / "feature.json").exists()
 
 
+def test_check_shows_the_workflow_settings(project: Path) -> None:
+    write_config(project, "workflow:\n  trace: runs/feature.json\n  stop: off\n")
+    done = tether_cli(project, "guard", "check", ".tether/guard.yaml")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["workflow"] == {
+        "trace": "runs/feature.json",
+        "bind": "auto",
+        "stop": "off",  # YAML reads a bare off as false; it means off
+        "max_stop_blocks": 3,
+        "context": True,
+        "evidence": True,
+    }
+
+
 def test_the_workflow_section_is_strict(project: Path) -> None:
     write_config(project, "workflow:\n  trace: runs/feature.json\n  stopp: block\n")
     done = hk.hook(project, hk.stop(project))
@@ -596,3 +610,37 @@ def test_the_example_project_holds_an_agent_to_its_tree(tmp_path: Path) -> None:
     assert rt.submit(uri, "success")["status"] == "action_complete"
     assert rt.next(uri) == {"status": "done"}
     verified(uri)
+
+
+# -- boundaries ---------------------------------------------------------------------------------
+
+
+def test_a_session_id_cannot_place_a_binding_outside_the_state_folder(unbound: Path) -> None:
+    project = unbound
+    result = Runtime().start(str(project / "feature.yaml"), str(project / "runs" / "b.json"))
+    session = "../../../escaped"
+    post = hk.post(project, "Bash", {"command": "tether start feature.yaml runs/b.json"}, result)
+    post["session_id"] = session
+    hk.hook_json(project, post)
+    files = [p.relative_to(project) for p in project.rglob("*") if "escaped" in p.name]
+    assert files == []
+    (binding,) = (project / ".state" / "bindings").iterdir()
+    assert json.loads(binding.read_text())["session"] == session
+    assert bound_stop(project, session=session) is not None  # still bound, under a safe name
+
+
+def test_an_input_that_nests_or_sprawls_is_bounded(project: Path, run: str) -> None:
+    nested: Any = "deep"
+    for _ in range(60):
+        nested = {"a": nested}
+    params = {"nested": nested, "many": list(range(5000)), "keys": {str(i): i for i in range(500)}}
+    hk.hook_json(project, hk.post(project, "mcp__x__do", params, {}))
+    (entry,) = entries(run, "tool")
+    kept = entry["input"]
+    depth, node = 0, kept["nested"]
+    while isinstance(node, dict):
+        node, depth = node["a"], depth + 1
+    assert depth < 10 and node == "…[cut: nested too deep]"
+    assert len(kept["many"]) == 101 and kept["many"][-1] == "…[cut 4900 items]"
+    assert len(kept["keys"]) == 101 and kept["keys"]["…"] == "[cut 400 keys]"
+    verified(run)

@@ -173,3 +173,22 @@ def test_a_transcript_without_tether_replays_as_before(project: Path) -> None:
     out = replay(project, t.write())
     assert "executions" not in out
     assert all("workflow" not in d for d in out["decisions"])
+
+
+@pytest.mark.parametrize("tree", ["../outside.yaml", "link/feature.yaml", "/etc/hostname"])
+def test_replay_reads_no_tree_outside_the_project(tmp_path: Path, tree: str) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".tether").mkdir()
+    (project / ".tether" / "guard.yaml").write_text("workflow:\n  bind: auto\n")
+    (tmp_path / "outside.yaml").write_text(TREE)
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "feature.yaml").write_text(TREE)
+    (project / "link").symlink_to(tmp_path / "elsewhere")
+    t = Transcript(project)
+    t.prompt("go")
+    t.call("Bash", {"command": f"tether start {tree} runs/x.json"}, "{}")
+    t.say("Done.")
+    out = replay(project, t.write())
+    assert "executions" not in out  # nothing was started from the file outside
+    assert all("workflow" not in d for d in out["decisions"])

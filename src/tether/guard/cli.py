@@ -93,6 +93,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             ],
             "tracking": {k: sorted(v) for k, v in guard.plan["tracking"].items()},
             "classifier": guard.classifier is not None,
+            "workflow": guard.plan["workflow"],
             "warnings": [*guard.warnings, *_classifier_warnings(guard.plan)],
         }
     )

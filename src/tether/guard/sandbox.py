@@ -7,7 +7,8 @@ the same tree files, as `memory://` executions, and every Tether call the transc
 to them as it was (`bind: auto`), and a `Binder` over a scratch state folder then answers each
 event as the hooks would: the context at each prompt, a `deny` for a call outside the open step's
 policy, evidence for each call, a refused `Stop` where a turn ended. So a transcript tests the
-whole feature, and nothing outside is read or written but the tree files it starts from.
+whole feature, and nothing is read but the tree files it starts from, inside the project (the
+transcript's `cwd`), and nothing written outside a scratch folder.
 
 The configured `trace` is not replayed (it names a real execution, which replay never writes),
 nor an execution the transcript only resumes without having started it. It does not read the
@@ -31,9 +32,16 @@ _OPENERS = ("start", "resume", "start_execution", "resume_execution")
 _counter = itertools.count()
 
 
-def _in(project: str, tree: str) -> str:
-    """A tree file named by a recorded call, relative to the project unless a URI."""
-    return tree if tree.startswith("file:") else os.path.join(project, tree)
+def _in(project: str, tree: str) -> str | None:
+    """A tree file named by a recorded call (relative to the project), or None when it lies
+    outside the project, however it climbs out (`..`, a symbolic link): a transcript names no
+    file that replay reads beyond the project's own."""
+    from tether.store.file import path_of
+
+    named = path_of(tree) if tree.startswith("file:") else tree
+    path = os.path.realpath(os.path.join(project, named))
+    root = os.path.realpath(project)
+    return path if os.path.commonpath([path, root]) == root else None
 
 
 class Sandbox:
@@ -92,6 +100,8 @@ class Sandbox:
         args = {**params, "trace_output": trace}
         if isinstance(args.get("tree_uri"), str):
             args["tree_uri"] = _in(project, args["tree_uri"])
+            if args["tree_uri"] is None:
+                return
         spec = next(t for t in TOOLS if t.name == name)
         if self._made(lambda: spec.handler(self.binder.runtime, args)) and name in _OPENERS:
             self._bind(trace, "mcp")
@@ -114,6 +124,8 @@ class Sandbox:
         tree = parsed.args.get("TREE")
         if tree is not None:
             parsed.args["TREE"] = _in(project, tree)
+            if parsed.args["TREE"] is None:
+                return
         if self._made(lambda: HANDLERS[args[0]](parsed)) and args[0] in _OPENERS:
             self._bind(trace, "shell")
 
