@@ -63,6 +63,7 @@ def resolve(trace: str, project: str) -> str:
 
 
 def first_line(request: dict[str, Any]) -> str:
+    """The first line of a request's text (its instruction, expression or prompt)."""
     for key in _TEXT_KEYS:
         text = request.get(key)
         if isinstance(text, str) and text.strip():
