@@ -3,7 +3,7 @@
 Owns the verbs that every interface calls (the CLI, the MCP server, the bot tools): start,
 resume, reset, next, eval, submit, think, var read/write, const, get, trace, verify, the
 bot tools' jump, close and replace_tree, and what a bound agent session records (stop,
-record_tool) and reads (open_policies); the
+record_tool) and reads (open_steps); the
 parsing of answer values (JSON or string); the clock; and the phase rules that depend on storage
 (start refuses a URI that exists). Each verb that changes an execution holds the store's
 transaction for the URI, runs the engine once, and commits once; a verb the engine refuses
@@ -340,24 +340,19 @@ class Runtime:
         string of `input` is cut at `EVIDENCE_TEXT` characters, and marked where cut."""
         return self._answer(trace, core.ToolCall(tool, bounded(input), ok, step))
 
-    def open_policies(self, trace: str) -> dict[str, Any]:
-        """The execution's status, its refused stops in a row (`stop_blocks`), and each open
-        request with the `tools` policy of the nearest node above it that declares one
-        (`policy: {allow?, deny?, node}` or null)."""
+    def open_steps(self, trace: str) -> dict[str, Any]:
+        """The execution's status, its refused stops in a row (`stop_blocks`), its current
+        request and every open one (each with the `tools` policy that applies to it, when a
+        node declares one), read from the state alone."""
         store, uri = self._store(trace)
         state = store.load(uri)
-        out: dict[str, Any] = {
+        return {
             "uri": uri,
             "status": state["status"],
             "stop_blocks": state.get("stops", 0),
             "current": core.current(state),
+            "open": core.all_open(state) if state["status"] == "running" else [],
         }
-        if state["status"] == "running":
-            tree = self._tree(store, uri, state)
-            out["open"] = [
-                {**r, "policy": core.tool_policy(tree, r["path"])} for r in state["open"]
-            ]
-        return out
 
     # -- internals -----------------------------------------------------------------------------
 

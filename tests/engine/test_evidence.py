@@ -167,3 +167,12 @@ def test_close_checks_see_tools_too() -> None:
     tool(w, "Bash", command="pytest")
     assert w.apply(core.Close())["status"] == "action_complete"
     _verify(w)
+
+
+def test_an_open_request_carries_the_tools_policy_that_applies_to_it() -> None:
+    policy = {"allow": ["Read"], "deny": ["Edit"]}
+    w = Walk(tree(seq("S", action("A", ins("a"), tools=policy), action("B", ins("b")))))
+    assert w.next()["tools"] == {**policy, "node": "A"}
+    w.submit("success")
+    assert "tools" not in w.next()
+    _verify(w)

@@ -559,7 +559,7 @@ def test_status_shows_each_sessions_binding(unbound: Path) -> None:
     execution = shown["execution"]
     assert execution["status"] == "running" and execution["stop_blocks"] == 1
     (review,) = execution["open"]
-    assert review["name"] == "Review" and review["policy"]["node"] == "Review"
+    assert review["name"] == "Review" and review["tools"]["node"] == "Review"
     listing = guard_status(project)
     assert listing["trace"] is None
     assert [(s["session"], s["via"]) for s in listing["sessions"]] == [(hk.SESSION, "mcp")]

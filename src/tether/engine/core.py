@@ -693,7 +693,8 @@ def node_at(tree: dict[str, Any], path: list[int]) -> dict[str, Any]:
 def tool_policy(tree: dict[str, Any], path: list[int] | None) -> dict[str, Any] | None:
     """The `tools` policy that applies while the step at `path` is open: that of the nearest
     node at or above it that declares one, with the node's name as `node`; None when no node
-    does (and for the protocol gate, which has no path)."""
+    does (and for the protocol gate, which has no path). An open request carries it as
+    `tools`, so a hook reads it from the state alone."""
     if path is None:
         return None
     chain = [tree["root"]]
@@ -1026,6 +1027,9 @@ class _Ticker:
             if step.get("writes"):
                 req["writes"] = list(step["writes"])
         req.update(step=token, path=list(path), index=k)
+        policy = tool_policy(self.tree, path)
+        if policy is not None:
+            req["tools"] = policy
         return req
 
     def _condition(

@@ -229,7 +229,7 @@ class Binder:
         if binding is None:
             return out
         out["bound"] = {"trace": binding.trace, "via": binding.via}
-        view = self._read(self.runtime.open_policies, binding.trace)
+        view = self._read(self.runtime.open_steps, binding.trace)
         if view is None:
             out["execution"] = {"status": "not_found"}
             return out
@@ -282,12 +282,12 @@ class Binder:
 
         if is_own_tool(tool, params):
             return None
-        view = self._read(self.runtime.open_policies, binding.trace)
+        view = self._read(self.runtime.open_steps, binding.trace)
         if view is None or view["status"] != "running":
             return None
         refusals = []
         for request in view["open"]:
-            policy = request["policy"]
+            policy = request.get("tools")
             why = None if policy is None else refusal(policy, tool, params, project)
             if why is None:
                 return None
