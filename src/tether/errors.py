@@ -36,6 +36,7 @@ _EXIT_BY_CODE: dict[str, int] = {
     "writes_missing": EXIT_CONFLICT,
     "check_failed": EXIT_CONFLICT,
     "read_only": EXIT_CONFLICT,
+    "human_only": EXIT_CONFLICT,
     "internal": EXIT_INTERNAL,
     "store_unavailable": EXIT_INTERNAL,
 }

@@ -1,26 +1,30 @@
 """The verb layer: the one place where a request becomes read → engine → one commit.
 
-Owns the verbs that every interface calls (the CLI, the MCP server, the bot tools): start,
-resume, reset, next, eval, submit, think, var read/write, const, get, trace, verify, the
-bot tools' jump, close and replace_tree, and what a bound agent session records (stop,
-record_tool) and reads (open_steps); the
-parsing of answer values (JSON or string); the clock; and the phase rules that depend on storage
-(start refuses a URI that exists). Each verb that changes an execution holds the store's
+Owns the verbs that every interface calls (the CLI, the MCP server, the bot tools, the
+viewer): start, resume, reset, next, eval, submit (each answer may carry its step's var writes),
+approve and reject (a person's answer to a human step), think, var read/write, const, get,
+trace, verify, fork, the bot tools' jump, close and replace_tree, and what a bound agent session
+records (stop, record_tool) and reads (open_steps); the parsing of answer values
+(JSON or string) and the check that everything a caller hands in can be stored as standard JSON
+(`check_value`: no NaN or infinity, no text that is not UTF-8, nesting no deeper than
+`MAX_DEPTH`), done here once for every interface; the clock; and the phase rules that depend on
+storage (start refuses a URI that exists). Each verb that changes an execution holds the store's
 transaction for the URI, runs the engine once, and commits once; a verb the engine refuses
-commits nothing. It does not format output (the edges do) and does not know node semantics
-(the engine does) or encodings (the stores do).
+commits nothing. It does not format output (the edges do) and does not know node semantics (the
+engine does) or encodings (the stores do).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tether.engine import core
-from tether.engine.varpath import read_path
+from tether.engine.varpath import parse_path, read_path
 from tether.errors import TetherError
 from tether.store import scheme_of, store_for
 
@@ -30,9 +34,27 @@ if TYPE_CHECKING:
 Clock = Callable[[], str]
 
 # The answers whose checks may read TOOLS.
-_MOVES = (core.Eval, core.Submit, core.Close)
+_MOVES = (core.Eval, core.Submit, core.Human, core.Close)
 # Execution-state keys that are engine or store bookkeeping, not part of the document.
 _INTERNAL = ("salt", "seq", "since_reset", "initial", "trace", "tree_file")
+# How deeply objects and lists written to $VAR or $CONST may nest inside one another, the keys
+# of the dotted path they are written at included. Deeper values are refused (`invalid_value`):
+# JSON readers and encoders recurse (Python's stops near 1,000 levels) and no workflow needs it.
+MAX_DEPTH = 100
+# Python converts integers of up to 4,300 digits to text; longer ones cannot be written as JSON.
+_MAX_INT_BITS = 14_000
+_LONG_INTEGER = "holds an integer too long to store (more than 4,300 digits)"
+
+
+HUMAN_SOURCES = ("cli", "viewer")
+
+
+def _human_source(by: str) -> str:
+    if by not in HUMAN_SOURCES:
+        raise TetherError(
+            "invalid_value", f"a human answer comes from {' or '.join(HUMAN_SOURCES)}, not {by!r}"
+        )
+    return by
 
 
 def utc_now() -> str:
@@ -42,9 +64,13 @@ def utc_now() -> str:
 
 
 def parse_value(text: str, *, strict_json: bool = False) -> Any:
-    """A `var` value: JSON when it parses, else the text itself (or an error, if `strict_json`)."""
+    """A `var` value: JSON when it parses, else the text itself (or an error, if `strict_json`).
+    `NaN`, `Infinity` and numbers too large for a float (`1e999`) are not JSON and are refused
+    (`invalid_value`) rather than taken for text, as are values nested too deeply to parse."""
+    check_value(text, "the value")
+    constants: list[str] = []
     try:
-        return json.loads(text)
+        value = json.loads(text, parse_constant=lambda name: constants.append(name))
     except json.JSONDecodeError as exc:
         if strict_json:
             raise TetherError(
@@ -54,6 +80,78 @@ def parse_value(text: str, *, strict_json: bool = False) -> Any:
                 column=exc.colno,
             ) from None
         return text
+    except RecursionError:
+        raise _unstorable("the value", f"nests deeper than {MAX_DEPTH} levels") from None
+    except ValueError:  # an integer longer than Python converts
+        raise _unstorable("the value", _LONG_INTEGER) from None
+    if constants:
+        name = constants[0]
+        raise TetherError(
+            "invalid_value",
+            f"the value {name} is not a JSON number (JSON has no NaN or Infinity): write a "
+            f"number, or quote it ('\"{name}\"') to store the text",
+        )
+    return value
+
+
+def check_value(value: Any, what: str, depth: int = 0) -> None:
+    """Refuse (`invalid_value`, naming `what`) a value that cannot be stored as standard JSON: a
+    NaN or an infinity, text that is not UTF-8 (bytes a command line or a file passed through
+    undecoded), a type JSON lacks, or objects and lists nested more than `MAX_DEPTH` levels deep
+    counting the `depth` levels above the value (the keys of its path). Walks without recursion,
+    so no value is too deep to be refused."""
+    if depth > MAX_DEPTH:
+        raise _unstorable(what, f"is written {depth} keys deep, deeper than {MAX_DEPTH} levels")
+    stack: list[tuple[Any, int]] = [(value, depth)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, str):
+            _check_text(item, what)
+        elif isinstance(item, bool) or item is None:
+            continue
+        elif isinstance(item, int):
+            if item.bit_length() > _MAX_INT_BITS:
+                raise _unstorable(what, _LONG_INTEGER)
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise _unstorable(
+                    what,
+                    f"holds {item!r}, which JSON cannot hold (no NaN or infinity; a number "
+                    "written beyond a float's range, such as 1e999, is infinite)",
+                )
+        elif isinstance(item, (dict, list, tuple)):
+            if level >= MAX_DEPTH:
+                raise _unstorable(
+                    what,
+                    f"nests deeper than {MAX_DEPTH} levels (objects and lists inside one another, "
+                    "counting the keys of its path)",
+                )
+            if isinstance(item, dict):
+                for key, child in item.items():
+                    if not isinstance(key, str):
+                        raise _unstorable(what, f"has the key {key!r}, which is not text")
+                    _check_text(key, what)
+                    stack.append((child, level + 1))
+            else:
+                stack.extend((child, level + 1) for child in item)
+        else:
+            raise _unstorable(what, f"holds a {type(item).__name__}, which is not a JSON value")
+
+
+def _check_text(text: str, what: str) -> None:
+    try:
+        text.encode()
+    except UnicodeEncodeError as exc:
+        bad = text[exc.start : exc.end]
+        raise _unstorable(
+            what,
+            f"is not UTF-8 text: it holds {bad!r} at character {exc.start}, from bytes "
+            "that are not UTF-8 (check the encoding of the argument or file)",
+        ) from None
+
+
+def _unstorable(what: str, reason: str) -> TetherError:
+    return TetherError("invalid_value", f"{what} {reason}", argument=what)
 
 
 EVIDENCE_TEXT = 1000  # characters of each string a `tool` entry keeps
@@ -149,7 +247,7 @@ class Runtime:
         path = path_of(self._anchor(tree_uri, tree=True))
         if self._root is not None:
             self._confine(path, tree_uri)
-        return load_tree(path)
+        return load_tree(path, root=self._root)
 
     def _confine(self, path: str, given: str) -> None:
         """Refuse a file outside the root, however it is reached (`..`, symbolic links); the
@@ -176,6 +274,11 @@ class Runtime:
         import secrets
 
         store, uri = self._store(trace)
+        check_value(uri, "the execution's path")
+        for scope, values in (("var", var), ("const", const)):
+            for key, value in (values or {}).items():
+                check_value(key, f"{scope} {key!r}")
+                check_value(value, f"{scope} {key!r}", 1)
         if store.exists(uri):
             raise TetherError(
                 "already_exists",
@@ -183,6 +286,7 @@ class Runtime:
                 uri=uri,
             )
         tree = self._load_tree(tree_uri)
+        check_value(tree.source, "the tree file's path")
         now = self._clock()
         state = core.initial_state(
             tree.data,
@@ -201,7 +305,7 @@ class Runtime:
             "uri": uri,
             "tree": tree.data["name"],
             "tree_hash": tree.hash,
-            "message": "Execution created. Call next: the first request is the protocol.",
+            "message": "Execution created. `current` is the first request: the protocol.",
             "current": core.current(stored),
         }
 
@@ -255,14 +359,42 @@ class Runtime:
         return core.all_open(state) if all else core.current(state)
 
     def eval(
-        self, trace: str, result: bool, *, note: str | None = None, step: str | None = None
+        self,
+        trace: str,
+        result: bool,
+        *,
+        note: str | None = None,
+        step: str | None = None,
+        values: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        return self._answer(trace, core.Eval(result, note, step))
+        """Answer the evaluate step; `values` (var path → value) are written in the same commit,
+        before it is judged. The response's `next` is the request that follows."""
+        return self._answer(trace, core.Eval(result, note, step, values))
 
     def submit(
-        self, trace: str, status: str, *, note: str | None = None, step: str | None = None
+        self,
+        trace: str,
+        status: str,
+        *,
+        note: str | None = None,
+        step: str | None = None,
+        values: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        return self._answer(trace, core.Submit(status, note, step))
+        """Answer the instruct step (or the protocol gate); `values` as for `eval`."""
+        return self._answer(trace, core.Submit(status, note, step, values))
+
+    def approve(
+        self, trace: str, *, note: str | None = None, step: str | None = None, by: str = "cli"
+    ) -> dict[str, Any]:
+        """A person's success on the open human step (or the one `step` names); `by` says where
+        the answer came from (`cli`, `viewer`). `wrong_phase` when no human step is open."""
+        return self._answer(trace, core.Human(True, _human_source(by), note, step))
+
+    def reject(
+        self, trace: str, *, note: str | None = None, step: str | None = None, by: str = "cli"
+    ) -> dict[str, Any]:
+        """A person's failure on the open human step, as `approve`."""
+        return self._answer(trace, core.Human(False, _human_source(by), note, step))
 
     def think(self, trace: str, thought: str, *, step: str | None = None) -> dict[str, Any]:
         return self._answer(trace, core.Think(thought, step))
@@ -326,6 +458,55 @@ class Runtime:
             "differences": diffs,
         }
 
+    def fork(self, trace: str, new: str, *, at: int) -> dict[str, Any]:
+        """A new execution at `new` (any store) whose trace is the first `at` entries of
+        `trace`'s, its state derived by replaying them (`tether.engine.replay.fork`); `trace` is
+        not changed. `new` records `forked_from: {uri, at}`. Refuses a `new` that exists."""
+        import secrets
+
+        from tether.engine.replay import fork
+
+        store, uri = self._store(trace)
+        new_store, new_uri = self._store(new)
+        if new_store.exists(new_uri):
+            raise TetherError(
+                "already_exists",
+                f"an execution already exists at {new_uri}; fork into a new name",
+                uri=new_uri,
+            )
+        stored, entries = store.read_execution(uri)
+        tree = self._tree(store, uri, stored)
+        fresh, state, kept = fork(
+            tree,
+            stored,
+            entries,
+            at,
+            uri=new_uri,
+            salt=secrets.token_hex(4),
+            now=self._clock(),
+            condition=self._condition,
+        )
+        origin = {"uri": uri, "at": at}
+        # Two commits: the fresh execution, then its trace; the second checks that nothing
+        # answered the first in between.
+        new_store.create(new_uri, {**fresh, "forked_from": origin}, tree)
+        with new_store.transaction(new_uri) as tx:
+            if tx.state["revision"] != 0:
+                raise TetherError(
+                    "already_exists",
+                    f"{new_uri} was answered while it was being forked; fork into a new name",
+                    uri=new_uri,
+                )
+            if kept:
+                tx.commit({**state, "forked_from": origin}, kept)
+        return {
+            "status": "forked",
+            "uri": new_uri,
+            "forked_from": origin,
+            "entries": len(kept),
+            "next": core.current(state),
+        }
+
     # -- a bound agent session (tether.guard.binding) ------------------------------------------
 
     def stop(self, trace: str, *, cap: int) -> dict[str, Any]:
@@ -363,6 +544,7 @@ class Runtime:
         return cached
 
     def _answer(self, trace: str, answer: core.Answer) -> dict[str, Any]:
+        _check_answer(answer)
         store, uri = self._store(trace)
         with store.transaction(uri) as tx:
             state = tx.state
@@ -379,3 +561,14 @@ class Runtime:
                     outcome.state, outcome.entries, reset_trace=isinstance(answer, core.Reset)
                 )
         return outcome.response
+
+
+def _check_answer(answer: core.Answer) -> None:
+    """`check_value` for each part of an answer; a value written to $VAR counts its path's keys
+    in its depth."""
+    for part in type(answer).__slots__:
+        if isinstance(answer, core.VarWrite) and part == "value":
+            where = f"the value for {answer.path!r}"
+            check_value(answer.value, where, len(parse_path(answer.path)))
+        else:
+            check_value(getattr(answer, part), f"the {part}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -141,7 +142,7 @@ def test_var_value_from_file_and_stdin(cli: Cli, monkeypatch: pytest.MonkeyPatch
     _started(cli)
     (cli.folder / "v.json").write_text('{"a": [1, 2]}')
     assert cli.ok("var", "run.json", "blob", "--file", "v.json", "--json")["value"] == {"a": [1, 2]}
-    monkeypatch.setattr(sys, "stdin", __import__("io").StringIO("from stdin"))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"from stdin")))
     assert cli.ok("var", "run.json", "text", "--stdin")["value"] == "from stdin"
     assert cli.ok("var", "run.json") == {
         "time_of_day": None,

@@ -12,7 +12,7 @@ from pathlib import Path
 from tether.verbs import Runtime
 
 HELLO = str(Path(__file__).resolve().parents[2] / "examples" / "hello-world.yaml")
-HEAVY = ("yaml", "pydantic", "cel", "mcp", "mcp_types", "psycopg", "starlette", "anyio")
+HEAVY = ("yaml", "pydantic", "cel", "mcp", "mcp_types", "psycopg", "starlette", "anyio", "re2")
 
 _PROBE = """
 import json, sys

@@ -125,7 +125,7 @@ def test_install_claude_merges_and_is_idempotent(tmp_path, capsys, monkeypatch):
     }
     assert "matcher" not in data["hooks"]["UserPromptSubmit"][0]
     code, out, _ = cli(capsys, "install", "claude")
-    assert out["added"] == []
+    assert (out["added"], out["updated"]) == ([], [])
     assert json.loads(settings.read_text()) == data
 
 
@@ -145,8 +145,35 @@ def test_install_http_hooks(tmp_path, capsys):
     assert hooks["PostToolUse"][0]["hooks"][0] == {
         "type": "http",
         "url": "http://127.0.0.1:8977/hook",
+        "headers": {"Authorization": "Bearer $TETHER_GUARD_TOKEN"},
+        "allowedEnvVars": ["TETHER_GUARD_TOKEN"],
         "timeout": 30,
     }
+    assert out["on_error"] == "block"
+    assert "tether guard serve" in out["on_error_means"]
+
+
+def test_install_says_which_on_error_mode_and_switches_in_place(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = cli(capsys, "install", "claude", "--command", "tether")
+    assert (code, out["on_error"]) == (0, "block")
+    assert "denied" in out["on_error_means"] and "the default" in out["on_error_means"]
+    assert "on_error: block" in (tmp_path / ".tether" / "guard.yaml").read_text()
+    settings = tmp_path / ".claude" / "settings.json"
+    command = json.loads(settings.read_text())["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    assert "--on-error" not in command
+    code, out, _ = cli(capsys, "install", "claude", "--command", "tether", "--on-error", "allow")
+    assert (out["on_error"], out["added"]) == ("allow", [])
+    assert "PreToolUse" in out["updated"] and "goes ahead" in out["on_error_means"]
+    hooks = json.loads(settings.read_text())["hooks"]
+    assert all(len(groups) == 1 for groups in hooks.values())
+    assert hooks["PreToolUse"][0]["hooks"][0]["command"] == (
+        'tether guard hook --config "$CLAUDE_PROJECT_DIR/.tether/guard.yaml" --on-error allow'
+    )
+    assert (
+        cli(capsys, "install", "claude", "--command", "tether", "--on-error", "allow")[1]["updated"]
+        == []
+    )
 
 
 def test_install_refuses_a_broken_settings_file(tmp_path, capsys):
@@ -188,7 +215,7 @@ def test_replay_explain_gives_sources_and_values(tmp_path, capsys):
     blocked = next(d for d in out["decisions"] if d["action"] == "block")
     explanation = blocked["rules"][0]["explanation"]
     assert explanation["source"] == "builtin (profile dev)"
-    assert explanation["condition"]["saw"] == "git reset --hard"
+    assert explanation["condition"]["any"][0]["saw"] == "git reset --hard"
     assert any(e["rule"] == "no_bash_for_files" for e in blocked["evaluated"])
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -246,11 +248,64 @@ def test_unknown_profile(tmp_path):
     assert "{{behavior.<name>}}" in err.message
 
 
-def test_invalid_yaml_names_the_line(tmp_path):
-    err = error_of(write(tmp_path, "profile: dev\nrules: [\n"))
+def test_invalid_yaml_names_the_line_and_where_the_bracket_opened(tmp_path):
+    path = write(tmp_path, "profile: dev\nrules: [secret-value,\n")
+    err = error_of(path)
     assert err.code == "invalid_value"
-    assert "not valid YAML" in err.message
-    assert err.details["line"] is not None
+    assert err.message == (
+        f"invalid guard configuration: {path}:3:1: malformed YAML: did not find expected node "
+        "content (the flow sequence opened at line 2, column 8 was never closed)"
+    )
+    assert (err.details["line"], err.details["column"]) == (3, 1)
+    assert (err.details["context_line"], err.details["context_column"]) == (2, 8)
+    assert "secret-value" not in err.message
+
+
+BOMB = "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
+    f"{b}: &{b} [{', '.join([f'*{a}'] * 9)}]\n"
+    for a, b in ["ab", "bc", "cd", "de", "ef", "fg", "gh", "hi"]
+)
+
+
+def guard_check(path: str) -> tuple[int, dict]:
+    """`tether guard check` in a fresh process: its exit code and the error it printed."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tether.cli.main", "guard", "check", path],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.stdout == ""
+    return done.returncode, json.loads(done.stderr)["error"]
+
+
+@pytest.mark.parametrize(
+    ("text", "position", "words"),
+    [
+        (
+            "profile: dev\n" + BOMB,
+            (2, 4),
+            "YAML anchors and aliases (&name, *name) are not allowed",
+        ),
+        ("base: {profile: dev}\nsecurity:\n  <<: {behavior: {}}\n", (3, 3), "merge keys (<<)"),
+        ("profile: !!python/object:os.system dev\n", (1, 10), "YAML tags are not allowed"),
+        ("rules: " + "[" * 600 + "]" * 600 + "\n", (1, 107), "nested more than 100 levels deep"),
+    ],
+    ids=["alias_bomb", "merge_key", "tag", "deep"],
+)
+def test_yaml_that_expands_or_nests_is_refused_with_its_line(tmp_path, text, position, words):
+    code, err = guard_check(write(tmp_path, text))
+    assert (code, err["code"]) == (3, "invalid_value")
+    assert (err["line"], err["column"]) == position
+    assert words in err["message"]
+
+
+def test_a_fifo_is_refused_without_blocking(tmp_path):
+    os.mkfifo(tmp_path / "guard.yaml")
+    code, err = guard_check(str(tmp_path / "guard.yaml"))
+    assert (code, err["code"]) == (3, "invalid_value")
+    assert err["message"].endswith("guard.yaml: not a regular file (a FIFO)")
 
 
 def test_missing_file():
@@ -340,18 +395,19 @@ def test_validators(tmp_path, text, path, words):
     assert words in err.message
 
 
-def test_cached_plan_follows_edits_and_skips_yaml_and_pydantic(tmp_path):
+def test_cached_plan_follows_edits_and_skips_yaml_pydantic_and_re2(tmp_path):
     config = write(tmp_path, "profile: assistant\n")
     cache = str(tmp_path / "cache")
     assert len(Guard.from_file(config, cache_dir=cache).rules) == 4
     probe = (
         "import sys; from tether.guard.engine import Guard; "
         f"g = Guard.from_file({config!r}, cache_dir={cache!r}); "
-        "print(len(g.rules), 'pydantic' in sys.modules, 'yaml' in sys.modules)"
+        "print(len(g.rules), *(m in sys.modules for m in ('pydantic', 'yaml', 're2')))"
     )
     run = [sys.executable, "-c", probe]
     assert subprocess.run(run, capture_output=True, text=True, check=True).stdout.split() == [
         "4",
+        "False",
         "False",
         "False",
     ]

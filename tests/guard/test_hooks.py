@@ -243,9 +243,10 @@ def test_round_trip_through_a_fresh_process(project):
     assert "read_before_edit" not in again.stdout
 
 
-def test_bad_configuration_is_a_non_blocking_error(project):
+def test_bad_configuration_is_a_non_blocking_error_for_other_events(project):
+    """(What a broken configuration does to a tool call is in test_on_error.py.)"""
     (project / "bad.yaml").write_text("profile: dev\nrulez: {}\n")
-    result = hook(project, pre(str(project), "Bash", {"command": "ls"}), config="bad.yaml")
+    result = hook(project, payload("UserPromptSubmit", str(project), prompt="hi"), "bad.yaml")
     assert result.returncode == 1
     assert result.stdout == ""
     error = json.loads(result.stderr)["error"]

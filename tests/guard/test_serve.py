@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tether.guard import Guard
-from tether.guard.serve import GuardServer
+from tether.guard.serve import GuardServer, ServeOptions
 
 
 @pytest.fixture
@@ -112,27 +112,44 @@ def test_bad_requests(server):
     assert post(server + "/elsewhere", b"{}")[0] == 404
 
 
-def test_a_failure_is_answered_as_a_server_error(tmp_path):
-    """A state folder that cannot be created: the hook gets a 500 and an error, not a hang."""
+@pytest.fixture
+def failing(tmp_path):
+    """A server whose state folder cannot be created: every session event fails."""
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("")
-    server = GuardServer(Guard.from_config({"profile": "dev"}), str(blocker), "127.0.0.1", 0)
+    guard = Guard.from_config({"profile": "dev"})
+    server = GuardServer(guard, str(blocker), ServeOptions(port=0))
     thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/hook"
-        status, out = post(
-            url,
-            hook(
-                "PostToolUse",
-                tool_name="Read",
-                tool_use_id="t",
-                tool_input={"file_path": "/a"},
-                tool_response={},
-            ),
-        )
-        assert status == 500
-        assert out["error"]["code"] == "internal"
+        yield f"http://127.0.0.1:{server.server_address[1]}/hook", blocker
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_failure_is_answered_as_a_server_error(failing):
+    """A PostToolUse that fails: a 500 and an error (Claude Code goes on), not a hang."""
+    url, _ = failing
+    status, out = post(
+        url,
+        hook(
+            "PostToolUse",
+            tool_name="Read",
+            tool_use_id="t",
+            tool_input={"file_path": "/a"},
+            tool_response={},
+        ),
+    )
+    assert status == 500
+    assert out["error"]["code"] == "internal"
+
+
+def test_a_tool_call_that_cannot_be_decided_is_denied(failing):
+    """Under on_error: block (the default) the answer is a 200 carrying the deny: Claude Code
+    reads an HTTP error status as "carry on"."""
+    url, _ = failing
+    status, out = post(url, hook("PreToolUse", tool_name="Bash", tool_input={"command": "ls"}))
+    assert status == 200
+    assert out["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert "could not decide" in out["hookSpecificOutput"]["permissionDecisionReason"]

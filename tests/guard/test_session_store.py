@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tether.guard import Guard
 from tether.guard.session_store import SNAPSHOT_EVERY, SessionStore
 from tether.guard.state import SessionState
@@ -41,6 +43,29 @@ def test_a_torn_last_line_is_skipped(tmp_path):
     with open(store.paths("s", None)[1], "a", encoding="utf-8") as log:
         log.write('{"e": "tool", "tool": "re')
     assert SessionStore(str(tmp_path)).state("s").total_tool_calls == 2
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_the_event_after_a_torn_line_is_kept(tmp_path, warm):
+    """A hook killed mid-write leaves a torn line; the next hook's event must not vanish with it
+    (it used to be appended onto the torn line and dropped by the reader)."""
+    guard = Guard.from_config({"profile": "dev"})
+    store = SessionStore(str(tmp_path))
+    fill(store, guard, 2)
+    log = store.paths("s", None)[1]
+    with open(log, "a", encoding="utf-8") as out:
+        out.write('{"e": "tool", "tool": "Re')
+    writer = store if warm else SessionStore(str(tmp_path))
+    with writer.session(guard, "s") as session:
+        session.post_tool("Read", {"file_path": "/after-the-tear"}, {})
+    fresh = SessionStore(str(tmp_path))
+    assert fresh.state("s").total_tool_calls == 3
+    assert "/after-the-tear" in fresh.state("s").sets["read_files"]
+    events = fresh.events("s")
+    assert [e.get("target") for e in events if e["e"] == "tool"][-1] == "/after-the-tear"
+    assert SessionState.replay(events) == fresh.state("s")
+    with writer.session(guard, "s") as session:
+        assert session.state.total_tool_calls == 3
 
 
 def test_agents_are_kept_apart(tmp_path):

@@ -12,6 +12,7 @@ import pytest
 from mcp.client.client import Client
 
 from tether.engine.protocol import PROTOCOL_TEXT
+from tether.mcp.tools import TOOLS
 from tether.verbs import Runtime
 
 pytestmark = pytest.mark.anyio
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.anyio
 async def test_an_http_client_walks_hello_world_to_done(http_server: Any, agent_for: Any) -> None:
     async with Client(http_server.url) as client:
         assert client.instructions.startswith(PROTOCOL_TEXT)
-        assert len((await client.list_tools()).tools) == 12
+        assert len((await client.list_tools()).tools) == len(TOOLS)
         document = await agent_for(client).hello_to_done("memory://over-http")
     assert document["status"] == "complete"
     assert document["uri"] == "memory://over-http"

@@ -1,5 +1,5 @@
 """End to end with the official MCP Inspector CLI (npm @modelcontextprotocol/inspector, installed
-under .cache/ by scripts/install-test-deps-mcp): it lists the twelve tools and drives hello-world
+under .cache/ by scripts/install-test-deps-mcp): it lists the runtime tools and drives hello-world
 from the gate to done, over stdio and over Streamable HTTP. A missing Inspector fails the tests."""
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from typing import Any
 
 import anyio
 import pytest
+
+from tether.mcp.tools import TOOLS
 
 pytestmark = pytest.mark.anyio
 
@@ -57,7 +59,7 @@ class Inspector:
 async def _lists_and_walks(inspector: Inspector, trace: str, walks: Any) -> None:
     code, listing, err = await inspector.run("--method", "tools/list", "--strict")
     assert code == 0, err
-    assert len(listing["tools"]) == 12
+    assert len(listing["tools"]) == len(TOOLS)
     assert {t["name"] for t in listing["tools"]} >= {"start_execution", "next_step", "read_trace"}
     assert "Warning" not in err
     walks.check(walks.hello, await walks.replay(walks.hello, trace, inspector.call))
@@ -94,4 +96,4 @@ async def test_the_inspector_sends_the_bearer_token(
     allowed = Inspector([server.url, "--header", "Authorization: Bearer inspector-token"], tmp_path)
     code, listing, err = await allowed.run("--method", "tools/list")
     assert code == 0, err
-    assert len(listing["tools"]) == 12
+    assert len(listing["tools"]) == len(TOOLS)

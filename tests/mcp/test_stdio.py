@@ -17,6 +17,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from tether.engine.protocol import PROTOCOL_TEXT
 from tether.errors import EXIT_NOT_FOUND, EXIT_USAGE
+from tether.mcp.tools import TOOLS
 from tether.verbs import Runtime
 
 SERVE = [sys.executable, "-m", "tether.cli.main", "mcp"]
@@ -30,7 +31,7 @@ def _params(root: Path) -> StdioServerParameters:
 async def test_a_stdio_client_walks_hello_world_to_done(root: Path, agent_for: Any) -> None:
     async with Client(_params(root)) as client:
         assert client.instructions.startswith(PROTOCOL_TEXT)
-        assert len((await client.list_tools()).tools) == 12
+        assert len((await client.list_tools()).tools) == len(TOOLS)
         agent = agent_for(client)
         document = await agent.hello_to_done("run.json")
         assert document["status"] == "complete"
@@ -98,7 +99,7 @@ def test_stdout_carries_only_protocol_messages(root: Path) -> None:
     assert [r["id"] for r in replies] == [1, 2, 3, 4]
     assert all(r["jsonrpc"] == "2.0" for r in replies)
     assert replies[0]["result"]["serverInfo"]["name"] == "tether"
-    assert len(replies[1]["result"]["tools"]) == 12
+    assert len(replies[1]["result"]["tools"]) == len(TOOLS)
     assert replies[2]["result"]["structuredContent"]["status"] == "started"
     refused = replies[3]["result"]
     assert refused["isError"] is True

@@ -1,4 +1,4 @@
-"""The twelve runtime tools through the SDK's in-memory client: what a client is told about them,
+"""The runtime tools through the SDK's in-memory client: what a client is told about them,
 a walk of the hello-world example, and every way a call can be refused."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from tether.verbs import Runtime
 
 pytestmark = pytest.mark.anyio
 
-TWELVE = [
+TOOLS = [
     "start_execution",
     "resume_execution",
     "reset_execution",
@@ -31,6 +31,7 @@ TWELVE = [
     "const_read",
     "get_execution",
     "read_trace",
+    "fork_execution",
 ]
 
 
@@ -39,23 +40,24 @@ async def _tools(agent: Any) -> dict[str, Any]:
     return {t.name: t for t in listing.tools}
 
 
-async def test_the_twelve_tools_are_listed_with_their_arguments(agent: Any) -> None:
+async def test_the_tools_are_listed_with_their_arguments(agent: Any) -> None:
     tools = await _tools(agent)
-    assert sorted(tools) == sorted(TWELVE)
+    assert sorted(tools) == sorted(TOOLS)
     arguments = {n: set(t.input_schema["properties"]) for n, t in tools.items()}
     assert arguments == {
         "start_execution": {"tree_uri", "trace_output", "var", "const"},
         "resume_execution": {"trace_output"},
         "reset_execution": {"trace_output"},
         "next_step": {"trace_output", "all"},
-        "eval": {"trace_output", "result", "note", "step"},
-        "submit": {"trace_output", "status", "note", "step"},
+        "eval": {"trace_output", "result", "note", "step", "values"},
+        "submit": {"trace_output", "status", "note", "step", "values"},
         "think": {"trace_output", "thought", "step"},
         "var_read": {"trace_output", "path"},
         "var_write": {"trace_output", "path", "value", "step"},
         "const_read": {"trace_output", "path"},
         "get_execution": {"trace_output"},
         "read_trace": {"trace_output", "from", "to"},
+        "fork_execution": {"trace_output", "new_trace_output", "at"},
     }
     for tool in tools.values():
         assert "trace_output" in tool.input_schema["required"]

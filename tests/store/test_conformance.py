@@ -232,3 +232,40 @@ def test_read_execution_stays_consistent_while_others_commit(backend: Backend) -
     finally:
         stop.set()
         thread.join()
+
+
+def _deep(levels: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    "value",
+    [float("nan"), float("inf"), {"a": [float("-inf")]}, _deep(1000), "caf\udce9", {1: 2}],
+    ids=["nan", "inf", "nested-inf", "deep", "not-utf8", "int-key"],
+)
+def test_values_json_cannot_hold_are_refused_from_any_caller(backend: Backend, value: Any) -> None:
+    rt, uri = Runtime(), backend.new_uri()
+    rt.start(str(EXAMPLES / "hello-world.yaml"), uri)
+    before = rt.get(uri)
+    assert _code(rt.var_write, uri, "x", value) == "invalid_value"
+    with pytest.raises(TetherError) as err:
+        rt.start(str(EXAMPLES / "hello-world.yaml"), backend.new_uri(), var={"x": value})
+    assert err.value.code == "invalid_value"
+    assert rt.get(uri) == before
+
+
+def test_a_store_encodes_only_standard_json(backend: Backend) -> None:
+    uri = backend.store.canonical(backend.new_uri())
+    backend.store.create(uri, _state(uri), TREE)
+    with backend.store.transaction(uri) as tx:
+        assert _code(tx.commit, dict(tx.state, var={"x": float("nan")}), []) == "invalid_value"
+        assert _code(tx.commit, tx.state, [dict(_entry(0), value=float("inf"))]) == "invalid_value"
+    assert _code(
+        backend.store.create, backend.new_uri(), _state(uri, var={"x": float("nan")}), TREE
+    ) == ("invalid_value")
+    state = backend.store.load(uri)
+    assert state["revision"] == 0 and state["var"] == {"a": 1}
+    assert list(backend.store.read_trace(uri)) == []

@@ -8,7 +8,10 @@ import itertools
 import json
 from typing import Any
 
+import pytest
+
 from tether.engine import core
+from tether.errors import TetherError
 
 _clock = itertools.count()
 
@@ -125,3 +128,41 @@ class Walk:
             for e in self.trace
             if e["kind"] in ((kind,) if kind else ("evaluate", "instruct"))
         ]
+
+
+def refused(code: str, w: Walk, answer: core.Answer) -> TetherError:
+    """Apply `answer`, which must be refused with `code` and leave the state as it was."""
+    before = copy.deepcopy(w.state)
+    with pytest.raises(TetherError) as err:
+        w.apply(answer)
+    assert err.value.code == code, err.value.message
+    assert w.state == before, "a refused answer changed the state"
+    return err.value
+
+
+# A tree file with a human step beside an agent's step: the release notes are drafted, then a
+# person signs off while the agent lints them.
+SIGN_OFF_YAML = """\
+name: sign-off
+version: 1
+tree:
+  type: sequence
+  name: Ship
+  children:
+    - type: action
+      name: Draft
+      steps:
+        - instruct: Write the release notes at $VAR.notes.
+          writes: [notes]
+    - type: parallel
+      name: Checks
+      children:
+        - type: action
+          name: Sign_Off
+          steps:
+            - human: Read the release notes. Approve to publish.
+        - type: action
+          name: Lint
+          steps:
+            - instruct: Lint the notes.
+"""

@@ -36,7 +36,7 @@ CASES = [
         "malformed_yaml",
         "name: t\ntree:\n  type: action\n  name: [A\n  steps: []\n",
         "t.yaml:5:8: malformed YAML: did not find expected ',' or ']' "
-        "(while parsing a flow sequence)",
+        "(in the flow sequence opened at line 4, column 9)",
         "(root)",
     ),
     (
@@ -133,14 +133,14 @@ CASES = [
         "step_with_two_kinds",
         "name: t\ntree:\n  type: action\n  name: R\n  steps:\n    - instruct: x\n"
         "      evaluate: y\n",
-        "t.yaml:6:7: a step takes exactly one of evaluate, instruct or check "
+        "t.yaml:6:7: a step takes exactly one of evaluate, instruct, check or human "
         "(found evaluate and instruct) at tree.steps[0]",
         "tree.steps[0]",
     ),
     (
         "step_with_no_kind",
         "name: t\ntree:\n  type: action\n  name: R\n  steps:\n    - writes: [a]\n",
-        "t.yaml:6:7: a step takes exactly one of evaluate, instruct or check (found none) "
+        "t.yaml:6:7: a step takes exactly one of evaluate, instruct, check or human (found none) "
         "at tree.steps[0]",
         "tree.steps[0]",
     ),

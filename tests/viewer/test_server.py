@@ -85,11 +85,17 @@ def test_a_state_file_naming_a_trace_outside_is_refused(
     server: ViewServer, hello: Path, runs: Path, tmp_path: Path
 ) -> None:
     state = json.loads(hello.read_text())
-    (tmp_path / "elsewhere.jsonl").write_text("")
-    state["trace"] = {"file": "../elsewhere.jsonl", "entries": 0, "bytes": 0}
+    (tmp_path / "elsewhere.jsonl").write_text('{"secret": "outside"}\n')
+    state["trace"] = {"file": "../elsewhere.jsonl", "entries": 1, "bytes": 22}
     (runs / "forged.json").write_text(json.dumps(state))
     (runs / "forged.json.tree.json").write_text((runs / "hello.json.tree.json").read_text())
-    _forbidden(server, "/api/run?path=forged.json")
+    status, body = server.get("/api/run?path=forged.json")
+    assert (status, body["error"]["code"]) == (409, "corrupt_execution")
+    assert "secret" not in json.dumps(body)
+    _, listing = server.get("/api/runs")
+    rows = {r["path"]: r for r in listing["runs"]}
+    assert "elsewhere.jsonl" in rows["forged.json"]["error"]
+    assert rows["hello.json"]["tree"] == "hello-world"
 
 
 def test_unknown_things_are_not_found(server: ViewServer, hello: Path) -> None:
@@ -140,3 +146,42 @@ def test_view_refuses_a_missing_folder_and_a_bad_port(tmp_path: Path) -> None:
     assert err["error"]["code"] == "not_found"
     err = json.loads(tether("view", tmp_path, "--port", "http", code=2).stderr)
     assert err["error"]["code"] == "usage"
+
+
+def test_an_execution_that_cannot_be_shown_has_its_own_row(
+    server: ViewServer, hello: Path, runs: Path
+) -> None:
+    tether("start", EXAMPLES / "hello-world.yaml", runs / "rootless.json")
+    tree = json.loads((runs / "rootless.json.tree.json").read_text())
+    del tree["root"]
+    (runs / "rootless.json.tree.json").write_text(json.dumps(tree))
+    (runs / "garbled.json").write_text("{not json")
+    (runs / "garbled.json.tree.json").write_text("{}")
+    status, listing = server.get("/api/runs")
+    assert status == 200
+    rows = {r["path"]: r for r in listing["runs"]}
+    assert set(rows) == {"hello.json", "rootless.json", "garbled.json"}
+    assert rows["hello.json"]["tree"] == "hello-world" and "error" not in rows["hello.json"]
+    assert "malformed" in rows["rootless.json"]["error"] and "tree" not in rows["rootless.json"]
+    assert "not JSON" in rows["garbled.json"]["error"]
+    status, body = server.get("/api/run?path=rootless.json")
+    assert (status, body["error"]["code"]) == (409, "corrupt_execution")
+    assert server.get("/api/run?path=hello.json")[0] == 200
+
+
+def test_sidecars_are_read_by_the_store_rules(
+    server: ViewServer, hello: Path, runs: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "secret.jsonl").write_text('{"submitted": "TOP-SECRET"}\n')
+    tether("start", EXAMPLES / "hello-world.yaml", runs / "linked.json")
+    (runs / "linked.json.trace.jsonl").unlink()
+    (runs / "linked.json.trace.jsonl").symlink_to(tmp_path / "secret.jsonl")
+    state = json.loads((runs / "linked.json").read_text())
+    state["trace"].update(entries=1, bytes=len('{"submitted": "TOP-SECRET"}\n'))
+    (runs / "linked.json").write_text(json.dumps(state))
+    status, body = server.get("/api/run?path=linked.json")
+    assert (status, body["error"]["code"]) == (409, "corrupt_execution")
+    assert "symbolic link" in body["error"]["message"] and "TOP-SECRET" not in json.dumps(body)
+    _, listing = server.get("/api/runs")
+    assert "TOP-SECRET" not in json.dumps(listing)
+    assert (tmp_path / "secret.jsonl").read_text() == '{"submitted": "TOP-SECRET"}\n'

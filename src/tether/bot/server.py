@@ -100,6 +100,11 @@ RESULT_SCHEMA: dict[str, Any] = {
             "description": "The action this call closed.",
             "properties": {"phase": {"type": "string"}, "action": {"type": "string"}},
         },
+        "next": {
+            "type": "object",
+            "description": "After a close: the execution's next open request (the runtime's "
+            "next), or {status: done | failure}.",
+        },
     },
     "required": ["status", "message", "bot", "completed"],
 }

@@ -116,10 +116,11 @@ class BotSession:
         closing = surface.at(request["path"])
         for path, value in (values or {}).items():
             self.runtime.var_write(self.state, path, value)
-        self.runtime.close(self.state, note=note, step=request["step"])
+        closed = self.runtime.close(self.state, note=note, step=request["step"])
         after = self.document()
         out = describe(after, surface, "closed" if after["status"] == "running" else "done")
         out["closed"] = {"phase": closing.phase, "action": closing.name}
+        out["next"] = closed["current"]
         moved = f"Closed {closing.phase}.{closing.name}."
         if after["status"] == "running" and out["phase"] != closing.phase:
             moved += f" Phase {closing.phase!r} is complete; on to phase {out['phase']!r}."

@@ -3,7 +3,9 @@
 Owns a small table-driven parser with one rule argparse cannot give: a value is never taken for
 an option. Only the option names a command declares are options; every other token, even one that
 begins with `-` (`-5`, `-fix the flaky test`), is a positional value, and an option's value is the
-next token whatever it looks like. `--` ends the options. It also keeps the CLI's start-up lean:
+next token whatever it looks like. `-h`/`--help` asks for help, except in the place of a free-text
+positional (a command's `texts`: `var`'s VALUE, `think`'s THOUGHT), where it is the text itself.
+`--` ends the options. It also keeps the CLI's start-up lean:
 no argparse import on the step path. It does not run commands (see `tether.cli.main`).
 """
 
@@ -21,6 +23,8 @@ METAVARS = {
     "--to": "SEQ",
     "--var": "K=V",
     "--const": "K=V",
+    "--set": "PATH=VALUE",
+    "--set-json": "PATH=JSON",
     "--port": "N",
     "--at": "K",
     "-o": "FILE",
@@ -41,8 +45,9 @@ METAVARS = {
 
 
 class Command:
-    """One command: its positionals (the first `required` of them mandatory), the options that
-    take a value (`values`, or `repeated` when they may be given several times), and flags."""
+    """One command: its positionals (the first `required` of them mandatory; those in `texts`
+    take free text, `--help` included), the options that take a value (`values`, or `repeated`
+    when they may be given several times), and flags."""
 
     __slots__ = (
         "flags",
@@ -52,6 +57,7 @@ class Command:
         "repeated",
         "required",
         "summary",
+        "texts",
         "values",
     )
 
@@ -65,6 +71,7 @@ class Command:
         values: tuple[str, ...] = (),
         repeated: tuple[str, ...] = (),
         flags: tuple[str, ...] = (),
+        texts: tuple[str, ...] = (),
         help: str = "",
     ) -> None:
         self.name = name
@@ -74,6 +81,7 @@ class Command:
         self.values = values
         self.repeated = repeated
         self.flags = flags
+        self.texts = texts
         self.help = help
 
     def help_text(self) -> str:
@@ -129,7 +137,7 @@ def parse(command: Command, argv: list[str]) -> Parsed:
         if token == "--":
             options_done = True
             continue
-        if token in ("-h", "--help"):
+        if token in ("-h", "--help") and not _text_next(command, len(positionals)):
             out.help = True
             continue
         name, eq, inline = token.partition("=")
@@ -167,6 +175,11 @@ def parse(command: Command, argv: list[str]) -> Parsed:
     for name, value in zip(command.positionals, positionals, strict=False):
         out.args[name] = value
     return out
+
+
+def _text_next(command: Command, given: int) -> bool:
+    """Whether the positional after the `given` ones takes free text."""
+    return given < len(command.positionals) and command.positionals[given] in command.texts
 
 
 def _usage(command: Command, message: str) -> TetherError:

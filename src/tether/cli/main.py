@@ -18,6 +18,12 @@ from tether.errors import EXIT_OK, EXIT_USAGE, TetherError
 
 _STEP = ("--step",)
 _NOTE = ("--note", "--note-file")
+_SET = ("--set", "--set-json")
+_SET_HELP = (
+    " --set PATH=VALUE writes $VAR with the answer, in the same commit and before it is judged "
+    "(VALUE is JSON, else a string, as var parses it); --set-json PATH=JSON requires JSON. "
+    "Either may be repeated. The response's `next` is the request that follows."
+)
 
 COMMANDS: dict[str, Command] = {
     c.name: c
@@ -43,7 +49,8 @@ COMMANDS: dict[str, Command] = {
             ("TRACE", "RESULT"),
             2,
             values=(*_NOTE, *_STEP),
-            help="RESULT is true or false.",
+            repeated=_SET,
+            help="RESULT is true or false." + _SET_HELP,
         ),
         Command(
             "submit",
@@ -51,7 +58,24 @@ COMMANDS: dict[str, Command] = {
             ("TRACE", "STATUS"),
             2,
             values=(*_NOTE, *_STEP),
-            help="STATUS is success, failure or running.",
+            repeated=_SET,
+            help="STATUS is success, failure or running." + _SET_HELP,
+        ),
+        Command(
+            "approve",
+            "answer the open human step: approved (a person's answer, never an agent's)",
+            ("TRACE",),
+            1,
+            values=(*_NOTE, *_STEP),
+            help="--step names the human step when several are open.",
+        ),
+        Command(
+            "reject",
+            "answer the open human step: rejected, which fails its action",
+            ("TRACE",),
+            1,
+            values=(*_NOTE, *_STEP),
+            help="--step names the human step when several are open.",
         ),
         Command(
             "think",
@@ -60,6 +84,8 @@ COMMANDS: dict[str, Command] = {
             1,
             values=("--file", *_STEP),
             flags=("--stdin",),
+            texts=("THOUGHT",),
+            help="THOUGHT is text; even one that begins with - (-h, --help) is the thought.",
         ),
         Command(
             "var",
@@ -68,10 +94,15 @@ COMMANDS: dict[str, Command] = {
             1,
             values=("--file", *_STEP),
             flags=("--json", "--stdin"),
+            texts=("VALUE",),
             help="VALUE is JSON, else a string; --json requires JSON; --file/--stdin read it; "
-            "--step records the write against that open step.",
+            "--step records the write against that open step. A VALUE that begins with - is a "
+            "value (-5, --help); put -- before one that is an option's name (-- --json). NaN, "
+            "Infinity, text that is not UTF-8 and values nested over 100 levels are refused.",
         ),
-        Command("const", "read $CONST (read-only)", ("TRACE", "PATH", "VALUE"), 1),
+        Command(
+            "const", "read $CONST (read-only)", ("TRACE", "PATH", "VALUE"), 1, texts=("VALUE",)
+        ),
         Command("get", "print the whole execution document", ("TRACE",), 1),
         Command(
             "trace",
@@ -81,6 +112,15 @@ COMMANDS: dict[str, Command] = {
             values=("--from", "--to"),
         ),
         Command("verify", "replay the trace and compare with the stored state", ("TRACE",), 1),
+        Command(
+            "fork",
+            "start NEW from the first K entries of TRACE's trace, re-derived by replay",
+            ("TRACE", "NEW"),
+            2,
+            values=("--at",),
+            help="--at K (required) keeps the entries with seq < K, 0 to the trace's length; "
+            "NEW may be in another store. TRACE is not changed; NEW records forked_from.",
+        ),
     )
 }
 
@@ -162,19 +202,33 @@ def _value_text(p: Parsed, positional: str) -> str | None:
     if "--file" in p.options:
         return _read_file(p.options["--file"])
     if "--stdin" in p.flags:
-        return sys.stdin.read()
+        return _utf8(sys.stdin.buffer.read(), "standard input")
     return p.args.get(positional)
 
 
 def _read_file(path: str) -> str:
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
+        with open(path, "rb") as f:
+            return _utf8(f.read(), path)
     except FileNotFoundError:
         raise TetherError("not_found", f"file {path} does not exist", path=path) from None
     except OSError as exc:
         raise TetherError(
             "invalid_value", f"cannot read {path}: {exc.strerror}", path=path
+        ) from None
+
+
+def _utf8(data: bytes, source: str) -> str:
+    """`data` decoded as UTF-8, or `invalid_value` naming `source` and the first bad byte."""
+    try:
+        return data.decode()
+    except UnicodeDecodeError as exc:
+        raise TetherError(
+            "invalid_value",
+            f"{source} is not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start} "
+            "is not valid UTF-8",
+            source=source,
+            offset=exc.start,
         ) from None
 
 
@@ -232,12 +286,28 @@ def _start(p: Parsed) -> Any:
     )
 
 
+def _values(p: Parsed) -> dict[str, Any] | None:
+    """The `--set`/`--set-json` writes of an answer (None when there are none); a path given
+    twice is refused, so the order of the two options never matters."""
+    plain = _assignments(p.multi.get("--set", []), "--set", False)
+    strict = _assignments(p.multi.get("--set-json", []), "--set-json", True)
+    given = [pair.partition("=")[0] for option in _SET for pair in p.multi.get(option, [])]
+    twice = sorted({path for path in given if given.count(path) > 1})
+    if twice:
+        raise TetherError("usage", f"--set gives {', '.join(twice)} more than once")
+    return {**plain, **strict} or None
+
+
 def _eval(p: Parsed) -> Any:
     text = str(p.args["RESULT"]).lower()
     if text not in ("true", "false"):
         raise TetherError("usage", f"eval RESULT must be true or false, got {p.args['RESULT']!r}")
     return _runtime().eval(
-        str(p.args["TRACE"]), text == "true", note=_note(p), step=p.options.get("--step")
+        str(p.args["TRACE"]),
+        text == "true",
+        note=_note(p),
+        step=p.options.get("--step"),
+        values=_values(p),
     )
 
 
@@ -248,8 +318,32 @@ def _submit(p: Parsed) -> Any:
             "usage", f"submit STATUS must be success, failure or running, got {p.args['STATUS']!r}"
         )
     return _runtime().submit(
-        str(p.args["TRACE"]), status, note=_note(p), step=p.options.get("--step")
+        str(p.args["TRACE"]),
+        status,
+        note=_note(p),
+        step=p.options.get("--step"),
+        values=_values(p),
     )
+
+
+def _human(approved: bool) -> Callable[[Parsed], Any]:
+    def answer(p: Parsed) -> Any:
+        runtime = _runtime()
+        verb = runtime.approve if approved else runtime.reject
+        return verb(str(p.args["TRACE"]), note=_note(p), step=p.options.get("--step"))
+
+    return answer
+
+
+def _fork(p: Parsed) -> Any:
+    text = p.options.get("--at")
+    if text is None:
+        raise TetherError("usage", "fork needs --at K: the number of trace entries to keep")
+    try:
+        at = int(text)
+    except ValueError:
+        raise TetherError("usage", f"--at takes a whole number, got {text!r}") from None
+    return _runtime().fork(str(p.args["TRACE"]), str(p.args["NEW"]), at=at)
 
 
 def _think(p: Parsed) -> Any:
@@ -305,6 +399,9 @@ HANDLERS: dict[str, Callable[[Parsed], Any]] = {
     "get": lambda p: _runtime().get(str(p.args["TRACE"])),
     "trace": _trace,
     "verify": lambda p: _runtime().verify(str(p.args["TRACE"])),
+    "approve": _human(True),
+    "reject": _human(False),
+    "fork": _fork,
 }
 
 if __name__ == "__main__":

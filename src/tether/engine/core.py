@@ -1,10 +1,13 @@
 """The pure semantics of a running tree: ticking, answers, and the phase machine.
 
 Owns: what each node type does (sequence, selector, parallel, action), the modifiers (`retries`,
-`optional`, `when`), steps (`evaluate`, `instruct`, `check`, `writes`), the protocol gate, step
-tokens, and the trace entries each answer produces. Every function here is pure: it takes the
-normalised tree (`tether.tree`'s `data` dict), the execution state and an answer, and returns a new
-state, a response and the new trace entries. There is no I/O and no clock: the caller passes `now`.
+`optional`, `when`), steps (`evaluate`, `instruct`, `check`, `human`, `writes`), the protocol gate,
+step tokens, the trace entries each answer produces, and what an answer's response carries:
+`next`, the request `next` would return right after it. An answer may carry `values`: var writes
+applied before it is judged, in the same outcome, as `var_write` entries of the answered step.
+Every function here is pure: it takes the normalised tree (`tether.tree`'s `data` dict), the
+execution state and an answer, and returns a new state, a response and the new trace entries.
+There is no I/O and no clock: the caller passes `now`.
 
 It does not own persistence (the store), concurrency (the verbs commit with compare-and-swap), the
 tree format (`tether.tree`), or argument parsing (the CLI and MCP edges).
@@ -55,23 +58,53 @@ Condition = Callable[[str, dict[str, Any], dict[str, Any], list[dict[str, Any]]]
 
 
 class Eval:
-    """Answer an evaluate step: the precondition holds (True) or not."""
+    """Answer an evaluate step: the precondition holds (True) or not. `values` (var path →
+    value) are written first, recorded against the answered step."""
 
-    __slots__ = ("note", "result", "step")
+    __slots__ = ("note", "result", "step", "values")
 
-    def __init__(self, result: bool, note: str | None = None, step: str | None = None) -> None:
+    def __init__(
+        self,
+        result: bool,
+        note: str | None = None,
+        step: str | None = None,
+        values: dict[str, Any] | None = None,
+    ) -> None:
         self.result = result
         self.note = note
         self.step = step
+        self.values = values
 
 
 class Submit:
-    """Answer an instruct step with `success`, `failure` or `running`."""
+    """Answer an instruct step with `success`, `failure` or `running`; `values` as for `Eval`."""
 
-    __slots__ = ("note", "status", "step")
+    __slots__ = ("note", "status", "step", "values")
 
-    def __init__(self, status: str, note: str | None = None, step: str | None = None) -> None:
+    def __init__(
+        self,
+        status: str,
+        note: str | None = None,
+        step: str | None = None,
+        values: dict[str, Any] | None = None,
+    ) -> None:
         self.status = status
+        self.note = note
+        self.step = step
+        self.values = values
+
+
+class Human:
+    """A person's answer to a human step (the one `step` names, else the first open one):
+    approved (True) or rejected, with a note and where it came from (`by`: cli, viewer)."""
+
+    __slots__ = ("approved", "by", "note", "step")
+
+    def __init__(
+        self, approved: bool, by: str, note: str | None = None, step: str | None = None
+    ) -> None:
+        self.approved = approved
+        self.by = by
         self.note = note
         self.step = step
 
@@ -154,7 +187,7 @@ class ToolCall:
         self.step = step
 
 
-Answer = Eval | Submit | Think | VarWrite | Reset | Jump | Close | Stop | ToolCall
+Answer = Eval | Submit | Human | Think | VarWrite | Reset | Jump | Close | Stop | ToolCall
 
 
 class Outcome:
@@ -347,7 +380,7 @@ def tool_records(entries: Iterable[dict[str, Any]], since: int | None) -> list[d
 def _move(
     tree: dict[str, Any],
     work: dict[str, Any],
-    answer: Eval | Submit | Jump | Close,
+    answer: Eval | Submit | Human | Jump | Close,
     now: str,
     condition: Condition,
     tools: list[dict[str, Any]],
@@ -355,7 +388,7 @@ def _move(
     """Apply an answer that may move the cursor."""
     if isinstance(answer, Eval):
         req = _select(work, answer.step, "evaluate", "eval")
-        return _answer(tree, work, req, answer, now, condition, tools)
+        return _with_values(tree, work, req, answer, now, condition, tools)
     if isinstance(answer, Submit):
         if answer.status not in SUBMIT_STATUSES:
             raise TetherError(
@@ -363,8 +396,9 @@ def _move(
                 f"submit status must be one of {', '.join(SUBMIT_STATUSES)}, got {answer.status!r}",
             )
         req = _select(work, answer.step, "instruct", "submit")
-        if req["path"] is None:
-            return _answer_gate(tree, work, answer, now, condition)
+        return _with_values(tree, work, req, answer, now, condition, tools)
+    if isinstance(answer, Human):
+        req = _select_human(work, answer.step)
         return _answer(tree, work, req, answer, now, condition, tools)
     if isinstance(answer, Jump):
         return _jump(tree, work, answer, now, condition)
@@ -403,6 +437,13 @@ def _select(state: dict[str, Any], token: str | None, kind: str, verb: str) -> d
                 open=[dict(r) for r in open_],
             )
         req = found[0]
+    if req["type"] == "human":
+        raise TetherError(
+            "human_only",
+            f"step {req['name']!r} is for a person to answer (tether approve or reject, or the "
+            "viewer), not for {verb}: tell the user what it asks and wait",
+            current=dict(req),
+        )
     if req["type"] != kind:
         other = "submit" if verb == "eval" else "eval"
         raise TetherError(
@@ -412,6 +453,56 @@ def _select(state: dict[str, Any], token: str | None, kind: str, verb: str) -> d
             current=dict(req),
         )
     return req
+
+
+def _select_human(state: dict[str, Any], token: str | None) -> dict[str, Any]:
+    """The open human step `token` names, else the first open one; `wrong_phase` if none is
+    open (or the token names a step that is not one)."""
+    humans = [r for r in state["open"] if r["type"] == "human"]
+    if token is not None:
+        req = next((r for r in state["open"] if r["step"] == token), None)
+        if req is None:
+            raise TetherError(
+                "stale_step",
+                f"step token {token!r} does not name an open step of this execution",
+                current=dict(state["open"][0]),
+                open=[dict(r) for r in state["open"]],
+            )
+        humans = [req] if req["type"] == "human" else []
+    if not humans:
+        first = state["open"][0]
+        raise TetherError(
+            "wrong_phase",
+            f"no human step is open: the open step {first['name']!r} is an {first['type']}, "
+            "answered by the agent",
+            current=dict(first),
+        )
+    return humans[0]
+
+
+def _with_values(
+    tree: dict[str, Any],
+    state: dict[str, Any],
+    req: dict[str, Any],
+    answer: Eval | Submit,
+    now: str,
+    condition: Condition,
+    tools: list[dict[str, Any]],
+) -> Outcome:
+    """Write the answer's `values` (each a `var_write` entry of the answered step), then judge
+    the answer on the state they made: one outcome, so a refusal of either refuses both."""
+    entries: list[dict[str, Any]] = []
+    for path, value in (answer.values or {}).items():
+        written = _var_write(state, VarWrite(path, value, req["step"]), now)
+        state = written.state
+        entries += written.entries
+    if req["path"] is None:
+        assert isinstance(answer, Submit)  # `_select` lets only submit reach the gate
+        outcome = _answer_gate(tree, state, answer, now, condition)
+    else:
+        outcome = _answer(tree, state, req, answer, now, condition, tools)
+    outcome.entries[:0] = entries
+    return outcome
 
 
 def _entry(
@@ -575,7 +666,7 @@ def _answer_gate(
         ticker = _Ticker(tree, state, now, entries, condition)
         ticker.run()
         events = ticker.events
-        message = "Protocol accepted. Call next for the first step."
+        message = "Protocol accepted."
     elif answer.status == "failure":
         state.update(
             status="failed",
@@ -587,23 +678,26 @@ def _answer_gate(
         message = "Protocol declined; the execution has failed."
     else:
         message = "The protocol is still waiting for acceptance: submit success to begin."
-    return Outcome(state, {"status": status, "message": message}, entries, events)
+    response = {"status": status, "message": message, "next": current(state)}
+    return Outcome(state, response, entries, events)
 
 
 def _answer(
     tree: dict[str, Any],
     state: dict[str, Any],
     req: dict[str, Any],
-    answer: Eval | Submit,
+    answer: Eval | Submit | Human,
     now: str,
     condition: Condition,
     tools: list[dict[str, Any]],
 ) -> Outcome:
     key = _key(req["path"])
     frame = state["runtime"][key]
-    submitted: bool | str
+    submitted: bool | str | None
     if isinstance(answer, Eval):
         kind, submitted, advance = "evaluate", answer.result, answer.result
+    elif isinstance(answer, Human):
+        kind, submitted, advance = "human", None, answer.approved
     else:
         kind, submitted, advance = "instruct", answer.status, answer.status == "success"
         if advance and req.get("writes"):
@@ -625,6 +719,7 @@ def _answer(
             {
                 "status": "running",
                 "message": f"Step {req['name']!r} stays open; submit again when done.",
+                "next": current(state),
             },
             entries,
         )
@@ -639,16 +734,25 @@ def _answer(
     failed = ticker.finished.get(key) == FAILURE
     if isinstance(answer, Eval):
         status = "evaluation_passed" if answer.result else "evaluation_failed"
+    elif isinstance(answer, Human):
+        status = "approved" if answer.approved else "rejected"
     elif failed:
         status = "action_failed"
     elif ticker.finished.get(key) == SUCCESS:
         status = "action_complete"
     else:
         status = "step_complete"
-    entry["outcome"] = status
+    if isinstance(answer, Human):
+        entry.update(outcome=SUCCESS if answer.approved else FAILURE, by=answer.by)
+    else:
+        entry["outcome"] = status
     return Outcome(
         state,
-        {"status": status, "message": _message(status, req, ticker, state)},
+        {
+            "status": status,
+            "message": _message(status, req, ticker, state),
+            "next": current(state),
+        },
         entries,
         ticker.events,
     )
@@ -657,11 +761,13 @@ def _answer(
 def _message(status: str, req: dict[str, Any], ticker: _Ticker, state: dict[str, Any]) -> str:
     name = req["name"]
     text = {
-        "evaluation_passed": f"Evaluate of {name!r} passed.",
-        "evaluation_failed": f"Evaluate of {name!r} failed; the action {name!r} fails.",
-        "step_complete": f"Step of {name!r} complete.",
-        "action_complete": f"Action {name!r} complete.",
-        "action_failed": f"Action {name!r} failed.",
+        "evaluation_passed": f"{name} passed.",
+        "evaluation_failed": f"{name} failed its evaluate.",
+        "step_complete": f"{name}: step done.",
+        "action_complete": f"{name} complete.",
+        "action_failed": f"{name} failed.",
+        "approved": f"{name} approved.",
+        "rejected": f"{name} rejected.",
     }[status]
     if ticker.reasons:
         text += " " + " ".join(ticker.reasons)
@@ -671,7 +777,7 @@ def _message(status: str, req: dict[str, Any], ticker: _Ticker, state: dict[str,
         return text + " The workflow is done."
     if state["status"] == "failed":
         return text + " The workflow has failed."
-    return text + " Call next."
+    return text
 
 
 def node_at(tree: dict[str, Any], path: list[int]) -> dict[str, Any]:
@@ -777,6 +883,13 @@ def _close(
     action = node_at(tree, req["path"])
     frame = state["runtime"][key]
     remaining = action["steps"][req["index"] :]
+    if any("human" in step for step in remaining):
+        raise TetherError(
+            "human_only",
+            f"action {action['name']!r} cannot close: a person still has to answer its human "
+            "step (tether approve or reject, or the viewer)",
+            current=dict(req),
+        )
     required = [w for step in remaining for w in step.get("writes", [])]
     missing = _missing_writes(required, frame.get("w", []))
     if missing:
@@ -1022,6 +1135,8 @@ class _Ticker:
                 "name": node["name"],
                 "expression": step["evaluate"],
             }
+        elif "human" in step:
+            req = {"type": "human", "name": node["name"], "prompt": step["human"]}
         else:
             req = {"type": "instruct", "name": node["name"], "instruction": step["instruct"]}
             if step.get("writes"):

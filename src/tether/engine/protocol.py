@@ -10,17 +10,18 @@ GATE_NAME = "Acknowledge_Protocol"
 
 PROTOCOL_TEXT = """\
 You are driving a Tether execution: a behavior tree that decides what happens next. You do the
-work; the runtime decides the order. The loop:
+work; the runtime decides the order. One call per step:
 
-1. Call next. It returns one request: {type: "evaluate"} (a precondition to judge), {type:
-   "instruct"} (work to perform), or {status: "done"} / {status: "failure"} (finished).
-2. For an evaluate, judge the expression honestly and answer eval true or false. False fails the
-   action; the tree decides what follows.
-3. For an instruct, do the work, then answer submit success, failure, or running (still working:
-   the step stays open; use think to record checkpoints).
-4. $VAR ($LOCAL) is the execution's blackboard: read it with var, write it with var PATH VALUE.
-   $CONST ($GLOBAL) is read-only. Write what a step asks for before you submit it.
-5. Pass back the step token of the request you answer; a stale token is refused, so a retried
+1. A request is {type: "evaluate"} (a precondition: judge it honestly, answer eval true or
+   false), {type: "instruct"} (work: do it, answer submit success, failure, or running while
+   still working; think records checkpoints), {type: "human"} (only a person may answer it:
+   tell the user what it asks and wait), or {status: "done"} / {status: "failure"}.
+2. Every answer returns `next`, the request that follows: answer it directly. Call next only
+   to look again; it is replay-safe.
+3. $VAR ($LOCAL) is the execution's blackboard; $CONST ($GLOBAL) is read-only. Send a step's
+   writes with its answer: submit success --set PATH=VALUE (repeat for each path). They land
+   with the answer or, if it is refused, not at all. Read them with var.
+4. Pass back the step token of the request you answer; a stale token is refused, so a retried
    answer never advances twice. Never skip, reorder or invent steps.
 
 Submit success to accept this protocol and begin; submit failure to decline."""

@@ -1,8 +1,9 @@
 """Replay: re-derive an execution's state from its trace alone, and compare.
 
 Owns the mapping from each trace entry back to the answer that produced it, the comparison
-that `tether verify` reports, and the rule for whether an edited tree still fits an execution
-(`refit`: its trace must replay against the new tree exactly). `check` entries are not answers:
+that `tether verify` reports, the rule for whether an edited tree still fits an execution
+(`refit`: its trace must replay against the new tree exactly), and `fork`: a new execution
+derived by replaying a prefix of another's trace. `check` entries are not answers:
 replay regenerates them and then compares them with the stored ones like every other entry.
 `stop` and `tool` entries, recorded from a bound agent session, are answers like the rest. It
 does not read or write storage.
@@ -18,6 +19,7 @@ from tether.engine.core import (
     Close,
     Condition,
     Eval,
+    Human,
     Jump,
     Outcome,
     Reset,
@@ -131,6 +133,8 @@ def answer_of(entry: dict[str, Any], state: dict[str, Any]) -> Answer | None:
         return Eval(bool(entry["submitted"]), entry.get("note"), token)
     if kind in ("instruct", "protocol"):
         return Submit(str(entry["submitted"]), entry.get("note"), token)
+    if kind == "human":
+        return Human(entry["outcome"] == "success", str(entry.get("by")), entry.get("note"), token)
     if kind == "close":
         return Close(entry.get("note"), token)
     raise TetherError(
@@ -228,3 +232,53 @@ def refit(
         if not same:
             raise problem(f"replaying its trace ends with a different {field}")
     return {**stored, **{f: state[f] for f in DERIVED_FIELDS if f in state}}
+
+
+def fork(
+    tree: dict[str, Any],
+    stored: dict[str, Any],
+    trace: list[dict[str, Any]],
+    at: int,
+    *,
+    uri: str,
+    salt: str,
+    now: str,
+    condition: Condition = default_condition,
+) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+    """A new execution at `uri` whose trace is the first `at` entries of `trace`: its fresh
+    state (to create it with), its state after replaying them, and those entries.
+
+    The state is derived by replay, never copied; the new execution has a salt of its own, so
+    the two never accept each other's step tokens. `at` must be a point between answers:
+    `check` entries belong to the answer before them, so a fork cannot keep an answer and drop
+    the checks it ran (`invalid_value`, naming the points around it). The stored trace must
+    replay to itself up to `at` (`corrupt_execution` otherwise: `tether verify` says why).
+    """
+    if not 0 <= at <= len(trace):
+        raise TetherError(
+            "invalid_value",
+            f"at {at} is outside the trace: it holds {len(trace)} entries, so K runs from 0 "
+            f"to {len(trace)}",
+            at=at,
+        )
+    if at < len(trace) and trace[at]["kind"] == "check":
+        before = max((k for k in range(at) if trace[k]["kind"] != "check"), default=0)
+        after = next((k for k in range(at, len(trace)) if trace[k]["kind"] != "check"), None)
+        after = len(trace) if after is None else after
+        raise TetherError(
+            "invalid_value",
+            f"at {at} splits an answer from the check it ran (entry {at} is a check of "
+            f"{trace[at].get('name')!r}); fork at {before} or at {after}",
+            at=at,
+        )
+    origin = dict(stored, uri=uri, salt=salt, created_at=now)
+    fresh = fresh_state(tree, origin)
+    state, produced = replay(tree, origin, trace, condition, upto=at)
+    if produced != trace[:at]:
+        raise TetherError(
+            "corrupt_execution",
+            f"the trace of {stored['uri']} does not replay to itself before entry {at}; "
+            "tether verify names the difference",
+            uri=stored["uri"],
+        )
+    return fresh, state, produced

@@ -19,9 +19,9 @@ from __future__ import annotations
 import json
 import os
 import re
-import threading
 from typing import Any
 
+from tether.guard.failsafe import DeadlineExceeded, within
 from tether.guard.state import SessionState
 
 FOLLOWUPS = frozenset(
@@ -202,22 +202,11 @@ class Classifier:
     def classify(self, text: str, state: SessionState, cwd: str | None) -> dict[str, Any]:
         """The classifier's verdict, within the hard timeout; raises ClassifierError."""
         system, user = self.system_prompt(), self.user_prompt(text, state, cwd)
-        outcome: dict[str, Any] = {}
-
-        def call() -> None:
-            try:
-                outcome["reply"] = self._request(system, user)
-            except ClassifierError as exc:
-                outcome["error"] = exc
-
-        worker = threading.Thread(target=call, daemon=True)
-        worker.start()
-        worker.join(self.config["timeout"])
-        if worker.is_alive():
-            raise ClassifierError(self.timed_out)
-        if "error" in outcome:
-            raise outcome["error"]
-        verdict = parse_reply(outcome["reply"])
+        try:
+            reply = within(self.config["timeout"], lambda: self._request(system, user))
+        except DeadlineExceeded:
+            raise ClassifierError(self.timed_out) from None
+        verdict = parse_reply(reply)
         if verdict.get("skip_reason"):
             return verdict
         for field in FIELDS:

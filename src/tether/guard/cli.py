@@ -1,17 +1,19 @@
 """`tether guard …`: the guard's command line.
 
 Owns: argument parsing and output for `check`, `prompt`, `hook`, `serve`, `install claude`,
-`replay` and `test`; errors go to stderr as JSON `{"error": {"code", "message", ...}}` with the
-exit code of their class. Normal output is JSON on stdout, except `hook`, whose stdout is exactly
-Claude Code's hook output (nothing when there is nothing to say) and which never exits with 2
-(Claude Code reads 2 as "block"): any failure there exits 1, a non-blocking error.
-The main `tether` command calls `main(argv)` with the arguments after `guard`. `status` shows
-the workflow bindings (`binding`).
+`log`, `replay`, `status` (the workflow bindings, `binding`) and `test`; errors go to stderr as
+JSON `{"error": {"code", "message", ...}}` with the exit code of their class. Normal output is
+JSON on stdout, except `hook`, whose stdout is exactly Claude Code's hook output (nothing when
+there is nothing to say). A hook that cannot decide answers as `failsafe` says: under
+`on_error: block` a `PreToolUse` is denied (exit 0, or exit 2 when the event itself could not be
+read), otherwise it exits 1, Claude Code's non-blocking error; every such error is logged. The
+main `tether` command calls `main(argv)` with the arguments after `guard`.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -107,28 +109,75 @@ def cmd_prompt(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_hook(args: argparse.Namespace) -> int:
-    from tether.guard.hooks import handle
-    from tether.guard.session_store import SessionStore
-
+def _read_payload(attempt: Any) -> dict[str, Any]:
     try:
         payload = json.loads(sys.stdin.read() or "{}")
     except ValueError as exc:
         raise TetherError("invalid_json", f"hook input is not JSON: {exc}") from None
     if not isinstance(payload, dict):
         raise TetherError("invalid_json", "hook input must be a JSON object")
+    attempt.payload = payload
+    return payload
+
+
+def _decide(args: argparse.Namespace, attempt: Any) -> dict[str, Any] | None:
+    from tether.guard.hooks import handle
+    from tether.guard.session_store import SessionStore
+
+    payload = _read_payload(attempt)
     guard = _load(args, payload.get("cwd"))
-    out = handle(payload, guard, SessionStore(_state_dir(args.state_dir)))
+    attempt.configured = guard.plan.get("on_error")
+    attempt.started = True
+    return handle(payload, guard, SessionStore(attempt.state_dir))
+
+
+def run_hook(argv: list[str]) -> int:
+    """`tether guard hook ARGS`: one event from stdin, Claude Code's output on stdout."""
+    from tether.guard.failsafe import DEFAULT_DEADLINE, Attempt, within
+
+    attempt = Attempt(_state_dir(None), None)
+    try:
+        try:
+            args = _hook_options(_Parser(prog="tether guard hook")).parse_args(argv)
+        except TetherError:
+            with contextlib.suppress(Exception):  # learn the event, to answer it
+                within(DEFAULT_DEADLINE, lambda: _read_payload(attempt))
+            raise
+        attempt.state_dir, attempt.flag = _state_dir(args.state_dir), args.on_error
+        out = within(args.deadline, lambda: _decide(args, attempt))
+        code = 0
+    except Exception as exc:
+        code, out, error = attempt.failed(exc)
+        if code:
+            sys.stderr.write(json.dumps({"error": error}, default=str) + "\n")
     if out is not None:
         sys.stdout.write(json.dumps(out) + "\n")
-    return 0
+    return code
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from tether.guard.serve import serve
+    from tether.guard.serve import DEFAULT_MAX_BODY_BYTES, TOKEN_ENV, ServeOptions, serve
 
-    guard = _load(args)
-    return serve(guard, _state_dir(args.state_dir), args.host, args.port)
+    options = ServeOptions(
+        host=args.host,
+        port=args.port,
+        token=args.token or os.environ.get(TOKEN_ENV) or None,
+        allowed_hosts=tuple(args.allow_host),
+        max_body_bytes=DEFAULT_MAX_BODY_BYTES
+        if args.max_body_bytes is None
+        else args.max_body_bytes,
+        on_error=args.on_error,
+        deadline=args.deadline,
+    )
+    return serve(_load(args), _state_dir(args.state_dir), options)
+
+
+def cmd_log(args: argparse.Namespace) -> int:
+    from tether.guard.failsafe import log_path, read_log
+
+    state_dir = _state_dir(args.state_dir)
+    _emit({"log": log_path(state_dir), "errors": read_log(state_dir, args.limit)})
+    return 0
 
 
 def cmd_install(args: argparse.Namespace) -> int:
@@ -141,6 +190,7 @@ def cmd_install(args: argparse.Namespace) -> int:
             config=args.config or DEFAULT_CONFIG,
             command=args.command or tether_command(),
             http=args.http,
+            on_error=args.on_error,
         )
     )
     return 0
@@ -183,13 +233,39 @@ def cmd_test(args: argparse.Namespace) -> int:
     return 0
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}")
+    return value
+
+
+def _on_error(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument(
+        "--on-error",
+        choices=["block", "allow"],
+        help=f"{what} (default: the configuration's on_error, else block)",
+    )
+
+
 def _hook_options(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    from tether.guard.failsafe import DEFAULT_DEADLINE
+
     p.add_argument(
         "--config",
         help=f"configuration file (default: ${CONFIG_ENV}, or {DEFAULT_CONFIG} in the project)",
     )
-    p.add_argument("--state-dir", help="where session state is kept")
-    p.set_defaults(run=cmd_hook)
+    p.add_argument("--state-dir", help="where session state and the error log are kept")
+    _on_error(p, "a tool call the guard cannot decide is denied (block) or goes ahead (allow)")
+    p.add_argument(
+        "--deadline",
+        type=_seconds,
+        default=DEFAULT_DEADLINE,
+        help=f"seconds before an undecided event counts as an error (default {DEFAULT_DEADLINE:g})",
+    )
     return p
 
 
@@ -209,9 +285,29 @@ def build_parser() -> argparse.ArgumentParser:
 
     _hook_options(sub.add_parser("hook", help="answer one Claude Code hook event (stdin)"))
     p = _hook_options(sub.add_parser("serve", help="serve Claude Code http hooks, kept warm"))
-    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8977)
+    p.add_argument(
+        "--token",
+        help="bearer token hooks must send (default: $TETHER_GUARD_TOKEN); required off loopback",
+    )
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        help="also accept Host/Origin H (repeatable; loopback is always accepted)",
+    )
+    p.add_argument(
+        "--max-body-bytes",
+        type=int,
+        help="largest request body accepted (default 8388608: 8 MiB)",
+    )
     p.set_defaults(run=cmd_serve)
+
+    p = sub.add_parser("log", help="print the errors the guard logged")
+    p.add_argument("--state-dir", help="where session state and the error log are kept")
+    p.add_argument("--limit", type=int, default=50, help="the last N errors (default 50)")
+    p.set_defaults(run=cmd_log)
 
     p = sub.add_parser("install", help="install the guard's hooks into an agent")
     p.add_argument("agent", choices=["claude"])
@@ -223,6 +319,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="how hooks invoke tether (default: this installation's tether, by absolute path)",
     )
     p.add_argument("--http", help="install http hooks posting to this URL (see `serve`)")
+    _on_error(p, "written into the hook command and a new configuration")
     p.set_defaults(run=cmd_install)
 
     p = sub.add_parser("replay", help="run a recorded Claude Code session through a rule set")
@@ -247,15 +344,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     """Run `tether guard <argv>`; returns the exit code."""
-    hook = bool(argv) and argv[0] == "hook"
-    try:
+    if argv and argv[0] == "hook":
         # The hook runs once per tool call: it parses only its own options.
-        parser = _hook_options(_Parser(prog="tether guard hook")) if hook else build_parser()
-        args = parser.parse_args(argv[1:] if hook else argv)
+        return run_hook(argv[1:])
+    try:
+        args = build_parser().parse_args(argv)
         return int(args.run(args))
     except TetherError as exc:
         sys.stderr.write(json.dumps({"error": exc.to_dict()}, default=str) + "\n")
-        return EXIT_INTERNAL if hook else exc.exit_code
+        return exc.exit_code
     except Exception as exc:  # the last line of defence: report, never a traceback on stdout
         error = {"code": "internal", "message": f"{type(exc).__name__}: {exc}"}
         sys.stderr.write(json.dumps({"error": error}) + "\n")

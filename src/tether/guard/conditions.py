@@ -1,6 +1,6 @@
 """Rule conditions: compiling the `condition:` mapping and evaluating it against one call.
 
-Owns: the 13 condition types, the `all` / `any` / `not` composites, the `Context` a condition
+Owns: the 14 condition types, the `all` / `any` / `not` composites, the `Context` a condition
 reads (the call, the session state, the phase), argument checking at load time, and the
 explanation of an evaluation (every leaf with the value it saw). It does not know where rules come
 from or what happens when one fires.
@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
-from tether.guard.patterns import Pattern
+from tether.guard.patterns import Pattern, pattern_error
 from tether.guard.state import DEFAULT_TARGET_KEYS, SessionState, extract_target
 
 PRE, POST, TEXT = "pre_tool", "post_tool", "on_text"
@@ -222,10 +221,9 @@ def _name(path: tuple[str | int, ...], value: Any) -> str:
 def _regex(path: tuple[str | int, ...], value: Any, refs: References) -> Pattern:
     _need(path, isinstance(value, str), f"expected a regular expression, got {value!r}")
     if refs.validating:
-        try:
-            re.compile(value, re.IGNORECASE)
-        except re.error as exc:
-            raise ConditionError(path, f"invalid regular expression {value!r}: {exc}") from None
+        error = pattern_error(value)
+        if error is not None:
+            raise ConditionError(path, error)
     return Pattern(value)
 
 
@@ -247,6 +245,15 @@ def _lint_errors(result: Any) -> int:
     if not isinstance(lint, list):
         return 0
     return sum(1 for item in lint if isinstance(item, dict) and item.get("severity") == "error")
+
+
+def _destructive(command: str | None) -> str | None:
+    """What makes a shell command line destructive (see `tether.guard.shell`), or None."""
+    if command is None:
+        return None
+    from tether.guard.shell import destructive
+
+    return destructive(command)
 
 
 def _target_exists(ctx: Context) -> bool | None:
@@ -285,6 +292,9 @@ def _leaf(key: str, arg: Any, path: tuple[str | int, ...], refs: References) -> 
         return Leaf(
             key, spec, lambda c: c.param(param), lambda v: v is not None and pattern.search(v)
         )
+    if key == "destructive_command":
+        param = _name(path, arg)
+        return Leaf(key, param, lambda c: _destructive(c.param(param)), lambda v: v is not None)
     if key == "param_contains":
         spec = _fields(path, arg, ("param", "value"))
         param = _name((*path, "param"), spec["param"])

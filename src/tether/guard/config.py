@@ -7,7 +7,8 @@ into a plan: the active rules (built-ins switched on by the profile and `rules`,
 `rule_definitions` with the same id, legacy `custom` rules converted), the merged state
 tracking, the thresholds, the prompt, the classifier settings and the `workflow` section. The
 plan is plain JSON, so it can be cached and compiled without this module (see `plan.py`).
-Evaluation lives in the engine, binding in `binding.py`.
+Evaluation lives in the engine, binding in `binding.py`. Reading and parsing a file, with its
+limits and positions, is `tether.tree.locations`' (the same as for tree files).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -33,9 +33,11 @@ from tether.errors import TetherError
 from tether.guard.classifier import SECRET
 from tether.guard.conditions import ConditionError, References, compile_condition
 from tether.guard.messages import Template, TemplateError
+from tether.guard.patterns import pattern_error
 from tether.guard.profiles import PROFILES, Profile
 from tether.guard.rules import BUILTIN_IDS, DEFAULT_TRACKING, THRESHOLDS, builtin_rules
 from tether.guard.triggers import split_names
+from tether.tree.locations import MAX_LOAD_BYTES, Locator, Unreadable, format_path, parse, read_text
 
 Path_ = tuple[str | int, ...]
 NameList = Annotated[list[str], Field(min_length=1)]
@@ -53,10 +55,9 @@ def _names(value: Any) -> Any:
 
 
 def _check_regex(value: str) -> str:
-    try:
-        re.compile(value)
-    except re.error as exc:
-        raise ValueError(f"invalid regular expression {value!r}: {exc}") from None
+    error = pattern_error(value)
+    if error is not None:
+        raise ValueError(error)
     return value
 
 
@@ -275,6 +276,7 @@ class WorkflowConfig(Strict):
 
 class BehaviorConfig(Strict):
     profile: str | None = None
+    on_error: Literal["allow", "block"] | None = None
     rules: dict[str, StrictBool | StrictInt] = Field(default_factory=dict)
     custom: list[LegacyRule] = Field(default_factory=list)
     rule_definitions: list[RuleDefinition] = Field(default_factory=list)
@@ -300,43 +302,20 @@ def _index_ok(items: Any, part: Any) -> bool:
 
 
 class Located:
-    """A YAML document with the line of every key path in it."""
+    """A configuration and, when it came from a file, where each of its key paths is."""
 
-    def __init__(self, file: str, text: str | None, data: Any) -> None:
+    def __init__(self, file: str, data: Any, locator: Locator | None = None) -> None:
         self.file = file
         self.data = data
-        self.node = yaml.compose(text, Loader=yaml.SafeLoader) if text is not None else None
+        self.locator = locator
 
     def line(self, path: Path_) -> int | None:
-        node = self.node
-        if node is None:
-            return None
-        line = node.start_mark.line + 1
-        for part in path:
-            child = None
-            if isinstance(node, yaml.MappingNode):
-                for key, value in node.value:
-                    if key.value == part:
-                        child, line = value, key.start_mark.line + 1
-                        break
-            elif isinstance(node, yaml.SequenceNode) and _index_ok(node.value, part):
-                child = node.value[part]
-                line = child.start_mark.line + 1
-            if child is None:
-                break
-            node = child
-        return line
+        position = self.locator.key(path) if self.locator is not None else None
+        return position[0] if position is not None else None
 
     def where(self, path: Path_) -> str:
         line = self.line(path)
         return f"{self.file}:{line}" if line is not None else f"{self.file}:{format_path(path)}"
-
-
-def format_path(path: Path_) -> str:
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(root)"
 
 
 class Problem:
@@ -417,22 +396,26 @@ def validate(model: type[Strict], doc: Located, prefix: Path_, data: Any) -> Any
 
 
 def read_yaml(path: Path, display: str) -> Located:
+    """The YAML file at `path` (`display` names it in errors), read and parsed as tree files
+    are: a regular file of at most `MAX_LOAD_BYTES`, without anchors, aliases, merge keys or
+    deep nesting; every problem is `invalid_value` with the file and line."""
+    if not path.exists():
+        raise TetherError("not_found", f"guard configuration not found: {display}")
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise TetherError("not_found", f"guard configuration not found: {display}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
+        doc = parse(read_text(path, MAX_LOAD_BYTES), display, as_json=False)
+    except Unreadable as exc:
         raise TetherError(
             "invalid_value",
-            f"invalid guard configuration: {display}:{line}: not valid YAML: {exc}",
+            f"invalid guard configuration: cannot read {display}: {exc}",
             file=display,
-            line=line,
         ) from None
-    return Located(display, text, data)
+    except TetherError as exc:
+        details = dict(exc.details)
+        details["path"] = details.pop("key", None)
+        raise TetherError(
+            "invalid_value", f"invalid guard configuration: {exc.message}", **details
+        ) from None
+    return Located(display, doc.data, doc.locator)
 
 
 def behavior_root(doc: Located) -> tuple[Path_, Any]:
@@ -674,6 +657,7 @@ class Resolver:
             "classifier": classifier,
             "brain": None if config.brain is None else _brain(config.brain),
             "use_agent_brain": config.use_agent_brain,
+            "on_error": config.on_error,
             "workflow": config.workflow.model_dump(),
             "warnings": [w.to_dict() for w in self.warnings],
         }
@@ -702,5 +686,5 @@ def plan_from_file(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[s
 
 def plan_from_dict(data: dict[str, Any], base_dir: str | None = None) -> dict[str, Any]:
     """The plan of a configuration given as a mapping (locations are key paths only)."""
-    doc = Located("<config>", None, data)
+    doc = Located("<config>", data)
     return _plan(doc, Path(base_dir) if base_dir else None)[0]

@@ -62,11 +62,16 @@ def load_plan(path: str | os.PathLike[str], cache_dir: str | None = None) -> dic
 
     plan, read = plan_from_file(path)
     files = {file: _stamp(file) for file in [absolute, *read, *_sources()]}
-    os.makedirs(cache_dir, exist_ok=True)
     tmp = f"{cache_file}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as out:
-        out.write(
-            json.dumps({"version": CACHE_VERSION, "path": str(path), "files": files, "plan": plan})
-        )
-    os.replace(tmp, cache_file)
+    try:  # a cache that cannot be written only costs the next process a parse
+        os.makedirs(cache_dir, exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as out:
+            out.write(
+                json.dumps(
+                    {"version": CACHE_VERSION, "path": str(path), "files": files, "plan": plan}
+                )
+            )
+        os.replace(tmp, cache_file)
+    except OSError:
+        pass
     return plan

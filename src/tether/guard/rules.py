@@ -29,11 +29,7 @@ BASH_FILE_COMMANDS = (
     r"(^|[;&|(]|\s)(cat|head|tail|less|more|bat|sed|awk)\s|(^|[;&|(]|\s)perl\s+-\w*[pi]"
 )
 BLIND_EXPLORATION = r"\bfind\s+\.|\bls\s+-\w*R|(^|[;&|]\s*)tree\b|\bdir\s+/s\b"
-DESTRUCTIVE = (
-    r"\brm\s+(-\w*r\w*f|-\w*f\w*r|-r\s+-f|-f\s+-r|--recursive\s+--force|--force\s+--recursive)"
-    r"|\bgit\s+reset\s+--hard|\bgit\s+push\s+(.*\s)?(--force|-f)\b|\bgit\s+clean\s+-\w*f\w*d"
-    r"|\bgit\s+clean\s+-\w*d\w*f|\bdrop\s+table\b|\bdrop\s+database\b|\btruncate\s+table\b"
-)
+DESTRUCTIVE_SQL = r"\bdrop\s+(table|database)\b|\btruncate\s+table\b"
 UNSURE = r"\b(not sure|unsure|don'?t know|do not know|uncertain|can'?t remember|cannot remember)\b"
 
 DEFAULT_TRACKING: dict[str, dict[str, dict[str, Any]]] = {
@@ -149,7 +145,12 @@ def builtin_rules(thresholds: dict[str, int]) -> list[dict[str, Any]]:
             "trigger": ["bash"],
             "when": "pre_tool",
             "action": "block",
-            "condition": {"param_matches": {"param": "command", "pattern": DESTRUCTIVE}},
+            "condition": {
+                "any": [
+                    {"destructive_command": "command"},
+                    {"param_matches": {"param": "command", "pattern": DESTRUCTIVE_SQL}},
+                ]
+            },
             "message": "'{param:command}' is destructive. Ask the user to confirm it first.",
         },
         {

@@ -2,23 +2,50 @@
 
 Owns: the HTTP surface: `POST /hook` takes a hook payload as the request body and answers with
 the same JSON a command hook prints (`{}` when there is nothing to say); `GET /health` answers
-`{"status": "ok"}`. Sessions are kept in the same on-disk store as command hooks, under the same
-lock, so command and http hooks can be mixed and several servers can share a state folder; one
-workflow binder (and its runtime, which caches trees) serves every request. It does not decide
-anything itself (hooks.handle does).
+`{"status": "ok"}`. Every request first passes `tether.httpgate` (Host, Origin, the bearer token
+from `--token` or `$TETHER_GUARD_TOKEN`, a declared body length within the limit, a JSON content
+type); a refused request is answered with its status and a JSON error and the connection is
+closed. A payload the guard cannot decide is answered as `failsafe` says (for a `PreToolUse`
+under `on_error: block`, a 200 with the deny; otherwise a 500, which Claude Code treats as a
+non-blocking error) and logged. Sessions are kept in the same on-disk store as command hooks,
+under the same lock, so command and http hooks can be mixed and several servers can share a
+state folder; one workflow binder (and its runtime, which caches trees) serves every request.
+It does not decide anything itself (hooks.handle does).
 """
 
 from __future__ import annotations
 
 import json
+import socket
 import sys
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tether.errors import TetherError
 from tether.guard.binding import Binder
 from tether.guard.engine import Guard
+from tether.guard.failsafe import DEFAULT_DEADLINE, Attempt, mode, within
 from tether.guard.hooks import handle
 from tether.guard.session_store import SessionStore
+from tether.httpgate import Gate, host_name, require_token
+
+TOKEN_ENV = "TETHER_GUARD_TOKEN"
+DEFAULT_PORT = 8977
+DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """Where the endpoint listens, whom it lets in, and what it does when it cannot decide."""
+
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    token: str | None = None
+    allowed_hosts: tuple[str, ...] = ()
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    on_error: str | None = None
+    deadline: float = DEFAULT_DEADLINE
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -26,40 +53,82 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True  # headers and body leave at once: no delayed-ACK stall
     server: GuardServer
 
-    def _send(self, status: int, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
+    def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        if self.close_connection:
+            self.send_header("Connection", "close")
         self.end_headers()
-        self.wfile.write(data)
+        self.wfile.write(body)
+
+    def _json(self, status: int, body: dict[str, Any]) -> None:
+        self._send(status, json.dumps(body).encode())
+
+    def _error(self, status: int, code: str, message: str) -> None:
+        self._json(status, {"error": {"code": code, "message": message}})
+
+    def _refused(self) -> bool:
+        refusal = self.server.gate.refusal(self.command, self.path, self.headers.get)
+        if refusal is None:
+            return False
+        self.close_connection = True  # an unread body must not be read as the next request
+        self._send(refusal.status, refusal.body(), refusal.headers)
+        return True
 
     def do_GET(self) -> None:
+        if self._refused():
+            return
         if self.path == "/health":
-            self._send(200, {"status": "ok"})
+            self._json(200, {"status": "ok"})
         else:
-            self._send(404, {"error": {"code": "not_found", "message": self.path}})
+            self._error(404, "not_found", self.path)
 
     def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length)
+        if self._refused():
+            return
+        raw = self.rfile.read(int(self.headers["Content-Length"]))
         if self.path != "/hook":
-            self._send(404, {"error": {"code": "not_found", "message": self.path}})
+            self._error(404, "not_found", self.path)
             return
         try:
             payload = json.loads(raw or b"{}")
         except ValueError as exc:
-            self._send(400, {"error": {"code": "invalid_json", "message": str(exc)}})
+            self._error(400, "invalid_json", str(exc))
             return
         if not isinstance(payload, dict):
-            self._send(400, {"error": {"code": "invalid_json", "message": "expected an object"}})
+            self._error(400, "invalid_json", "expected an object")
             return
+        server = self.server
+        attempt = Attempt(server.store.root, server.options.on_error, where="serve")
+        attempt.payload = payload
+        attempt.configured = server.guard.plan.get("on_error")
+        attempt.started = True
         try:
-            out = handle(payload, self.server.guard, self.server.store, self.server.binder)
-        except Exception as exc:  # answer, so that Claude Code reports a non-blocking error
-            self._send(500, {"error": {"code": "internal", "message": f"{exc}"}})
+            out = within(
+                server.options.deadline,
+                lambda: handle(payload, server.guard, server.store, server.binder),
+            )
+        except Exception as exc:
+            _, answer, error = attempt.failed(exc)
+            if answer is None:
+                self._json(500, {"error": error})
+            else:
+                self._json(200, answer)
             return
-        self._send(200, out or {})
+        self._json(200, out or {})
+
+    def do_PUT(self) -> None:
+        self._not_allowed()
+
+    def do_DELETE(self) -> None:
+        self._not_allowed()
+
+    def _not_allowed(self) -> None:
+        self.close_connection = True
+        self._error(405, "usage", f"{self.command} is not served here")
 
     def log_message(self, format: str, *args: Any) -> None:
         return
@@ -68,19 +137,45 @@ class _Handler(BaseHTTPRequestHandler):
 class GuardServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, guard: Guard, state_dir: str, host: str, port: int) -> None:
-        super().__init__((host, port), _Handler)
+    def __init__(self, guard: Guard, state_dir: str, options: ServeOptions) -> None:
+        require_token(options.host, options.token, TOKEN_ENV)
+        self.gate = Gate(
+            options.host,
+            options.token,
+            options.allowed_hosts,
+            options.max_body_bytes,
+            length_required=True,
+        )
+        if ":" in options.host:
+            self.address_family = socket.AF_INET6
+        try:
+            super().__init__((options.host.strip("[]"), options.port), _Handler)
+        except OSError as exc:
+            raise TetherError(
+                "usage", f"cannot listen on {options.host}:{options.port}: {exc.strerror or exc}"
+            ) from None
         self.guard = guard
         self.store = SessionStore(state_dir)
         self.binder = Binder(guard.plan["workflow"], state_dir)
+        self.options = options
 
 
-def serve(guard: Guard, state_dir: str, host: str, port: int) -> int:
+def serve(guard: Guard, state_dir: str, options: ServeOptions) -> int:
     """Serve until interrupted; prints the address as JSON once listening."""
-    server = GuardServer(guard, state_dir, host, port)
-    bound_host, bound_port = server.server_address[:2]
-    address = f"http://{bound_host!s}:{bound_port}"
-    sys.stdout.write(json.dumps({"listening": address, "hook": address + "/hook"}) + "\n")
+    server = GuardServer(guard, state_dir, options)
+    bound_port = server.server_address[1]
+    address = f"http://{host_name(options.host)}:{bound_port}"
+    sys.stdout.write(
+        json.dumps(
+            {
+                "listening": address,
+                "hook": address + "/hook",
+                "auth": "bearer token" if options.token else "none (loopback only)",
+                "on_error": mode(guard.plan.get("on_error"), options.on_error),
+            }
+        )
+        + "\n"
+    )
     sys.stdout.flush()
     try:
         server.serve_forever()

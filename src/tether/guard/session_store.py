@@ -5,9 +5,11 @@ and each sub-agent, an append-only event log and a snapshot), and the exclusive 
 makes concurrent hook processes on one session serialise their read-modify-write, so that no
 event is lost. The state is the snapshot plus the log lines written after it (the snapshot
 records how many log bytes it covers and is rewritten every `SNAPSHOT_EVERY` events); a
-long-lived store (`serve`) keeps the state in memory while the log has not grown under it. A torn
-last line (a crash mid-write) is skipped. It does not decide anything: callers get a
-`GuardSession` over the loaded state, and every event it records is appended to the log on exit.
+long-lived store (`serve`) keeps the state in memory while the log has not grown under it. The
+log is a `tether.appendlog` log: a torn last line (a crash mid-write) is skipped when reading and
+cut off before the next append, so no later event is lost with it. It does not decide anything:
+callers get a `GuardSession` over the loaded state, and every event it records is appended to the
+log on exit.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
+from tether import appendlog
 from tether.guard.engine import Guard, GuardSession
 from tether.guard.state import SessionState
 
@@ -96,10 +99,7 @@ class SessionStore:
             new: list[dict[str, Any]] = []
             yield GuardSession(guard, session_id, cwd, state, new.append)
             if new:
-                data = "".join(json.dumps(e) + "\n" for e in new).encode()
-                with open(log, "ab") as out:
-                    out.write(data)
-                size = loaded.size + len(data)
+                size = appendlog.append(log, new)
                 loaded = _Loaded(size, state, loaded.covered, loaded.at_snapshot)
                 if state.events - loaded.at_snapshot >= SNAPSHOT_EVERY:
                     _write_snapshot(snapshot, state, size)
@@ -116,13 +116,7 @@ class SessionStore:
 
     def events(self, session_id: str, agent_id: str | None = None) -> list[dict[str, Any]]:
         """The stored event log of a session, oldest first."""
-        log = self.paths(session_id, agent_id)[1]
-        try:
-            with open(log, encoding="utf-8") as handle:
-                lines = handle.read().splitlines()
-        except FileNotFoundError:
-            return []
-        return [json.loads(line) for line in lines if line]
+        return appendlog.read(self.paths(session_id, agent_id)[1])[0]
 
     def end(self, session_id: str) -> None:
         """Forget a session: its main agent and every sub-agent."""
@@ -149,21 +143,12 @@ def _load(snapshot: str, log: str) -> _Loaded:
         state, covered = SessionState.from_json(data["state"]), int(data["log_bytes"])
     except (FileNotFoundError, ValueError, KeyError, TypeError):
         state, covered = SessionState(), 0
-    try:
-        with open(log, "rb") as handle:
-            size = handle.seek(0, os.SEEK_END)
-            if size < covered:
-                state, covered = SessionState(), 0
-            handle.seek(covered)
-            tail = handle.read().decode("utf-8", errors="replace")
-    except FileNotFoundError:
-        return _Loaded(0, SessionState(), 0, 0)
+    events, size = appendlog.read(log, covered)
+    if size < covered:  # the log is not the one the snapshot was taken of
+        state, covered = SessionState(), 0
+        events, size = appendlog.read(log)
     at_snapshot = state.events
-    for line in tail.splitlines():
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
+    for event in events:
         state.apply(event)
     return _Loaded(size, state, covered, at_snapshot)
 

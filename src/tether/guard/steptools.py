@@ -48,6 +48,7 @@ MCP_TOOLS = frozenset(
         "const_read",
         "get_execution",
         "read_trace",
+        "fork_execution",
     }
 )
 # `tether` commands never allowed as Tether's own: a person's answers (the human-steps issue)

@@ -29,13 +29,17 @@ _MAX_LINE = 64 * 1024 * 1024  # the longest protocol message read from stdin, in
 INSTRUCTIONS = (
     PROTOCOL_TEXT
     + "\n\nOver MCP the verbs are tools: next is next_step, eval and submit answer, var is "
-    "var_read / var_write, $CONST is const_read, think records a checkpoint. Every tool takes "
-    "trace_output, the execution's URI; start one with start_execution."
+    "var_read / var_write, $CONST is const_read, think records a checkpoint. --set is the "
+    '`values` object of submit and eval ({"time_of_day": "morning"}): with it and the `next` '
+    "of each result, a step is one call. No tool answers a human request: tell the user, who "
+    "answers it with tether approve or reject, or in the viewer, and wait. fork_execution goes "
+    "back to any earlier point of a trace. Every tool takes trace_output, the execution's URI; "
+    "start one with start_execution, whose `current` is the first request."
 )
 
 
 def build_server(runtime: Runtime) -> Server[Any]:
-    """A server carrying the twelve runtime tools, every call going to `runtime`."""
+    """A server carrying the runtime tools, every call going to `runtime`."""
     server: Server[Any] = Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS)
     register_tools(server, runtime)
     # Tether emits no OpenTelemetry spans: leave out the SDK's per-message span middleware, a

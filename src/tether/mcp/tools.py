@@ -1,11 +1,11 @@
-"""The twelve runtime tools and the one function that registers them on an MCP server.
+"""The runtime tools and the one function that registers them on an MCP server.
 
 Owns each tool's name, description, JSON input and output schemas and annotations; the check of
 a call's arguments against its input schema (an error names the tool and the argument); the call
 of exactly one `Runtime` verb per tool; and the result format: structured content plus the same
-JSON as text, or a `TetherError` as a tool error carrying the CLI's stable code. Values that are
-not objects (a `var` value, trace entries, every open request) are wrapped in an object, because
-structured content must be one.
+JSON as compact text, or a `TetherError` as a tool error carrying the CLI's stable code. Values
+that are not objects (a `var` value, trace entries, every open request) are wrapped in an object,
+because structured content must be one.
 
 It does not own runtime logic (`tether.verbs`), transports (`tether.mcp.server`,
 `tether.mcp.http`) or the protocol text (`tether.engine.protocol`). Both transports call
@@ -69,10 +69,15 @@ def _or_null(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 _REQUEST_PROPERTIES: dict[str, Any] = {
-    "type": {"enum": ["evaluate", "instruct"], "description": "The kind of open request."},
+    "type": {
+        "enum": ["evaluate", "instruct", "human"],
+        "description": "The kind of open request (human: only a person answers it; tell the "
+        "user and wait).",
+    },
     "name": {"type": "string", "description": "The action the request belongs to."},
     "expression": {"type": "string", "description": "What to judge (evaluate)."},
     "instruction": {"type": "string", "description": "What to do (instruct)."},
+    "prompt": {"type": "string", "description": "What a person is asked (human)."},
     "writes": {
         "type": "array",
         "items": {"type": "string"},
@@ -103,6 +108,27 @@ def _outcome(*statuses: str) -> dict[str, Any]:
         "properties": {"status": {"enum": list(statuses)}, "message": _MESSAGE},
         "required": ["status", "message"],
     }
+
+
+def _answered(*statuses: str) -> dict[str, Any]:
+    """An answer's outcome, with `next`: the request that follows it."""
+    out = _outcome(*statuses)
+    out["properties"]["next"] = {
+        **_REQUEST,
+        "description": "The request that follows this answer (what next_step now returns): "
+        "answer it directly.",
+    }
+    out["required"].append("next")
+    return out
+
+
+_VALUES = {
+    "type": "object",
+    "description": "$VAR writes that go with this answer, path to value "
+    '({"time_of_day": "morning"}): written in the same commit, before the answer is judged, '
+    "so a step's `writes` are met in the same call; refused together with the answer. Values "
+    "are taken as var_write takes them.",
+}
 
 
 def _annotations(
@@ -162,14 +188,18 @@ def _next(rt: Runtime, a: Arguments) -> Any:
     return rt.next(a["trace_output"])
 
 
+def _scope_value(value: Any) -> Any:
+    """A value for $VAR as a client sent it: a string is parsed as JSON when it parses."""
+    return parse_value(value) if isinstance(value, str) else value
+
+
 def _var_write(rt: Runtime, a: Arguments) -> Any:
-    value = a["value"]
-    return rt.var_write(
-        a["trace_output"],
-        a["path"],
-        parse_value(value) if isinstance(value, str) else value,
-        step=a.get("step"),
-    )
+    return rt.var_write(a["trace_output"], a["path"], _scope_value(a["value"]), step=a.get("step"))
+
+
+def _values(a: Arguments) -> dict[str, Any] | None:
+    values = a.get("values")
+    return {path: _scope_value(v) for path, v in values.items()} if values else None
 
 
 def _scope_reader(
@@ -267,7 +297,9 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "next_step",
         "Return the open request: {type: evaluate} (judge the expression, answer with eval), "
-        "{type: instruct} (do the work, answer with submit), or {status: done | failure}. "
+        "{type: instruct} (do the work, answer with submit), {type: human} (only a person "
+        "answers it: tell the user what it asks and wait), or {status: done | failure}. Every "
+        "answer already returns it as `next`: call this only to look again. "
         "Replay-safe: until you answer, it returns the same request with the same step token. "
         "With all=true, returns {requests: [...]}, every open request (several inside a "
         "parallel node).",
@@ -297,26 +329,34 @@ TOOLS: tuple[ToolSpec, ...] = (
         "eval",
         "Answer the open evaluate request: result=true if the expression holds (the action "
         "goes on), false if not (the action fails and the tree decides what follows). Judge "
-        "honestly; pass the request's step token.",
+        "honestly; pass the request's step token. The result's `next` is the following "
+        "request: answer it directly, no next_step needed.",
         {
             "trace_output": _TRACE,
             "result": {"type": "boolean", "description": "Whether the expression holds."},
             "note": _NOTE,
             "step": _STEP,
+            "values": _VALUES,
         },
         ("trace_output", "result"),
-        _outcome("evaluation_passed", "evaluation_failed"),
+        _answered("evaluation_passed", "evaluation_failed"),
         _annotations("Answer an evaluate", read_only=False),
         lambda rt, a: rt.eval(
-            a["trace_output"], a["result"], note=a.get("note"), step=a.get("step")
+            a["trace_output"],
+            a["result"],
+            note=a.get("note"),
+            step=a.get("step"),
+            values=_values(a),
         ),
     ),
     ToolSpec(
         "submit",
-        "Answer the open instruct request once its work is done: success advances (first "
-        "write every $VAR path the request lists in `writes`), failure fails the action, "
-        "running keeps the step open (record progress with think). The Acknowledge_Protocol "
-        "request is answered here too: success accepts it. Pass the request's step token.",
+        "Answer the open instruct request once its work is done: success advances (every "
+        "$VAR path the request lists in `writes` must be written: pass them in `values`), "
+        "failure fails the action, running keeps the step open (record progress with think). "
+        "The Acknowledge_Protocol request is answered here too: success accepts it. Pass the "
+        "request's step token. The result's `next` is the following request: answer it "
+        "directly, no next_step needed.",
         {
             "trace_output": _TRACE,
             "status": {
@@ -326,9 +366,10 @@ TOOLS: tuple[ToolSpec, ...] = (
             },
             "note": _NOTE,
             "step": _STEP,
+            "values": _VALUES,
         },
         ("trace_output", "status"),
-        _outcome(
+        _answered(
             "step_complete",
             "action_complete",
             "action_failed",
@@ -338,7 +379,11 @@ TOOLS: tuple[ToolSpec, ...] = (
         ),
         _annotations("Answer an instruct", read_only=False),
         lambda rt, a: rt.submit(
-            a["trace_output"], a["status"], note=a.get("note"), step=a.get("step")
+            a["trace_output"],
+            a["status"],
+            note=a.get("note"),
+            step=a.get("step"),
+            values=_values(a),
         ),
     ),
     ToolSpec(
@@ -429,6 +474,42 @@ TOOLS: tuple[ToolSpec, ...] = (
             "entries": rt.trace(a["trace_output"], start=a.get("from"), stop=a.get("to"))
         },
     ),
+    ToolSpec(
+        "fork_execution",
+        "Start a new execution at new_trace_output from the first `at` trace entries of "
+        "trace_output (those with seq < at), its state re-derived by replaying them: a way back "
+        "to any earlier point to try again. trace_output is not changed; the new execution "
+        "records forked_from and its own step tokens. Refused if new_trace_output exists. "
+        "at=0 is a fresh start of the same tree.",
+        {
+            "trace_output": _TRACE,
+            "new_trace_output": {
+                **_TRACE,
+                "description": "Where the new execution goes (any store); it must not exist.",
+            },
+            "at": {
+                "type": "integer",
+                "description": "How many trace entries to keep, from 0 to the trace's length.",
+            },
+        },
+        ("trace_output", "new_trace_output", "at"),
+        {
+            "type": "object",
+            "properties": {
+                "status": {"enum": ["forked"]},
+                "uri": {"type": "string", "description": "The new execution's URI."},
+                "forked_from": {
+                    "type": "object",
+                    "properties": {"uri": {"type": "string"}, "at": {"type": "integer"}},
+                },
+                "entries": {"type": "integer", "description": "Trace entries kept."},
+                "next": {**_REQUEST, "description": "The new execution's open request."},
+            },
+            "required": ["status", "uri", "forked_from", "entries", "next"],
+        },
+        _annotations("Fork an execution", read_only=False),
+        lambda rt, a: rt.fork(a["trace_output"], a["new_trace_output"], at=a["at"]),
+    ),
 )
 
 _BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}
@@ -518,9 +599,10 @@ def call_spec(
                 "internal", f"{spec.name} failed unexpectedly; the server's log has details"
             )
         )
+    # Compact JSON: the text is what a model reads, and every byte of it is a token spent.
+    text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False))],
-        structured_content=result,
+        content=[types.TextContent(type="text", text=text)], structured_content=result
     )
 
 
@@ -538,7 +620,7 @@ def error_result(exc: TetherError, root: str | None = None) -> types.CallToolRes
 
 
 def register_tools(server: Server[Any], runtime: Runtime) -> None:
-    """Serve the twelve runtime tools on `server`, every call going to `runtime`."""
+    """Serve the runtime tools on `server`, every call going to `runtime`."""
     serve_tools(server, runtime, lambda: _BY_NAME)
 
 
@@ -546,7 +628,7 @@ def serve_tools(
     server: Server[Any], runtime: Runtime, specs: Callable[[], Mapping[str, ToolSpec]]
 ) -> None:
     """Answer `tools/list` and `tools/call` on `server` from `specs()`, read on every request
-    (the runtime's fixed twelve, or a bot's, derived from its execution); every call goes to
+    (the runtime's fixed set, or a bot's, derived from its execution); every call goes to
     `runtime`. When `specs()` itself is refused, listing is a protocol error and a call is a
     tool error carrying the refusal."""
 

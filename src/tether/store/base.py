@@ -6,13 +6,31 @@ verb opens one `transaction` per call, reads, and commits once; the store makes 
 and serialises concurrent transactions on the same URI. It does not know the tree semantics (the
 engine) or the phase rules (the verbs). The shared conformance suite in `tests/store/` holds every
 store to this contract.
+
+It also owns the one JSON encoding every store writes (`encode`): standard JSON only, so that a
+NaN or an infinity that slipped past the verbs is refused rather than stored in a form that other
+readers (the viewer's page, PostgreSQL) cannot parse.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
+
+from tether.errors import TetherError
+
+
+def encode(value: Any, *, indent: int | None = None) -> str:
+    """`value` as standard JSON text (compact unless `indent`); `invalid_value` for a NaN or an
+    infinity, which JSON cannot hold."""
+    try:
+        if indent is None:
+            return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        return json.dumps(value, ensure_ascii=False, allow_nan=False, indent=indent)
+    except ValueError as exc:
+        raise TetherError("invalid_value", f"not storable as JSON: {exc}") from None
 
 
 class Transaction(Protocol):

@@ -12,11 +12,24 @@ Owns the on-disk encoding and its crash and concurrency safety. For an execution
 - `run.json.lock` — the lock that serialises writers (`flock`); readers never wait for it.
 
 A commit appends the new trace lines after the committed byte count (first cutting off anything
-a killed writer left beyond it), then atomically replaces the state file (write a temporary file,
-`os.replace`). The state file names the committed length, so a kill at any instant leaves either
-the previous or the next commit, and the cost of a step does not grow with the trace. Writes are
-flushed to the operating system, which survives the death of the process; set `TETHER_FSYNC=1`
-to also `fsync` before the rename, for durability across a power loss.
+a killed writer left beyond it), then atomically replaces the state file
+(`tether.files.write_atomic`). The state file names the committed length, so a kill at any
+instant leaves either the previous or the next commit, and the cost of a step does not grow with
+the trace. Writes are flushed to the operating system, which survives the death of the process;
+set `TETHER_FSYNC=1` to also `fsync` before the rename, for durability across a power loss.
+
+Trust: a state file is data, not a map of the disk. The names of the other files derive from the
+state file's own name; a state file that names any other trace or tree file (a path, `..`,
+another execution's file) is `corrupt_execution`, as is an execution file that is a symbolic
+link: every file is opened without following a link at its name (`tether.files`), so a link
+planted beside an execution cannot make a read, a write or a removal reach anything else. `create`
+refuses while any file of the execution (other than a lock or a temporary file) is there.
+
+Tidiness: a commit marks the lock file while it writes and clears the mark when it is done. The
+next writer that finds the mark (its predecessor was killed or ran out of disk) removes, under
+the lock, the temporary files left behind and any trace or tree file the state no longer names;
+`create` and a reset tidy in any case. Without a mark no folder is listed, so a step costs the
+same however many executions share the folder.
 
 It does not interpret the state (the engine and verbs do).
 """
@@ -27,14 +40,21 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from tether.errors import TetherError
+from tether.files import FSYNC, TEMPORARY, NotARegularFile, open_regular, read_regular, write_atomic
+from tether.store.base import encode
 
-_FSYNC = os.environ.get("TETHER_FSYNC", "") not in ("", "0")
 _REQUIRED = ("schema_version", "status", "revision", "var", "const", "open", "runtime", "trace")
+# The files of an execution at BASE, by the part of their name after BASE.
+_TRACE = r"\.trace(?:\.\d+)?\.jsonl"
+_TREE = r"\.tree(?:\.\d+)?\.json"
+_SIDECAR = re.compile(rf"(?:{_TRACE}|{_TREE})")
+_LEFTOVER = re.compile(rf"(?:{_TREE})?{TEMPORARY.pattern}")
 
 
 def path_of(uri: str) -> str:
@@ -62,11 +82,11 @@ class FileStore:
         return "file://" + path_of(uri)
 
     def exists(self, uri: str) -> bool:
-        return os.path.exists(path_of(uri))
+        return os.path.lexists(path_of(uri))
 
     def create(self, uri: str, state: dict[str, Any], tree: dict[str, Any]) -> dict[str, Any]:
         path = path_of(uri)
-        folder = os.path.dirname(path)
+        folder, base = os.path.split(path)
         try:
             os.makedirs(folder, exist_ok=True)
         except OSError as exc:
@@ -74,19 +94,39 @@ class FileStore:
                 "invalid_value", f"cannot create folder {folder}: {exc.strerror}", path=path
             ) from None
         with _locked(path):
-            if os.path.exists(path):
+            present = _tidy(path, None)
+            if base in present:
                 raise TetherError(
                     "already_exists",
                     f"an execution already exists at {path}; resume it, reset it, or choose "
                     "another path",
                     path=path,
                 )
-            _write_atomic(path + ".tree.json", json.dumps(tree, ensure_ascii=False))
-            trace_name = os.path.basename(path) + ".trace.jsonl"
-            with open(os.path.join(folder, trace_name), "wb"):
-                pass
+            if present:
+                raise TetherError(
+                    "already_exists",
+                    f"files of an execution are at {path} without its state ({', '.join(present)}"
+                    "), perhaps from a start that was interrupted; they were left as they are: "
+                    "remove them or choose another path",
+                    path=path,
+                    files=present,
+                )
+            trace_name = base + ".trace.jsonl"
             stored = dict(state, trace={"file": trace_name, "entries": 0, "bytes": 0})
-            _write_atomic(path, _encode_state(stored))
+            state_text, tree_text = _encode_state(stored), encode(tree)
+            tree_path, trace_path = path + ".tree.json", os.path.join(folder, trace_name)
+            created: list[str] = []
+            try:
+                with _writing(path, None):
+                    write_atomic(tree_path, tree_text)
+                    created.append(tree_path)
+                    os.close(_open(trace_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+                    created.append(trace_path)
+                    write_atomic(path, state_text)
+            except TetherError:
+                for name in created:  # a start that fails leaves nothing to block the next
+                    _remove_quietly(name)
+                raise
         return stored
 
     def load(self, uri: str) -> dict[str, Any]:
@@ -122,15 +162,19 @@ class FileStore:
     @contextmanager
     def transaction(self, uri: str) -> Iterator[_FileTransaction]:
         path = path_of(uri)
-        if not os.path.exists(path):
+        if not os.path.lexists(path):
             raise TetherError("not_found", f"no execution at {path}", path=path)
-        with _locked(path):
-            yield _FileTransaction(path, _read_state(path))
+        with _locked(path) as lock:
+            state = _read_state(path)
+            if os.fstat(lock).st_size:
+                _tidy(path, state)
+            yield _FileTransaction(path, state, lock)
 
 
 class _FileTransaction:
-    def __init__(self, path: str, state: dict[str, Any]) -> None:
+    def __init__(self, path: str, state: dict[str, Any], lock: int) -> None:
         self._path = path
+        self._lock = lock
         self.state = state
 
     def tree(self) -> dict[str, Any]:
@@ -139,39 +183,29 @@ class _FileTransaction:
     def commit(
         self, state: dict[str, Any], entries: list[dict[str, Any]], *, reset_trace: bool = False
     ) -> dict[str, Any]:
-        folder = os.path.dirname(self._path)
-        trace = dict(self.state["trace"])
+        folder, base = os.path.split(self._path)
+        old = self.state["trace"]
         revision = int(self.state["revision"]) + 1
+        name, entries_before, start = old["file"], old["entries"], old["bytes"]
         if reset_trace:
-            old_name = trace["file"]
-            trace = {
-                "file": f"{os.path.basename(self._path)}.trace.{revision}.jsonl",
-                "entries": 0,
-                "bytes": 0,
-            }
-        data = b"".join(
-            json.dumps(e, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
-            for e in entries
-        )
-        trace_path = os.path.join(folder, trace["file"])
-        fd = os.open(trace_path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            os.ftruncate(fd, trace["bytes"])
-            os.lseek(fd, trace["bytes"], os.SEEK_SET)
-            os.write(fd, data)
-            if _FSYNC:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        trace = {
-            "file": trace["file"],
-            "entries": trace["entries"] + len(entries),
-            "bytes": trace["bytes"] + len(data),
-        }
+            name, entries_before, start = f"{base}.trace.{revision}.jsonl", 0, 0
+        data = "".join(encode(e) + "\n" for e in entries).encode()
+        trace = {"file": name, "entries": entries_before + len(entries), "bytes": start + len(data)}
         committed = dict(state, revision=revision, trace=trace)
-        _write_atomic(self._path, _encode_state(committed))
-        if reset_trace and old_name != trace["file"]:
-            _remove_quietly(os.path.join(folder, old_name))
+        state_text = _encode_state(committed)
+        with _writing(self._path, self._lock):
+            fd = _open(os.path.join(folder, name), os.O_RDWR | os.O_CREAT)
+            try:
+                os.ftruncate(fd, start)
+                os.lseek(fd, start, os.SEEK_SET)
+                os.write(fd, data)
+                if FSYNC:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            write_atomic(self._path, state_text)
+            if reset_trace:
+                _tidy(self._path, committed)
         self.state = committed
         return committed
 
@@ -179,34 +213,26 @@ class _FileTransaction:
         # The switch is the state's rename, pointing at a new tree file; the tree then moves to
         # its usual name, so that other programs find it there, and the state points back. At
         # every instant the state names a complete tree file.
-        folder = os.path.dirname(self._path)
         revision = int(self.state["revision"]) + 1
-        usual = os.path.basename(self._path) + ".tree.json"
+        usual = self._path + ".tree.json"
         staged = f"{os.path.basename(self._path)}.tree.{revision}.json"
-        text = json.dumps(tree, ensure_ascii=False)
-        _write_atomic(os.path.join(folder, staged), text)
+        text = encode(tree)
         committed = dict(state, revision=revision, trace=self.state["trace"], tree_file=staged)
-        _write_atomic(self._path, _encode_state(committed))
-        _write_atomic(os.path.join(folder, usual), text)
+        staged_state = _encode_state(committed)
         committed.pop("tree_file")
-        _write_atomic(self._path, _encode_state(committed))
-        _remove_quietly(os.path.join(folder, staged))
+        final_state = _encode_state(committed)
+        with _writing(self._path, self._lock):
+            write_atomic(os.path.join(os.path.dirname(self._path), staged), text)
+            write_atomic(self._path, staged_state)
+            write_atomic(usual, text)
+            write_atomic(self._path, final_state)
+            _remove_quietly(os.path.join(os.path.dirname(self._path), staged))
         self.state = committed
         return committed
 
 
 def _encode_state(state: dict[str, Any]) -> str:
-    return json.dumps(state, ensure_ascii=False, indent=1) + "\n"
-
-
-def _write_atomic(path: str, text: str) -> None:
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        if _FSYNC:
-            f.flush()
-            os.fsync(f.fileno())
-    os.replace(tmp, path)
+    return encode(state, indent=1) + "\n"
 
 
 def _remove_quietly(path: str) -> None:
@@ -215,26 +241,88 @@ def _remove_quietly(path: str) -> None:
 
 
 @contextmanager
-def _locked(path: str) -> Iterator[None]:
-    fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+def _locked(path: str) -> Iterator[int]:
+    fd = _open(path + ".lock", os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
+        yield fd
     finally:
         os.close(fd)
 
 
+@contextmanager
+def _writing(path: str, lock: int | None) -> Iterator[None]:
+    """The writes of one commit: the lock file marked while they run (see "Tidiness" above; the
+    mark stays if they fail), and a failure to write (a full disk, a folder made read-only)
+    reported as `store_unavailable`, with the previous commit still the committed one."""
+    try:
+        if lock is not None:
+            os.pwrite(lock, b"w", 0)
+        yield
+        if lock is not None:
+            os.ftruncate(lock, 0)
+    except OSError as exc:
+        raise TetherError(
+            "store_unavailable",
+            f"cannot write the execution at {path}: {exc.strerror or exc}; the previous commit "
+            "stands and nothing of this one is committed",
+            path=path,
+        ) from None
+
+
+def _tidy(path: str, state: dict[str, Any] | None) -> list[str]:
+    """Under the lock: remove the temporary files of the execution at `path`, and the trace and
+    tree files that `state` does not name (all of them when there is no state). Returns the
+    execution's files that remain, the state file included."""
+    folder, base = os.path.split(path)
+    keep = set() if state is None else {state["trace"]["file"], _tree_name(path, state)}
+    keep.add(base + ".tree.json")
+    present: list[str] = []
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            name = entry.name
+            if name == base:
+                present.append(name)
+            elif not name.startswith(base) or (
+                _SIDECAR.fullmatch(name, len(base)) is None
+                and _LEFTOVER.fullmatch(name, len(base)) is None
+            ):
+                continue
+            elif state is None and _SIDECAR.fullmatch(name, len(base)) is not None:
+                present.append(name)
+            elif name not in keep and not entry.is_dir(follow_symlinks=False):
+                _remove_quietly(entry.path)
+    return sorted(present)
+
+
+def _open(path: str, flags: int) -> int:
+    """`open_regular` for a file of the execution, its refusals as `corrupt_execution`."""
+    try:
+        return open_regular(path, flags)
+    except NotARegularFile as exc:
+        raise _not_regular(path, exc) from None
+
+
+def _not_regular(path: str, exc: NotARegularFile) -> TetherError:
+    return TetherError(
+        "corrupt_execution",
+        f"{exc}: an execution's files are regular files in its folder; it was left as it is",
+        path=path,
+    )
+
+
 def _read_state(path: str) -> dict[str, Any]:
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
+        raw = read_regular(path)
     except FileNotFoundError:
         raise TetherError("not_found", f"no execution at {path}", path=path) from None
-    except IsADirectoryError:
-        raise TetherError(
-            "invalid_value", f"{path} is a folder, not an execution file", path=path
-        ) from None
-    except PermissionError as exc:
+    except NotARegularFile as exc:
+        if exc.kind == "folder":
+            raise TetherError(
+                "invalid_value", f"{path} is a folder, not an execution file", path=path
+            ) from None
+        raise _not_regular(path, exc) from None
+    except OSError as exc:
         raise TetherError(
             "invalid_value", f"cannot read {path}: {exc.strerror}", path=path
         ) from None
@@ -258,7 +346,42 @@ def _read_state(path: str) -> dict[str, Any]:
             "it was left as it is",
             path=path,
         )
+    _check_files(path, state)
     return dict(state)
+
+
+def _check_files(path: str, state: dict[str, Any]) -> None:
+    """Refuse a state whose bookkeeping is not what this store writes: a trace or tree file not
+    named after the execution, a committed length that is not a count."""
+    base = os.path.basename(path)
+    trace, tree_file = state["trace"], state.get("tree_file")
+    problem = None
+    if not isinstance(trace, dict) or not isinstance(trace.get("file"), str):
+        problem = "its trace record is not an object naming a file"
+    elif not _named(base, trace["file"], _TRACE):
+        problem = f"it names the trace file {trace['file']!r}, not {base}.trace[.N].jsonl"
+    elif not all(_count(trace.get(k)) for k in ("entries", "bytes")):
+        problem = "its committed trace length is not a count"
+    elif tree_file is not None and not (
+        isinstance(tree_file, str) and _named(base, tree_file, _TREE)
+    ):
+        problem = f"it names the tree file {tree_file!r}, not {base}.tree[.N].json"
+    elif not _count(state["revision"]):
+        problem = "its revision is not a count"
+    if problem:
+        raise TetherError(
+            "corrupt_execution",
+            f"{path} is corrupt: {problem}; it was left as it is, and nothing it names was read",
+            path=path,
+        )
+
+
+def _named(base: str, name: str, suffix: str) -> bool:
+    return name.startswith(base) and re.fullmatch(suffix, name[len(base) :]) is not None
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _tree_name(path: str, state: dict[str, Any]) -> str:
@@ -268,12 +391,13 @@ def _tree_name(path: str, state: dict[str, Any]) -> str:
 def _read_tree(path: str, state: dict[str, Any]) -> dict[str, Any]:
     tree_path = os.path.join(os.path.dirname(path), _tree_name(path, state))
     try:
-        with open(tree_path, "rb") as f:
-            return dict(json.loads(f.read()))
+        return dict(json.loads(read_regular(tree_path)))
     except FileNotFoundError:
         raise TetherError(
             "corrupt_execution", f"the execution's tree file {tree_path} is missing", path=tree_path
         ) from None
+    except NotARegularFile as exc:
+        raise _not_regular(tree_path, exc) from None
     except (ValueError, TypeError) as exc:
         raise TetherError(
             "corrupt_execution",
@@ -295,12 +419,13 @@ def _read_trace(path: str, state: dict[str, Any]) -> Iterator[dict[str, Any]]:
     trace = state["trace"]
     trace_path = os.path.join(os.path.dirname(path), trace["file"])
     try:
-        with open(trace_path, "rb") as f:
-            data = f.read(trace["bytes"])
+        data = read_regular(trace_path, trace["bytes"])
     except FileNotFoundError:
         raise TetherError(
             "corrupt_execution", f"the trace file {trace_path} is missing", path=trace_path
         ) from None
+    except NotARegularFile as exc:
+        raise _not_regular(trace_path, exc) from None
     if len(data) != trace["bytes"]:
         raise TetherError(
             "corrupt_execution",

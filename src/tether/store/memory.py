@@ -2,7 +2,8 @@
 
 Owns an in-process map from URI to (state, tree, trace), guarded by one lock per URI so that
 threads see the same serialised, all-or-nothing commits as the file store gives processes. Values
-are stored as JSON text, so no caller can change a stored document by mutating what it was given.
+are stored as JSON text (standard JSON, `tether.store.base.encode`), so no caller can change a
+stored document by mutating what it was given.
 It does not interpret the state.
 """
 
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tether.errors import TetherError
+from tether.store.base import encode
 
 
 @dataclass
@@ -54,7 +56,7 @@ class MemoryStore:
                     f"an execution already exists at {key}; resume it, reset it, or choose another",
                     uri=key,
                 )
-            self._records[key] = _Record(json.dumps(stored), json.dumps(tree))
+            self._records[key] = _Record(encode(stored), encode(tree))
         return stored
 
     def _record(self, uri: str) -> _Record:
@@ -104,12 +106,12 @@ class _MemoryTransaction:
     def commit(
         self, state: dict[str, Any], entries: list[dict[str, Any]], *, reset_trace: bool = False
     ) -> dict[str, Any]:
-        lines = [json.dumps(e) for e in entries]
+        lines = [encode(e) for e in entries]
         trace = lines if reset_trace else [*self._record.trace, *lines]
         committed = dict(
             state, revision=int(self.state["revision"]) + 1, trace={"entries": len(trace)}
         )
-        encoded = json.dumps(committed)
+        encoded = encode(committed)
         self._record.trace = trace
         self._record.state = encoded
         self.state = committed
@@ -117,7 +119,7 @@ class _MemoryTransaction:
 
     def replace_tree(self, tree: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
         committed = dict(state, revision=int(self.state["revision"]) + 1, trace=self.state["trace"])
-        encoded_tree, encoded_state = json.dumps(tree), json.dumps(committed)
+        encoded_tree, encoded_state = encode(tree), encode(committed)
         self._record.tree = encoded_tree
         self._record.state = encoded_state
         self.state = committed

@@ -47,6 +47,7 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from tether.errors import TetherError
+from tether.store.base import encode
 
 SCHEMA_VERSION = 1
 _SCHEMES = ("postgresql", "postgres")
@@ -293,10 +294,6 @@ def _ensure_schema(conn: psycopg.Connection[Any], dsn: str) -> None:
         )
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
 def _not_found(target: Target) -> TetherError:
     return TetherError("not_found", f"no execution at {target.uri}", uri=target.uri)
 
@@ -332,7 +329,7 @@ class PostgresStore:
                 " (name, state, tree, revision, trace_epoch, trace_entries)"
                 " VALUES (%s, %s::json, %s::json, %s, 0, 0)"
                 " ON CONFLICT (name) DO NOTHING RETURNING 1",
-                (target.name, _dumps(stored), _dumps(tree), int(stored["revision"])),
+                (target.name, encode(stored), encode(tree), int(stored["revision"])),
             ).fetchone()
         if row is None:
             raise TetherError(
@@ -443,8 +440,8 @@ class _PostgresTransaction:
                 "name": self._target.name,
                 "epoch": epoch,
                 "start": start,
-                "entries": [_dumps(e) for e in entries],
-                "state": _dumps(committed),
+                "entries": [encode(e) for e in entries],
+                "state": encode(committed),
                 "revision": revision,
                 "length": start + len(entries),
             },
@@ -458,7 +455,7 @@ class _PostgresTransaction:
         self._conn.execute(
             "UPDATE tether_executions SET tree = %s::json, state = %s::json, revision = %s,"
             " updated_at = now() WHERE name = %s",
-            (_dumps(tree), _dumps(committed), revision, self._target.name),
+            (encode(tree), encode(committed), revision, self._target.name),
         )
         self.state = committed
         return committed

@@ -4,7 +4,7 @@ The public names are imported on first use (PEP 562), so `import tether.tree` an
 `tether.tree.expressions` stay cheap: YAML is imported only by a load, the CEL library only when
 an expression is compiled. Imports nothing of Tether except `tether.errors`.
 
-- `load_tree(path) -> Tree`, `load_tree_text(text, source_name, base_dir=None) -> Tree`,
+- `load_tree(path, root=None) -> Tree`, `load_tree_text(text, source_name, base_dir=None) -> Tree`,
   `normalise(raw, source, base_dir=None) -> dict` (`load.py`)
 - `Tree` (`.data`, `.hash`, `.source`), `tree_hash(data)`, `canonical_json(data)`
   (`canonical.py`)

@@ -7,12 +7,19 @@ the normalised form that the engine runs (`type`, `name`, then `children`/`polic
 `retries`/`optional`/`when`/`description`/`triggers`/`tools` when they say something); merging
 `state`; checking every `check` and `when` with the CEL compiler.
 
-Every problem raises `TetherError`: `not_found` for a tree file that does not exist,
-`invalid_expression` for CEL that does not compile, `invalid_tree` for everything else; each
-names the file, line, column and key path, and, for a misspelt key, the key that was meant.
+A load reads only inside one folder, its root: every `$ref` must resolve (symbolic links and
+`..` followed) to a file under it, the caller's root when one is given (a server's `--root`),
+else the folder of the top-level tree file. Every file it reads is a regular file, and together
+they hold at most `MAX_LOAD_BYTES`.
 
-Does not own: positions and the error text layout (`locations.py`), what each key means
-(`model.py`), CEL itself (`expressions.py`), hashing (`canonical.py`).
+Every problem raises `TetherError`: `not_found` for a tree file that does not exist,
+`invalid_expression` for CEL that does not compile, `forbidden` for a `$ref` outside the root,
+`invalid_tree` for everything else; each names the file, line, column and key path, and, for a
+misspelt key, the key that was meant. No error quotes a file that is not a tree.
+
+Does not own: reading and parsing a file, positions and the error text layout
+(`locations.py`), what each key means (`model.py`), CEL itself (`expressions.py`), hashing
+(`canonical.py`).
 """
 
 from __future__ import annotations
@@ -26,7 +33,18 @@ from typing import Any
 from tether.errors import TetherError
 from tether.tree.canonical import Tree, tree_hash
 from tether.tree.expressions import check_expression
-from tether.tree.locations import Document, Locator, Where, format_path, parse, plain
+from tether.tree.locations import (
+    MAX_LOAD_BYTES,
+    Document,
+    Locator,
+    TooLarge,
+    Unreadable,
+    Where,
+    format_path,
+    parse,
+    plain,
+    read_text,
+)
 from tether.tree.model import (
     COMMON_FIELDS,
     KIND_PHRASES,
@@ -37,6 +55,7 @@ from tether.tree.model import (
     STATE_FIELDS,
     STEP_FIELDS,
     STEP_KINDS,
+    STEP_KINDS_TEXT,
     TOOLS_FIELDS,
     TYPE_ALIASES,
     WRAPPER_FIELDS,
@@ -48,29 +67,40 @@ _WRITE_PREFIXES = ("$VAR.", "$LOCAL.")
 _SAME_SCOPE = {**SCOPE_ALIASES, **{scope: alias for alias, scope in SCOPE_ALIASES.items()}}
 
 
-def load_tree(path: str | os.PathLike[str]) -> Tree:
-    """Load, validate and normalise the tree file at `path` (YAML, or JSON for `.json`)."""
+def load_tree(path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None) -> Tree:
+    """Load, validate and normalise the tree file at `path` (YAML, or JSON for `.json`); it and
+    its `$ref` files must lie under `root` (default: the folder of `path`)."""
     file = Path(path).resolve()
     if not file.exists():
         raise TetherError("not_found", f"{path}: no such tree file", file=str(path))
-    loader = _Loader()
-    doc = loader.document(file, Where(Document(None, Locator(None, in_file=False), str(path))))
+    if root is None:
+        loader = _Loader(file.parent, f"the tree's folder {_display(file.parent)}")
+    else:
+        loader = _Loader(Path(root).resolve(), f"the allowed root {root}")
+    top = Where(Document(None, Locator(None, in_file=False), str(path)))
+    if not loader.inside(file):
+        top.fail(f"{path} is outside {loader.scope}", code="forbidden")
+    doc = loader.document(file, top)
     data = loader.tree(doc, file.parent, (file,))
     return Tree(data, tree_hash(data), str(file))
 
 
 def load_tree_text(text: str, source_name: str = "<text>", *, base_dir: str | None = None) -> Tree:
     """Load a tree from text; `source_name` names it in errors (a `.json` name parses JSON) and
-    `$ref` paths resolve against `base_dir` (default: the current directory)."""
+    `$ref` paths resolve against, and must stay under, `base_dir` (default: the current
+    directory)."""
     doc = _parse(text, source_name, as_json=source_name.endswith(".json"))
-    data = _Loader().tree(doc, Path(base_dir or "."), ())
+    loader = _Loader.under(base_dir)
+    data = loader.tree(doc, loader.root, ())
     return Tree(data, tree_hash(data), source_name)
 
 
 def normalise(raw: Any, source: str = "<data>", *, base_dir: str | None = None) -> dict[str, Any]:
-    """Validate and normalise already-parsed tree data (errors name key paths, not lines)."""
+    """Validate and normalise already-parsed tree data (errors name key paths, not lines);
+    `$ref` paths resolve as for `load_tree_text`."""
     doc = Document(raw, Locator(None, in_file=False), source)
-    return _Loader().tree(doc, Path(base_dir or "."), ())
+    loader = _Loader.under(base_dir)
+    return loader.tree(doc, loader.root, ())
 
 
 def _parse(text: str, display: str, *, as_json: bool) -> Document:
@@ -91,15 +121,17 @@ def _display(path: Path) -> str:
         return str(path)
 
 
-def _describe(value: Any) -> str:
+def _describe(value: Any, *, content: bool = True) -> str:
+    """What `value` is, for an error; its text only when `content` (never for the whole of a
+    file, which may be anything but a tree)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
-        return f"boolean {str(value).lower()}"
+        return f"boolean {str(value).lower()}" if content else "a boolean"
     if isinstance(value, int | float):
-        return f"number {value}"
+        return f"number {value}" if content else "a number"
     if isinstance(value, str):
-        return f"string {value!r}"
+        return f"string {value!r}" if content else "a string"
     if isinstance(value, list):
         return "an empty list" if not value else f"a list of {len(value)}"
     return "a mapping" if isinstance(value, dict) else type(value).__name__
@@ -118,20 +150,40 @@ class _Context:
 
 
 class _Loader:
-    """One load: parsed fragment files and the state merged from every node."""
+    """One load: the folder it may read (`root`, named in errors as `scope`), the bytes it may
+    still read, parsed fragment files and the state merged from every node."""
 
-    def __init__(self) -> None:
+    def __init__(self, root: Path, scope: str) -> None:
+        self.root = root
+        self.scope = scope
+        self.budget = MAX_LOAD_BYTES
         self.docs: dict[Path, Document] = {}
         self.scopes: dict[str, dict[str, Any]] = {"var": {}, "const": {}}
+
+    @classmethod
+    def under(cls, base_dir: str | None) -> _Loader:
+        """A load of text or data whose `$ref` paths stay under `base_dir` (default: here)."""
+        root = Path(base_dir or ".").resolve()
+        return cls(root, f"the base folder {_display(root)}")
+
+    def inside(self, file: Path) -> bool:
+        """Whether the resolved `file` lies under the root."""
+        return os.path.commonpath([file, self.root]) == str(self.root)
 
     def document(self, file: Path, referrer: Where) -> Document:
         doc = self.docs.get(file)
         if doc is None:
             try:
-                text = file.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-                referrer.fail(f"cannot read {_display(file)}: {reason}")
+                text = read_text(file, self.budget)
+            except TooLarge:
+                referrer.fail(
+                    f"cannot read {_display(file)}: the tree and its fragments hold more than "
+                    f"{MAX_LOAD_BYTES} bytes",
+                    byte_limit=MAX_LOAD_BYTES,
+                )
+            except Unreadable as exc:
+                referrer.fail(f"cannot read {_display(file)}: {exc}")
+            self.budget -= len(text.encode("utf-8"))
             doc = _parse(text, _display(file), as_json=file.suffix == ".json")
             self.docs[file] = doc
         return doc
@@ -141,7 +193,7 @@ class _Loader:
     def tree(self, doc: Document, base: Path, chain: tuple[Path, ...]) -> dict[str, Any]:
         raw, where, context = doc.data, Where(doc), _Context(base, chain)
         if not isinstance(raw, dict):
-            where.fail(f"a tree file must be a mapping, got {_describe(raw)}")
+            where.fail(f"a tree file must be a mapping, got {_describe(raw, content=False)}")
         if "type" in raw or "$ref" in raw:
             if "tree" in raw:
                 (where / "tree").fail(
@@ -238,7 +290,8 @@ class _Loader:
 
     def node(self, raw: Any, where: Where, context: _Context) -> dict[str, Any]:
         if not isinstance(raw, dict):
-            where.fail(f"a node must be a mapping, got {_describe(raw)}")
+            shown = _describe(raw, content=bool(where.path))
+            where.fail(f"a node must be a mapping, got {shown}")
         if "$ref" in raw:
             return self.ref(raw, where, context)
         if "type" not in raw:
@@ -332,7 +385,7 @@ class _Loader:
         kinds = [k for k in STEP_KINDS if k in raw]
         if len(kinds) != 1:
             found = f"found {' and '.join(kinds)}" if kinds else "found none"
-            where.fail(f"a step takes exactly one of evaluate, instruct or check ({found})")
+            where.fail(f"a step takes exactly one of {STEP_KINDS_TEXT} ({found})")
         kind = kinds[0]
         text = self.field(raw, kind, STEP_FIELDS[kind], where)
         if kind == "check":
@@ -357,6 +410,12 @@ class _Loader:
                 hint="a $ref names a fragment file, relative to the file it is in",
             )
         file = (context.base / target).resolve()
+        if not self.inside(file):
+            at.fail(
+                f"$ref {target!r} is outside {self.scope}",
+                hint="a $ref may name only files under it",
+                code="forbidden",
+            )
         if file in context.chain:
             cycle = [*context.chain[context.chain.index(file) :], file]
             names = [os.path.relpath(f, cycle[0].parent) for f in cycle]

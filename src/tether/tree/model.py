@@ -66,8 +66,8 @@ TYPE_DESCRIPTIONS: dict[str, str] = {
     "selector": "Runs children in order; succeeds on the first success, fails when all fail.",
     "fallback": "Another name for `selector`.",
     "parallel": "Runs every child; succeeds when `policy` is met, fails once it no longer can be.",
-    "action": "A leaf: runs its steps in order; fails on a false evaluate or check, or a failed "
-    "instruct.",
+    "action": "A leaf: runs its steps in order; fails on a false evaluate or check, a failed "
+    "instruct, or a rejected human step.",
 }
 
 COMMON_FIELDS: dict[str, Field] = {
@@ -140,7 +140,8 @@ REF_FIELDS: dict[str, Field] = {
     ),
 }
 
-STEP_KINDS = ("evaluate", "instruct", "check")
+STEP_KINDS = ("evaluate", "instruct", "check", "human")
+STEP_KINDS_TEXT = ", ".join(STEP_KINDS[:-1]) + " or " + STEP_KINDS[-1]
 STEP_FIELDS: dict[str, Field] = {
     "evaluate": Field(
         "step_text", "A precondition the agent judges: true advances, false fails the action."
@@ -154,6 +155,11 @@ STEP_FIELDS: dict[str, Field] = {
         "A CEL precondition the runtime evaluates against VAR and CONST, and TOOLS (the tool "
         "calls a bound agent session made during this attempt of the action, each "
         "{tool, input, ok, seq}): true advances, false fails the action.",
+    ),
+    "human": Field(
+        "step_text",
+        "A question only a person answers (tether approve or reject, or the viewer), never the "
+        "agent: approval advances, rejection fails the action.",
     ),
     "writes": Field(
         "write_paths",

@@ -22,6 +22,7 @@ from tether.tree.model import (
     STATE_FIELDS,
     STEP_FIELDS,
     STEP_KINDS,
+    STEP_KINDS_TEXT,
     TOOLS_FIELDS,
     TYPE_ALIASES,
     TYPE_DESCRIPTIONS,
@@ -102,7 +103,7 @@ def json_schema() -> dict[str, Any]:
             **{kind: _node_type(kind) for kind in NODE_FIELDS},
             "step": {
                 "title": "step",
-                "description": "Exactly one of evaluate, instruct or check.",
+                "description": f"Exactly one of {STEP_KINDS_TEXT}.",
                 "oneOf": [{"$ref": f"#/$defs/{kind}_step"} for kind in STEP_KINDS],
             },
             **{f"{kind}_step": _step(kind) for kind in STEP_KINDS},

@@ -90,6 +90,7 @@ def _show(parsed: Parsed) -> int:
 
 
 def _render(parsed: Parsed) -> int:
+    from tether.files import write_atomic
     from tether.viewer.model import snapshot
     from tether.viewer.source import load_tree_or_execution
     from tether.viewer.svg import render_svg
@@ -106,8 +107,7 @@ def _render(parsed: Parsed) -> int:
         snap = snapshot(tree, execution.state, execution.trace, at)
     svg = render_svg(tree, snap)
     try:
-        with open(output, "w", encoding="utf-8") as f:
-            f.write(svg)
+        write_atomic(output, svg)
     except OSError as exc:
         raise TetherError(
             "invalid_value", f"cannot write {output}: {exc.strerror}", path=output

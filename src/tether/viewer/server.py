@@ -11,12 +11,21 @@ Owns the HTTP surface on 127.0.0.1 (standard library `ThreadingHTTPServer`):
   (checked every second), or with the new revision when the execution commits (its state file
   is read every 200 ms per stream; the page then fetches the new document).
 
+- `POST /api/human` a person's answer to the open human step from the page (`{path, decision:
+  approve | reject, note?, step?}`), through the verbs (`approve`/`reject`, `by: viewer`); the
+  only request that writes.
+
 Given a store URI that is not a folder (`postgresql://…#name`), it serves that one execution,
 read through its store, and watches its revision the same way.
 
-It confines every path to the folder it serves: absolute paths, `..` and symbolic links that
-lead outside are refused with 403 and a JSON error, as are requests whose `Host` is not this
-server (DNS rebinding). It does not derive statuses (`tether.viewer.model`), draw
+It confines every path it is asked for to the folder it serves: absolute paths, `..` and
+symbolic links that lead outside are refused with 403 and a JSON error, as are requests whose
+`Host` is not this server (DNS rebinding). The files beside a state file are the store's to find
+and refuse (a state file naming another file is `corrupt_execution`, 409). An execution that
+cannot be read or shown is reported on its own row of the listing; the others are still listed.
+A post is taken only from the server's own page: its `Origin` must be this server, and it must
+carry the per-server token written into the page (`X-Tether-Token`); anything else is refused
+with 403 before the body is read. It does not derive statuses (`tether.viewer.model`), draw
 (`tether.viewer.svg`) or parse command lines (`tether.viewer.cli`).
 """
 
@@ -24,8 +33,10 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -34,8 +45,9 @@ from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
 from tether.errors import TetherError
+from tether.tree.model import STEP_KINDS
 from tether.viewer.model import Timeline, index_tree, progress, snapshot
-from tether.viewer.source import TREE_SUFFIX, Execution, find_executions, load_execution
+from tether.viewer.source import Execution, find_executions, load_execution, load_state
 from tether.viewer.svg import render_svg
 
 POLL_SECONDS = 0.2
@@ -47,7 +59,11 @@ _HTTP_STATUS = {
     "not_found": HTTPStatus.NOT_FOUND,
     "usage": HTTPStatus.BAD_REQUEST,
     "invalid_value": HTTPStatus.BAD_REQUEST,
+    "invalid_json": HTTPStatus.BAD_REQUEST,
 }
+MAX_POST_BYTES = 16 * 1024
+_TOKEN_PLACEHOLDER = b"{{tether-token}}"
+_DECISIONS = ("approve", "reject")
 _CSP = (
     "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
     "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
@@ -76,7 +92,10 @@ class Viewer:
     def __init__(self, root: str, uri: str | None = None) -> None:
         self.root = os.path.realpath(root)
         self.uri = uri
+        self.token = secrets.token_urlsafe(32)
         self.assets = _assets()
+        page = self.assets["index.html"]
+        self.assets["index.html"] = page.replace(_TOKEN_PLACEHOLDER, self.token.encode())
         self.stopping = threading.Event()
         self._lock = threading.Lock()
         self._cache: dict[str, _Cached] = {}
@@ -89,16 +108,15 @@ class Viewer:
             raise TetherError("forbidden", f"{rel!r} is not a path inside the served folder")
         if ".." in rel.replace("\\", "/").split("/"):
             raise TetherError("forbidden", f"{rel!r} climbs out of the served folder")
-        return self._inside(os.path.join(self.root, rel), rel)
-
-    def _inside(self, path: str, shown: str) -> str:
-        real = os.path.realpath(path)
+        real = os.path.realpath(os.path.join(self.root, rel))
         if os.path.commonpath([real, self.root]) != self.root:
-            raise TetherError("forbidden", f"{shown!r} leads outside the served folder")
+            raise TetherError("forbidden", f"{rel!r} leads outside the served folder")
         return real
 
     def load(self, rel: str) -> Execution:
-        """The execution at `rel`, every file it is read from confined to the folder."""
+        """The execution at `rel`, its state file confined to the folder. The store reads the
+        files beside it under its own rules: names derived from the state file's, no link
+        followed (`tether.store.file`)."""
         if self.uri is not None:
             if rel != self.uri:
                 raise TetherError("forbidden", f"this viewer serves {self.uri} only")
@@ -106,12 +124,7 @@ class Viewer:
         path = self.confine(rel)
         if not os.path.isfile(path):
             raise TetherError("not_found", f"no execution at {rel!r}")
-        self._inside(path + TREE_SUFFIX, rel + TREE_SUFFIX)
-        execution = load_execution(path)
-        trace = execution.state.get("trace")
-        if isinstance(trace, dict) and isinstance(trace.get("file"), str):
-            self._inside(os.path.join(os.path.dirname(path), trace["file"]), trace["file"])
-        return execution
+        return load_execution(path)
 
     # -- documents -----------------------------------------------------------------------------
 
@@ -120,26 +133,27 @@ class Viewer:
         out: list[dict[str, Any]] = []
         for rel in self.executions():
             try:
-                execution = self.load(rel)
+                out.append(self._summary(rel))
             except TetherError as exc:
                 out.append({"path": rel, "error": exc.message})
-                continue
-            state = execution.state
-            snap = self._timeline(rel, execution).snapshot()
-            out.append(
-                {
-                    "path": rel,
-                    "tree": execution.tree["name"],
-                    "status": state["status"],
-                    "phase": state["phase"],
-                    "progress": progress(execution.tree, snap),
-                    "entries": len(execution.trace),
-                    "revision": state["revision"],
-                    "updated_at": state["updated_at"],
-                }
-            )
         folder = self.uri if self.uri is not None else os.path.basename(self.root) or self.root
         return {"folder": folder, "runs": out}
+
+    def _summary(self, rel: str) -> dict[str, Any]:
+        execution = self.load(rel)
+        state = execution.state
+        with _shown(rel):
+            snap = self._timeline(rel, execution).snapshot()
+            return {
+                "path": rel,
+                "tree": execution.tree["name"],
+                "status": state["status"],
+                "phase": state["phase"],
+                "progress": progress(execution.tree, snap),
+                "entries": len(execution.trace),
+                "revision": state["revision"],
+                "updated_at": state["updated_at"],
+            }
 
     def executions(self) -> list[str]:
         """What this viewer lists: the executions under the folder, or its one URI."""
@@ -154,6 +168,10 @@ class Viewer:
 
     def run(self, rel: str, query: dict[str, str]) -> dict[str, Any]:
         execution = self.load(rel)
+        with _shown(rel):
+            return self._document(rel, execution, query)
+
+    def _document(self, rel: str, execution: Execution, query: dict[str, str]) -> dict[str, Any]:
         tree, trace, state = execution.tree, execution.trace, execution.state
         at = _whole(query, "at")
         if at is not None:
@@ -206,6 +224,36 @@ class Viewer:
             cached.last_seq = trace[-1]["seq"] if trace else None
             return cached.timeline
 
+    # -- the one write: a person's answer -------------------------------------------------------
+
+    def answer_human(self, body: Any) -> dict[str, Any]:
+        """Approve or reject the open human step of the execution at `body["path"]`, as a person
+        does from the page (`by: viewer`); the verbs refuse what is not open."""
+        from tether.verbs import Runtime
+
+        if not isinstance(body, dict):
+            raise TetherError("usage", "the body must be a JSON object")
+        unknown = sorted(set(body) - {"path", "decision", "note", "step"})
+        if unknown:
+            raise TetherError("usage", f"unknown field {unknown[0]!r}")
+        rel, decision = body.get("path"), body.get("decision")
+        if not isinstance(rel, str) or decision not in _DECISIONS:
+            raise TetherError("usage", "give path (a string) and decision (approve or reject)")
+        note, step = body.get("note"), body.get("step")
+        for name, value in (("note", note), ("step", step)):
+            if value is not None and not isinstance(value, str):
+                raise TetherError("usage", f"{name} must be a string")
+        if self.uri is not None:
+            self.load(rel)
+            target, runtime = self.uri, Runtime()
+        else:
+            target = self.confine(rel)
+            if not os.path.isfile(target):
+                raise TetherError("not_found", f"no execution at {rel!r}")
+            runtime = Runtime(root=self.root)
+        verb = runtime.approve if decision == "approve" else runtime.reject
+        return verb(target, note=note or None, step=step, by="viewer")
+
     # -- change signals ------------------------------------------------------------------------
 
     def listing_signature(self) -> tuple[tuple[str, int], ...]:
@@ -218,6 +266,22 @@ class Viewer:
             except OSError:
                 continue
         return tuple(out)
+
+
+@contextmanager
+def _shown(rel: str) -> Iterator[None]:
+    """Turn the failure of a stored document that is JSON but not the shape Tether writes (a
+    tree with no root, a state without its phase) into `corrupt_execution` for that execution
+    alone, rather than a failure of the whole page."""
+    try:
+        yield
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, RecursionError) as exc:
+        raise TetherError(
+            "corrupt_execution",
+            f"{rel} cannot be shown: its stored tree or state is malformed "
+            f"({type(exc).__name__}: {exc})",
+            path=rel,
+        ) from None
 
 
 def _whole(query: dict[str, str], name: str) -> int | None:
@@ -239,7 +303,7 @@ def _nodes(tree: dict[str, Any]) -> list[dict[str, Any]]:
                 **({"writes": step["writes"]} if "writes" in step else {}),
             }
             for step in node.data.get("steps", [])
-            for kind in ("evaluate", "instruct", "check")
+            for kind in STEP_KINDS
             if kind in step
         ]
         out.append(
@@ -268,24 +332,16 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: the terminal running `tether view` shows only its address."""
 
     def do_GET(self) -> None:
-        url = urlsplit(self.path)
-        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
-        viewer = self.server.viewer
+        self._answering(self._get)
+
+    def do_POST(self) -> None:
+        self.close_connection = True  # the body of a refused post is never read
+        self._answering(self._post)
+
+    def _answering(self, handle: Callable[[], None]) -> None:
+        """Run `handle`; whatever it raises becomes a JSON error with its HTTP status."""
         try:
-            if not self._host_allowed():
-                raise TetherError("forbidden", "this server answers only on its own address")
-            if url.path in ("/", "/index.html"):
-                self._asset("index.html")
-            elif url.path.startswith("/static/"):
-                self._asset(url.path[len("/static/") :])
-            elif url.path == "/api/runs":
-                self._json(viewer.runs())
-            elif url.path == "/api/run":
-                self._json(viewer.run(query.get("path", ""), query))
-            elif url.path == "/api/events":
-                self._events(query.get("path"))
-            else:
-                raise TetherError("not_found", f"nothing at {url.path}")
+            handle()
         except TetherError as exc:
             self._json({"error": exc.to_dict()}, _HTTP_STATUS.get(exc.code, HTTPStatus.CONFLICT))
         except (BrokenPipeError, ConnectionResetError):
@@ -293,6 +349,61 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception as exc:  # the page gets a JSON error rather than a dropped connection
             error = {"code": "internal", "message": f"{type(exc).__name__}: {exc}"}
             self._json({"error": error}, HTTPStatus.INTERNAL_SERVER_ERROR)
+
+    def _get(self) -> None:
+        url = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        viewer = self.server.viewer
+        if not self._host_allowed():
+            raise TetherError("forbidden", "this server answers only on its own address")
+        if url.path in ("/", "/index.html"):
+            self._asset("index.html")
+        elif url.path.startswith("/static/"):
+            self._asset(url.path[len("/static/") :])
+        elif url.path == "/api/runs":
+            self._json(viewer.runs())
+        elif url.path == "/api/run":
+            self._json(viewer.run(query.get("path", ""), query))
+        elif url.path == "/api/events":
+            self._events(query.get("path"))
+        else:
+            raise TetherError("not_found", f"nothing at {url.path}")
+
+    def _post(self) -> None:
+        if urlsplit(self.path).path != "/api/human":
+            raise TetherError("not_found", f"nothing to post at {self.path}")
+        self._post_allowed()
+        self._json(self.server.viewer.answer_human(self._body()))
+
+    def _post_allowed(self) -> None:
+        """Refuse a post that does not come from this server's own page: another `Host` (DNS
+        rebinding), another or no `Origin` (another site, a script outside a browser), or
+        without the page's token."""
+        if not self._host_allowed():
+            raise TetherError("forbidden", "this server answers only on its own address")
+        if self.headers.get("Origin") not in self._origins():
+            raise TetherError("forbidden", "answers are taken only from this viewer's own page")
+        token = self.headers.get("X-Tether-Token", "")
+        if not secrets.compare_digest(token.encode(), self.server.viewer.token.encode()):
+            raise TetherError("forbidden", "answers are taken only from this viewer's own page")
+
+    def _body(self) -> Any:
+        kind = self.headers.get("Content-Type", "").split(";")[0].strip()
+        if kind != "application/json":
+            raise TetherError("usage", "post a JSON body (Content-Type: application/json)")
+        length = self.headers.get("Content-Length", "")
+        if not length.isdigit() or int(length) > MAX_POST_BYTES:
+            raise TetherError(
+                "invalid_value", f"the body must give its length, at most {MAX_POST_BYTES} bytes"
+            )
+        try:
+            return json.loads(self.rfile.read(int(length)))
+        except (ValueError, UnicodeDecodeError):
+            raise TetherError("invalid_json", "the body is not JSON") from None
+
+    def _origins(self) -> tuple[str, ...]:
+        port = self.server.server_address[1]
+        return (f"http://127.0.0.1:{port}", f"http://localhost:{port}")
 
     def _host_allowed(self) -> bool:
         host = self.headers.get("Host", "")
@@ -338,8 +449,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class _RevisionWatch:
-    """The revision of the execution at `path`, re-read only when a `stat` says its state
-    file was replaced (None while there is no readable execution)."""
+    """The revision of the execution at `path`, re-read through the store only when a `stat`
+    says its state file was replaced (None while there is no readable execution)."""
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -356,9 +467,8 @@ class _RevisionWatch:
         if seen != self.seen:
             self.seen = seen
             try:
-                with open(self.path, "rb") as f:
-                    self.revision = int(json.loads(f.read())["revision"])
-            except (OSError, ValueError, KeyError, TypeError):
+                self.revision = int(load_state(self.path)["revision"])
+            except TetherError:
                 self.revision = None
         return self.revision
 
@@ -371,10 +481,8 @@ class _StoreRevision:
         self.uri = uri
 
     def __call__(self) -> int | None:
-        from tether.store import store_for
-
         try:
-            return int(store_for(self.uri).load(self.uri)["revision"])
+            return int(load_state(self.uri)["revision"])
         except TetherError:
             return None
 

@@ -1,9 +1,11 @@
 """Where the viewer's data comes from: executions and tree files, read through the store.
 
 Owns recognising an execution (a state file with its embedded tree beside it), finding the
-executions under a folder, and loading one execution (state, tree, trace) or a tree file for
-`render`. It does not confine paths to a served folder (`tether.viewer.server` does), derive
-statuses (`tether.viewer.model`) or draw anything.
+executions under a folder, and loading one execution (state, tree, trace), its state alone, or a
+tree file for `render`. Every execution file is read by its store, under the store's rules (for
+files: names derived from the state file's own, no symbolic link followed), never here. It does
+not confine paths to a served folder (`tether.viewer.server` does), derive statuses
+(`tether.viewer.model`) or draw anything.
 """
 
 from __future__ import annotations
@@ -33,6 +35,12 @@ class Execution:
 
 def is_execution(path: str) -> bool:
     return os.path.isfile(path) and os.path.isfile(path + TREE_SUFFIX)
+
+
+def load_state(path: str) -> dict[str, Any]:
+    """The committed state of the execution at `path` (a file path or a store URI)."""
+    store = store_for(path)
+    return store.load(store.canonical(path))
 
 
 def load_execution(path: str) -> Execution:

@@ -69,7 +69,8 @@ def draw(tree: dict[str, Any], snap: Snapshot, *, total: int, colour: bool = Fal
 def _open_text(state: dict[str, Any], key: str) -> str:
     for req in state["open"]:
         if req["path"] is not None and key_of(req["path"]) == key:
-            text = " ".join(str(req.get("expression") or req.get("instruction", "")).split())
+            said = req.get("expression") or req.get("instruction") or req.get("prompt", "")
+            text = " ".join(str(said).split())
             if len(text) > _STEP_TEXT_CHARS:
                 text = text[: _STEP_TEXT_CHARS - 1] + "…"
             return f"{req['type']}: {text}"

@@ -8,8 +8,11 @@ const STATUS = {
   failure: ["✗", "failure"], skipped: ["↷", "skipped"], halted: ["⊘", "halted"],
 };
 const GOOD = new Set(["evaluation_passed", "step_complete", "action_complete", "protocol_accepted",
-  "passed", "entered", "written", "recorded", "jumped", "ran"]);
-const BAD = new Set(["evaluation_failed", "action_failed", "failed", "error", "protocol_rejected", "refused"]);
+  "passed", "entered", "written", "recorded", "jumped", "ran", "success"]);
+const BAD = new Set(["evaluation_failed", "action_failed", "failed", "error", "protocol_rejected",
+  "refused", "failure"]);
+// The per-server token `tether view` writes into this page: its posts carry it.
+const TOKEN = document.querySelector('meta[name="tether-token"]').content;
 
 const $ = (selector) => document.querySelector(selector);
 
@@ -126,6 +129,7 @@ async function showRun(path) {
   if (at !== null && Number(at) < run.total) await moveTo(Number(at));
   $("#slider").addEventListener("input", () => moveTo(Number($("#slider").value)));
   $("#to-live").addEventListener("click", () => moveTo(run.total));
+  $("#fork").addEventListener("click", showFork);
   $("#zoom").addEventListener("click", () => {
     run.actualSize = !run.actualSize;
     $("#diagram").classList.toggle("actual", run.actualSize);
@@ -216,6 +220,8 @@ function showSnapshot(doc) {
   });
   renderFacts(snap, doc.progress);
   renderBanner(snap);
+  renderHuman(snap);
+  if (!$("#fork-help").hidden) showFork();
   renderPosition();
   renderJSON($("#var"), snap.var);
   renderJSON($("#const"), snap.const);
@@ -267,6 +273,75 @@ function renderPosition() {
   });
 }
 
+// -- a person's answer to an open human step ---------------------------------------------------------
+
+// The open human steps, live only (an earlier position is history). A panel stays as it is while
+// its step stays open, so a note being typed survives the updates that arrive meanwhile.
+function renderHuman(snap) {
+  const box = $("#human");
+  const open = run.following && snap.status === "running"
+    ? snap.open.filter((request) => request.type === "human") : [];
+  const tokens = open.map((request) => request.step).join(" ");
+  if (box.dataset.tokens === tokens) return;
+  box.dataset.tokens = tokens;
+  box.hidden = open.length === 0;
+  box.replaceChildren(...(open.length ? [el("h2", {}, "Waiting for a person")] : []),
+    ...open.map(humanForm));
+}
+
+function humanForm(request) {
+  const note = el("textarea", { placeholder: "A note for the trace (optional)", "aria-label": "note" });
+  const result = el("span", { class: "result", role: "status" });
+  const buttons = [];
+  const answer = async (decision) => {
+    buttons.forEach((button) => { button.disabled = true; });
+    result.className = "result";
+    result.textContent = decision === "approve" ? "Approving…" : "Rejecting…";
+    try {
+      const response = await fetch("/api/human", {
+        method: "POST",
+        cache: "no-store",
+        headers: { "Content-Type": "application/json", "X-Tether-Token": TOKEN },
+        body: JSON.stringify({ path: run.path, decision, note: note.value || null, step: request.step }),
+      });
+      const body = await response.json();
+      if (!response.ok) throw new Error(body.error ? body.error.message : response.statusText);
+      result.textContent = body.message;
+    } catch (error) {
+      result.className = "result error";
+      result.textContent = error.message;
+      buttons.forEach((button) => { button.disabled = false; });
+    }
+  };
+  buttons.push(el("button", { type: "button", class: "approve", onclick: () => answer("approve") }, "Approve"));
+  buttons.push(el("button", { type: "button", class: "reject", onclick: () => answer("reject") }, "Reject"));
+  return el("div", { class: "ask", "data-step": request.step },
+    el("b", {}, request.name),
+    el("div", { class: "prompt" }, request.prompt),
+    note,
+    el("div", { class: "actions" }, ...buttons, result));
+}
+
+// -- fork from here ---------------------------------------------------------------------------------
+
+// The command that starts a new execution from the slider's position. A check entry belongs to
+// the answer before it, so a position just before one is not a point to fork at.
+function showFork() {
+  const at = run.at;
+  const dot = run.path.lastIndexOf(".");
+  const stem = dot > run.path.lastIndexOf("/") ? run.path.slice(0, dot) : run.path;
+  const suffix = dot > run.path.lastIndexOf("/") ? run.path.slice(dot) : "";
+  let point = at;
+  while (point < run.total && run.trace[point].kind === "check") point += 1;
+  const command = `tether fork ${run.path} ${stem}-fork-${point}${suffix} --at ${point}`;
+  $("#fork-command").textContent = command;
+  $("#fork-note").textContent = point === at
+    ? "Paths are those of the folder this viewer serves; the original is not changed."
+    : `The check after entry ${at} belongs to its answer, so this forks after entry ${point}.`;
+  $("#fork-help").hidden = false;
+  if (navigator.clipboard) navigator.clipboard.writeText(command).catch(() => {});
+}
+
 // -- trace timeline ---------------------------------------------------------------------------------
 
 function outcome(text) {
@@ -288,6 +363,8 @@ function describe(entry) {
     const shown = input.command ?? input.file_path ?? input.path ?? input.url ?? input.pattern;
     parts.push(el("code", {}, entry.tool), " ");
     if (shown !== undefined) parts.push(el("code", { class: "value" }, String(shown).slice(0, 200)));
+  } else if (entry.kind === "human") {
+    parts.push(`answered from the ${entry.by} `);
   } else if (entry.submitted !== undefined) {
     parts.push(el("code", {}, String(entry.submitted)), " ");
   }

@@ -1,0 +1,71 @@
+"""Append-only JSON-lines logs, with torn-tail repair.
+
+Owns: appending records to a JSON-lines file and reading them back. A write cut short (a crash,
+a killed hook, a full disk) leaves a last line without its newline; a plain append would then
+glue the next record onto that torn line and the reader would drop both. `append` therefore
+cuts the file back to its last complete line before it writes, so every record it appends can be
+read again. The repair and the write happen under an exclusive `flock` on the log itself, so
+concurrent appenders never cut each other's records; a caller that must read and append as one
+step (the guard's session store) holds its own lock around both. `read` skips a line that is not
+a JSON object. It does not decide what goes in a log, rotate or delete one.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Iterable
+from typing import Any
+
+_CHUNK = 64 * 1024
+
+
+def _last_complete(fd: int, size: int) -> int:
+    """The length of the file's complete lines: the offset just past its last newline."""
+    end = size
+    while end > 0:
+        start = max(0, end - _CHUNK)
+        found = os.pread(fd, end - start, start).rfind(b"\n")
+        if found >= 0:
+            return start + found + 1
+        end = start
+    return 0
+
+
+def append(path: str, records: Iterable[dict[str, Any]]) -> int:
+    """Append `records` as JSON lines (repairing a torn tail first); returns the new size."""
+    data = "".join(json.dumps(record) + "\n" for record in records).encode()
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        size = os.lseek(fd, 0, os.SEEK_END)
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            size = _last_complete(fd, size)
+            os.ftruncate(fd, size)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        return size + len(data)
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def read(path: str, start: int = 0) -> tuple[list[dict[str, Any]], int]:
+    """The records from byte `start` on, oldest first, and the file's size (0 when missing)."""
+    try:
+        with open(path, "rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(min(start, size))
+            tail = handle.read()
+    except FileNotFoundError:
+        return [], 0
+    records = []
+    for line in tail.decode("utf-8", errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return records, size

@@ -1,0 +1,106 @@
+"""Files Tether writes: one atomic write, and one way to open a file without following a link.
+
+Owns `write_atomic` (a temporary file beside the target, created exclusively and never through a
+symbolic link, written, optionally synced, then renamed over the target, so a reader sees the old
+file or the new one and never half of either) and `open_regular` (a file descriptor for a regular
+file, refusing a symbolic link at the last component, a folder, a FIFO or a device). It also
+names the temporary files `write_atomic` leaves behind when its process is killed, so that the
+owner of a folder can tidy them. It does not decide where files go, what they hold or which error
+a refusal becomes: callers turn `NotARegularFile` and `OSError` into their own `TetherError`.
+
+`TETHER_FSYNC=1` (read once, at import) makes every write `fsync` the file before the rename, for
+durability across a power loss; without it a write survives the death of the process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import re
+import stat
+
+FSYNC = os.environ.get("TETHER_FSYNC", "") not in ("", "0")
+# What `write_atomic` names its temporary file: `<target>.<pid>.<8 hex digits>.tmp`. Before this
+# module, temporaries were `<target>.<pid>.tmp`; both spellings match.
+TEMPORARY = re.compile(r"\.(\d+)(?:\.[0-9a-f]{8})?\.tmp")
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
+
+class NotARegularFile(OSError):
+    """The path is a symbolic link, a folder or another kind of file that is not a regular one;
+    `kind` says which: `link`, `folder` or `other`."""
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def open_regular(path: str, flags: int = os.O_RDONLY, mode: int = 0o666) -> int:
+    """A descriptor of the regular file at `path`, opened with `flags` without following a
+    symbolic link there (a link in a folder above is followed). A FIFO is opened without waiting
+    for a writer and then refused, like a folder or a device. Raises `NotARegularFile` for those,
+    and `OSError` (`FileNotFoundError`, `PermissionError`...) as `os.open` does."""
+    try:
+        fd = os.open(path, flags | _NOFOLLOW | _CLOEXEC | _NONBLOCK, mode)
+    except IsADirectoryError:
+        raise NotARegularFile(f"{path} is a folder, not a file", "folder") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise NotARegularFile(
+                f"{path} is a symbolic link; Tether does not follow it", "link"
+            ) from None
+        raise
+    kind = os.fstat(fd).st_mode
+    if not stat.S_ISREG(kind):
+        os.close(fd)
+        if stat.S_ISDIR(kind):
+            raise NotARegularFile(f"{path} is a folder, not a file", "folder")
+        raise NotARegularFile(f"{path} is not a regular file", "other")
+    return fd
+
+
+def read_regular(path: str, limit: int | None = None) -> bytes:
+    """The bytes of the regular file at `path` (at most `limit` of them), read as `open_regular`
+    opens it."""
+    fd = open_regular(path)
+    with os.fdopen(fd, "rb") as f:
+        if limit is None:
+            return f.read()
+        return f.read(min(limit, os.fstat(fd).st_size))
+
+
+def write_atomic(path: str, data: str | bytes, *, fsync: bool = FSYNC) -> None:
+    """Replace the file at `path` with `data` (text is written as UTF-8) in one rename.
+
+    The temporary file is created beside `path` with `O_EXCL` and `O_NOFOLLOW`, so nothing that
+    another program put at its name (a link, a file) is written through or reused; it is removed
+    if the write fails. A regular file already at `path` keeps its permission bits; a symbolic
+    link at `path` is replaced by the file, never followed."""
+    body = data.encode() if isinstance(data, str) else data
+    temporary = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o666)
+    try:
+        try:
+            existing = os.lstat(path)
+        except FileNotFoundError:
+            pass
+        else:
+            if stat.S_ISREG(existing.st_mode):
+                os.fchmod(fd, stat.S_IMODE(existing.st_mode))
+        view = memoryview(body)
+        while view:
+            view = view[os.write(fd, view) :]
+        if fsync:
+            os.fsync(fd)
+        os.close(fd)
+        fd = -1
+        os.replace(temporary, path)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(temporary)
+        raise

@@ -1,0 +1,205 @@
+"""What the guard does when it cannot decide: the `on_error` setting, its deadline, its error log.
+
+Owns:
+- The modes. `block` (the default): a `PreToolUse` the guard cannot decide (an exception, no
+  decision within the deadline) is denied with Claude Code's documented output
+  (`permissionDecision: "deny"`, the error as the reason, exit 0). When the guard cannot even
+  start (its configuration or its command line cannot be read) it falls back on one rule, the
+  built-in `confirm_destructive`, and warns on every call: destructive commands stay blocked, the
+  agent can still read and edit (so the configuration can be fixed), and nobody misses that the
+  guard is broken. `allow`: the call goes ahead (exit 1, the error on stderr: Claude Code's
+  non-blocking error). Other events never block on an error (a blocked `Stop` would loop, a
+  blocked prompt would be erased): they exit 1 whatever the mode.
+- Which mode applies: the configuration's `on_error`, else the hook's `--on-error`, else `block`.
+- `within`, the guard's one deadline: work runs in a worker thread and the caller gives up
+  after the deadline (a hook's decision, below its time-out, after which Claude Code would carry
+  on without asking; a request of `serve`; the classifier's call).
+- The error log: every error, in any mode, is appended to `<state dir>/errors.log` (JSON lines,
+  through `tether.appendlog`; the previous megabyte is kept as `errors.log.1`), read back by
+  `tether guard log`.
+It does not decide tool calls (`hooks.handle` does) and parses no configuration.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from tether import appendlog
+from tether.errors import TetherError
+
+ON_ERROR = ("block", "allow")
+DEFAULT_ON_ERROR = "block"
+DEFAULT_DEADLINE = 25.0
+LOG_NAME = "errors.log"
+LOG_MAX_BYTES = 1024 * 1024
+FALLBACK_SOURCE = "builtin (fallback: the guard could not start)"
+
+T = TypeVar("T")
+
+
+class DeadlineExceeded(Exception):
+    """The decision took longer than the deadline."""
+
+
+def within(seconds: float, work: Callable[[], T]) -> T:
+    """`work()`, or `DeadlineExceeded` when it has not returned after `seconds`. The worker is a
+    daemon thread: a process that gives up does not wait for it."""
+    box: list[tuple[bool, Any]] = []
+
+    def run() -> None:
+        try:
+            box.append((True, work()))
+        except BaseException as exc:  # handed to the caller below
+            box.append((False, exc))
+
+    thread = threading.Thread(target=run, name="tether-guard-decision", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if not box:
+        raise DeadlineExceeded(f"no decision within {seconds:g} s (the hook's --deadline)")
+    ok, value = box[0]
+    if ok:
+        return value  # type: ignore[no-any-return]
+    raise value
+
+
+def mode(configured: str | None, flag: str | None) -> str:
+    """The mode that applies: the configuration's `on_error`, else `--on-error`, else `block`."""
+    return configured or flag or DEFAULT_ON_ERROR
+
+
+def log_path(state_dir: str) -> str:
+    return os.path.join(state_dir, LOG_NAME)
+
+
+def record(state_dir: str, entry: dict[str, Any]) -> None:
+    """Append one error to the log (best effort: a log that cannot be written is skipped)."""
+    path = log_path(state_dir)
+    with contextlib.suppress(OSError):  # another hook may have rotated it first
+        if os.path.getsize(path) > LOG_MAX_BYTES:
+            os.replace(path, path + ".1")
+    with contextlib.suppress(OSError):
+        os.makedirs(state_dir, exist_ok=True)
+        appendlog.append(path, [entry])
+
+
+def read_log(state_dir: str, limit: int) -> list[dict[str, Any]]:
+    """The last `limit` errors, oldest first."""
+    path = log_path(state_dir)
+    entries = appendlog.read(path + ".1")[0] + appendlog.read(path)[0]
+    return entries[-limit:] if limit > 0 else entries
+
+
+def _error(exc: BaseException) -> dict[str, Any]:
+    if isinstance(exc, TetherError):
+        return exc.to_dict()
+    if isinstance(exc, DeadlineExceeded):
+        return {"code": "internal", "message": str(exc)}
+    return {"code": "internal", "message": f"{type(exc).__name__}: {exc}"}
+
+
+def _deny(reason: str) -> dict[str, Any]:
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        }
+    }
+
+
+def _fallback(payload: dict[str, Any], message: str) -> tuple[str, dict[str, Any]]:
+    """The answer of the fallback rule set (`confirm_destructive` alone) to a PreToolUse."""
+    from tether.guard.engine import Guard
+    from tether.guard.rules import DEFAULT_TRACKING, THRESHOLDS, builtin_rules
+
+    rules = [
+        {**rule, "source": FALLBACK_SOURCE}
+        for rule in builtin_rules(THRESHOLDS)
+        if rule["id"] == "confirm_destructive"
+    ]
+    plan = {
+        "profile": None,
+        "thresholds": dict(THRESHOLDS),
+        "rules": rules,
+        "tracking": DEFAULT_TRACKING,
+        "classify_turns": False,
+        "classifier": {},
+        "brain": None,
+        "use_agent_brain": False,
+        "warnings": [],
+    }
+    params = payload.get("tool_input")
+    decision = (
+        Guard(plan)
+        .session()
+        .pre_tool(str(payload.get("tool_name") or ""), params if isinstance(params, dict) else {})
+    )
+    note = (
+        f"tether guard cannot start: {message}. Until this is fixed it blocks destructive "
+        "commands only (on_error: block); `tether guard log` lists every error."
+    )
+    if decision.blocked:
+        return "fallback denied", _deny(f"{decision.text}\n\n{note}")
+    context = {"hookEventName": "PreToolUse", "additionalContext": note}
+    return "fallback allowed", {"systemMessage": note, "hookSpecificOutput": context}
+
+
+class Attempt:
+    """One hook event on its way to a decision: what is known when something fails."""
+
+    def __init__(self, state_dir: str, flag: str | None, where: str = "hook") -> None:
+        self.state_dir = state_dir
+        self.flag = flag
+        self.where = where
+        self.payload: dict[str, Any] | None = None
+        self.configured: str | None = None  # the configuration's on_error, once it is read
+        self.started = False  # the configuration and the command line were read
+
+    @property
+    def mode(self) -> str:
+        return mode(self.configured, self.flag)
+
+    def failed(self, exc: BaseException) -> tuple[int, dict[str, Any] | None, dict[str, Any]]:
+        """Log the error; return the exit code, the hook output (or None) and the error."""
+        error = _error(exc)
+        payload = self.payload or {}
+        event = payload.get("hook_event_name") if self.payload is not None else None
+        code: int
+        out: dict[str, Any] | None = None
+        if event == "PreToolUse" and self.mode == "block":
+            code = 0
+            denied = (
+                "denied",
+                _deny(
+                    f"[BEHAVIOR BLOCKED] tether guard could not decide this call: "
+                    f"{error['message']} (on_error: block; `tether guard log` has the details)"
+                ),
+            )
+            try:
+                outcome, out = denied if self.started else _fallback(payload, error["message"])
+            except Exception:  # the fallback failed too: deny
+                outcome, out = denied
+        elif self.payload is None and self.mode == "block":
+            code, outcome = 2, "blocked"  # the event is unknown: it may be a tool call
+        else:
+            code, outcome = 1, "allowed"
+        record(
+            self.state_dir,
+            {
+                "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "where": self.where,
+                "event": event,
+                "session_id": payload.get("session_id"),
+                "tool": payload.get("tool_name"),
+                "on_error": self.mode,
+                "outcome": outcome,
+                "error": error,
+            },
+        )
+        return code, out, error

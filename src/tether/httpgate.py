@@ -1,0 +1,152 @@
+"""The gate in front of Tether's local HTTP servers: who may send a request, and how large.
+
+Owns the checks `tether mcp --http` (and a bot's server) and `tether guard serve` share. Each
+reads plain header values, so a Starlette app and an `http.server` handler run the same code:
+
+- `Host` (421): a loopback name (`127.0.0.1`, `localhost`, `[::1]`), the bound address or a name
+  given with `--allow-host`, with or without a numeric port. Anything else is refused, a Host
+  with userinfo (`localhost:80@evil`) included: this is what stops DNS rebinding.
+- `Origin` (403): absent, or `http(s)://` one of those names, so a web page from elsewhere
+  cannot drive the server from a browser.
+- The bearer token (401, with `WWW-Authenticate`): `Authorization: Bearer <token>`, compared in
+  constant time, on every path but the open ones (`/health`). `require_token` refuses to serve a
+  non-loopback address without one.
+- For a POST: the declared `Content-Length` against the limit (413; 411 when the server needs a
+  length and none is given) and a JSON `Content-Type` (415), so a cross-site `text/plain` form
+  post is refused before its body is read.
+
+It does not read bodies or send responses: callers turn a `Refusal` into their own response.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+from collections.abc import Callable
+from typing import NamedTuple
+
+from tether.errors import TetherError
+
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+WILDCARDS = ("", "0.0.0.0", "::")
+OPEN_PATHS = ("/health",)
+
+
+class Refusal(NamedTuple):
+    """A request turned away: the HTTP status, a stable error code and a message."""
+
+    status: int
+    code: str
+    message: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        if self.status == 401:
+            return {"WWW-Authenticate": 'Bearer realm="tether"'}
+        return {}
+
+    def body(self) -> bytes:
+        return json.dumps({"error": {"code": self.code, "message": self.message}}).encode()
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def host_name(host: str) -> str:
+    """`host` as it appears in a Host header (an IPv6 literal in brackets)."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def require_token(host: str, token: str | None, token_env: str) -> None:
+    """Refuse to serve a non-loopback address without a bearer token."""
+    if token is None and not is_loopback(host):
+        raise TetherError(
+            "usage",
+            f"--host {host} is not a loopback address: serving it needs a bearer token "
+            f"(set {token_env} or pass --token)",
+            option="--host",
+        )
+
+
+def _authority(value: str) -> str | None:
+    """The lower-case host name of `name[:port]`, or None when it is anything else."""
+    if not value or any(c in value for c in "@/\\?# \t"):
+        return None
+    if value.startswith("["):
+        end = value.find("]")
+        if end < 0:
+            return None
+        name, rest = value[: end + 1], value[end + 1 :]
+    else:
+        name, sep, port = value.partition(":")
+        rest = sep + port
+    if rest and not (rest.startswith(":") and rest[1:].isdigit()):
+        return None
+    return name.lower() or None
+
+
+class Gate:
+    """The checks for one server: its address, token, extra names and body limit."""
+
+    def __init__(
+        self,
+        host: str,
+        token: str | None,
+        allowed_hosts: tuple[str, ...] = (),
+        max_body_bytes: int = 1024 * 1024,
+        length_required: bool = False,
+    ) -> None:
+        if max_body_bytes <= 0:
+            raise TetherError("usage", "--max-body-bytes must be a positive number of bytes")
+        names = list(LOOPBACK_NAMES)
+        if host not in WILDCARDS:
+            names.append(host_name(host))
+        names += [host_name(h) for h in allowed_hosts]
+        self.names = frozenset(n.lower() for n in names)
+        self.token = token.encode() if token else None
+        self.max_body_bytes = max_body_bytes
+        self.length_required = length_required
+
+    def refusal(
+        self, method: str, path: str, header: Callable[[str], str | None]
+    ) -> Refusal | None:
+        """Why this request may not go on, or None. `header(name)` reads one request header."""
+        host = header("host") or ""
+        if _authority(host) not in self.names:
+            return Refusal(421, "forbidden", f"Host {host!r} is not served here")
+        origin = header("origin")
+        if origin is not None:
+            scheme, sep, rest = origin.partition("://")
+            if (
+                not sep
+                or scheme.lower() not in ("http", "https")
+                or (_authority(rest) not in self.names)
+            ):
+                return Refusal(403, "forbidden", f"requests from Origin {origin!r} are refused")
+        if self.token is not None and path not in OPEN_PATHS:
+            scheme, _, given = (header("authorization") or "").partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(
+                given.strip().encode(), self.token
+            ):
+                return Refusal(401, "forbidden", "missing or invalid bearer token")
+        if method != "POST":
+            return None
+        length = header("content-length")
+        if length is None:
+            if self.length_required:
+                return Refusal(411, "invalid_value", "a request body needs a Content-Length")
+        elif not length.strip().isdigit():
+            return Refusal(400, "invalid_value", f"Content-Length {length!r} is not a number")
+        elif int(length) > self.max_body_bytes:
+            return Refusal(413, "invalid_value", f"request body over {self.max_body_bytes} bytes")
+        kind = (header("content-type") or "").split(";", 1)[0].strip().lower()
+        if kind != "application/json":
+            return Refusal(415, "invalid_value", "the request body must be application/json")
+        return None

@@ -1,0 +1,169 @@
+"""The destructive-command rule reads a command line as the shell runs it: the obvious evasions
+are refused, harmless look-alikes pass, and no line can make it hang."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tether.guard import Guard
+from tether.guard.shell import MAX_DEPTH, destructive
+
+HOOK = [sys.executable, "-m", "tether.guard.cli", "hook"]
+EVASIONS = [
+    "'rm' -rf /",
+    'r""m -rf /',
+    "\\rm -rf /",
+    "r$()m -rf /",
+    "``rm -rf /",
+    "RM -rf /",
+    "rm -r --force x",
+    "rm --recursive -f x",
+    "rm --rec --forc x",
+    "rm -fr x",
+    "rm -Rf x",
+    "rm x -rf",
+    "rm -rf -- /",
+    "/bin/rm -rf /",
+    "sudo rm -rf /",
+    "sudo -u root -- rm -rf /",
+    "doas rm -rf /",
+    "env FOO=1 rm -rf /",
+    "FOO=1 rm -rf /",
+    "nohup rm -rf / &",
+    "timeout 5 rm -rf /",
+    "nice -n 5 command rm -rf /",
+    "busybox rm -rf /",
+    "2>/dev/null rm -rf /",
+    "ls; rm -rf /",
+    "true && rm -rf /",
+    "false || rm -rf /",
+    "cat list | rm -rf /",
+    "sleep 1 & rm -rf /",
+    "echo hi\nrm -rf /",
+    "(rm -rf /)",
+    "{ rm -rf /; }",
+    "! rm -rf /",
+    "if true; then rm -rf /; fi",
+    "bash -c 'rm -rf /'",
+    'sh -lc "rm -rf /"',
+    "bash -c \"bash -c 'rm -rf /'\"",
+    'su -c "rm -rf /" root',
+    'eval "rm -rf /"',
+    "echo $(rm -rf /)",
+    'echo "$(rm -rf /)"',
+    "echo `rm -rf /`",
+    "x=$(rm -rf /)",
+    "find . -name x -exec rm -rf {} \\;",
+    "find . | xargs rm -rf",
+    "git push origin +main",
+    "git push --force-with-lease",
+    "git push --force-with-lease=main:abc origin main",
+    "git push --force origin main",
+    "git push -f",
+    "git push -uf origin main",
+    "git push origin :main",
+    "git push --delete origin old",
+    "git push --mirror backup",
+    "git -C repo push -f",
+    "cd repo && git push -f",
+    "git reset --hard",
+    "git reset --hard HEAD~1",
+    "git clean -fd",
+    "git clean -f -d",
+    "git clean -xf",
+]
+
+HARMLESS = [
+    "git push origin main",
+    "git push",
+    "git push -u origin main",
+    "git push origin HEAD:main",
+    "git push --follow-tags",
+    "rm file.txt",
+    "rm -f stale.lock",
+    "rm -r build",
+    'echo "rm -rf /"',
+    "echo rm -rf /",
+    'git commit -m "rm -rf the old tree, git push -f"',
+    "printf '%s\\n' 'git reset --hard'",
+    "grep -rf patterns.txt src",
+    "git reset --soft HEAD~1",
+    "git clean -n",
+    "git clean -fn",
+    "chmod -R 755 dist",
+    "pytest -q tests",
+    "cat README.md | grep rm",
+    "",
+]
+
+
+@pytest.mark.parametrize("command", EVASIONS)
+def test_evasions_are_refused(command: str) -> None:
+    assert destructive(command), command
+    session = Guard.from_config({"rules": {"confirm_destructive": True}}).session()
+    decision = session.pre_tool("Bash", {"command": command})
+    assert decision.blocked
+    assert decision.rules == ["confirm_destructive"]
+
+
+@pytest.mark.parametrize("command", HARMLESS)
+def test_harmless_look_alikes_pass(command: str) -> None:
+    assert destructive(command) is None
+    session = Guard.from_config({"rules": {"confirm_destructive": True}}).session()
+    assert session.pre_tool("Bash", {"command": command}).action == "allow"
+
+
+def test_the_explanation_names_what_was_destructive() -> None:
+    session = Guard.from_config({"rules": {"confirm_destructive": True}}).session()
+    decision = session.pre_tool("Bash", {"command": "ls && sudo /bin/rm -r -f /"}, explain=True)
+    leaves = decision.firings[0].explanation["condition"]["any"]
+    assert leaves[0] == {
+        "condition": "destructive_command",
+        "args": "command",
+        "saw": "rm -r -f",
+        "result": True,
+    }
+
+
+def test_nesting_beyond_the_limit_counts_as_destructive() -> None:
+    line = "rm -rf /"
+    for _ in range(MAX_DEPTH + 1):
+        line = f"echo $({line})"
+    assert destructive(line) == f"commands nested more than {MAX_DEPTH} levels deep"
+    assert destructive("echo $(" * 30000 + "rm -rf /") is not None
+    assert destructive("eval " * 20000 + "rm -rf /") is not None
+
+
+def test_long_lines_in_a_real_hook(tmp_path: Path) -> None:
+    """A long `git push` line (34.7 s on the old pattern) and 64 KiB of padding before the real
+    command: the hook answers, and the padding hides nothing."""
+    config = tmp_path / "guard.yaml"
+    config.write_text("rules: {confirm_destructive: true}\n")
+    lines = {
+        "git push origin main " + "--verbose " * 20000: False,
+        "x" * 70000 + "; rm -rf /": True,
+        "git push origin " + " " * 100000 + "+main": True,
+    }
+    for command, denied in lines.items():
+        payload = {
+            "session_id": "s",
+            "cwd": str(tmp_path),
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": command},
+        }
+        done = subprocess.run(
+            [*HOOK, "--config", str(config), "--state-dir", str(tmp_path / "state")],
+            input=json.dumps(payload),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert ('"deny"' in done.stdout) is denied

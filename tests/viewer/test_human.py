@@ -1,0 +1,183 @@
+"""A person answers a human step from the viewer: the Approve / Reject buttons in a real browser,
+and the one write the server takes, refused to anything but its own page. Also the slider's
+"Fork from here"."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from support.trees import SIGN_OFF_YAML
+from viewer.driver import ARTIFACTS, TETHER, ViewServer, answer, tether
+
+
+@pytest.fixture
+def waiting(runs: Path, tmp_path: Path) -> Path:
+    """An execution whose human step Sign_Off is open (beside the agent's Lint)."""
+    tree = tmp_path / "sign-off.yaml"
+    tree.write_text(SIGN_OFF_YAML)
+    run = runs / "ship.json"
+    tether("start", tree, run)
+    answer(run, "submit", "success")
+    human = answer(run, "submit", "success", "--set", "notes=faster builds")["next"]
+    assert human["type"] == "human"
+    return run
+
+
+def _token(server: ViewServer) -> str:
+    with urllib.request.urlopen(server.base, timeout=10) as response:
+        page = response.read().decode()
+    found = re.search(r'<meta name="tether-token" content="([^"]+)">', page)
+    assert found and found.group(1) != "{{tether-token}}"
+    return found.group(1)
+
+
+def _post(
+    server: ViewServer,
+    body: Any,
+    *,
+    token: str | None,
+    origin: str | None,
+    host: str | None = None,
+    path: str = "/api/human",
+    kind: str = "application/json",
+) -> tuple[int, Any]:
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    request = urllib.request.Request(server.base + path.lstrip("/"), data=data, method="POST")
+    request.add_header("Content-Type", kind)
+    for name, value in (("X-Tether-Token", token), ("Origin", origin), ("Host", host)):
+        if value is not None:
+            request.add_header(name, value)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+def test_posts_from_anywhere_but_the_page_are_refused_and_change_nothing(
+    server: ViewServer, waiting: Path, tmp_path: Path
+) -> None:
+    token = _token(server)
+    origin = server.base.rstrip("/")
+    port = origin.rsplit(":", 1)[1]
+    before = answer(waiting, "get")
+    body = {"path": "ship.json", "decision": "approve", "note": "sneaky"}
+    outside = tmp_path / "outside.json"
+    tether("start", tmp_path / "sign-off.yaml", outside)
+    outside_before = answer(outside, "get")
+    for args, status, code in (
+        ({"token": None, "origin": origin}, 403, "forbidden"),
+        ({"token": "guessed", "origin": origin}, 403, "forbidden"),
+        ({"token": token, "origin": None}, 403, "forbidden"),
+        ({"token": token, "origin": "http://evil.example"}, 403, "forbidden"),
+        ({"token": token, "origin": f"http://127.0.0.1:{int(port) + 1}"}, 403, "forbidden"),
+        ({"token": token, "origin": origin, "host": f"evil.example:{port}"}, 403, "forbidden"),
+        ({"token": token, "origin": origin, "kind": "text/plain"}, 400, "usage"),
+        ({"token": token, "origin": origin, "path": "/api/run"}, 404, "not_found"),
+    ):
+        got = _post(server, body, **args)  # type: ignore[arg-type]
+        assert (got[0], got[1]["error"]["code"]) == (status, code), args
+    for bad, status, code in (
+        ({**body, "path": "../outside.json"}, 403, "forbidden"),
+        ({**body, "path": str(outside)}, 403, "forbidden"),
+        ({**body, "path": "missing.json"}, 404, "not_found"),
+        ({**body, "decision": "maybe"}, 400, "usage"),
+        ({**body, "by": "cli"}, 400, "usage"),
+        ({**body, "note": 5}, 400, "usage"),
+        ({**body, "step": "1.0:0:0:9:00000000"}, 409, "stale_step"),
+        (b"{not json", 400, "invalid_json"),
+        ({**body, "note": "x" * 20000}, 400, "invalid_value"),
+    ):
+        got = _post(server, bad, token=token, origin=origin)
+        assert (got[0], got[1]["error"]["code"]) == (status, code), bad
+    assert answer(waiting, "get") == before
+    assert answer(outside, "get") == outside_before
+
+
+def test_a_post_from_the_page_answers_and_a_second_one_is_refused(
+    server: ViewServer, waiting: Path
+) -> None:
+    token = _token(server)
+    origin = server.base.rstrip("/")
+    status, done = _post(
+        server, {"path": "ship.json", "decision": "approve"}, token=token, origin=origin
+    )
+    assert status == 200 and done["status"] == "approved"
+    assert done["next"]["name"] == "Lint"
+    status, again = _post(
+        server, {"path": "ship.json", "decision": "reject"}, token=token, origin=origin
+    )
+    assert (status, again["error"]["code"]) == (409, "wrong_phase")
+    entry = answer(waiting, "trace")[-1]
+    assert (entry["kind"], entry["outcome"], entry["by"]) == ("human", "success", "viewer")
+
+
+def test_each_viewer_has_its_own_token(runs: Path, waiting: Path) -> None:
+    first, second = ViewServer(runs), ViewServer(runs)
+    try:
+        token = _token(first)
+        assert token != _token(second)
+        origin = second.base.rstrip("/")
+        status, refused = _post(
+            second, {"path": "ship.json", "decision": "approve"}, token=token, origin=origin
+        )
+        assert (status, refused["error"]["code"]) == (403, "forbidden")
+    finally:
+        assert first.stop() == 0 and second.stop() == 0
+
+
+def test_a_person_rejects_from_the_page_in_a_browser(
+    page: Page, server: ViewServer, waiting: Path
+) -> None:
+    page.goto(server.base + "?run=ship.json")
+    panel = page.locator("#human")
+    expect(panel).to_be_visible()
+    expect(panel).to_contain_text("Waiting for a person")
+    expect(panel).to_contain_text("Read the release notes. Approve to publish.")
+    page.screenshot(path=ARTIFACTS / "human.png")
+    # The agent answers its own branch meanwhile: the panel and the note being typed stay.
+    panel.locator("textarea").fill("The notes promise too much.")
+    lint = answer(waiting, "next", "--all")[1]
+    answer(waiting, "submit", "success", "--step", lint["step"])
+    expect(page.locator("#timeline li")).to_have_count(len(answer(waiting, "trace")))
+    expect(panel.locator("textarea")).to_have_value("The notes promise too much.")
+    panel.locator("button", has_text="Reject").click()
+    expect(panel).to_be_hidden()
+    expect(page.locator("#timeline li[data-kind='human']")).to_contain_text("failure")
+    expect(page.locator("#run-facts")).to_contain_text("failed")
+    entry = answer(waiting, "trace")[-1]
+    assert (entry["kind"], entry["outcome"], entry["note"], entry["by"]) == (
+        "human",
+        "failure",
+        "The notes promise too much.",
+        "viewer",
+    )
+    assert answer(waiting, "next")["status"] == "failure"
+    assert answer(waiting, "verify")["ok"] is True
+
+
+def test_fork_from_here_gives_the_command_for_that_point(
+    page: Page, server: ViewServer, waiting: Path, runs: Path
+) -> None:
+    page.goto(server.base + "?run=ship.json&at=1")
+    expect(page.locator("#position")).to_contain_text("after entry 1")
+    page.locator("#fork").click()
+    command = page.locator("#fork-command")
+    expect(command).to_have_text("tether fork ship.json ship-fork-1.json --at 1")
+    expect(page.locator("#human")).to_be_hidden()
+    done = subprocess.run(
+        [TETHER, *command.inner_text().split()[1:]], cwd=runs, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    forked = json.loads(done.stdout)
+    assert forked["next"]["name"] == "Draft"
+    assert answer(runs / "ship-fork-1.json", "verify")["ok"] is True
