@@ -488,6 +488,30 @@ def test_a_shell_tether_resume_binds_even_without_its_output(unbound: Path) -> N
     assert out is not None and str(project / "runs" / "old.json") in out["reason"]
 
 
+@pytest.mark.parametrize("via", ["shell", "mcp"])
+def test_a_fork_binds_the_session_to_the_fork(unbound: Path, via: str) -> None:
+    project = unbound
+    rt = Runtime()
+    old = rt.start(str(project / "feature.yaml"), str(project / "runs" / "old.json"))["uri"]
+    rt.submit(old, "failure")  # the protocol declined: the original has failed
+    hk.hook_json(project, hk.post(project, "Bash", {"command": "tether resume runs/old.json"}, ""))
+    assert bound_stop(project) is None  # bound to a failed execution: free to stop
+    done = tether_cli(project, "fork", "runs/old.json", "runs/new.json", "--at", "0")
+    assert done.returncode == 0, done.stderr
+    if via == "shell":
+        command = "tether fork runs/old.json runs/new.json --at 0"
+        post = hk.post(project, "Bash", {"command": command}, hk.bash_response(done.stdout))
+    else:
+        args = {"trace_output": "runs/old.json", "new_trace_output": "runs/new.json", "at": 0}
+        post = hk.post(project, "mcp__tether__fork_execution", args, json.loads(done.stdout))
+    hk.hook_json(project, post)
+    out = bound_stop(project)
+    assert out is not None and out["decision"] == "block"
+    assert str(project / "runs" / "new.json") in out["reason"]
+    assert entries(json.loads(done.stdout)["uri"], "stop")[0]["outcome"] == "refused"
+    assert entries(old, "stop") == []
+
+
 @pytest.mark.parametrize(
     "command",
     [

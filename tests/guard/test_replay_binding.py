@@ -192,3 +192,31 @@ def test_replay_reads_no_tree_outside_the_project(tmp_path: Path, tree: str) -> 
     out = replay(project, t.write())
     assert "executions" not in out  # nothing was started from the file outside
     assert all("workflow" not in d for d in out["decisions"])
+
+
+@pytest.mark.parametrize("via", ["shell", "mcp"])
+def test_a_recorded_fork_is_replayed_in_memory_and_bound(project: Path, via: str) -> None:
+    """A fork names a second execution to write: replay makes it in memory too (never at the
+    recorded path), binds the session to it as the hooks would, and goes on there."""
+    t = Transcript(project)
+    t.prompt("Add the feature.")
+    shell = "tether start feature.yaml runs/f.json"
+    t.call("Bash", {"command": shell}, json.dumps({"uri": f"file://{project}/runs/f.json"}))
+    t.call("Bash", {"command": "tether submit runs/f.json success"}, "{}")
+    forked = {"status": "forked", "uri": f"file://{project}/runs/g.json"}
+    if via == "shell":
+        line = "tether fork runs/f.json runs/g.json --at 0"
+        t.call("Bash", {"command": line}, json.dumps(forked))
+    else:
+        args = {"trace_output": "runs/f.json", "new_trace_output": "runs/g.json", "at": 0}
+        t.call("mcp__tether__fork_execution", args, mcp(forked))
+    t.call("Bash", {"command": "tether submit runs/g.json success"}, "{}")  # the gate, again
+    t.say("Stopping here.")
+    out = replay(project, t.write())
+    recorded = {e["recorded"]: e for e in out["executions"]}
+    assert set(recorded) == {f"file://{project}/runs/f.json", f"file://{project}/runs/g.json"}
+    fork = recorded[f"file://{project}/runs/g.json"]
+    assert fork["current"]["name"] == "Implement" and fork["verified"]
+    assert [e["kind"] for e in fork["entries"]] == ["stop"]  # bound: its stop was refused
+    assert recorded[f"file://{project}/runs/f.json"]["entries"] == []
+    assert not (project / "runs").exists()

@@ -1,9 +1,10 @@
 """Binding an agent session to an execution: the hooks hold the agent to its workflow.
 
 Owns: which execution a session is bound to (the `workflow` section's `trace`, or the execution
-the session itself started or resumed through Tether, `bind: auto`), kept per `session_id` in
-the guard's state folder (`bindings/<session>.json`, beside `sessions/`, so that it outlives
-`SessionEnd` for a resumed session); and what a bound session gets at each hook event:
+the session itself started, resumed or forked through Tether, `bind: auto`), kept per
+`session_id` in the guard's state folder (`bindings/<session>.json`, beside `sessions/`, so that
+it outlives `SessionEnd` for a resumed session); and what a bound session gets at each hook
+event:
 
 - `Stop`: refused (`{"decision": "block", "reason"}`) while the execution runs and its open
   step does not wait on a person, through the runtime's `stop` verb, which records every
@@ -118,15 +119,16 @@ def result_uri(response: Any) -> str | None:
 
 
 def started(tool: str, params: dict[str, Any], response: Any, project: str) -> Binding | None:
-    """The execution a successful call started or resumed through Tether, if it did: an MCP
-    tool named `…start_execution` / `…resume_execution` on any server, or a shell line running
-    `tether start TREE TRACE` / `tether resume TRACE`. The URI is the one the call answered
-    with, else its argument resolved against the project."""
+    """The execution a successful call started, resumed or forked through Tether, if it did: an
+    MCP tool named `…start_execution` / `…resume_execution` / `…fork_execution` on any server,
+    or a shell line running `tether start TREE TRACE` / `tether resume TRACE` / `tether fork
+    TRACE NEW` (the fork is the one bound). The URI is the one the call answered with, else its
+    argument resolved against the project."""
     if tool.startswith("mcp__"):
         name = tool.rsplit("__", 1)[-1]
-        if name not in ("start_execution", "resume_execution"):
+        if name not in ("start_execution", "resume_execution", "fork_execution"):
             return None
-        given = params.get("trace_output")
+        given = params.get("new_trace_output" if name == "fork_execution" else "trace_output")
         via = "mcp"
     else:
         command = params.get("command")
@@ -154,13 +156,13 @@ def _shell_trace(words: list[str]) -> str | None:
     from tether.guard.steptools import tether_args
 
     args = tether_args(words)
-    if not args or args[0] not in ("start", "resume"):
+    if not args or args[0] not in ("start", "resume", "fork"):
         return None
     try:
         parsed = parse(COMMANDS[args[0]], args[1:])
     except TetherError:
         return None
-    return parsed.args.get("TRACE")
+    return parsed.args.get("NEW" if args[0] == "fork" else "TRACE")
 
 
 class Binder:

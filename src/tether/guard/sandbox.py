@@ -1,14 +1,15 @@
 """A recorded session's workflow binding, replayed on executions of its own, in memory.
 
 Owns: what `tether guard replay` does for the `workflow` section. The executions the transcript
-starts through Tether (an MCP `…start_execution`, a shell `tether start`) are started again, from
-the same tree files, as `memory://` executions, and every Tether call the transcript makes on them
-(MCP tools, `tether` commands) is made again there, through the same verbs. The session is bound
-to them as it was (`bind: auto`), and a `Binder` over a scratch state folder then answers each
-event as the hooks would: the context at each prompt, a `deny` for a call outside the open step's
-policy, evidence for each call, a refused `Stop` where a turn ended. So a transcript tests the
-whole feature, and nothing is read but the tree files it starts from, inside the project (the
-transcript's `cwd`), and nothing written outside a scratch folder.
+starts or forks through Tether (an MCP `…start_execution` or `…fork_execution`, a shell `tether
+start` or `tether fork`) are made again, from the same tree files, as `memory://` executions, and
+every Tether call the transcript makes on them (MCP tools, `tether` commands) is made again there,
+through the same verbs. The session is bound to them as it was (`bind: auto`), and a `Binder`
+over a scratch state folder then answers each event as the hooks would: the context at each
+prompt, a `deny` for a call outside the open step's policy, evidence for each call, a refused
+`Stop` where a turn ended. So a transcript tests the whole feature, and nothing is read but the
+tree files it starts from, inside the project (the transcript's `cwd`), and nothing written
+outside a scratch folder.
 
 The configured `trace` is not replayed (it names a real execution, which replay never writes),
 nor an execution the transcript only resumes without having started it. It does not read the
@@ -29,6 +30,7 @@ from tether.guard.steptools import MCP_TOOLS, is_own_tool, simple_commands, teth
 
 SESSION = "replay"
 _OPENERS = ("start", "resume", "start_execution", "resume_execution")
+_FORKS = ("fork", "fork_execution")
 _counter = itertools.count()
 
 
@@ -84,10 +86,19 @@ class Sandbox:
         """The replay's URI for the execution a call names (a new one for a start)."""
         if not isinstance(given, str):
             return None
-        recorded = (name in _OPENERS and result_uri(result)) or resolve(given, project)
         if name in ("start", "start_execution"):
-            self.executions[recorded] = f"memory://tether-replay-{os.getpid()}-{next(_counter)}"
+            return self._fresh(given, project, result)
+        recorded = (name in _OPENERS and result_uri(result)) or resolve(given, project)
         return self.executions.get(recorded)
+
+    def _fresh(self, given: Any, project: str, result: Any = None) -> str | None:
+        """A new in-memory execution standing for the one a start or a fork made, so a
+        replay never writes where the recorded call did."""
+        if not isinstance(given, str):
+            return None
+        recorded = result_uri(result) or resolve(given, project)
+        self.executions[recorded] = f"memory://tether-replay-{os.getpid()}-{next(_counter)}"
+        return self.executions[recorded]
 
     def _mcp(self, project: str, name: str, params: dict[str, Any], result: Any) -> None:
         from tether.mcp.tools import TOOLS
@@ -98,12 +109,18 @@ class Sandbox:
         if trace is None:
             return
         args = {**params, "trace_output": trace}
+        if name == "fork_execution":
+            new = self._fresh(params.get("new_trace_output"), project, result)
+            if new is None:
+                return
+            args["new_trace_output"] = trace = new
         if isinstance(args.get("tree_uri"), str):
             args["tree_uri"] = _in(project, args["tree_uri"])
             if args["tree_uri"] is None:
                 return
         spec = next(t for t in TOOLS if t.name == name)
-        if self._made(lambda: spec.handler(self.binder.runtime, args)) and name in _OPENERS:
+        made = self._made(lambda: spec.handler(self.binder.runtime, args))
+        if made and name in (*_OPENERS, *_FORKS):
             self._bind(trace, "mcp")
 
     def _shell(self, project: str, args: list[str]) -> None:
@@ -121,12 +138,17 @@ class Sandbox:
         if trace is None:
             return
         parsed.args["TRACE"] = trace
+        if args[0] == "fork":
+            new = self._fresh(parsed.args.get("NEW"), project)
+            if new is None:
+                return
+            parsed.args["NEW"] = trace = new
         tree = parsed.args.get("TREE")
         if tree is not None:
             parsed.args["TREE"] = _in(project, tree)
             if parsed.args["TREE"] is None:
                 return
-        if self._made(lambda: HANDLERS[args[0]](parsed)) and args[0] in _OPENERS:
+        if self._made(lambda: HANDLERS[args[0]](parsed)) and args[0] in (*_OPENERS, *_FORKS):
             self._bind(trace, "shell")
 
     @staticmethod
