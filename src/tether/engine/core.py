@@ -441,7 +441,7 @@ def _select(state: dict[str, Any], token: str | None, kind: str, verb: str) -> d
         raise TetherError(
             "human_only",
             f"step {req['name']!r} is for a person to answer (tether approve or reject, or the "
-            "viewer), not for {verb}: tell the user what it asks and wait",
+            f"viewer), not for {verb}: tell the user what it asks and wait",
             current=dict(req),
         )
     if req["type"] != kind:
