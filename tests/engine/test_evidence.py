@@ -72,6 +72,39 @@ def test_stop_and_tool_calls_are_refused_once_the_execution_is_finished() -> Non
         assert info.value.code == "execution_finished"
 
 
+def hum(text: str) -> dict[str, Any]:
+    return {"human": text}
+
+
+def test_a_stop_is_let_through_at_once_while_every_open_step_is_a_human_one() -> None:
+    w = Walk(tree(seq("S", action("A", ins("a")), action("Sign", hum("Approve?")))))
+    assert w.apply(core.Stop(1))["status"] == "refused"
+    w.submit("success")
+    for _ in range(3):  # never counted, never capped
+        answer = w.apply(core.Stop(1))
+        assert (answer["status"], answer["waiting"], answer["blocks"]) == ("allowed", "person", 0)
+        assert answer["current"]["type"] == "human"
+    assert "stops" not in w.state
+    entry = [e for e in w.trace if e["kind"] == "stop"][-1]
+    assert entry["name"] == "Sign" and entry["note"] == core.PERSON_NOTE
+    assert entry["step"] == w.next()["step"]
+    assert stops(w) == ["refused", "allowed", "allowed", "allowed"]
+    w.apply(core.Human(True, "cli"))
+    assert w.next() == {"status": "done"}
+    _verify(w)
+
+
+def test_a_stop_beside_a_human_step_is_refused_and_names_the_agents_step() -> None:
+    w = Walk(tree(seq("S", par("P", action("Sign", hum("Approve?")), action("Lint", ins("l"))))))
+    answer = w.apply(core.Stop(3))
+    assert answer["status"] == "refused" and "waiting" not in answer
+    assert answer["current"]["name"] == "Lint"
+    entry = next(e for e in w.trace if e["kind"] == "stop")
+    assert entry["name"] == "Lint" and "note" not in entry
+    assert core.waits_on_person(w.state["open"]) is False
+    _verify(w)
+
+
 def test_a_stop_cap_below_one_is_refused() -> None:
     w = Walk(tree(seq("S", action("A", ins("a")))))
     with pytest.raises(TetherError) as info:

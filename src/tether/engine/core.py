@@ -48,6 +48,8 @@ SUCCESS = "success"
 FAILURE = "failure"
 
 SUBMIT_STATUSES = ("success", "failure", "running")
+# The note of a `stop` let through because nothing open is the agent's to answer.
+PERSON_NOTE = "every open step waits on a person (tether approve or reject, or the viewer)"
 
 # An evaluator of CEL conditions: (expression, var, const, tools) -> bool, raising an exception
 # whose str() is the reason when the expression cannot be evaluated. `tools` is what the
@@ -165,7 +167,9 @@ class Close:
 class Stop:
     """The agent tried to end its turn while the execution runs. Refused while fewer than `cap`
     refusals in a row went without an answer; the stop after them is let through, and the count
-    starts again. Recorded as a `stop` entry against the first open step."""
+    starts again. Let through at once, with a note saying why, while every open step is a human
+    step (a person answers it, not the agent). Recorded as a `stop` entry against the first
+    open step the agent answers (else the first)."""
 
     __slots__ = ("cap",)
 
@@ -602,21 +606,33 @@ def _think(state: dict[str, Any], answer: Think, now: str) -> Outcome:
 def _stop(state: dict[str, Any], answer: Stop, now: str) -> Outcome:
     if answer.cap < 1:
         raise TetherError("invalid_value", f"a stop cap is a whole number >= 1, got {answer.cap}")
-    req = dict(state["open"][0])
+    open_ = state["open"]
+    req = dict(next((r for r in open_ if r["type"] != "human"), open_[0]))
     blocks = state.get("stops", 0)
-    if blocks >= answer.cap:
+    note = None
+    if waits_on_person(open_):
+        outcome, blocks, note = "allowed", 0, PERSON_NOTE
+        state.pop("stops", None)
+    elif blocks >= answer.cap:
         outcome = "allowed"
         state.pop("stops", None)
     else:
         outcome = "refused"
         blocks += 1
         state["stops"] = blocks
-    entry = _entry(state, "stop", now, req, step=req["step"], cap=answer.cap, outcome=outcome)
-    return Outcome(
-        state,
-        {"status": outcome, "blocks": blocks, "cap": answer.cap, "current": req},
-        [entry],
+    entry = _entry(
+        state, "stop", now, req, step=req["step"], cap=answer.cap, outcome=outcome, note=note
     )
+    response = {"status": outcome, "blocks": blocks, "cap": answer.cap, "current": req}
+    if note:
+        response["waiting"] = "person"
+    return Outcome(state, response, [entry])
+
+
+def waits_on_person(requests: list[dict[str, Any]]) -> bool:
+    """Whether every open request is a human step: nothing is the agent's to answer, so it may
+    stop while a person decides."""
+    return bool(requests) and all(r["type"] == "human" for r in requests)
 
 
 def _tool_call(tree: dict[str, Any], state: dict[str, Any], answer: ToolCall, now: str) -> Outcome:

@@ -6,14 +6,17 @@ the session itself started, resumed or forked through Tether, `bind: auto`), kep
 it outlives `SessionEnd` for a resumed session); and what a bound session gets at each hook
 event:
 
-- `Stop`: refused (`{"decision": "block", "reason"}`) while the execution runs and its open
-  step does not wait on a person, through the runtime's `stop` verb, which records every
-  refusal and the stop let through after `max_stop_blocks` refusals in a row (a `stop` entry);
-  `stop: warn` only tells the user (`systemMessage`; Claude Code's Stop output has no context
-  field), `off` does nothing.
+- `Stop`: refused (`{"decision": "block", "reason"}`) while the execution runs, through the
+  runtime's `stop` verb, which records every refusal and the stop let through after
+  `max_stop_blocks` refusals in a row (a `stop` entry). While every open step is a human step
+  the stop is let through at once (recorded, with why) and the user is told that a person must
+  answer it (`systemMessage`: `tether approve`/`reject`, or the viewer). `stop: warn` only tells
+  the user (`systemMessage`; Claude Code's Stop output has no context field), `off` does nothing.
 - `SessionStart`, `UserPromptSubmit`: the current request as context (under 1,000 characters).
-- `PreToolUse`: the `tools` policy of each open step (`steptools`); a call no open step allows
-  is denied with the reason.
+- `PreToolUse`: a shell line that runs `tether approve` or `tether reject` is denied (only a
+  person answers a human step; read by `shell.answers_for_a_person`, wrappers and nested
+  commands included); then the `tools` policy of each open step (`steptools`); a call no open
+  step allows is denied with the reason.
 - `PostToolUse`, `PostToolUseFailure`: auto-binding, then evidence: every call but Tether's own
   is recorded through the `record_tool` verb (a `tool` entry).
 
@@ -36,8 +39,6 @@ from tether.guard.session_store import safe_name
 if TYPE_CHECKING:
     from tether.verbs import Runtime
 
-# Request types that wait on a person, during which the agent may stop (the human-steps issue).
-PERSON_STEPS = frozenset({"human"})
 CONTEXT_LIMIT = 1000
 _TEXT_KEYS = ("instruction", "expression", "prompt")
 
@@ -267,7 +268,9 @@ class Binder:
             _cut(first_line(current), 400)
             if current.get("path") is not None
             else "Read the protocol (MCP next_step, or tether next) and accept it: submit success.",
-            "Answer it through Tether (MCP eval/submit or the tether command, with the step "
+            _ONLY_A_PERSON + " Tell the user what it asks and wait."
+            if current["type"] == "human"
+            else "Answer it through Tether (MCP eval/submit or the tether command, with the step "
             "token) before you stop; the hooks refuse a stop while it is open.",
         ]
         return _cut("\n".join(line for line in lines if line), CONTEXT_LIMIT)
@@ -280,8 +283,19 @@ class Binder:
         binding = self.bound(session_id, project)
         if binding is None:
             return None
-        from tether.guard.steptools import is_own_tool, refusal
+        from tether.guard.steptools import SHELL_TOOLS, is_own_tool, refusal
+        from tether.guard.triggers import canonical
 
+        command = params.get("command")
+        if canonical(tool) in SHELL_TOOLS and isinstance(command, str):
+            from tether.guard.shell import answers_for_a_person
+
+            answer = answers_for_a_person(command)
+            if answer is not None:
+                return (
+                    f"[Tether] {answer} is a person's answer, not an agent's: {_ONLY_A_PERSON} "
+                    "Tell the user what the step asks and leave the answer to them."
+                )
         if is_own_tool(tool, params):
             return None
         view = self._read(self.runtime.open_steps, binding.trace)
@@ -335,16 +349,23 @@ class Binder:
         binding = self.bound(session_id, project) if mode != "off" else None
         if binding is None:
             return None
-        current = self._read(self.runtime.next, binding.trace)
-        if current is None or "status" in current or current.get("type") in PERSON_STEPS:
-            return None
         if mode == "warn":
-            return {"systemMessage": _open_step(binding.trace, current)}
+            view = self._read(self.runtime.open_steps, binding.trace)
+            if view is None or view["status"] != "running":
+                return None
+            from tether.engine.core import waits_on_person
+
+            if waits_on_person(view["open"]):
+                return {"systemMessage": _for_a_person(binding.trace, view["open"])}
+            return {"systemMessage": _open_step(binding.trace, view["current"])}
         answer = self._read(
             self.runtime.stop, binding.trace, cap=int(self.settings["max_stop_blocks"])
         )
         if answer is None:
             return None
+        current = answer["current"]
+        if answer.get("waiting") == "person":
+            return {"systemMessage": _for_a_person(binding.trace, [current])}
         if answer["status"] == "allowed":
             return {
                 "systemMessage": f"[Tether] Stop let through after {answer['cap']} refusals in a "
@@ -355,6 +376,24 @@ class Binder:
             "reason": f"{_open_step(binding.trace, current)} {_how(binding.trace, current)} "
             f"(Stop refused {answer['blocks']} of {answer['cap']} times in a row.)",
         }
+
+
+_ONLY_A_PERSON = (
+    "Only a person answers a human step: with `tether approve` or `tether reject` in their own "
+    "terminal, or Approve / Reject in the viewer (`tether view`)."
+)
+
+
+def _for_a_person(trace: str, requests: list[dict[str, Any]]) -> str:
+    """What the user is told when the agent stops while the execution waits on them."""
+    asks = "; ".join(
+        f"{r['name']!r} asks: {_cut(first_line(r), 200)} (step {r['step']})" for r in requests
+    )
+    return (
+        f"[Tether] The execution {trace} waits on a person, so the agent may stop. {asks}. "
+        f"Answer it with `tether approve {trace}` or `tether reject {trace}` (with --step when "
+        "several wait), or in the viewer; the agent cannot."
+    )
 
 
 def _open_step(trace: str, current: dict[str, Any]) -> str:
