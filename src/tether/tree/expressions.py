@@ -4,7 +4,9 @@ Owns: compiling (with a cache keyed by source), static checking with the positio
 and evaluating an expression against the `var` and `const` scopes.
 
 Scopes. CEL reserves the words `var` and `const`, so an expression sees the scopes as `VAR` and
-`CONST`, with the abtree aliases `LOCAL` (= VAR) and `GLOBAL` (= CONST). Authors may also write
+`CONST`, with the abtree aliases `LOCAL` (= VAR) and `GLOBAL` (= CONST). A `check` also sees
+`TOOLS`, the tool calls recorded during its action's attempt (a list of `{tool, input, ok, seq}`;
+empty elsewhere and when none were recorded). Authors may also write
 the step-text spelling `$VAR.x`, `$LOCAL.x`, `$CONST.x` or `$GLOBAL.x`: before compiling, the `$`
 of those four prefixes (outside string literals) becomes a space, so every column the library
 reports still points at the author's text.
@@ -162,10 +164,16 @@ def check_expression(src: str) -> None:
     _compile(src)
 
 
-def evaluate(src: str, var: dict[str, Any], const: dict[str, Any]) -> Any:
-    """The plain Python value of `src` against the scopes; ExpressionError if evaluation fails."""
+def evaluate(
+    src: str,
+    var: dict[str, Any],
+    const: dict[str, Any],
+    tools: list[dict[str, Any]] | None = None,
+) -> Any:
+    """The plain Python value of `src` against the scopes and `TOOLS`; ExpressionError if
+    evaluation fails."""
     program = _compile(src)
-    scopes = {"VAR": var, "CONST": const, "LOCAL": var, "GLOBAL": const}
+    scopes = {"VAR": var, "CONST": const, "LOCAL": var, "GLOBAL": const, "TOOLS": tools or []}
     try:
         return program.execute(scopes)
     except KeyError as exc:
@@ -180,9 +188,14 @@ def _first_sentence(text: str) -> str:
     return text.split(". ")[0].rstrip(".")
 
 
-def evaluate_condition(src: str, var: dict[str, Any], const: dict[str, Any]) -> bool:
+def evaluate_condition(
+    src: str,
+    var: dict[str, Any],
+    const: dict[str, Any],
+    tools: list[dict[str, Any]] | None = None,
+) -> bool:
     """Like `evaluate`, but the result must be a bool."""
-    result = evaluate(src, var, const)
+    result = evaluate(src, var, const, tools)
     if not isinstance(result, bool):
         raise ExpressionError(f"check must produce a bool, got {_describe(result)}")
     return result

@@ -4,7 +4,7 @@ Owns: `load_tree` (a file), `load_tree_text` (text in memory) and `normalise` (a
 data); telling the three spellings apart (native wrapper, abtree wrapper, behaviors-sh root
 node); walking the nodes once, checking every key against the tables in `model.py` and building
 the normalised form that the engine runs (`type`, `name`, then `children`/`policy`/`steps`, then
-`retries`/`optional`/`when`/`description`/`triggers` when they say something); trimming step
+`retries`/`optional`/`when`/`description`/`triggers`/`tools` when they say something); trimming step
 texts (`trim_text`); merging `state`; checking every `check` and `when` with the CEL compiler;
 resolving `$ref`s (a fragment file, a JSON pointer into a document, or both) and refusing the
 cycles they form.
@@ -65,6 +65,7 @@ from tether.tree.model import (
     STEP_FIELDS,
     STEP_KINDS,
     STEP_KINDS_TEXT,
+    TOOLS_FIELDS,
     TYPE_ALIASES,
     WRAPPER_FIELDS,
     Field,
@@ -374,6 +375,34 @@ class _Loader:
         for key in ("when", "description", "triggers"):
             if values[key] is not None:
                 out[key] = values[key]
+        if values["tools"] is not None:
+            out["tools"] = self.tools(values["tools"], where / "tools")
+        return out
+
+    def tools(self, raw: Any, where: Where) -> dict[str, list[str]]:
+        """A node's `tools` policy, each entry checked where it stands."""
+        if not isinstance(raw, dict) or not raw:
+            got = "an empty mapping" if raw == {} else _describe(raw)
+            where.fail(f"tools must be {KIND_PHRASES['tool_policy']}, got {got}")
+        self.keys(raw, TOOLS_FIELDS, where, "tools")
+        out: dict[str, list[str]] = {}
+        for key in ("allow", "deny"):
+            entries = raw.get(key)
+            if key not in raw:
+                continue
+            if not isinstance(entries, list):
+                (where / key).fail(
+                    f"{key} must be {KIND_PHRASES['tool_entries']}, got {_describe(entries)}"
+                )
+            item = KIND_SCHEMAS["tool_entries"]["items"]
+            for i, entry in enumerate(entries):
+                if not conforms(entry, item):
+                    (where / key / i).fail(
+                        f"{_describe(entry)} is not a tool entry",
+                        hint="a name such as Read, mcp__server__tool or *, optionally with an "
+                        "argument in parentheses: Bash(pytest*)",
+                    )
+            out[key] = list(entries)
         return out
 
     def children(self, raw: list[Any], where: Where, context: _Context) -> list[dict[str, Any]]:

@@ -1,8 +1,9 @@
 """The tree file format as data: which keys each part of a file takes, what kind of value each
 key holds, and what it means.
 
-Owns: the field tables (file wrapper, `state`, node types, `$ref`, steps), the value kinds with
-their JSON Schema fragments, the type aliases and the name pattern. It is the one source of truth
+Owns: the field tables (file wrapper, `state`, node types, `$ref`, steps, `tools`), the value
+kinds with their JSON Schema fragments, the type aliases and the name and tool entry patterns.
+It is the one source of truth
 read by both the validator (`load.py`, which checks values kind by kind) and the JSON Schema
 (`schema.py`, which emits each kind's fragment), so the two cannot drift apart.
 
@@ -19,6 +20,9 @@ from typing import Any
 
 NAME_PATTERN = r"^[^/@]+$"
 WRITE_PATH_PATTERN = r"^(\$(VAR|LOCAL)\.)?[^.\s]+(\.[^.\s]+)*$"
+# A `tools` entry: a tool name in the guard's trigger syntax (`Read`, `filesystem.edit`,
+# `mcp__server__tool`, `*`), optionally with a permission-rule argument: `Bash(pytest*)`.
+TOOL_ENTRY_PATTERN = r"^(\*|[A-Za-z0-9_.-]+)(\(.+\))?$"
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,22 @@ COMMON_FIELDS: dict[str, Field] = {
         "state",
         "Initial state declared on this node (behaviors-sh); merged into the tree's state.",
     ),
+    "tools": Field(
+        "tool_policy",
+        "Which tools an agent session bound to the execution may run while a step beneath this "
+        "node is open (the guard enforces it): `allow` and `deny` lists. The nearest node that "
+        "declares `tools` applies; `deny` wins over `allow`; Tether's own tools always run.",
+    ),
+}
+
+TOOLS_FIELDS: dict[str, Field] = {
+    "allow": Field(
+        "tool_entries",
+        "The tools that may run (when given, only these): names such as Read, "
+        "filesystem.edit, mcp__server__tool or *, each optionally with a permission-rule "
+        "argument, e.g. Bash(git diff*) or Edit(src/**).",
+    ),
+    "deny": Field("tool_entries", "The tools that may not run, in the same syntax as allow."),
 }
 
 CHILDREN_FIELD = Field("children", "The child nodes, at least one.", required=True)
@@ -146,8 +166,9 @@ STEP_FIELDS: dict[str, Field] = {
     ),
     "check": Field(
         "cel",
-        "A CEL precondition the runtime evaluates against VAR and CONST: true advances, false "
-        "fails the action.",
+        "A CEL precondition the runtime evaluates against VAR and CONST, and TOOLS (the tool "
+        "calls a bound agent session made during this attempt of the action, each "
+        "{tool, input, ok, seq}): true advances, false fails the action.",
     ),
     "human": Field(
         "step_text",
@@ -197,6 +218,11 @@ KIND_SCHEMAS: dict[str, dict[str, Any]] = {
     },
     "scope": {"type": ["object", "null"]},
     "state": {"$ref": "#/$defs/state"},
+    "tool_policy": {"$ref": "#/$defs/tools"},
+    "tool_entries": {
+        "type": "array",
+        "items": {"type": "string", "pattern": TOOL_ENTRY_PATTERN},
+    },
     "node": {"$ref": "#/$defs/node"},
     "children": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/node"}},
     "steps": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/step"}},
@@ -220,6 +246,8 @@ KIND_PHRASES: dict[str, str] = {
     "triggers": "a non-empty list of non-empty strings",
     "scope": "a mapping of names to values",
     "state": "a mapping with 'var' and 'const' (or 'local' and 'global')",
+    "tool_policy": "a mapping with 'allow' and/or 'deny'",
+    "tool_entries": "a list of tool names such as Read, mcp__server__tool or Bash(pytest*)",
     "children": "a non-empty list of nodes",
     "steps": "a non-empty list of steps",
 }

@@ -23,6 +23,7 @@ from tether.tree.model import (
     STEP_FIELDS,
     STEP_KINDS,
     STEP_KINDS_TEXT,
+    TOOLS_FIELDS,
     TYPE_ALIASES,
     TYPE_DESCRIPTIONS,
     WRAPPER_FIELDS,
@@ -95,6 +96,10 @@ def json_schema() -> dict[str, Any]:
                 ],
             },
             "ref": _object(REF_FIELDS, "$ref", REF_FIELDS["$ref"].description),
+            "tools": {
+                **_object(TOOLS_FIELDS, "tools", COMMON_FIELDS["tools"].description),
+                "minProperties": 1,
+            },
             **{kind: _node_type(kind) for kind in NODE_FIELDS},
             "step": {
                 "title": "step",
