@@ -147,7 +147,7 @@ def install(plan: Install) -> dict[str, Any]:
     action = "unchanged" if previous == new else "updated" if previous is not None else "added"
     if action != "unchanged":
         servers[plan.name] = new
-        _write(path, document)
+        write_file(path, json.dumps(document, ensure_ascii=False, indent=2) + "\n")
     result: dict[str, Any] = {
         "status": action,
         "target": plan.target,
@@ -191,12 +191,14 @@ def _read(path: Path) -> dict[str, Any]:
     return document
 
 
-def _write(path: Path, document: dict[str, Any]) -> None:
+def write_file(path: Path, text: str) -> None:
+    """Replace `path` with `text` atomically (a temporary file beside it, then a rename, which
+    also replaces a symbolic link rather than writing through it), keeping its permissions."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
+            f.write(text)
         if path.exists():
             os.chmod(temp, path.stat().st_mode & 0o777)
         os.replace(temp, path)
