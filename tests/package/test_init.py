@@ -61,7 +61,7 @@ def test_init_writes_the_examples_and_a_guard_config_and_says_what_to_run(tmp_pa
         assert words[0].endswith("tether")
         code, result = tether(*words[1:], cwd=project)
         assert code == 0, result
-    assert result["name"] == "Acknowledge_Protocol"
+    assert result["next"]["name"] == "Determine_Time"  # the protocol accepted, the walk begun
     assert out["next"][2].endswith("tether guard install claude")
 
 

@@ -147,7 +147,7 @@ def _next_commands() -> list[str]:
     tether = how.shell() if how.how in (UVX, ABSOLUTE) else "tether"
     return [
         f"{tether} start examples/hello-world.yaml run.json",
-        f"{tether} next run.json",
+        f"{tether} submit run.json success",
         f"{tether} guard install claude",
     ]
 
