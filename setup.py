@@ -1,30 +1,33 @@
-"""Which packages the distribution holds (pyproject.toml has the rest of its metadata).
+"""The build step pyproject.toml cannot say: repository folders that ship inside the package.
 
-Besides the `tether` packages under src/, three repository folders ship inside the package, so
-that an installed Tether has them too: `examples/` as `tether/examples` (what `tether init`
-copies), `skills/` as `tether/skills` (the agent skill) and `docs/` as `tether/docs` (served as
-MCP resources). `tether.shipped` finds them in either place.
+Three top-level folders of the repository are copied into the built package, so that an
+installed Tether has them too: `examples/` as `tether/examples` (what `tether init` writes out),
+`skills/` as `tether/skills` (the agent skill) and `docs/` as `tether/docs` (text only; served
+as MCP resources). An editable install reads them from the checkout instead (`tether.shipped`
+looks in both places), and keeps a plain path in its .pth file, so start-up pays nothing for it.
 """
 
-from setuptools import find_namespace_packages, setup
+from pathlib import Path
 
-SHIPPED = {"examples": ("*",), "skills": ("*.md",), "docs": ("*.md",)}
+from setuptools import setup
+from setuptools.command.build_py import build_py
 
-packages = find_namespace_packages("src", include=["tether", "tether.*"], exclude=["*.__pycache__"])
-package_dir = {"": "src"}
-package_data = {"tether": ["py.typed", "**/*.yaml", "**/*.json", "**/*.md", "viewer/static/*"]}
-for folder, patterns in SHIPPED.items():
-    top = f"tether.{folder}"
-    package_dir[top] = folder
-    for sub in ["", *find_namespace_packages(folder, exclude=["*.__pycache__"])]:
-        name = f"{top}.{sub}" if sub else top
-        packages.append(name)
-        package_data[name] = list(patterns)
+SHIPPED = {"examples": "*", "skills": "*.md", "docs": "*.md"}
 
-setup(
-    packages=packages,
-    package_dir=package_dir,
-    package_data=package_data,
-    # The sdist's docs carry the viewer's screenshot; the installed docs are text only.
-    exclude_package_data={"tether.docs": ["*.png"]},
-)
+
+class BuildWithShipped(build_py):
+    """`build_py`, then the shipped folders copied under `tether/` in the build."""
+
+    def run(self) -> None:
+        super().run()
+        if self.editable_mode:
+            return
+        for folder, pattern in SHIPPED.items():
+            for path in sorted(Path(folder).rglob(pattern)):
+                if path.is_file() and "__pycache__" not in path.parts:
+                    target = Path(self.build_lib, "tether", path)
+                    self.mkpath(str(target.parent))
+                    self.copy_file(str(path), str(target))
+
+
+setup(cmdclass={"build_py": BuildWithShipped})

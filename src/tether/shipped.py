@@ -2,7 +2,7 @@
 
 Owns where they are found. In the repository they are the top-level folders `examples/`,
 `skills/` and `docs/`; an installed package carries the same folders inside it, as
-`tether/examples`, `tether/skills` and `tether/docs` (setup.py maps them there), so `tether
+`tether/examples`, `tether/skills` and `tether/docs` (setup.py copies them there), so `tether
 init`, `tether install skill` and the MCP server's guidance read them the same way from a wheel
 as from a checkout. It does not copy or serve anything (its callers do).
 """
