@@ -38,13 +38,8 @@ SKILL = Command(
     "--dir D      the project directory (default: the working directory)",
 )
 GUARD_CONFIG = os.path.join(".tether", "guard.yaml")
-GUARD_TEXT = """\
-# Tether's guard: rules over every tool call the agent makes (see Tether's docs, guard.md).
-# Hook it into Claude Code with `tether guard install claude`; check it with
-# `tether guard check .tether/guard.yaml`.
-security:
-  behavior:
-    profile: dev
+# Appended to the guard's starter configuration (`tether.guard.install.starter`).
+WORKFLOW_TEXT = """\
     # Bind a Claude Code session to the Tether execution it starts or resumes, and keep the
     # agent from stopping while that execution has an open step.
     workflow:
@@ -77,7 +72,7 @@ def _init(p: Parsed) -> int:
         raise TetherError("invalid_value", f"{root} is not a folder", path=root)
     os.makedirs(root, exist_ok=True)
     files = _example_files()
-    files.append((GUARD_CONFIG, GUARD_TEXT.encode()))
+    files.append((GUARD_CONFIG, _guard_config().encode()))
     created: list[str] = []
     skipped: list[dict[str, str]] = []
     for relative, data in files:
@@ -114,6 +109,15 @@ def _example_files() -> list[tuple[str, bytes]]:
             with open(path, "rb") as f:
                 out.append((os.path.join("examples", os.path.relpath(path, source)), f.read()))
     return out
+
+
+def _guard_config() -> str:
+    """The guard's starter configuration (its profile and on_error mode), with the workflow
+    section."""
+    from tether.guard.failsafe import DEFAULT_ON_ERROR
+    from tether.guard.install import starter
+
+    return starter(DEFAULT_ON_ERROR) + WORKFLOW_TEXT
 
 
 def _create(root: str, relative: str, data: bytes) -> str | None:
