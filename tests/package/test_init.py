@@ -54,6 +54,8 @@ def test_init_writes_the_examples_and_a_guard_config_and_says_what_to_run(tmp_pa
     config = yaml.safe_load((project / ".tether" / "guard.yaml").read_text())
     assert config["security"]["behavior"]["profile"] == "dev"
     assert config["security"]["behavior"]["workflow"] == {"bind": "auto", "stop": "block"}
+    code, checked = tether("guard", "check", ".tether/guard.yaml", cwd=project)
+    assert (code, checked["ok"], checked["profile"]) == (0, True, "dev")
     assert len(out["next"]) == 3 and out["run_next_in"] == str(project)
     # The first two commands it prints work as printed, in the folder it names.
     for command in out["next"][:2]:
