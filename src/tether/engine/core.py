@@ -1,7 +1,8 @@
 """The pure semantics of a running tree: ticking, answers, and the phase machine.
 
 Owns: what each node type does (sequence, selector, parallel, action), the modifiers (`retries`,
-`optional`, `when`), steps (`evaluate`, `instruct`, `check`, `human`, `writes`), the protocol gate,
+`optional`, `when`, `for_each`; their order on one node is in `_Ticker.tick` and
+docs/semantics.md), steps (`evaluate`, `instruct`, `check`, `human`, `writes`), the protocol gate,
 step tokens, the trace entries each answer produces, and what an answer's response carries:
 `next`, the request `next` would return right after it. An answer may carry `values`: var writes
 applied before it is judged, in the same outcome, as `var_write` entries of the answered step.
@@ -17,7 +18,10 @@ State layout (a plain JSON dict; the store persists it as is):
   frame, only for nodes that are entered and not finished, so a step costs O(depth), whatever the
   tree's size: `i` current child (sequence/selector), `res` child results (parallel), `k` step
   index, `o` the trace seq at which the open step was opened, `w` var paths written while it was
-  open, `x` a failure waiting to propagate (action), `r` retries used (any node).
+  open, `x` a failure waiting to propagate (action), `r` retries used (any node); a loop adds `e`
+  the items of a `for_each` (its list as evaluated on entry) with `n` the index of the current
+  one, and `p` the runs of a `repeat` done. A new run keeps the keys of the loops outside it
+  (`_LEVELS`) and starts the rest afresh.
 - `open` is the list of open requests in declaration order; `next` returns the first.
 - `seq` is the next trace sequence number; it never goes back, not even across a reset.
 """
@@ -40,10 +44,16 @@ FAILURE = "failure"
 
 SUBMIT_STATUSES = ("success", "failure", "running")
 
-# An evaluator of CEL conditions: (expression, var, const) -> bool, raising an exception whose
-# str() is the reason when the expression cannot be evaluated. Injected so the engine stays pure
-# and the CEL library is loaded only when a tree uses `check` or `when`.
-Condition = Callable[[str, dict[str, Any], dict[str, Any]], bool]
+# An evaluator of CEL conditions: (expression, var, const, names) -> bool, raising an exception
+# whose str() is the reason when the expression cannot be evaluated; `names` are the further
+# names the expression sees (ITEM, ITEM_INDEX, ITEMS inside a `for_each`; empty elsewhere).
+# Injected so the engine stays pure and the CEL library is loaded only when a tree uses `check`,
+# `when` or `repeat`. A `for_each` list is evaluated by `default_list`, loaded the same way.
+Condition = Callable[[str, dict[str, Any], dict[str, Any], dict[str, Any]], bool]
+
+# The loop keys of a frame, outermost first: a `for_each`'s items and index, a `repeat`'s runs
+# done, the retries used. Another run at one level keeps the keys before it.
+_LEVELS = ("e", "n", "p", "r")
 
 
 class Eval:
@@ -157,8 +167,10 @@ Answer = Eval | Submit | Human | Think | VarWrite | Reset | Jump | Close
 class Outcome:
     """What one answer did: the new state, the response for the agent, the new trace entries,
     and `events`: what happened to nodes, in order — `(key, "success" | "failure" | "skipped")`
-    when a node finished (its own result, before `optional`), `(key, "retry")` when a node was
-    reset for another attempt. Nodes whose frames vanished without an event were halted."""
+    when a node finished, or finished one run of a loop (its own result, after `invert`, before
+    `optional`), then `(key, "retry")`, `(key, "repeat")` or `(key, "item")` when it was reset
+    for another attempt, another run of its `repeat` or its next `for_each` item. Nodes whose
+    frames vanished without an event were halted."""
 
     __slots__ = ("entries", "events", "response", "state")
 
@@ -179,10 +191,21 @@ class Outcome:
         return bool(self.entries)
 
 
-def default_condition(expression: str, var: dict[str, Any], const: dict[str, Any]) -> bool:
+def default_condition(
+    expression: str, var: dict[str, Any], const: dict[str, Any], names: dict[str, Any]
+) -> bool:
     from tether.tree.expressions import evaluate_condition
 
-    return evaluate_condition(expression, var, const)
+    return evaluate_condition(expression, var, const, names)
+
+
+def default_list(
+    expression: str, var: dict[str, Any], const: dict[str, Any], names: dict[str, Any]
+) -> list[Any]:
+    """A `for_each` list: the value of `expression`, which must be a list of JSON values."""
+    from tether.tree.expressions import evaluate_list
+
+    return evaluate_list(expression, var, const, names)
 
 
 # --------------------------------------------------------------------------------------------
@@ -437,6 +460,8 @@ def _entry(
         "cursor": _cursor_of(req),
         "name": req["name"] if req else None,
     }
+    if req is not None and "item" in req:
+        entry["item"] = req["item"]["index"]
     entry.update({k: v for k, v in fields.items() if v is not None})
     state["seq"] += 1
     state["since_reset"] += 1
@@ -649,6 +674,8 @@ def _message(status: str, req: dict[str, Any], ticker: _Ticker, state: dict[str,
         text += " " + " ".join(ticker.reasons)
     if ticker.retried:
         text += " Retrying: " + ", ".join(ticker.retried) + "."
+    if ticker.looped:
+        text += " Looping: " + ", ".join(ticker.looped) + "."
     if state["status"] == "complete":
         return text + " The workflow is done."
     if state["status"] == "failed":
@@ -755,11 +782,12 @@ def _close(
             missing=missing,
             current=dict(req),
         )
+    names = _names(_loop_items(tree, state["runtime"], req["path"]))
     for step in action["steps"]:
         if "check" not in step:
             continue
         try:
-            holds = bool(condition(step["check"], state["var"], state["const"]))
+            holds = bool(condition(step["check"], state["var"], state["const"], names))
             reason = f"{step['check']!r} is false"
         except Exception as exc:  # the evaluator's reason is the refusal's reason
             holds, reason = False, f"{step['check']!r} could not be evaluated: {exc}"
@@ -773,7 +801,7 @@ def _close(
     entries = [_entry(state, "close", now, req, note=answer.note, outcome="action_complete")]
     state["runtime"][key] = {
         "k": len(action["steps"]),
-        **({"r": frame["r"]} if "r" in frame else {}),
+        **{level: frame[level] for level in _LEVELS if level in frame},
     }
     ticker = _Ticker(tree, state, now, entries, condition)
     ticker.run()
@@ -800,6 +828,36 @@ def _missing_writes(required: list[str], written: list[str]) -> list[str]:
 
 def _key(path: list[int]) -> str:
     return ".".join(map(str, path))
+
+
+def _loop_items(
+    tree: dict[str, Any], runtime: dict[str, dict[str, Any]], path: list[int]
+) -> list[dict[str, Any]]:
+    """The current items of the `for_each` loops at and above the node at `path`, outermost
+    first, each `{name, index, value}` (a loop whose list is not evaluated yet has none)."""
+    out = []
+    node, key = tree["root"], ""
+    for depth in range(len(path) + 1):
+        frame = runtime.get(key) if "for_each" in node else None
+        if frame is not None and "e" in frame:
+            n = frame["n"]
+            out.append({"name": node["for_each"]["as"], "index": n, "value": frame["e"][n]})
+        if depth < len(path):
+            node, key = node["children"][path[depth]], _child_key(key, path[depth])
+    return out
+
+
+def _names(items: list[dict[str, Any]]) -> dict[str, Any]:
+    """What CEL sees of the loop items: ITEM and ITEM_INDEX (the innermost loop's), ITEMS (each
+    loop's item by its name; an inner name hides an outer one)."""
+    if not items:
+        return {}
+    inner = items[-1]
+    return {
+        "ITEM": inner["value"],
+        "ITEM_INDEX": inner["index"],
+        "ITEMS": {item["name"]: item["value"] for item in items},
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -829,6 +887,7 @@ class _Ticker:
         self.events: list[tuple[str, str]] = []
         self.reasons: list[str] = []
         self.retried: list[str] = []
+        self.looped: list[str] = []
 
     def _finish(self, key: str, result: str) -> None:
         self.finished[key] = result
@@ -853,6 +912,10 @@ class _Ticker:
             )
 
     def tick(self, node: dict[str, Any], key: str, path: list[int]) -> str:
+        """Tick a node through its modifiers, innermost first: the node's type runs, `retries`
+        runs a failure again, `optional` makes a failure count as success (a failed `for_each`
+        item included: the loop goes on), `for_each` runs all that once per item, and `when`,
+        checked once as the node is first reached, skips the lot."""
         frame = self.runtime.get(key)
         if frame is None:
             when = node.get("when")
@@ -865,25 +928,75 @@ class _Ticker:
                     self._finish(key, "skipped")
                     return SUCCESS
             frame = self.runtime[key] = {}
+        if "for_each" in node and "e" not in frame:
+            listed = self._for_each(node, path, frame)
+            if listed != RUNNING:
+                return self._done(node, key, listed)
         while True:
             result = self._tick_type(node, key, path, frame)
-            if result != FAILURE:
-                break
+            if result == RUNNING:
+                return RUNNING
             used = frame.get("r", 0)
-            if used >= node.get("retries", 0):
-                break
-            self._finish(key, FAILURE)
-            self._drop(key)
-            self.events.append((key, "retry"))
-            frame = self.runtime[key] = {"r": used + 1}
-            self.retried.append(f"{node['name']!r} attempt {used + 2} of {node['retries'] + 1}")
-        if result == RUNNING:
-            return RUNNING
+            if result == FAILURE and used < node.get("retries", 0):
+                self.retried.append(f"{node['name']!r} attempt {used + 2} of {node['retries'] + 1}")
+                frame = self._restart(key, frame, result, "retry", "r", used + 1)
+                continue
+            if "e" in frame and (result == SUCCESS or node.get("optional")):
+                n = frame["n"] + 1
+                if n < len(frame["e"]):
+                    self.looped.append(f"{node['name']!r} item {n + 1} of {len(frame['e'])}")
+                    frame = self._restart(key, frame, result, "item", "n", n)
+                    continue
+            if "e" in frame and result == FAILURE and not node.get("optional"):
+                where = f"item {frame['n'] + 1} of {len(frame['e'])}"
+                self.reasons.append(f"{node['name']!r} failed at {where}.")
+            break
+        return self._done(node, key, result)
+
+    def _done(self, node: dict[str, Any], key: str, result: str) -> str:
+        """The node is finished with its own `result`: what its parent sees."""
         self._drop(key)
         self._finish(key, result)
         if result == FAILURE and node.get("optional"):
             return SUCCESS
         return result
+
+    def _restart(
+        self, key: str, frame: dict[str, Any], result: str, event: str, level: str, value: int
+    ) -> dict[str, Any]:
+        """End one run of a node with `result` and start another (`event`): its subtree is
+        reset, the loop keys outside `level` are kept, and `level` becomes `value`."""
+        self._finish(key, result)
+        self._drop(key)
+        self.events.append((key, event))
+        kept = {k: frame[k] for k in _LEVELS[: _LEVELS.index(level)] if k in frame}
+        frame = self.runtime[key] = {**kept, level: value}
+        return frame
+
+    def _for_each(self, node: dict[str, Any], path: list[int], frame: dict[str, Any]) -> str:
+        """Evaluate a `for_each` list as its node is entered, and record it as a `check` entry
+        (`on: for_each`, with the item `count`): RUNNING with the list kept in the frame (its
+        first item comes next), SUCCESS for an empty list, FAILURE for a list that cannot be
+        evaluated or is longer than `max`."""
+        loop = node["for_each"]
+        names = _names(_loop_items(self.tree, self.runtime, path))
+        problem = None
+        try:
+            items = default_list(loop["in"], self.state["var"], self.state["const"], names)
+        except Exception as exc:  # the evaluator's reason goes to the trace, whatever it is
+            items, problem = [], str(exc) or type(exc).__name__
+        if problem is None and len(items) > loop["max"]:
+            problem = f"the list has {len(items)} items, more than its max {loop['max']}"
+        if problem is not None:
+            self._check(node, path, None, loop["in"], "error", on="for_each", note=problem)
+            self.reasons.append(f"The for_each of {node['name']!r} failed: {problem}.")
+            return FAILURE
+        outcome = "entered" if items else "empty"
+        self._check(node, path, None, loop["in"], outcome, on="for_each", count=len(items))
+        if not items:
+            return SUCCESS
+        frame.update(e=items, n=0)
+        return RUNNING
 
     def _tick_type(
         self, node: dict[str, Any], key: str, path: list[int], frame: dict[str, Any]
@@ -977,6 +1090,9 @@ class _Ticker:
             if step.get("writes"):
                 req["writes"] = list(step["writes"])
         req.update(step=token, path=list(path), index=k)
+        items = _loop_items(self.tree, self.runtime, path)
+        if items:
+            req["item"] = items[-1]
         return req
 
     def _condition(
@@ -986,42 +1102,60 @@ class _Ticker:
         k: int | None,
         expression: str,
         words: tuple[str, str],
+        on: str = "when",
     ) -> bool | None:
-        """Evaluate a `check` step (k is its index) or a `when` (k is None); record it in the
-        trace. Returns the verdict, or None when the expression could not be evaluated."""
-        cursor = {"path": list(path), "step": k}
+        """Evaluate a `check` step (k is its index) or a modifier's condition (k is None, `on`
+        names it: when, until); record it in the trace. Returns the verdict, or None when the
+        expression could not be evaluated."""
+        names = _names(_loop_items(self.tree, self.runtime, path))
         try:
             verdict: bool | None = bool(
-                self.condition(expression, self.state["var"], self.state["const"])
+                self.condition(expression, self.state["var"], self.state["const"], names)
             )
         except Exception as exc:  # the evaluator's reason goes to the trace, whatever it is
             verdict = None
             reason = str(exc) or type(exc).__name__
-        entry = {
-            "seq": self.state["seq"],
-            "ts": self.now,
-            "kind": "check",
-            "cursor": cursor,
-            "name": node["name"],
-            "submitted": expression,
-        }
-        if k is None:
-            entry["on"] = "when"
         if verdict is None:
-            entry["outcome"] = "error"
-            entry["note"] = reason
-            where = "when" if k is None else "check"
+            self._check(node, path, k, expression, "error", on=on, note=reason)
+            where = on if k is None else "check"
             self.reasons.append(
                 f"The {where} of {node['name']!r} could not be evaluated: {reason}."
             )
         else:
-            entry["outcome"] = words[0] if verdict else words[1]
+            self._check(node, path, k, expression, words[0] if verdict else words[1], on=on)
             if not verdict and k is not None:
                 self.reasons.append(f"Check {expression!r} of {node['name']!r} is false.")
+        return verdict
+
+    def _check(
+        self,
+        node: dict[str, Any],
+        path: list[int],
+        k: int | None,
+        expression: str,
+        outcome: str,
+        on: str,
+        **fields: Any,
+    ) -> None:
+        """Record a `check` entry: of a check step (k is its index) or of the modifier `on`."""
+        entry = {
+            "seq": self.state["seq"],
+            "ts": self.now,
+            "kind": "check",
+            "cursor": {"path": list(path), "step": k},
+            "name": node["name"],
+            "submitted": expression,
+        }
+        items = _loop_items(self.tree, self.runtime, path)
+        if items:
+            entry["item"] = items[-1]["index"]
+        if k is None:
+            entry["on"] = on
+        entry["outcome"] = outcome
+        entry.update(fields)
         self.state["seq"] += 1
         self.state["since_reset"] += 1
         self.entries.append(entry)
-        return verdict
 
     def _drop(self, key: str) -> None:
         if not key:

@@ -1,0 +1,328 @@
+"""Loops and decorators (`for_each`, `repeat`, `invert`) and how they combine with `retries`,
+`when`, `optional`, `parallel` and each other: each test proves one row of docs/semantics.md."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from support.trees import Walk, action, chk, each, ev, ins, par, refused, seq, tree
+from tether.engine import core
+from tether.engine.replay import verify
+
+FILES = ["a.py", "b.py", "c.py"]
+
+
+def _verify(w: Walk) -> None:
+    assert verify(w.tree, w.state, w.trace) == []
+
+
+def _items(w: Walk) -> list[Any]:
+    """The item index of each step the agent answered, in order (None outside a loop)."""
+    return [e.get("item") for e in w.trace if e["kind"] in ("evaluate", "instruct")]
+
+
+def _loop_checks(w: Walk, on: str) -> list[dict[str, Any]]:
+    return [e for e in w.trace if e["kind"] == "check" and e.get("on") == on]
+
+
+def _walk_items(w: Walk) -> list[dict[str, Any]]:
+    """Answer success to every open instruct until none is left; the items the requests
+    carried, in order."""
+    seen = []
+    while w.next().get("type") == "instruct":
+        seen.append(w.next().get("item"))
+        w.submit("success")
+    return seen
+
+
+# -- for_each ----------------------------------------------------------------------------------
+
+
+def test_for_each_runs_the_node_once_per_item_in_order_and_requests_carry_the_item() -> None:
+    w = Walk(
+        tree(
+            action("Review", ins("Review $ITEM"), for_each=each("VAR.files", "file")),
+            var={"files": FILES},
+        )
+    )
+    first = w.next()
+    assert first["instruction"] == "Review $ITEM", "the text is shown as written"
+    assert first["item"] == {"name": "file", "index": 0, "value": "a.py"}
+    assert _walk_items(w) == [
+        {"name": "file", "index": 0, "value": "a.py"},
+        {"name": "file", "index": 1, "value": "b.py"},
+        {"name": "file", "index": 2, "value": "c.py"},
+    ]
+    assert w.next() == {"status": "done"}
+    listed = _loop_checks(w, "for_each")
+    assert [(e["outcome"], e["count"], e["submitted"]) for e in listed] == [
+        ("entered", 3, "VAR.files")
+    ]
+    _verify(w)
+
+
+def test_for_each_checks_see_item_and_item_index() -> None:
+    w = Walk(
+        tree(
+            action(
+                "Check",
+                ins("Store the size of $ITEM at $VAR.sizes.<name>"),
+                chk("VAR.sizes[ITEM.name] > ITEM_INDEX"),
+                for_each=each("VAR.files"),
+            ),
+            var={"files": [{"name": "a"}, {"name": "b"}], "sizes": {}},
+        )
+    )
+    w.write("sizes.a", 1)
+    assert w.submit("success")["status"] == "action_complete"
+    assert w.next()["item"]["value"] == {"name": "b"}
+    w.write("sizes.b", 1)  # not > ITEM_INDEX 1
+    response = w.submit("success")
+    assert response["status"] == "action_failed"
+    assert "'Check' failed at item 2 of 2" in response["message"]
+    assert w.next()["status"] == "failure"
+    _verify(w)
+
+
+def test_for_each_evaluates_its_list_once_when_the_node_is_entered() -> None:
+    w = Walk(tree(action("A", ins("x"), for_each=each("VAR.files")), var={"files": FILES}))
+    w.write("files", ["z.py"])
+    assert _walk_items(w) == [{"name": "item", "index": i, "value": f} for i, f in enumerate(FILES)]
+    _verify(w)
+
+
+def test_for_each_over_an_empty_list_succeeds_without_asking() -> None:
+    w = Walk(
+        tree(
+            seq("S", action("A", ins("never"), for_each=each("VAR.files")), action("B", ins("b"))),
+            var={"files": []},
+        )
+    )
+    assert w.next()["name"] == "B"
+    assert [(e["outcome"], e["count"]) for e in _loop_checks(w, "for_each")] == [("empty", 0)]
+    _verify(w)
+
+
+def test_for_each_fails_on_the_first_failing_item_and_asks_no_more() -> None:
+    w = Walk(
+        tree(
+            seq("S", action("A", ev("fine?"), for_each=each("VAR.files")), action("B", ins("b"))),
+            var={"files": FILES},
+        )
+    )
+    w.eval(True)
+    w.eval(False)
+    assert w.next()["status"] == "failure"
+    assert _items(w) == [0, 1]
+    assert "'A' failed at item 2 of 3." in w.state["failure"]
+    _verify(w)
+
+
+def test_optional_for_each_goes_on_past_a_failing_item_and_succeeds() -> None:
+    w = Walk(
+        tree(
+            seq(
+                "S",
+                action("A", ev("fine?"), for_each=each("VAR.files"), optional=True),
+                action("B", ins("b")),
+            ),
+            var={"files": FILES},
+        )
+    )
+    w.eval(False)
+    w.eval(True)
+    w.eval(False)
+    assert w.next()["name"] == "B"
+    assert _items(w) == [0, 1, 2]
+    _verify(w)
+
+
+def test_a_list_longer_than_max_fails_the_node_with_the_reason_in_the_trace() -> None:
+    w = Walk(tree(action("A", ins("x"), for_each=each("VAR.files", max=2)), var={"files": FILES}))
+    assert w.next()["status"] == "failure"
+    (entry,) = _loop_checks(w, "for_each")
+    assert entry["outcome"] == "error"
+    assert entry["note"] == "the list has 3 items, more than its max 2"
+    assert "The for_each of 'A' failed: the list has 3 items" in w.state["failure"]
+    assert w.asked() == []
+    _verify(w)
+
+
+def test_a_for_each_that_is_not_a_list_or_cannot_be_evaluated_fails_with_the_reason() -> None:
+    for expression, reason in [
+        ("VAR.files", "for_each must produce a list, got string"),
+        ("VAR.missing", "no such key"),
+        ("[b'x']", "a list of JSON values"),
+    ]:
+        w = Walk(tree(action("A", ins("x"), for_each=each(expression)), var={"files": "a.py"}))
+        assert w.next()["status"] == "failure"
+        (entry,) = _loop_checks(w, "for_each")
+        assert entry["outcome"] == "error" and reason in entry["note"], entry
+        _verify(w)
+
+
+def test_an_optional_for_each_whose_list_fails_counts_as_success() -> None:
+    w = Walk(
+        tree(
+            seq(
+                "S",
+                action("A", ins("x"), for_each=each("VAR.files", max=1), optional=True),
+                action("B", ins("b")),
+            ),
+            var={"files": FILES},
+        )
+    )
+    assert w.next()["name"] == "B"
+    _verify(w)
+
+
+def test_nested_for_each_item_is_the_innermost_and_items_names_every_loop() -> None:
+    w = Walk(
+        tree(
+            seq(
+                "Files",
+                action(
+                    "Line",
+                    ins("Look at $ITEM"),
+                    chk("ITEMS.file == 'a.py' && ITEMS.line == ITEM && ITEM_INDEX < 2"),
+                    for_each=each("[1, 2]", "line"),
+                ),
+                for_each=each("VAR.files", "file"),
+            ),
+            var={"files": ["a.py"]},
+        )
+    )
+    assert _walk_items(w) == [
+        {"name": "line", "index": 0, "value": 1},
+        {"name": "line", "index": 1, "value": 2},
+    ]
+    assert w.next() == {"status": "done"}
+    assert [e["outcome"] for e in w.trace if e["kind"] == "check" and "on" not in e] == [
+        "passed",
+        "passed",
+    ]
+    _verify(w)
+
+
+def test_an_inner_for_each_list_sees_the_outer_item_and_is_evaluated_per_outer_item() -> None:
+    w = Walk(
+        tree(
+            seq(
+                "Groups",
+                action("Member", ins("greet $ITEM"), for_each=each("ITEM.members", "member")),
+                for_each=each("VAR.groups", "group"),
+            ),
+            var={"groups": [{"members": ["ann", "bo"]}, {"members": []}, {"members": ["cy"]}]},
+        )
+    )
+    assert [i["value"] for i in _walk_items(w)] == ["ann", "bo", "cy"]
+    assert [e["count"] for e in _loop_checks(w, "for_each")] == [3, 2, 0, 1]
+    _verify(w)
+
+
+def test_each_item_gets_new_step_tokens_and_an_earlier_items_token_is_stale() -> None:
+    w = Walk(tree(action("A", ins("x"), for_each=each("VAR.files")), var={"files": FILES}))
+    first = w.next()["step"]
+    w.submit("success", step=first)
+    assert w.next()["step"] != first
+    refused("stale_step", w, core.Submit("success", step=first))
+
+
+def test_retries_inside_for_each_retry_the_failing_item_with_a_fresh_budget_per_item() -> None:
+    w = Walk(
+        tree(action("A", ev("ok?"), for_each=each("VAR.files"), retries=1), var={"files": FILES})
+    )
+    w.eval(False)  # a.py, attempt 1
+    w.eval(True)  # a.py, attempt 2
+    w.eval(False)  # b.py, attempt 1: the budget is whole again
+    w.eval(True)  # b.py, attempt 2
+    w.eval(True)  # c.py
+    assert w.next() == {"status": "done"}
+    assert _items(w) == [0, 0, 1, 1, 2]
+    _verify(w)
+
+
+def test_var_is_kept_across_items() -> None:
+    w = Walk(tree(action("A", ins("count"), for_each=each("VAR.files")), var={"files": FILES}))
+    for n in range(3):
+        w.write("seen", n + 1)
+        w.submit("success")
+    assert w.state["var"]["seen"] == 3
+    assert w.next() == {"status": "done"}
+
+
+def test_when_on_a_for_each_node_is_checked_once_before_the_list() -> None:
+    w = Walk(
+        tree(
+            seq(
+                "S",
+                action("A", ins("x"), for_each=each("VAR.files"), when="VAR.go"),
+                action("B", ins("b")),
+            ),
+            var={"files": FILES, "go": True},
+        )
+    )
+    w.write("go", False)
+    assert len(_walk_items(w)) == 4, "three items of A, then B"
+    assert [e["outcome"] for e in w.trace if e.get("on") == "when"] == ["entered"]
+    trace_kinds = [e.get("on") for e in w.trace if e["kind"] == "check"]
+    assert trace_kinds == ["when", "for_each"], "when first, then the list"
+    _verify(w)
+
+
+def test_when_inside_a_loop_is_checked_for_each_item_and_sees_it() -> None:
+    w = Walk(
+        tree(
+            seq(
+                "Each",
+                action("Python", ins("lint $ITEM"), when="ITEM.endsWith('.py')"),
+                for_each=each("VAR.files"),
+            ),
+            var={"files": ["a.py", "b.md", "c.py"]},
+        )
+    )
+    assert [i["value"] for i in _walk_items(w)] == ["a.py", "c.py"]
+    assert [e["outcome"] for e in w.trace if e.get("on") == "when"] == [
+        "entered",
+        "skipped",
+        "entered",
+    ]
+    _verify(w)
+
+
+def test_for_each_inside_a_parallel_branch_loops_while_the_other_branch_goes_on() -> None:
+    w = Walk(
+        tree(
+            par("P", action("Each", ins("x"), for_each=each("VAR.files")), action("B", ins("b"))),
+            var={"files": FILES[:2]},
+        )
+    )
+    assert w.names() == ["Each", "B"]
+    w.submit("success", step=w.open()[1]["step"])
+    w.submit("success")
+    assert w.open()[0]["item"]["index"] == 1
+    w.submit("success")
+    assert w.next() == {"status": "done"}
+    _verify(w)
+
+
+def test_for_each_on_a_parallel_runs_all_its_children_for_each_item_in_turn() -> None:
+    w = Walk(
+        tree(
+            par("P", action("A", ins("a")), action("B", ins("b")), for_each=each("VAR.files")),
+            var={"files": FILES[:2]},
+        )
+    )
+    for index in (0, 1):
+        assert [r["item"]["index"] for r in w.open()] == [index, index]
+        w.submit("success", step=w.open()[1]["step"])
+        w.submit("success")
+    assert w.next() == {"status": "done"}
+    _verify(w)
+
+
+def test_outcome_events_name_each_finished_item() -> None:
+    w = Walk(tree(action("A", ins("x"), for_each=each("VAR.files")), var={"files": FILES[:2]}))
+    outcome = core.apply(w.tree, w.state, core.Submit("success"), "t")
+    assert outcome.events == [("", "success"), ("", "item")]
+    assert "Looping: 'A' item 2 of 2." in outcome.response["message"]
