@@ -326,3 +326,269 @@ def test_outcome_events_name_each_finished_item() -> None:
     outcome = core.apply(w.tree, w.state, core.Submit("success"), "t")
     assert outcome.events == [("", "success"), ("", "item")]
     assert "Looping: 'A' item 2 of 2." in outcome.response["message"]
+
+
+# -- repeat ------------------------------------------------------------------------------------
+
+
+def _rep(until: str, max: int = 10) -> dict[str, Any]:
+    return {"until": until, "max": max}
+
+
+def test_repeat_runs_the_node_again_until_until_holds_keeping_var() -> None:
+    w = Walk(
+        tree(
+            seq(
+                "Polish",
+                action("Draft", ins("improve the draft")),
+                action("Score", ins("score it at $VAR.score")),
+                repeat=_rep("VAR.score >= 8"),
+            ),
+            var={"score": 0},
+        )
+    )
+    for score in (5, 9):
+        assert w.submit("success")["status"] == "action_complete"
+        w.write("score", score)
+        w.submit("success")
+    assert w.next() == {"status": "done"}
+    assert w.asked() == ["Draft", "Score", "Draft", "Score"], "the subtree is reset each run"
+    assert [e["outcome"] for e in _loop_checks(w, "until")] == ["repeat", "passed"]
+    _verify(w)
+
+
+def test_until_is_checked_only_after_a_successful_run_and_a_failed_run_fails_the_node() -> None:
+    w = Walk(tree(action("A", ev("ok?"), repeat=_rep("true"))))
+    assert _loop_checks(w, "until") == [], "not before the first run"
+    w.eval(False)
+    assert w.next()["status"] == "failure"
+    assert _loop_checks(w, "until") == []
+    _verify(w)
+
+
+def test_repeat_fails_when_until_is_still_false_after_max_runs() -> None:
+    w = Walk(tree(action("A", ins("try"), repeat=_rep("VAR.done", max=3)), var={"done": False}))
+    runs = len(_walk_items(w))
+    assert runs == 3
+    assert w.next()["status"] == "failure"
+    assert [e["outcome"] for e in _loop_checks(w, "until")] == ["repeat", "repeat", "failed"]
+    assert "'A' ran 3 times and its until 'VAR.done' is still false." in w.state["failure"]
+    _verify(w)
+
+
+def test_an_until_that_cannot_be_evaluated_fails_the_node_with_the_reason() -> None:
+    w = Walk(tree(action("A", ins("try"), repeat=_rep("VAR.missing"))))
+    w.submit("success")
+    (entry,) = _loop_checks(w, "until")
+    assert entry["outcome"] == "error" and "missing" in entry["note"]
+    assert "The until of 'A' could not be evaluated" in w.state["failure"]
+    _verify(w)
+
+
+def test_each_run_gets_new_step_tokens() -> None:
+    w = Walk(tree(action("A", ins("try"), repeat=_rep("VAR.done")), var={"done": False}))
+    first = w.next()["step"]
+    w.submit("success", step=first)
+    refused("stale_step", w, core.Submit("success", step=first))
+
+
+def test_retries_inside_repeat_retry_the_run_with_a_fresh_budget_per_run() -> None:
+    w = Walk(tree(action("A", ev("ok?"), retries=1, repeat=_rep("VAR.n >= 2")), var={"n": 0}))
+    w.eval(False)  # run 1, attempt 1
+    w.write("n", 1)
+    w.eval(True)  # run 1, attempt 2; until false
+    w.eval(False)  # run 2, attempt 1: a whole budget again
+    w.write("n", 2)
+    w.eval(True)
+    assert w.next() == {"status": "done"}
+    assert [e["outcome"] for e in _loop_checks(w, "until")] == ["repeat", "passed"]
+    _verify(w)
+
+
+def test_repeat_inside_for_each_runs_per_item_and_until_sees_the_item() -> None:
+    w = Walk(
+        tree(
+            action(
+                "Fix",
+                ins("fix $ITEM"),
+                for_each=each("VAR.files"),
+                repeat=_rep("VAR.clean[ITEM]"),
+            ),
+            var={"files": ["a", "b"], "clean": {"a": False, "b": True}},
+        )
+    )
+    w.submit("success")  # a, run 1: not clean
+    w.write("clean.a", True)
+    w.submit("success")  # a, run 2: clean
+    w.submit("success")  # b, run 1: clean
+    assert w.next() == {"status": "done"}
+    assert _items(w) == [0, 0, 1]
+    assert [(e["outcome"], e["item"]) for e in _loop_checks(w, "until")] == [
+        ("repeat", 0),
+        ("passed", 0),
+        ("passed", 1),
+    ]
+    _verify(w)
+
+
+def test_optional_repeat_that_runs_out_counts_as_success() -> None:
+    w = Walk(
+        tree(
+            seq(
+                "S",
+                action("A", ins("try"), repeat=_rep("false", max=2), optional=True),
+                action("B", ins("b")),
+            )
+        )
+    )
+    w.submit("success")
+    w.submit("success")
+    assert w.next()["name"] == "B"
+    _verify(w)
+
+
+def test_repeat_on_a_parallel_runs_every_branch_again_and_in_a_branch_only_that_branch() -> None:
+    w = Walk(
+        tree(
+            par("P", action("A", ins("a")), action("B", ins("b")), repeat=_rep("VAR.n > 0")),
+            var={"n": 0},
+        )
+    )
+    w.submit("success", step=w.open()[1]["step"])
+    w.submit("success")
+    assert w.names() == ["A", "B"], "a second run of the whole parallel"
+    w.write("n", 1)
+    w.submit("success")
+    w.submit("success")
+    assert w.next() == {"status": "done"}
+    _verify(w)
+
+    w = Walk(
+        tree(
+            par("P", action("A", ins("a"), repeat=_rep("VAR.n > 0")), action("B", ins("b"))),
+            var={"n": 0},
+        )
+    )
+    b = w.open()[1]
+    w.submit("success")
+    assert w.names() == ["A", "B"] and w.open()[1] == b, "B is untouched by A's second run"
+    w.write("n", 1)
+    w.submit("success")
+    w.submit("success")
+    assert w.next() == {"status": "done"}
+    _verify(w)
+
+
+def test_an_outer_repeat_starts_an_inner_repeat_afresh() -> None:
+    w = Walk(
+        tree(
+            seq(
+                "Outer",
+                action("Inner", ins("x"), repeat=_rep("false", max=2), optional=True),
+                repeat=_rep("VAR.outer", max=2),
+            ),
+            var={"outer": False},
+        )
+    )
+    assert len(_walk_items(w)) == 4, "two outer runs of two inner runs each"
+    assert [e["name"] for e in _loop_checks(w, "until")] == [
+        "Inner",
+        "Inner",
+        "Outer",
+        "Inner",
+        "Inner",
+        "Outer",
+    ]
+    assert w.next()["status"] == "failure", "the outer until is still false after its max"
+    _verify(w)
+
+
+def test_outcome_events_name_each_run() -> None:
+    w = Walk(tree(action("A", ins("x"), repeat=_rep("false", max=2))))
+    outcome = core.apply(w.tree, w.state, core.Submit("success"), "t")
+    assert outcome.events == [("", "success"), ("", "repeat")]
+    assert "Looping: 'A' run 2 of 2." in outcome.response["message"]
+
+
+# -- invert ------------------------------------------------------------------------------------
+
+
+def test_invert_swaps_success_and_failure() -> None:
+    w = Walk(
+        tree(
+            seq(
+                "S",
+                action("No_Blockers", ev("are there blockers?"), invert=True),
+                action("B", ins("b")),
+            )
+        )
+    )
+    assert w.eval(False)["status"] == "evaluation_failed"
+    assert w.next()["name"] == "B", "a failed evaluate under invert is a success"
+    _verify(w)
+
+    w = Walk(tree(action("A", ins("x"), invert=True)))
+    w.submit("success")
+    assert w.next()["status"] == "failure"
+    _verify(w)
+
+
+def test_optional_on_top_of_invert_still_turns_failure_into_success() -> None:
+    w = Walk(
+        tree(seq("S", action("A", ins("x"), invert=True, optional=True), action("B", ins("b"))))
+    )
+    w.submit("success")
+    assert w.next()["name"] == "B"
+    _verify(w)
+
+
+def test_retries_see_the_inverted_result() -> None:
+    w = Walk(tree(action("Wait", ev("still blocked?"), invert=True, retries=2)))
+    w.eval(True)  # inverted: failure, retried
+    w.eval(True)
+    w.eval(False)  # inverted: success
+    assert w.next() == {"status": "done"}
+    assert len(w.asked()) == 3
+    _verify(w)
+
+
+def test_a_node_skipped_by_when_counts_as_success_even_under_invert() -> None:
+    w = Walk(
+        tree(seq("S", action("A", ins("x"), invert=True, when="false"), action("B", ins("b"))))
+    )
+    assert w.next()["name"] == "B"
+    _verify(w)
+
+
+def test_invert_inside_for_each_inverts_each_item_and_an_empty_list_still_succeeds() -> None:
+    w = Walk(
+        tree(action("A", ev("bad?"), invert=True, for_each=each("VAR.files")), var={"files": FILES})
+    )
+    w.eval(False)
+    w.eval(False)
+    w.eval(True)  # inverted: failure of item 3
+    assert "'A' failed at item 3 of 3." in w.state["failure"]
+    _verify(w)
+
+    w = Walk(tree(action("A", ev("bad?"), invert=True, for_each=each("[]"))))
+    assert w.next() == {"status": "done"}
+
+
+def test_repeat_checks_until_after_an_inverted_success() -> None:
+    w = Walk(tree(action("A", ev("bad?"), invert=True, repeat=_rep("VAR.n > 0")), var={"n": 0}))
+    w.eval(True)  # inverted: failure: no until, the node fails
+    assert w.next()["status"] == "failure"
+    assert _loop_checks(w, "until") == []
+
+    w = Walk(tree(action("A", ev("bad?"), invert=True, repeat=_rep("VAR.n > 0")), var={"n": 0}))
+    w.eval(False)  # inverted: success; until false: again
+    w.write("n", 1)
+    w.eval(False)
+    assert w.next() == {"status": "done"}
+    _verify(w)
+
+
+def test_outcome_events_carry_the_inverted_result() -> None:
+    w = Walk(tree(seq("S", action("A", ins("x"), invert=True))))
+    outcome = core.apply(w.tree, w.state, core.Submit("success"), "t")
+    assert outcome.events == [("0", "failure"), ("", "failure")]

@@ -1,11 +1,12 @@
 """The pure semantics of a running tree: ticking, answers, and the phase machine.
 
 Owns: what each node type does (sequence, selector, parallel, action), the modifiers (`retries`,
-`optional`, `when`, `for_each`; their order on one node is in `_Ticker.tick` and
-docs/semantics.md), steps (`evaluate`, `instruct`, `check`, `human`, `writes`), the protocol gate,
-step tokens, the trace entries each answer produces, and what an answer's response carries:
-`next`, the request `next` would return right after it. An answer may carry `values`: var writes
-applied before it is judged, in the same outcome, as `var_write` entries of the answered step.
+`optional`, `when`, `for_each`, `repeat`, `invert`; their order on one node is in `_Ticker.tick`
+and docs/semantics.md), steps (`evaluate`, `instruct`, `check`, `human`, `writes`), the protocol
+gate, step tokens, the trace entries each answer produces, and what an answer's response
+carries: `next`, the request `next` would return right after it. An answer may carry `values`:
+var writes applied before it is judged, in the same outcome, as `var_write` entries of the
+answered step.
 Every function here is pure: it takes the normalised tree (`tether.tree`'s `data` dict), the
 execution state and an answer, and returns a new state, a response and the new trace entries.
 There is no I/O and no clock: the caller passes `now`.
@@ -912,9 +913,10 @@ class _Ticker:
             )
 
     def tick(self, node: dict[str, Any], key: str, path: list[int]) -> str:
-        """Tick a node through its modifiers, innermost first: the node's type runs, `retries`
-        runs a failure again, `optional` makes a failure count as success (a failed `for_each`
-        item included: the loop goes on), `for_each` runs all that once per item, and `when`,
+        """Tick a node through its modifiers, innermost first: the node's type runs, `invert`
+        swaps its result, `retries` runs a failure again, `repeat` runs a success again while
+        `until` is false, `optional` makes a failure count as success (a failed `for_each` item
+        included: the loop goes on), `for_each` runs all that once per item, and `when`,
         checked once as the node is first reached, skips the lot."""
         frame = self.runtime.get(key)
         if frame is None:
@@ -936,11 +938,18 @@ class _Ticker:
             result = self._tick_type(node, key, path, frame)
             if result == RUNNING:
                 return RUNNING
+            if node.get("invert"):
+                result = FAILURE if result == SUCCESS else SUCCESS
             used = frame.get("r", 0)
             if result == FAILURE and used < node.get("retries", 0):
                 self.retried.append(f"{node['name']!r} attempt {used + 2} of {node['retries'] + 1}")
                 frame = self._restart(key, frame, result, "retry", "r", used + 1)
                 continue
+            if result == SUCCESS and "repeat" in node:
+                result = self._until(node, path, frame)
+                if result == RUNNING:
+                    frame = self._restart(key, frame, SUCCESS, "repeat", "p", frame.get("p", 0) + 1)
+                    continue
             if "e" in frame and (result == SUCCESS or node.get("optional")):
                 n = frame["n"] + 1
                 if n < len(frame["e"]):
@@ -972,6 +981,27 @@ class _Ticker:
         kept = {k: frame[k] for k in _LEVELS[: _LEVELS.index(level)] if k in frame}
         frame = self.runtime[key] = {**kept, level: value}
         return frame
+
+    def _until(self, node: dict[str, Any], path: list[int], frame: dict[str, Any]) -> str:
+        """After a successful run of a `repeat` node, check `until` (recorded `on: until`):
+        SUCCESS when it holds, RUNNING when it does not and a run is left (run again), FAILURE
+        when none is left or it cannot be evaluated."""
+        repeat = node["repeat"]
+        runs = frame.get("p", 0) + 1
+        left = runs < repeat["max"]
+        words = ("passed", "repeat" if left else "failed")
+        verdict = self._condition(node, path, None, repeat["until"], words, on="until")
+        if verdict is None:
+            return FAILURE
+        if verdict:
+            return SUCCESS
+        if left:
+            self.looped.append(f"{node['name']!r} run {runs + 1} of {repeat['max']}")
+            return RUNNING
+        self.reasons.append(
+            f"{node['name']!r} ran {runs} times and its until {repeat['until']!r} is still false."
+        )
+        return FAILURE
 
     def _for_each(self, node: dict[str, Any], path: list[int], frame: dict[str, Any]) -> str:
         """Evaluate a `for_each` list as its node is entered, and record it as a `check` entry
