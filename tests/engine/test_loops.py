@@ -592,3 +592,42 @@ def test_outcome_events_carry_the_inverted_result() -> None:
     w = Walk(tree(seq("S", action("A", ins("x"), invert=True))))
     outcome = core.apply(w.tree, w.state, core.Submit("success"), "t")
     assert outcome.events == [("0", "failure"), ("", "failure")]
+
+
+# -- navigation (bot tools) ----------------------------------------------------------------------
+
+
+def test_close_inside_a_loop_checks_with_the_item_and_moves_to_the_next_item() -> None:
+    w = Walk(
+        tree(
+            seq(
+                "Bot",
+                action("Each", ins("review $ITEM"), chk("ITEM != 'skip'"), for_each=each("VAR.f")),
+                action("After", ins("wrap up")),
+            ),
+            var={"f": ["a", "skip"]},
+        )
+    )
+    response = w.apply(core.Close())
+    assert response["current"]["item"] == {"name": "item", "index": 1, "value": "skip"}
+    refused("check_failed", w, core.Close())
+    _verify(w)
+
+
+def test_a_jump_into_a_loop_starts_it_at_its_first_item() -> None:
+    w = Walk(
+        tree(
+            seq(
+                "Bot",
+                action("First", ins("first")),
+                seq("Loop", action("Each", ins("x")), for_each=each("VAR.f")),
+            ),
+            var={"f": ["a", "b"]},
+        )
+    )
+    response = w.apply(core.Jump([1, 0]))
+    assert response["current"]["item"]["index"] == 0
+    assert w.next()["item"]["value"] == "a"
+    w.submit("success")
+    assert w.next()["item"]["value"] == "b"
+    _verify(w)
