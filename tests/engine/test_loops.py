@@ -631,3 +631,73 @@ def test_a_jump_into_a_loop_starts_it_at_its_first_item() -> None:
     w.submit("success")
     assert w.next()["item"]["value"] == "b"
     _verify(w)
+
+
+# -- every modifier on one node ------------------------------------------------------------------
+
+
+def test_every_modifier_on_one_node_applies_in_the_documented_order() -> None:
+    w = Walk(
+        tree(
+            seq(
+                "S",
+                action(
+                    "A",
+                    ev("is $ITEM bad?"),
+                    invert=True,
+                    retries=1,
+                    repeat=_rep("ITEM in VAR.done", max=2),
+                    optional=True,
+                    for_each=each("VAR.files"),
+                    when="VAR.go",
+                ),
+                action("B", ins("b")),
+            ),
+            var={"files": ["a", "b"], "done": ["b"], "go": True},
+        )
+    )
+    w.eval(True)  # a, run 1, attempt 1: bad, inverted to a failure: retried
+    w.eval(False)  # attempt 2: a success; until false: run 2, with a whole retry budget
+    w.eval(True)
+    w.eval(True)  # run 2 fails: the item fails, optional: the loop goes on
+    w.eval(False)  # b, run 1: a success, and until holds
+    assert w.next()["name"] == "B"
+    assert _items(w) == [0, 0, 0, 0, 1]
+    checks = [(e.get("on"), e["outcome"]) for e in w.trace if e["kind"] == "check"]
+    assert checks == [
+        ("when", "entered"),
+        ("for_each", "entered"),
+        ("until", "repeat"),
+        ("until", "passed"),
+    ]
+    _verify(w)
+
+
+def test_when_inside_a_repeat_is_checked_again_each_run() -> None:
+    w = Walk(
+        tree(
+            seq(
+                "Loop",
+                action("Odd", ins("odd run"), when="VAR.n % 2 == 1"),
+                action("Count", ins("count at $VAR.n")),
+                repeat=_rep("VAR.n >= 3"),
+            ),
+            var={"n": 0},
+        )
+    )
+    w.write("n", 1)
+    w.submit("success")  # run 1 (Odd was skipped at n 0)
+    assert w.next()["name"] == "Odd", "run 2 checks Odd's when again, at n 1"
+    w.submit("success")
+    w.write("n", 2)
+    w.submit("success")
+    assert w.next()["name"] == "Count", "run 3 skips Odd again, at n 2"
+    w.write("n", 3)
+    w.submit("success")
+    assert w.next() == {"status": "done"}
+    assert [e["outcome"] for e in w.trace if e.get("on") == "when"] == [
+        "skipped",
+        "entered",
+        "skipped",
+    ]
+    _verify(w)
