@@ -18,6 +18,9 @@ def phase(name: str, *actions: dict[str, Any], **extra: Any) -> dict[str, Any]:
     return {"type": "sequence", "name": name, "children": list(actions), **extra}
 
 
-def bot(name: str, *phases: dict[str, Any]) -> dict[str, Any]:
-    """A tree file's data: a root sequence of phases."""
-    return {"name": name, "tree": {"type": "sequence", "name": "root", "children": list(phases)}}
+def bot(name: str, *phases: dict[str, Any], **root: Any) -> dict[str, Any]:
+    """A tree file's data: a root sequence of phases (`root`: more keys of the root)."""
+    return {
+        "name": name,
+        "tree": {"type": "sequence", "name": "root", "children": list(phases), **root},
+    }

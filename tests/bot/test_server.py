@@ -4,13 +4,9 @@ two HTTP servers on one state file."""
 from __future__ import annotations
 
 import json
-import os
-import re
-import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +15,10 @@ import yaml
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-from bot.botkit import EXAMPLE_FOLDER, EXAMPLE_TREE
+from bot.botkit import EXAMPLE_FOLDER, EXAMPLE_TREE, action, bot, phase
 from bot.test_surface import EXAMPLE_NAMES
+from support.locks import held_lock, wait_until_waiting
+from support.servers import HttpServer, start_server
 from tether.bot.server import build_server, main
 from tether.bot.session import BotSession
 from tether.errors import EXIT_INVALID, EXIT_USAGE
@@ -28,6 +26,7 @@ from tether.verbs import Runtime
 
 pytestmark = pytest.mark.anyio
 SERVE = [sys.executable, "-m", "tether.bot.server"]
+_LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
 
 
 class Bot:
@@ -71,7 +70,13 @@ async def test_the_example_lists_exactly_the_18_documented_tools(example: Path) 
         assert by_name["story_mapping_tool"].input_schema["properties"] == {}
         assert by_name["story_mapping_tool"].annotations.read_only_hint is True  # type: ignore[union-attr]
         assert close.output_schema is not None
-        assert close.output_schema["required"] == ["status", "message", "bot", "completed"]
+        assert close.output_schema["required"] == [
+            "status",
+            "message",
+            "bot",
+            "completed",
+            "actions",
+        ]
         users = by_name["story_mapping_shape_identify_users"].description or ""
         assert "Trigger patterns: identify users, who are the users, personas" in users
         assert "story_mapping_close_current_action" in (client.instructions or "")
@@ -205,43 +210,18 @@ async def test_the_state_survives_a_server_restart_over_stdio(
     assert Runtime().verify(str(state))["ok"]
 
 
-class _HttpServer:
-    def __init__(self, tree: Path, state: Path) -> None:
-        self.process = subprocess.Popen(
-            [*SERVE, "--bot", str(tree), "--state", str(state), "--http", "--port", "0"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=dict(os.environ),
-        )
-        assert self.process.stderr is not None
-        deadline = time.monotonic() + 30
-        url = None
-        while url is None and time.monotonic() < deadline:
-            line = self.process.stderr.readline()
-            match = re.search(r"serving (http://\S+/mcp)", line)
-            if match:
-                url = match.group(1)
-            elif not line and self.process.poll() is not None:
-                break
-        if url is None:
-            self.stop()
-            raise AssertionError("the bot HTTP server did not report its URL")
-        self.url = url
-        threading.Thread(target=self.process.stderr.read, daemon=True).start()
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=10)
+def _http(tree: Path, state: Path) -> HttpServer:
+    return start_server(
+        [*SERVE, "--bot", str(tree), "--state", str(state), "--http", "--port", "0"]
+    )
 
 
 @pytest.fixture
-def two_servers(example: Path, tmp_path: Path) -> Iterator[tuple[_HttpServer, _HttpServer]]:
+def two_servers(example: Path, tmp_path: Path) -> Iterator[tuple[HttpServer, HttpServer]]:
     state = tmp_path / "shared.json"
-    first = _HttpServer(example, state)
+    first = _http(example, state)
     try:
-        second = _HttpServer(example, state)
+        second = _http(example, state)
     except AssertionError:
         first.stop()
         raise
@@ -251,7 +231,7 @@ def two_servers(example: Path, tmp_path: Path) -> Iterator[tuple[_HttpServer, _H
 
 
 async def test_two_http_servers_on_one_state_file_see_the_same_current_action(
-    two_servers: tuple[_HttpServer, _HttpServer],
+    two_servers: tuple[HttpServer, HttpServer],
 ) -> None:
     first, second = two_servers
     assert first.url != second.url
@@ -281,3 +261,81 @@ async def test_an_execution_that_turns_unreadable_is_reported_not_crashed_on(
             await client.list_tools()
         error = await bot.fail("story_mapping_tool", "corrupt_execution")
         assert "bot.json" in error["message"]
+
+
+@pytest.fixture
+def bot_http(example: Path, tmp_path: Path) -> Iterator[HttpServer]:
+    server = _http(example, tmp_path / "run.json")
+    yield server
+    server.stop()
+
+
+def _structured(reply: tuple[int, Any]) -> dict[str, Any]:
+    status, body = reply
+    assert status == 200, body
+    assert not body["result"].get("isError"), body
+    result: dict[str, Any] = body["result"]["structuredContent"]
+    return result
+
+
+def test_a_blocked_close_stalls_neither_health_nor_other_calls(
+    bot_http: HttpServer, tmp_path: Path
+) -> None:
+    assert _structured(bot_http.call("story_mapping_tool"))["action"] == "gather_context"
+    # The execution's writer lock is held here, so the server's close waits for it.
+    with ThreadPoolExecutor(1) as pool, held_lock(tmp_path / "run.json") as lock:
+        stuck = pool.submit(bot_http.call, "story_mapping_close_current_action", note="waited")
+        wait_until_waiting(bot_http.process.pid, lock)
+        assert bot_http.request("GET", "/health")[0] == 200
+        assert _structured(bot_http.call("story_mapping_tool"))["action"] == "gather_context"
+        assert bot_http.request("POST", body=_LIST)[0] == 200
+        assert not stuck.done()
+    closed = _structured(stuck.result(timeout=30))
+    assert (closed["status"], closed["action"]) == ("closed", "identify_users")
+    assert closed["completed"] == ["shape.gather_context"]
+
+
+def test_the_bot_server_takes_post_only(bot_http: HttpServer) -> None:
+    for method in ("GET", "DELETE"):
+        status, headers = bot_http.head(
+            method, headers={"Accept": "text/event-stream", "Content-Type": None}
+        )
+        assert (status, headers["allow"]) == (405, "POST"), method
+    assert len(json.loads(bot_http.request("POST", body=_LIST)[2])["result"]["tools"]) == 18
+
+
+async def test_require_all_keeps_the_workflow_open_until_every_action_is_closed(
+    write_tree: Any, tmp_path: Path
+) -> None:
+    tree = write_tree(
+        bot(
+            "checklist",
+            phase("prepare", action("gather"), action("plan")),
+            phase("ship", action("release")),
+            require_all=True,
+        )
+    )
+    state = tmp_path / "checklist.json"
+    async with Client(build_server(_session(tree, str(state)))) as client:
+        one = Bot(client)
+        await one.ok("checklist_prepare_gather")
+        await one.ok("checklist_close_current_action")
+        await one.ok("checklist_ship_release", note="the user wants to ship now")
+        # Closing the last action with plan skipped does not finish: nothing moves.
+        held = await one.ok("checklist_close_current_action", note="released")
+        assert held["status"] == "incomplete"
+        assert held["unclosed"] == ["prepare.plan"]
+        assert (held["phase"], held["action"]) == ("ship", "release")
+        assert held["actions"] == {"closed": 1, "skipped": 1, "total": 3}
+        assert "prepare.plan (checklist_prepare_plan)" in held["message"]
+        assert "closed" not in held
+        assert Runtime().get(str(state))["status"] == "running"
+        assert [e["kind"] for e in Runtime().trace(str(state))].count("close") == 1
+        # Close what is left, then the last action: now the workflow is done, all closed.
+        assert (await one.ok("checklist_prepare_tool"))["action"] == "plan"
+        assert (await one.ok("checklist_close_current_action"))["action"] == "release"
+        done = await one.ok("checklist_close_current_action")
+        assert done["status"] == "done"
+        assert done["actions"] == {"closed": 3, "skipped": 0, "total": 3}
+        assert done["message"] == "Closed ship.release. Every phase of checklist is complete."
+    assert Runtime().verify(str(state))["ok"]

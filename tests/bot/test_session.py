@@ -73,6 +73,25 @@ def test_close_moves_within_a_phase_then_to_the_next_phase_then_to_done(
     assert _verified(session)
 
 
+def test_after_a_jump_every_result_says_how_many_actions_were_closed_and_skipped(
+    session: BotSession,
+) -> None:
+    assert session.resume()["actions"] == {"closed": 0, "skipped": 0, "total": 12}
+    session.close()
+    ahead = session.enter_action("map", "write_stories", "straight to the stories")
+    assert ahead["actions"] == {"closed": 1, "skipped": 5, "total": 12}
+    session.enter_action("slice", "record_the_plan")
+    done = session.close(values={"releases": [{"goal": "a"}, {"goal": "b"}]})
+    # The execution is complete, and the answer says how little of it was closed.
+    assert done["status"] == "done"
+    assert Runtime().get(session.state)["status"] == "complete"
+    assert done["actions"] == {"closed": 2, "skipped": 10, "total": 12}
+    assert "only 2 of 12 actions were closed; 10 were skipped: shape.identify_users," in (
+        done["message"]
+    )
+    assert session.resume()["actions"] == done["actions"]
+
+
 def test_close_is_refused_while_writes_or_checks_do_not_hold(session: BotSession) -> None:
     session.enter_action("shape", "identify_users")
     error = _fails(session.close, "writes_missing")

@@ -135,8 +135,19 @@ def test_names_that_would_collide_never_do() -> None:
             "runtime would judge on arrival, before any work; put checks after its instructions "
             "at tree.children[0].children[0].steps[0]",
         ),
+        (
+            bot("t", phase("p", action("a"), require_all=True)),
+            "t.yaml is not a bot (phases of actions): phase 'p' has require_all, which holds a "
+            "whole bot open and belongs on the root at tree.children[0].require_all",
+        ),
     ],
-    ids=["root_not_a_sequence", "phase_is_an_action", "phase_holds_a_sequence", "leading_check"],
+    ids=[
+        "root_not_a_sequence",
+        "phase_is_an_action",
+        "phase_holds_a_sequence",
+        "leading_check",
+        "require_all_on_a_phase",
+    ],
 )
 def test_a_tree_that_is_not_phases_of_actions_is_refused(
     data: dict[str, object], message: str
@@ -153,3 +164,24 @@ def test_an_unknown_phase_or_action_names_the_ones_there_are() -> None:
         surface.phase("ship")
     with pytest.raises(TetherError, match="phase 'map' has no action 'deploy'; its actions are"):
         surface.action("map", "deploy")
+
+
+def test_require_all_is_read_from_the_root_and_told_in_the_close_tool() -> None:
+    held = _surface(bot("t", phase("p", action("a")), require_all=True))
+    assert held.require_all is True
+    close = next(t for t in held.tools if t.name == "t_close_current_action")
+    assert "t requires every action closed" in close.description
+    plain = _surface(bot("t", phase("p", action("a")), require_all=False))
+    assert plain.require_all is False
+    assert "requires every action closed" not in plain.tools[1].description
+    # Stored only when true, so trees without it keep their hash.
+    assert (
+        "require_all" not in normalise(bot("t", phase("p", action("a")), require_all=False))["root"]
+    )
+
+
+def test_require_all_must_be_true_or_false() -> None:
+    with pytest.raises(TetherError) as caught:
+        normalise(bot("t", phase("p", action("a")), require_all="yes"))
+    assert caught.value.code == "invalid_tree"
+    assert "require_all must be true or false" in caught.value.message

@@ -3,15 +3,9 @@ MCP client (in-memory, stdio, HTTP) and checks every result's shape, and server 
 
 from __future__ import annotations
 
-import http.client
 import json
-import os
-import re
 import shutil
-import subprocess
 import sys
-import threading
-import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -20,6 +14,7 @@ from typing import Any
 import pytest
 from mcp.client.client import Client
 
+from support.servers import HttpServer, start_server
 from tether.mcp.server import build_server
 from tether.verbs import Runtime
 
@@ -204,101 +199,9 @@ async def agent(root: Path) -> AsyncIterator[Agent]:
         yield Agent(client)
 
 
-class HttpServer:
-    """`tether mcp --http` running in a subprocess on a free loopback port."""
-
-    def __init__(self, process: subprocess.Popen[str], url: str) -> None:
-        self.process = process
-        self.url = url
-        self.base = url.removesuffix("/mcp")
-        self.port = int(url.rsplit(":", 1)[1].split("/")[0])
-        self.log: list[str] = []
-        self._drain = threading.Thread(target=self._read_log, daemon=True)
-        self._drain.start()
-
-    def _read_log(self) -> None:
-        assert self.process.stderr is not None
-        for line in self.process.stderr:
-            self.log.append(line)
-
-    def stop(self) -> None:
-        stop(self.process)
-        self._drain.join(timeout=10)
-
-    def request(
-        self,
-        method: str,
-        path: str = "/mcp",
-        body: Any = None,
-        headers: dict[str, str | None] | None = None,
-    ) -> tuple[int, dict[str, str], str]:
-        """One raw HTTP request (a dict body is sent as JSON); `headers` override the defaults
-        (Host, Content-Type, Accept), and None leaves a header out. Returns (status, headers,
-        body text)."""
-        data = (
-            body if isinstance(body, bytes) else b"" if body is None else json.dumps(body).encode()
-        )
-        sent: dict[str, str | None] = {
-            "Host": f"127.0.0.1:{self.port}",
-            "Content-Type": "application/json",
-            "Accept": "application/json, text/event-stream",
-            "Content-Length": str(len(data)),
-            **(headers or {}),
-        }
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-        try:
-            connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
-            for name, value in sent.items():
-                if value is not None:
-                    connection.putheader(name, value)
-            connection.endheaders(data)
-            response = connection.getresponse()
-            return response.status, dict(response.headers), response.read().decode()
-        finally:
-            connection.close()
-
-    def call(self, tool: str, headers: dict[str, str | None] | None = None, **args: Any) -> Any:
-        """A raw `tools/call`; returns (HTTP status, the JSON-RPC reply or the body text)."""
-        message = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {"name": tool, "arguments": args},
-        }
-        status, _, text = self.request("POST", body=message, headers=headers)
-        return status, json.loads(text) if status == 200 else text
-
-
 def start_http(root: Path, *extra: str, env: dict[str, str] | None = None) -> HttpServer:
-    """Start the HTTP server and wait (bounded) for the URL it logs on stderr."""
-    process = subprocess.Popen(
-        [*SERVE, "--http", "--port", "0", "--root", str(root), *extra],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, **(env or {})},
-    )
-    assert process.stderr is not None
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        line = process.stderr.readline()
-        match = re.search(r"serving (http://\S+/mcp)", line)
-        if match:
-            return HttpServer(process, match.group(1))
-        if not line and process.poll() is not None:
-            break
-    stop(process)
-    raise AssertionError("the HTTP server did not report its URL")
-
-
-def stop(process: subprocess.Popen[str]) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+    """Start `tether mcp --http` rooted at `root` and wait (bounded) for its URL."""
+    return start_server([*SERVE, "--http", "--port", "0", "--root", str(root), *extra], env)
 
 
 @pytest.fixture

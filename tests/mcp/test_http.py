@@ -4,6 +4,7 @@ executions in memory outlive each request, and many clients can drive it at once
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import anyio
 import pytest
 from mcp.client.client import Client
 
+from support.locks import held_lock, wait_until_waiting
 from tether.engine.protocol import PROTOCOL_TEXT
 from tether.mcp.tools import TOOLS
 from tether.verbs import Runtime
@@ -87,3 +89,46 @@ def test_health(http_server: Any) -> None:
     assert status == 200
     assert json.loads(body) == {"status": "ok"}
     assert headers["content-type"] == "application/json"
+
+
+def _structured(reply: tuple[int, Any]) -> Any:
+    status, body = reply
+    assert status == 200, body
+    assert not body["result"].get("isError"), body
+    return body["result"]["structuredContent"]
+
+
+def test_a_blocked_call_stalls_neither_health_nor_other_clients(
+    http_server: Any, root: Path
+) -> None:
+    call = http_server.call
+    _structured(call("start_execution", tree_uri="hello-world.yaml", trace_output="slow.json"))
+    _structured(call("submit", trace_output="slow.json", status="success"))
+    # The execution's writer lock is held here, so the server's next write to it waits.
+    with ThreadPoolExecutor(1) as pool, held_lock(root / "slow.json") as lock:
+        stuck = pool.submit(call, "think", trace_output="slow.json", thought="waited")
+        wait_until_waiting(http_server.process.pid, lock)
+        # While that call waits, the server answers /health and drives another execution.
+        assert http_server.request("GET", "/health")[0] == 200
+        started = call("start_execution", tree_uri="hello-world.yaml", trace_output="other.json")
+        assert _structured(started)["status"] == "started"
+        assert _structured(call("next_step", trace_output="other.json"))["name"] == (
+            "Acknowledge_Protocol"
+        )
+        assert not stuck.done()
+        # Released when the block ends: the waiting call goes through, once.
+    assert _structured(stuck.result(timeout=30))["status"] == "recorded"
+    trace = Runtime().trace(str(root / "slow.json"))
+    assert [e["submitted"] for e in trace if e["kind"] == "think"] == ["waited"]
+
+
+def test_mcp_takes_post_only_and_opens_no_stream(http_server: Any) -> None:
+    # The stateless server has no SSE stream: a GET is refused at once, not left open for ever.
+    for method in ("GET", "DELETE", "PUT"):
+        status, headers = http_server.head(
+            method, headers={"Accept": "text/event-stream", "Content-Type": None}
+        )
+        assert status == 405, method
+        assert headers["allow"] == "POST"
+    assert http_server.request("GET", "/health")[0] == 200
+    assert http_server.call("next_step", trace_output="memory://none")[0] == 200

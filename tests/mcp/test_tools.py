@@ -420,3 +420,37 @@ async def test_errors_show_paths_relative_to_the_root(agent: Any, root: Path) ->
     assert "'../elsewhere.json' is outside the allowed root ." in outside["message"]
     for error in (missing, exists, outside):
         assert str(root.parent) not in json.dumps(error), error
+
+
+async def test_errors_rewrite_their_own_paths_and_nothing_a_user_wrote(
+    agent: Any, root: Path
+) -> None:
+    # The tree's text and the agent's note both name the server's root folder.
+    instruction = f"Summarise {root}/notes.md in a line."
+    tree = {
+        "name": "paths",
+        "tree": {"type": "action", "name": "Read", "steps": [{"instruct": instruction}]},
+    }
+    (root / "paths.json").write_text(json.dumps(tree))
+    trace = "runs/paths.json"
+    await agent.ok("start_execution", tree_uri="paths.json", trace_output=trace)
+    await agent.ok("submit", trace_output=trace, status="success")
+    note = f"drafted under {root}/drafts, see {root}"
+    await agent.ok("submit", trace_output=trace, status="running", note=note)
+    stale = await agent.fail(
+        "submit", "stale_step", trace_output=trace, status="success", step="gate:0:0:0:00000000"
+    )
+    assert stale["current"]["instruction"] == instruction
+    exists = await agent.fail(
+        "start_execution", "already_exists", tree_uri="paths.json", trace_output=trace
+    )
+    assert exists["uri"] == "runs/paths.json"
+    assert str(root) not in exists["message"]
+    assert "runs/paths.json" in exists["message"]
+    # A sibling folder whose name starts with the root's is not the root.
+    sibling = f"{root}x/run.json"
+    outside = await agent.fail("next_step", "forbidden", trace_output=sibling)
+    assert outside["path"] == sibling
+    assert f"{sibling!r} is outside the allowed root ." in outside["message"]
+    entries = (await agent.ok("read_trace", trace_output=trace))["entries"]
+    assert [e["note"] for e in entries if e.get("note") and "drafted" in e["note"]] == [note]

@@ -67,6 +67,7 @@ RESULT_SCHEMA: dict[str, Any] = {
                 "current",
                 "jumped",
                 "closed",
+                "incomplete",
                 "phase_complete",
                 "unchanged",
                 "restarted",
@@ -95,6 +96,17 @@ RESULT_SCHEMA: dict[str, Any] = {
         "checks": {**_TEXTS, "description": "CEL expressions the runtime tests on close."},
         "writes": {**_TEXTS, "description": "$VAR paths to write (close's `values`)."},
         "completed": {**_TEXTS, "description": "Completed actions as phase.action, in order."},
+        "actions": {
+            "type": "object",
+            "description": "How many actions were closed, skipped (passed over without a "
+            "close, e.g. by a jump) and in all.",
+            "properties": {k: {"type": "integer"} for k in ("closed", "skipped", "total")},
+            "required": ["closed", "skipped", "total"],
+        },
+        "unclosed": {
+            **_TEXTS,
+            "description": "incomplete: the actions still to close before the last one can be.",
+        },
         "closed": {
             "type": "object",
             "description": "The action this call closed.",
@@ -106,7 +118,7 @@ RESULT_SCHEMA: dict[str, Any] = {
             "next), or {status: done | failure}.",
         },
     },
-    "required": ["status", "message", "bot", "completed"],
+    "required": ["status", "message", "bot", "completed", "actions"],
 }
 
 

@@ -8,7 +8,10 @@ runtime still enforces order, checks and writes). It never answers an action's s
 `Runtime.jump`, completing is `Runtime.close`, and nothing else. "Completed" actions are derived
 from the trace (a `close` entry, or an answer whose outcome is `action_complete`, since the last
 reset). Every result describes where the execution stands: phase, action, instructions,
-completion criteria, and what `close` will hold the action to.
+completion criteria, what `close` will hold the action to, and how many actions were closed and
+skipped (passed over without a close, as a jump does) of how many. A bot whose root has
+`require_all` does not let the close of its last action finish the workflow while another action
+is not closed: nothing moves, and the answer (`incomplete`) names what is left.
 
 Restart reloads the tree file and, when it changed, swaps the execution's embedded tree through
 `Runtime.replace_tree`, which refuses a tree the execution no longer fits.
@@ -116,6 +119,11 @@ class BotSession:
         closing = surface.at(request["path"])
         for path, value in (values or {}).items():
             self.runtime.var_write(self.state, path, value)
+        if surface.require_all and closing == surface.actions[-1]:
+            done = completed_paths(doc["trace"])
+            left = [a for a in surface.actions if a != closing and list(a.path) not in done]
+            if left:
+                return _incomplete(self.document(), surface, closing, left)
         closed = self.runtime.close(self.state, note=note, step=request["step"])
         after = self.document()
         out = describe(after, surface, "closed" if after["status"] == "running" else "done")
@@ -156,6 +164,23 @@ class BotSession:
         return describe(self.document(), surface, "jumped")
 
 
+def _incomplete(
+    doc: dict[str, Any], surface: Surface, closing: Action, left: list[Action]
+) -> dict[str, Any]:
+    """The answer to closing the last action of a `require_all` bot while `left` are not closed:
+    nothing moved, and what is left, with the tools that go there."""
+    out = describe(doc, surface, "incomplete")
+    out["unclosed"] = [f"{a.phase}.{a.name}" for a in left]
+    here = f"{closing.phase}.{closing.name}"
+    out["message"] = (
+        f"{here} was not closed: {surface.title} requires every action closed (require_all), "
+        f"and {here} is its last, but {len(left)} of {len(surface.actions)} actions are not "
+        f"closed: {', '.join(f'{a.phase}.{a.name} ({a.tool})' for a in left)}. Go to each with "
+        f"its tool and close it, then come back to {here} ({closing.tool}) and close it."
+    )
+    return out
+
+
 def _require_running(doc: dict[str, Any]) -> None:
     if doc["status"] != "running":
         raise TetherError(
@@ -179,18 +204,43 @@ def completed_paths(trace: list[dict[str, Any]]) -> list[list[int]]:
     return done
 
 
+def skipped_actions(
+    doc: dict[str, Any], surface: Surface, done: list[list[int]]
+) -> list[Action]:
+    """The actions passed over without a close: while the workflow runs, those before the
+    current action; once it is over, every one not closed."""
+    if doc["status"] == "running":
+        here = tuple(doc["open"][0]["path"])
+        behind = [a for a in surface.actions if a.path < here]
+    else:
+        behind = list(surface.actions)
+    return [a for a in behind if list(a.path) not in done]
+
+
 def describe(doc: dict[str, Any], surface: Surface, status: str) -> dict[str, Any]:
     """The result of every bot tool: where the execution stands and what the agent should do."""
     done = completed_paths(doc["trace"])
+    skipped = skipped_actions(doc, surface, done)
     out: dict[str, Any] = {
         "status": status,
         "bot": surface.title,
         "completed": [f"{surface.at(p).phase}.{surface.at(p).name}" for p in done],
+        "actions": {
+            "closed": len(done),
+            "skipped": len(skipped),
+            "total": len(surface.actions),
+        },
     }
     close_tool = surface.tool(CLOSE)
     if doc["status"] == "complete":
         out["status"] = "done"
         out["message"] = f"Every phase of {surface.title} is complete."
+        if skipped:
+            out["message"] = (
+                f"Every phase of {surface.title} is complete, but only {len(done)} of "
+                f"{len(surface.actions)} actions were closed; {len(skipped)} were skipped: "
+                f"{', '.join(f'{a.phase}.{a.name}' for a in skipped)}."
+            )
         return out
     if doc["status"] == "failed":
         out["status"] = "failed"

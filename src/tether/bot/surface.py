@@ -1,10 +1,11 @@
 """The bot tool surface of a tree: its phases, their actions, and the tool names they yield.
 
 Owns the shape a tree must have to be served as a bot (the root a `sequence` of phases, each
-phase a `sequence` of actions, no action opening with a `check`), what each action tells the
-agent (its `instruct` texts are the instructions, its `evaluate` texts the completion criteria,
-its `check` expressions and `writes` paths what `close` will hold it to), and the tool names:
-lower-case `[a-z0-9_]`, at most 64 characters, shortened deterministically and never colliding.
+phase a `sequence` of actions, no action opening with a `check`, `require_all` on the root
+only), what each action tells the agent (its `instruct` texts are the instructions, its
+`evaluate` texts the completion criteria, its `check` expressions and `writes` paths what
+`close` will hold it to), and the tool names: lower-case `[a-z0-9_]`, at most 64 characters,
+shortened deterministically and never colliding.
 
 It does not run anything (`tether.bot.session` does, over the verbs), read bot folders
 (`tether.bot.folder`) or speak MCP (`tether.bot.server`). It imports nothing but the errors.
@@ -66,7 +67,8 @@ class Tool:
 @dataclass(frozen=True)
 class Surface:
     """Every tool a bot tree yields, in listing order: continue, close, restart, the phase
-    tools, then the action tools."""
+    tools, then the action tools. `require_all` (the root's key) holds the workflow open until
+    every action was closed."""
 
     bot: str
     title: str
@@ -74,6 +76,12 @@ class Surface:
     triggers: tuple[str, ...]
     phases: tuple[Phase, ...]
     tools: tuple[Tool, ...]
+    require_all: bool = False
+
+    @property
+    def actions(self) -> tuple[Action, ...]:
+        """Every action, phase by phase, in order."""
+        return tuple(a for phase in self.phases for a in phase.actions)
 
     def tool(self, kind: str) -> str:
         """The name of the one tool of `kind` (continue, close or restart)."""
@@ -123,6 +131,13 @@ def surface_of(tree: dict[str, Any], source: str = "the tree") -> Surface:
     for i, phase in enumerate(root["children"]):
         where = f"tree.children[{i}]"
         _expect_sequence(phase, where, f"phase {phase['name']!r}", "actions", source)
+        if phase.get("require_all"):
+            raise _not_a_bot(
+                source,
+                f"{where}.require_all",
+                f"phase {phase['name']!r} has require_all, which holds a whole bot open and "
+                "belongs on the root",
+            )
         for j, action in enumerate(phase["children"]):
             _expect_action(action, phase["name"], f"{where}.children[{j}]", source)
         phases.append((phase, phase["children"]))
@@ -131,7 +146,13 @@ def surface_of(tree: dict[str, Any], source: str = "the tree") -> Surface:
     title = tree["name"]
     tools = [
         _fixed(namer, bot, CONTINUE, "tool", _continue_text(title, tree, root)),
-        _fixed(namer, bot, CLOSE, "close_current_action", _close_text(title)),
+        _fixed(
+            namer,
+            bot,
+            CLOSE,
+            "close_current_action",
+            _close_text(title, bool(root.get("require_all"))),
+        ),
         _fixed(namer, bot, RESTART, "restart", _restart_text(title)),
     ]
     phase_tools = [
@@ -173,6 +194,7 @@ def surface_of(tree: dict[str, Any], source: str = "the tree") -> Surface:
         tuple(root.get("triggers", ())),
         tuple(built),
         tuple(tools),
+        require_all=bool(root.get("require_all")),
     )
 
 
@@ -281,13 +303,19 @@ def _continue_text(title: str, tree: dict[str, Any], root: dict[str, Any]) -> st
     )
 
 
-def _close_text(title: str) -> str:
+def _close_text(title: str, require_all: bool) -> str:
     return (
         f"Mark the current action of {title} done and move to the next action (to the next "
         "phase after a phase's last action). Call it only once the action's completion "
         "criteria are met, ideally confirmed by the user; actions never complete by themselves. "
         "It is refused, with the reason, while a check of the action does not hold or a value "
         "it must write was not written: pass those in `values`. `note` is kept in the trace."
+        + (
+            f" {title} requires every action closed: closing the last action while another is "
+            "not answers `incomplete`, naming the actions left, and moves nothing."
+            if require_all
+            else ""
+        )
     )
 
 

@@ -4,7 +4,8 @@ Owns the HTTP app: the checks of `tether.httpgate` in front of every route (Host
 against DNS rebinding, the bearer token on `/mcp`, required when the address is not loopback,
 the declared body length and JSON content type), the SDK's limit on a body streamed without a
 length, and responses that never carry a stack trace. The server is stateless per request
-(a fresh transport for each POST, answered as JSON) and every request goes to one shared
+(a fresh transport for each POST, answered as JSON; any other method on /mcp is 405, there
+being no stream to open) and every request goes to one shared
 `Runtime`, so `memory://` executions live as long as the server. It does not own the tools
 (`tether.mcp.tools`) or option parsing (`tether.mcp.cli`).
 """
@@ -21,7 +22,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.datastructures import Headers
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -70,6 +71,26 @@ class _Guard:
         await self._app(scope, receive, send)
 
 
+class _PostOnly:
+    """`/mcp` takes POST only. The server is stateless: it offers no SSE stream to GET (the
+    SDK's would stay open, silent, for ever) and no session to DELETE, so any other method is
+    answered 405 with `Allow: POST`, as the MCP specification has servers without a stream do."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] == MCP_PATH and scope["method"] != "POST":
+            refusal = PlainTextResponse(
+                f"Method Not Allowed: {MCP_PATH} takes POST only (this server offers no stream)",
+                status_code=405,
+                headers={"Allow": "POST"},
+            )
+            await refusal(scope, receive, send)
+            return
+        await self._app(scope, receive, send)
+
+
 async def _health(request: Request) -> Response:
     return JSONResponse({"status": "ok"})
 
@@ -89,7 +110,7 @@ def guarded_app(server: Server[Any], options: HttpOptions) -> ASGIApp:
         host=options.host,
         custom_starlette_routes=[Route(HEALTH_PATH, _health, methods=["GET"])],
     )
-    return _Guard(app, gate)
+    return _Guard(_PostOnly(app), gate)
 
 
 def bind(options: HttpOptions) -> socket.socket:

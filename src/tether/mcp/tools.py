@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import anyio.to_thread
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
@@ -609,14 +611,35 @@ def call_spec(
 def error_result(exc: TetherError, root: str | None = None) -> types.CallToolResult:
     """A tool error whose text is the CLI's error document: {"error": {"code", "message", ...}}.
 
-    Paths under `root` are shown relative to it, and `root` itself as `.`, so a client learns
-    nothing of the server's filesystem beyond what it may address."""
-    text = json.dumps({"error": exc.to_dict()}, ensure_ascii=False)
+    With a `root`, what the error says about where is shown relative to it, and `root` itself
+    as `.`, so a client learns nothing of the server's filesystem beyond what it may address:
+    the message, and each detail that is a path or file URI under `root`. Every other detail
+    (the current request, a check, what the client sent) comes back exactly as it is."""
+    document = exc.to_dict()
     if root:
-        quoted = json.dumps(root)[1:-1]
-        text = text.replace(f"file://{quoted}/", "").replace(f"{quoted}/", "")
-        text = text.replace(quoted, ".")
+        document["message"] = _relative_text(exc.message, root)
+        for key, value in exc.details.items():
+            if isinstance(value, str):
+                document[key] = _relative_path(value, root)
+    text = json.dumps({"error": document}, ensure_ascii=False)
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+def _relative_path(value: str, root: str) -> str:
+    """`value`, if it is `root` or a path or file URI under it, relative to `root`."""
+    for prefix in (f"file://{root}", root):
+        if value == prefix:
+            return "."
+        if value.startswith(prefix + "/"):
+            return value[len(prefix) + 1 :]
+    return value
+
+
+def _relative_text(text: str, root: str) -> str:
+    """`text` with every mention of `root` (a path or file URI, not a longer name such as
+    `ROOTx`) made relative to it."""
+    mention = re.compile(rf"(?:file://)?{re.escape(root)}(?:(/)|(?![\w-]|\.\w))")
+    return mention.sub(lambda m: "" if m.group(1) else ".", text)
 
 
 def register_tools(server: Server[Any], runtime: Runtime) -> None:
@@ -632,28 +655,37 @@ def serve_tools(
     `runtime`. When `specs()` itself is refused, listing is a protocol error and a call is a
     tool error carrying the refusal."""
 
-    async def list_tools(
-        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
-    ) -> types.ListToolsResult:
+    # Tool work reads and writes stores (files, a database, locks held by other processes) and
+    # loads trees: it runs on a worker thread, so one slow call never stalls the event loop and
+    # with it every other client, /health included. Each call holds the store's lock for its
+    # execution, so calls on one execution still apply one at a time, in order.
+    def listing() -> types.ListToolsResult:
         try:
             return types.ListToolsResult(tools=[s.to_tool() for s in specs().values()])
         except TetherError as exc:
             raise MCPError(types.INTERNAL_ERROR, exc.message) from None
 
-    async def call(
-        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    def answer(name: str, arguments: Mapping[str, Any]) -> types.CallToolResult:
         try:
             found = specs()
         except TetherError as exc:
             return error_result(exc, runtime.root)
-        spec = found.get(params.name)
+        spec = found.get(name)
         if spec is None:
             raise MCPError(
-                types.INVALID_PARAMS,
-                f"unknown tool {params.name!r}; the tools are {', '.join(found)}",
+                types.INVALID_PARAMS, f"unknown tool {name!r}; the tools are {', '.join(found)}"
             )
-        return call_spec(spec, runtime, params.arguments or {})
+        return call_spec(spec, runtime, arguments)
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
+    ) -> types.ListToolsResult:
+        return await anyio.to_thread.run_sync(listing)
+
+    async def call(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        return await anyio.to_thread.run_sync(answer, params.name, params.arguments or {})
 
     def input_schema(name: str) -> dict[str, Any] | None:
         spec = specs().get(name)

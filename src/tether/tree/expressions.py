@@ -17,8 +17,8 @@ stay fast. So the compiled extension module `cel/cel.*.so` (or `.pyd`) is loaded
 file, through `importlib.machinery.ExtensionFileLoader` (about 10 ms), and registered as
 `cel.cel` in `sys.modules`, so that a later `import cel` elsewhere reuses it rather than
 initialising the extension twice. If the file cannot be found, it falls back to `import cel`.
-The library is loaded on first use only: importing this module costs nothing, and it never
-imports YAML or pydantic.
+The library is loaded on first use only, under a lock (two threads initialising the extension at
+once make it panic): importing this module costs nothing, and it never imports YAML or pydantic.
 
 Does not own: where in a tree file an expression sits (`load.py` adds the file location), or
 what a false condition means at run time (the engine).
@@ -31,6 +31,7 @@ import importlib.util
 import json
 import re
 import sys
+import threading
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -43,6 +44,7 @@ _QUOTES = "\"'"
 _SHOWN_CHARS = 120  # how much of a wrong result a reason quotes
 
 _cel: ModuleType | None = None
+_loading = threading.Lock()  # servers compile on worker threads; the extension loads once
 _programs: dict[str, Any] = {}
 
 
@@ -57,7 +59,9 @@ class ExpressionError(Exception):
 def _library() -> ModuleType:
     global _cel
     if _cel is None:
-        _cel = sys.modules.get("cel.cel") or _load_extension()
+        with _loading:
+            if _cel is None:
+                _cel = sys.modules.get("cel.cel") or _load_extension()
     return _cel
 
 

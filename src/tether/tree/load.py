@@ -326,6 +326,8 @@ class _Loader:
             out["retries"] = values["retries"]
         if values["optional"]:
             out["optional"] = True
+        if values.get("require_all"):
+            out["require_all"] = True
         if values["invert"]:
             out["invert"] = True
         if values["repeat"] is not None:

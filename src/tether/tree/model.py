@@ -122,7 +122,14 @@ COMMON_FIELDS: dict[str, Field] = {
 
 CHILDREN_FIELD = Field("children", "The child nodes, at least one.", required=True)
 NODE_FIELDS: dict[str, dict[str, Field]] = {
-    "sequence": {"children": CHILDREN_FIELD},
+    "sequence": {
+        "children": CHILDREN_FIELD,
+        "require_all": Field(
+            "flag",
+            "Bot trees, on the root: the workflow completes only once every action was closed "
+            "(closing the last action while others were skipped answers with what is left).",
+        ),
+    },
     "selector": {"children": CHILDREN_FIELD},
     "parallel": {
         "children": CHILDREN_FIELD,
