@@ -2,7 +2,10 @@
 
 Run: `.venv/bin/python bench/guard_bench.py [--calls N] [--hooks N] [--requests N]`. Prints a
 table of medians and tails against the targets (decision p50 < 50 µs and p99 < 1 ms with the dev
-profile plus 50 custom rules; hook < 80 ms per event; serve round trip < 2 ms).
+profile plus 50 custom rules; hook < 80 ms per event; serve round trip < 2 ms). The hook and
+serve rows come twice: unbound, and for a session bound to an execution (its `workflow.trace`),
+where each PreToolUse reads the open step's tool policy and each PostToolUse records a `tool`
+entry into the trace.
 
 The hook is timed as Claude Code runs it: a fresh process per event, the payload on stdin, with
 the package's bytecode cached as it is in an installed package (the first runs warm it up).
@@ -119,14 +122,44 @@ def _env() -> dict[str, str]:
     return env
 
 
-def bench_hook(runs: int, work: Path) -> dict[str, list[float]]:
-    config = work / "guard.yaml"
-    config.write_text("security:\n  behavior:\n    profile: dev\n")
+BOUND_TREE = """\
+name: bench
+tree:
+  type: sequence
+  name: Bench
+  children:
+    - type: action
+      name: Work
+      tools: {allow: [Read, Edit, Grep, "Bash(pytest*)"], deny: [Write]}
+      steps:
+        - instruct: Do the work.
+        - check: TOOLS.exists(t, t.tool == "Bash" && t.ok)
+"""
+
+
+def write_configs(work: Path) -> dict[str, Path]:
+    """The unbound configuration, and one bound to a running execution in `work`."""
+    from tether.verbs import Runtime
+
+    (work / "bench.yaml").write_text(BOUND_TREE)
+    uri = str(work / "bound.json")
+    Runtime().start(str(work / "bench.yaml"), uri)
+    Runtime().submit(uri, "success")
+    unbound = work / "guard.yaml"
+    unbound.write_text("security:\n  behavior:\n    profile: dev\n")
+    bound = work / "bound.yaml"
+    bound.write_text(
+        f"security:\n  behavior:\n    profile: dev\n    workflow:\n      trace: {uri}\n"
+    )
+    return {"": unbound, " (bound)": bound}
+
+
+def bench_hook(runs: int, work: Path, config: Path, label: str) -> dict[str, list[float]]:
     env = _env()
     out: dict[str, list[float]] = {}
     commands = {
         "python -c pass (interpreter start)": [sys.executable, "-c", "pass"],
-        "tether guard hook": [
+        f"tether guard hook{label}": [
             sys.executable,
             "-c",
             "import sys; from tether.cli.main import main; sys.exit(main())",
@@ -137,7 +170,7 @@ def bench_hook(runs: int, work: Path) -> dict[str, list[float]]:
             "--state-dir",
             str(work / "state"),
         ],
-        "python -m tether.guard.cli hook": [
+        f"python -m tether.guard.cli hook{label}": [
             sys.executable,
             "-m",
             "tether.guard.cli",
@@ -148,6 +181,8 @@ def bench_hook(runs: int, work: Path) -> dict[str, list[float]]:
             str(work / "state"),
         ],
     }
+    if label:
+        del commands["python -c pass (interpreter start)"]
     for name, command in commands.items():
         times: list[float] = []
         for n in range(runs + 3):
@@ -184,8 +219,7 @@ def bench_hook(runs: int, work: Path) -> dict[str, list[float]]:
     return out
 
 
-def bench_serve(requests: int, work: Path) -> list[float]:
-    config = work / "guard.yaml"
+def bench_serve(requests: int, work: Path, config: Path) -> list[float]:
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -268,11 +302,13 @@ def main() -> None:
     rows.append(row("decision post_tool (dev + 50 rules)", "µs", decisions["post_tool"], "-"))
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        for name, values in bench_hook(args.hooks, work).items():
-            rows.append(row(name, "ms", values, "-" if "pass" in name else "< 80 ms"))
-        rows.append(
-            row("serve round trip (keep-alive)", "ms", bench_serve(args.requests, work), "< 2 ms")
-        )
+        configs = write_configs(work)
+        for label, config in configs.items():
+            for name, values in bench_hook(args.hooks, work, config, label).items():
+                rows.append(row(name, "ms", values, "-" if "pass" in name else "< 80 ms"))
+        for label, config in configs.items():
+            times = bench_serve(args.requests, work, config)
+            rows.append(row(f"serve round trip (keep-alive){label}", "ms", times, "< 2 ms"))
     print("\n".join(rows))
 
 

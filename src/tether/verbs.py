@@ -3,7 +3,8 @@
 Owns the verbs that every interface calls (the CLI, the MCP server, the bot tools, the
 viewer): start, resume, reset, next, eval, submit (each answer may carry its step's var writes),
 approve and reject (a person's answer to a human step), think, var read/write, const, get,
-trace, verify, fork, and the bot tools' jump, close and replace_tree; the parsing of answer values
+trace, verify, fork, the bot tools' jump, close and replace_tree, and what a bound agent session
+records (stop, record_tool) and reads (open_steps); the parsing of answer values
 (JSON or string) and the check that everything a caller hands in can be stored as standard JSON
 (`check_value`: no NaN or infinity, no text that is not UTF-8, nesting no deeper than
 `MAX_DEPTH`), done here once for every interface; the clock; and the phase rules that depend on
@@ -11,6 +12,9 @@ storage (start refuses a URI that exists). Each verb that changes an execution h
 transaction for the URI, runs the engine once, and commits once; a verb the engine refuses
 commits nothing. It does not format output (the edges do) and does not know node semantics (the
 engine does) or encodings (the stores do).
+
+`list_executions` lists the executions in a place (a folder, `memory://`, a database) through its
+store's `list`.
 """
 
 from __future__ import annotations
@@ -25,13 +29,18 @@ from typing import TYPE_CHECKING, Any
 from tether.engine import core
 from tether.engine.varpath import parse_path, read_path
 from tether.errors import TetherError
-from tether.store import scheme_of, store_for
+from tether.store import path_of, scheme_of, store_for
 
 if TYPE_CHECKING:
     from tether.store.base import Store
 
 Clock = Callable[[], str]
 
+# The statuses an execution can have, what `list` filters on.
+STATUSES = ("running", "complete", "failed")
+
+# The answers whose checks may read TOOLS.
+_MOVES = (core.Eval, core.Submit, core.Human, core.Close)
 # Execution-state keys that are engine or store bookkeeping, not part of the document.
 _INTERNAL = ("salt", "seq", "since_reset", "initial", "trace", "tree_file")
 # How deeply objects and lists written to $VAR or $CONST may nest inside one another, the keys
@@ -151,6 +160,35 @@ def _unstorable(what: str, reason: str) -> TetherError:
     return TetherError("invalid_value", f"{what} {reason}", argument=what)
 
 
+EVIDENCE_TEXT = 1000  # characters of each string a `tool` entry keeps
+_EVIDENCE_DEPTH = 8  # nesting levels of a `tool` entry's input kept
+_EVIDENCE_ITEMS = 100  # items of each list or mapping kept
+
+
+def bounded(value: Any, depth: int = 0) -> Any:
+    """`value` with every string cut at `EVIDENCE_TEXT` characters (the cut marked with how much
+    was left out), lists and mappings cut at `_EVIDENCE_ITEMS` items and nesting at
+    `_EVIDENCE_DEPTH` levels, so that a tool's input can never swell a trace."""
+    if isinstance(value, str):
+        if len(value) <= EVIDENCE_TEXT:
+            return value
+        return value[:EVIDENCE_TEXT] + f"…[cut {len(value) - EVIDENCE_TEXT} characters]"
+    if isinstance(value, dict | list) and depth >= _EVIDENCE_DEPTH:
+        return "…[cut: nested too deep]"
+    if isinstance(value, dict):
+        items = list(value.items())
+        out = {str(k): bounded(v, depth + 1) for k, v in items[:_EVIDENCE_ITEMS]}
+        if len(items) > _EVIDENCE_ITEMS:
+            out["…"] = f"[cut {len(items) - _EVIDENCE_ITEMS} keys]"
+        return out
+    if isinstance(value, list):
+        kept = [bounded(v, depth + 1) for v in value[:_EVIDENCE_ITEMS]]
+        if len(value) > _EVIDENCE_ITEMS:
+            kept.append(f"…[cut {len(value) - _EVIDENCE_ITEMS} items]")
+        return kept
+    return value
+
+
 class Runtime:
     """Drives executions in whatever store their URI names.
 
@@ -195,21 +233,13 @@ class Runtime:
             return uri
         store = None if tree else self._default_store
         if store:
-            scheme = scheme_of(store)
-            if scheme == "memory":
-                return "memory://" + uri
-            if scheme != "file":
-                return f"{store}#{uri}"
-            from tether.store.file import path_of
-
-            return os.path.join(path_of(store), uri)
+            return store_for(store).locate(store, uri)
         if self._root is None or os.path.isabs(uri):
             return uri
         return os.path.join(self._root, uri)
 
     def _load_tree(self, tree_uri: str) -> Any:
         """The tree file at `tree_uri` (a path or `file:` URI), loaded and validated."""
-        from tether.store.file import path_of
         from tether.tree.load import load_tree
 
         path = path_of(self._anchor(tree_uri, tree=True))
@@ -269,6 +299,7 @@ class Runtime:
         stored = store.create(uri, state, tree.data)
         self._trees[tree.hash] = tree.data
         return {
+            "ok": True,
             "status": "started",
             "uri": uri,
             "tree": tree.data["name"],
@@ -322,8 +353,14 @@ class Runtime:
     # -- the loop ------------------------------------------------------------------------------
 
     def next(self, trace: str, *, all: bool = False) -> Any:
+        """The open request (every open request with `all`); once the execution is over,
+        exactly `{"status": "done"}` or `{"status": "failure"}`, as abtree and behaviors-sh
+        answer (why it failed is in `get`, and was in the answer that ended it)."""
         store, uri = self._store(trace)
         state = store.load(uri)
+        if state["status"] != "running":
+            ended = {"status": core.current(state)["status"]}
+            return [ended] if all else ended
         return core.all_open(state) if all else core.current(state)
 
     def eval(
@@ -402,6 +439,26 @@ class Runtime:
         doc["trace"] = entries
         return doc
 
+    def list_executions(
+        self, where: str | None = None, *, status: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The executions at `where` — a folder (its sub-folders included), `memory://` or a
+        database (`postgresql://...` without `#name`); by default the default store, else the
+        root, else the current folder — as the store lists them (`tether.store.base.Summary`),
+        only those whose status is `status` when given. A relative folder is relative to the
+        root; a folder outside the root is `forbidden`."""
+        if status is not None and status not in STATUSES:
+            raise TetherError(
+                "invalid_value",
+                f"status must be one of {', '.join(STATUSES)}, got {status!r}",
+                argument="status",
+            )
+        place = self._anchor(where, tree=True) if where else None
+        place = place or self._default_store or self._root or "."
+        if self._root is not None and scheme_of(place) == "file":
+            self._confine(path_of(place), where or place)
+        return [summary.to_dict() for summary in store_for(place).list(place, status=status)]
+
     def trace(self, trace: str, *, start: int | None = None, stop: int | None = None) -> list[Any]:
         """Trace entries with `start <= seq < stop` (either bound may be omitted)."""
         store, uri = self._store(trace)
@@ -475,6 +532,34 @@ class Runtime:
             "next": core.current(state),
         }
 
+    # -- a bound agent session (tether.guard.binding) ------------------------------------------
+
+    def stop(self, trace: str, *, cap: int) -> dict[str, Any]:
+        """Record that the agent tried to stop while the execution runs: `refused`, or `allowed`
+        once `cap` refusals in a row went without an answer (a `stop` entry either way)."""
+        return self._answer(trace, core.Stop(cap))
+
+    def record_tool(
+        self, trace: str, tool: str, input: Any, *, ok: bool, step: str | None = None
+    ) -> dict[str, Any]:
+        """Record a tool call the agent made while a step was open (a `tool` entry); every
+        string of `input` is cut at `EVIDENCE_TEXT` characters, and marked where cut."""
+        return self._answer(trace, core.ToolCall(tool, bounded(input), ok, step))
+
+    def open_steps(self, trace: str) -> dict[str, Any]:
+        """The execution's status, its refused stops in a row (`stop_blocks`), its current
+        request and every open one (each with the `tools` policy that applies to it, when a
+        node declares one), read from the state alone."""
+        store, uri = self._store(trace)
+        state = store.load(uri)
+        return {
+            "uri": uri,
+            "status": state["status"],
+            "stop_blocks": state.get("stops", 0),
+            "current": core.current(state),
+            "open": core.all_open(state) if state["status"] == "running" else [],
+        }
+
     # -- internals -----------------------------------------------------------------------------
 
     def _tree(self, store: Any, uri: str, state: dict[str, Any]) -> dict[str, Any]:
@@ -491,7 +576,10 @@ class Runtime:
             cached = self._trees.get(state["tree_hash"])
             tree = cached if cached is not None else tx.tree()
             self._trees[state["tree_hash"]] = tree
-            outcome = core.apply(tree, state, answer, self._clock(), self._condition)
+            # Checks that read TOOLS see the tool entries of their action's attempt.
+            since = core.tools_since(state) if isinstance(answer, _MOVES) else None
+            tools = None if since is None else core.tool_records(store.read_trace(uri), since)
+            outcome = core.apply(tree, state, answer, self._clock(), self._condition, tools)
             if outcome.changed:
                 outcome.state["updated_at"] = outcome.entries[-1]["ts"]
                 tx.commit(

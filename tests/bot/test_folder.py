@@ -131,7 +131,7 @@ def test_files_give_instructions_criteria_checks_writes_description_and_triggers
         ),
         ({"1_p/description.md": "empty phase"}, "1_p", "holds no action folders"),
         ({"description.md": "no phases"}, "", "holds no phase folders"),
-        ({"1_bad name/1_a/instructions.md": "x"}, "1_bad name", "the phase name 'bad name'"),
+        ({"1_bad@name/1_a/instructions.md": "x"}, "1_bad@name", "the phase name 'bad@name'"),
         ({"README.md": "hi", "1_p/1_a/instructions.md": "x"}, "README.md", "is not a bot file"),
     ],
     ids=[

@@ -42,3 +42,18 @@ def test_step_commands_import_no_heavy_module(tmp_path: Path) -> None:
     codes, heavy = json.loads(done.stderr.strip().splitlines()[-1])
     assert codes == [0, 0, 0], done.stderr
     assert heavy == []
+
+
+def test_list_imports_no_heavy_module(tmp_path: Path) -> None:
+    Runtime().start(HELLO, str(tmp_path / "run.json"))
+    commands = [["list", str(tmp_path)], ["list", str(tmp_path), "--json"]]
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE.format(commands=json.dumps(commands), heavy=HEAVY)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    codes, heavy = json.loads(done.stderr.strip().splitlines()[-1])
+    assert codes == [0, 0], done.stderr
+    assert heavy == []

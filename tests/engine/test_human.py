@@ -48,6 +48,8 @@ def test_the_agents_answers_are_refused_with_human_only_and_the_current_request(
         err = refused("human_only", w, answer)
         assert err.details["current"] == request
         assert err.exit_code == 5
+        verb = "eval" if isinstance(answer, core.Eval) else "submit"
+        assert f"not for {verb}: tell the user" in err.message
 
 
 def test_approve_advances_and_is_recorded_with_outcome_note_and_source() -> None:

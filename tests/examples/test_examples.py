@@ -155,7 +155,6 @@ def test_review_changes_stops_at_a_file_that_holds_a_secret(rt: Runtime, tmp_pat
     _answer(rt, uri, "Review_File", "success", writes={"verdict": "clean"})
     assert _item(rt, uri) == ".env"
     _answer(rt, uri, "No_Secrets", True)
-    failed = rt.next(uri)
-    assert failed["status"] == "failure"
-    assert "'Each_File' failed at item 2 of 3." in failed["message"]
+    assert rt.next(uri) == {"status": "failure"}
+    assert "'Each_File' failed at item 2 of 3." in rt.get(uri)["failure"]
     assert rt.verify(uri)["ok"]

@@ -87,7 +87,8 @@ async def test_sixteen_clients_drive_their_own_executions_at_once(
 def test_health(http_server: Any) -> None:
     status, headers, body = http_server.request("GET", "/health")
     assert status == 200
-    assert json.loads(body) == {"status": "ok"}
+    # abtree's clients read `status`, behaviors-sh's read `ok`
+    assert json.loads(body) == {"status": "ok", "ok": True}
     assert headers["content-type"] == "application/json"
 
 

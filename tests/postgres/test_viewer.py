@@ -1,35 +1,40 @@
-"""The viewer on a PostgreSQL execution: `tether show` and a live `tether view URI`."""
+"""The viewer on a PostgreSQL database: `tether show` of one execution, and a live
+`tether view` of the whole database that lists every execution and opens any of them."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
-import time
-import urllib.error
 import urllib.request
-from collections.abc import Callable
+import uuid
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
-
-import pytest
 
 from support.postgres import PostgresServer
 from tether.verbs import Runtime
+from viewer.driver import ViewServer
 
 TETHER = str(Path(sys.executable).parent / "tether")
 HELLO = str(Path(__file__).resolve().parents[2] / "examples" / "hello-world.yaml")
 
 
-def _get(base: str, path: str) -> object:
-    with urllib.request.urlopen(base + path, timeout=10) as response:
-        return json.loads(response.read())
+def _database(server: PostgresServer) -> str:
+    name = f"view_{uuid.uuid4().hex[:12]}"
+    server.create_database(name)
+    return server.database_uri(name)
 
 
-def test_view_and_show_follow_an_execution_in_the_database(
-    server: PostgresServer, new_name: Callable[[], str]
-) -> None:
-    uri = server.uri(new_name())
+def _next_event(stream: Any) -> Any:
+    """The value of the next event on an open event stream (its blank line read too)."""
+    line = stream.readline()
+    stream.readline()
+    return json.loads(line.decode()[len("data: ") :])["value"]
+
+
+def test_show_draws_an_execution_in_the_database(server: PostgresServer) -> None:
+    uri = f"{_database(server)}#run"
     rt = Runtime()
     rt.start(HELLO, uri)
     rt.submit(uri, "success")
@@ -38,37 +43,64 @@ def test_view_and_show_follow_an_execution_in_the_database(
     ).stdout
     assert "Determine_Time" in shown and "open" in shown
 
-    view = subprocess.Popen([TETHER, "view", uri, "--port", "0"], stdout=subprocess.PIPE, text=True)
+
+def test_view_of_a_database_lists_every_execution_and_follows_one(
+    server: PostgresServer,
+) -> None:
+    dsn = _database(server)
+    rt = Runtime()
+    for name in ("first", "second run"):
+        rt.start(HELLO, f"{dsn}#{name}")
+    rt.submit(f"{dsn}#first", "success")
+    view = ViewServer(dsn)
     try:
-        assert view.stdout is not None
-        lines = []
-        for line in view.stdout:
-            lines.append(line)
-            if line.rstrip() == "}":
-                break
-        address = json.loads("".join(lines))
-        base = address["url"].split("?")[0]
-        assert address["executions"] == 1
-        assert parse_qs(urlsplit(address["url"]).query)["run"] == [uri], "the page opens it"
-        runs = _get(base, "api/runs")
-        assert isinstance(runs, dict)
-        assert [(r["path"], r["status"]) for r in runs["runs"]] == [(uri, "running")]
-        with pytest.raises(urllib.error.HTTPError) as refused:
-            _get(base, "api/run?path=" + quote(uri + "-other", safe=""))
-        assert refused.value.code == 403, "a URI viewer serves its one execution only"
-        run = _get(base, "api/run?path=" + quote(uri, safe=""))
-        assert isinstance(run, dict) and run["snapshot"]["open_keys"] == ["0"]
-        with urllib.request.urlopen(
-            base + "api/events?path=" + quote(uri, safe=""), timeout=10
-        ) as stream:
-            first = json.loads(stream.readline().decode()[len("data: ") :])
-            stream.readline()
-            rt.var_write(uri, "time_of_day", "evening")
-            committed = time.monotonic()
-            second = json.loads(stream.readline().decode()[len("data: ") :])
-            elapsed = time.monotonic() - committed
-        assert second["value"] == first["value"] + 1
-        assert elapsed < 1.0
+        assert view.address["executions"] == 2 and "?" not in view.url
+        status, listing = view.get("/api/runs")
+        assert status == 200 and listing["folder"] == dsn
+        rows = [(r["path"], r["status"], r["open_step"]["name"]) for r in listing["runs"]]
+        assert rows == [
+            ("first", "running", "Determine_Time"),
+            ("second run", "running", "Acknowledge_Protocol"),
+        ]
+        status, run = view.get("/api/run?path=first")
+        assert status == 200 and run["snapshot"]["open_keys"] == ["0"]
+        assert view.get("/api/run?path=missing")[0] == 404
+        elsewhere = quote("postgresql://tether@127.0.0.1:1/other#x", safe="")
+        assert view.get(f"/api/run?path={elsewhere}")[0] == 404, (
+            "a path is a name in this database, never another database"
+        )
+
+        with urllib.request.urlopen(view.base + "api/events", timeout=10) as listing_events:
+            _next_event(listing_events)
+            with urllib.request.urlopen(
+                view.base + "api/events?path=" + quote("second run", safe=""), timeout=10
+            ) as run_events:
+                assert _next_event(run_events) == 0
+                rt.submit(f"{dsn}#second run", "success")
+                assert _next_event(run_events) == 1
+            _next_event(listing_events)  # the commit changed the listing
+            rt.start(HELLO, f"{dsn}#third")
+            _next_event(listing_events)
+        status, listing = view.get("/api/runs")
+        assert [r["path"] for r in listing["runs"]] == ["first", "second run", "third"]
     finally:
-        view.terminate()
-        view.wait(timeout=10)
+        assert view.stop() == 0
+
+
+def test_view_of_one_execution_serves_its_database_and_opens_it(server: PostgresServer) -> None:
+    dsn = _database(server)
+    rt = Runtime()
+    for name in ("a", "b"):
+        rt.start(HELLO, f"{dsn}#{name}")
+    view = ViewServer(f"{dsn}#b")
+    try:
+        assert parse_qs(urlsplit(view.url).query)["run"] == ["b"], "the page opens it"
+        assert view.address["executions"] == 2
+        assert view.get("/api/run?path=a")[0] == 200
+    finally:
+        assert view.stop() == 0
+    missing = subprocess.run(
+        [TETHER, "view", f"{dsn}#missing"], capture_output=True, text=True, timeout=60
+    )
+    assert missing.returncode == 4
+    assert json.loads(missing.stderr)["error"]["code"] == "not_found"

@@ -10,6 +10,7 @@ import pytest
 
 from support.stores import Backend
 from tether.errors import TetherError
+from tether.store.base import Summary
 from tether.verbs import Runtime
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -269,3 +270,107 @@ def test_a_store_encodes_only_standard_json(backend: Backend) -> None:
     state = backend.store.load(uri)
     assert state["revision"] == 0 and state["var"] == {"a": 1}
     assert list(backend.store.read_trace(uri)) == []
+
+
+# -- listing and revisions -------------------------------------------------------------------
+
+
+def _listed(backend: Backend, uri: str, status: str | None = None) -> Summary | None:
+    found = [s for s in backend.store.list(backend.where, status=status) if s.uri == uri]
+    assert len(found) <= 1
+    return found[0] if found else None
+
+
+def test_list_shows_each_execution_and_how_it_stands(backend: Backend) -> None:
+    uri = backend.store.canonical(backend.new_uri())
+    request = {"type": "instruct", "name": "A", "step": "a:0", "path": [], "index": 0}
+    when = "2026-01-01T09:30:00.000Z"
+    state = _state(uri, tree_name="t", phase="performing", open=[request], updated_at=when)
+    backend.store.create(uri, state, TREE)
+    name = backend.store.place(uri)[1]
+    assert name is not None
+    assert _listed(backend, uri) == Summary(
+        uri,
+        name,
+        tree="t",
+        status="running",
+        phase="performing",
+        open_step={"name": "A", "type": "instruct"},
+        revision=0,
+        updated_at=when,
+    )
+    with backend.store.transaction(uri) as tx:
+        tx.commit(dict(tx.state, status="complete", phase="done", open=[]), [_entry(0)])
+    listed = _listed(backend, uri)
+    assert listed is not None
+    assert (listed.status, listed.phase, listed.open_step, listed.revision) == (
+        "complete",
+        "done",
+        None,
+        1,
+    )
+    assert listed.to_dict()["open_step"] is None and "error" not in listed.to_dict()
+
+
+def test_list_names_what_locate_and_place_address(backend: Backend) -> None:
+    uri = backend.store.canonical(backend.new_uri())
+    backend.store.create(uri, _state(uri), TREE)
+    where, name = backend.store.place(uri)
+    assert name is not None
+    assert backend.store.place(where) == (where, None), "a place names no execution"
+    assert backend.store.locate(where, name) == uri
+    assert backend.store.locate(backend.where, name) == uri
+    assert uri in [s.uri for s in backend.store.list(where)]
+    names = [s.name for s in backend.store.list(backend.where)]
+    assert names == sorted(names)
+
+
+def test_list_filters_on_status(backend: Backend) -> None:
+    running, done = (backend.store.canonical(backend.new_uri()) for _ in range(2))
+    for uri in (running, done):
+        backend.store.create(uri, _state(uri), TREE)
+    with backend.store.transaction(done) as tx:
+        tx.commit(dict(tx.state, status="complete"), [])
+    assert _listed(backend, running, "running") is not None
+    assert _listed(backend, running, "complete") is None
+    assert _listed(backend, done, "complete") is not None
+    assert _listed(backend, done, "running") is None
+    assert _listed(backend, done, "failed") is None
+
+
+def test_list_refuses_a_uri_naming_one_execution(backend: Backend) -> None:
+    uri = backend.store.canonical(backend.new_uri())
+    backend.store.create(uri, _state(uri), TREE)
+    assert _code(backend.store.list, uri) == "invalid_value"
+    assert backend.store.load(uri)["revision"] == 0
+
+
+def test_revision_is_the_committed_one(backend: Backend) -> None:
+    uri = backend.store.canonical(backend.new_uri())
+    assert _code(backend.store.revision, uri) == "not_found"
+    backend.store.create(uri, _state(uri), TREE)
+    assert backend.store.revision(uri) == 0
+    with backend.store.transaction(uri) as tx:
+        tx.commit(tx.state, [_entry(0)])
+    assert backend.store.revision(uri) == 1
+    with pytest.raises(RuntimeError), backend.store.transaction(uri):
+        raise RuntimeError("the engine refused")
+    assert backend.store.revision(uri) == 1
+    with backend.store.transaction(uri) as tx:
+        tx.replace_tree({**TREE, "name": "t2"}, tx.state)
+    assert backend.store.revision(uri) == backend.store.load(uri)["revision"] == 2
+
+
+def test_runtime_lists_the_executions_of_a_place(backend: Backend) -> None:
+    rt, uri = Runtime(), backend.new_uri()
+    started = rt.start(str(EXAMPLES / "hello-world.yaml"), uri)
+    rt.submit(uri, "success")
+    (row,) = [r for r in rt.list_executions(backend.where) if r["uri"] == started["uri"]]
+    assert row["tree"] == "hello-world" and row["status"] == "running"
+    assert row["open_step"] == {"name": "Determine_Time", "type": "instruct"}
+    assert row["revision"] == 1 and row["phase"] == "performing"
+    failed = rt.list_executions(backend.where, status="failed")
+    assert started["uri"] not in [r["uri"] for r in failed]
+    with pytest.raises(TetherError) as err:
+        rt.list_executions(backend.where, status="done")
+    assert err.value.code == "invalid_value"

@@ -19,17 +19,31 @@ _names = itertools.count()
 
 @dataclass
 class Backend:
+    """A store under test; `new_uri()` names a fresh execution in the place `where`, which
+    `Store.list` takes."""
+
     kind: str
     store: Store
     new_uri: Callable[[], str]
+    where: str
 
 
 def _file(tmp_path: Path) -> Backend:
-    return Backend("file", store_for("x.json"), lambda: str(tmp_path / f"run-{next(_names)}.json"))
+    return Backend(
+        "file",
+        store_for("x.json"),
+        lambda: str(tmp_path / f"run-{next(_names)}.json"),
+        str(tmp_path),
+    )
 
 
 def _memory(tmp_path: Path) -> Backend:
-    return Backend("memory", store_for("memory://x"), lambda: f"memory://conformance-{next(_names)}")
+    return Backend(
+        "memory",
+        store_for("memory://x"),
+        lambda: f"memory://conformance-{next(_names)}",
+        "memory://",
+    )
 
 
 def _postgresql(tmp_path: Path) -> Backend:
@@ -40,6 +54,7 @@ def _postgresql(tmp_path: Path) -> Backend:
         "postgresql",
         store_for(server.uri("x")),
         lambda: server.uri(f"conformance-{next(_names)}"),
+        server.dsn,
     )
 
 

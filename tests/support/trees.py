@@ -87,7 +87,8 @@ class Walk:
     def apply(self, answer: core.Answer) -> dict[str, Any]:
         before = json.dumps(self.state, sort_keys=True)
         snapshot = copy.deepcopy(self.state)
-        outcome = core.apply(self.tree, snapshot, answer, self._now())
+        tools = core.tool_records(self.trace, core.tools_since(self.state))
+        outcome = core.apply(self.tree, snapshot, answer, self._now(), tools=tools)
         assert json.dumps(snapshot, sort_keys=True) == before, "engine mutated its input"
         if outcome.entries:
             if isinstance(answer, core.Reset):

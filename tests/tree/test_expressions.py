@@ -63,8 +63,8 @@ def test_loop_items_under_every_spelling_and_undefined_outside_a_loop() -> None:
         "ITEM.path == 'a.py' && ITEM_INDEX == 1 && ITEMS.file == ITEM",
         "$ITEM.path == 'a.py' && $ITEM_INDEX == 1 && $ITEMS.file == $ITEM",
     ):
-        assert evaluate_condition(src, VAR, CONST, names) is True
-    assert evaluate("'$ITEM' + ITEM.path", VAR, CONST, names) == "$ITEMa.py"
+        assert evaluate_condition(src, VAR, CONST, names=names) is True
+    assert evaluate("'$ITEM' + ITEM.path", VAR, CONST, names=names) == "$ITEMa.py"
     with pytest.raises(ExpressionError, match="ITEM"):
         evaluate("ITEM.path", VAR, CONST)
 

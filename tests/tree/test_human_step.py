@@ -23,16 +23,17 @@ tree:
 
 def test_a_human_step_loads_as_its_text() -> None:
     tree = load_tree_text(TREE)
-    assert tree.data["root"]["steps"][1] == {"human": "Look at the build. Approve to ship.\n"}
+    # trimmed like every step text: the block's trailing newline goes
+    assert tree.data["root"]["steps"][1] == {"human": "Look at the build. Approve to ship."}
 
 
 @pytest.mark.parametrize(
     ("step", "message"),
     [
-        ("- human: ''", "human must be a non-empty string"),
+        ("- human: ''", "human must be a string with more than white space in it"),
         ("- human: x\n      writes: [a]", "writes applies only to instruct steps"),
         ("- human: x\n      evaluate: y", "exactly one of evaluate, instruct, check or human"),
-        ("- human: [x]", "human must be a non-empty string"),
+        ("- human: [x]", "human must be a string with more than white space in it"),
     ],
 )
 def test_a_bad_human_step_is_refused_with_its_location(step: str, message: str) -> None:

@@ -22,6 +22,7 @@ GOOD = [
     *sorted((FIXTURES / "refs").rglob("*.yaml")),
     *sorted((FIXTURES / "cycle").iterdir()),
     *sorted((FIXTURES / "loops").iterdir()),
+    *sorted(p for p in (FIXTURES / "pointers").rglob("*") if p.is_file()),
     *sorted(EXAMPLES.glob("*.yaml")),
 ]
 ACTION = {"type": "action", "name": "A", "steps": [{"instruct": "x"}]}
@@ -72,7 +73,10 @@ BAD: list[tuple[str, Any]] = [
     ("misspelt_node_key", {"name": "t", "tree": {**ACTION, "stesp": []}}),
     ("unknown_node_type", {"name": "t", "tree": {**ACTION, "type": "sequnce"}}),
     ("missing_name", {"name": "t", "tree": {"type": "action", "steps": [{"instruct": "x"}]}}),
-    ("bad_name", {"name": "t", "tree": {**ACTION, "name": "Bad Name"}}),
+    ("bad_name", {"name": "t", "tree": {**ACTION, "name": "Bad/Name"}}),
+    ("name_with_at", {"name": "t", "tree": {**ACTION, "name": "me@home"}}),
+    ("blank_step_text", {"name": "t", "tree": {**ACTION, "steps": [{"instruct": " \n\t "}]}}),
+    ("empty_ref", {"name": "t", "tree": {"$ref": ""}}),
     ("empty_children", {"name": "t", "tree": {"type": "sequence", "name": "S", "children": []}}),
     ("empty_steps", {"name": "t", "tree": {**ACTION, "steps": []}}),
     (

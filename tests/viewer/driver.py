@@ -45,9 +45,10 @@ CHROMIUM_ARGS = [
 
 
 class ViewServer:
-    """`tether view FOLDER` running in its own process, as a user starts it."""
+    """`tether view TARGET` (a folder, an execution, a database URI) running in its own process,
+    as a user starts it."""
 
-    def __init__(self, target: Path) -> None:
+    def __init__(self, target: Path | str) -> None:
         self.process = subprocess.Popen(
             [TETHER, "view", str(target)], stdout=subprocess.PIPE, text=True
         )

@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 import time
+import uuid
 from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
+from support.postgres import shared_server
+from tether.verbs import Runtime
 from viewer.driver import ARTIFACTS, EXAMPLES, ViewServer, answer, tether
 
 LIVE_MS = 1000  # the page must show a commit within a second
@@ -38,6 +41,7 @@ def test_listing_shows_executions_and_new_ones_appear(
     expect(rows.first).to_contain_text("hello-world")
     expect(rows.first).to_contain_text("evaluating")
     expect(rows.first).to_contain_text("1/5")
+    expect(rows.first.locator("td.open-step")).to_have_text("Morning_Greeting evaluate")
     expect(page.locator("#live")).to_have_text("live")
     _mark_document(page)
     tether("start", EXAMPLES / "code-review.yaml", runs / "review.json")
@@ -154,6 +158,46 @@ def test_an_unknown_execution_says_so(page: Page, server: ViewServer) -> None:
     expect(page.locator("#error-text")).to_contain_text("no execution at 'missing.json'")
     page.goto(server.base + "?run=../etc/passwd")
     expect(page.locator("#error-text")).to_contain_text("climbs out of the served folder")
+
+
+def test_a_database_lists_every_execution_and_one_opens_live(page: Page) -> None:
+    server = shared_server()
+    database = f"browse_{uuid.uuid4().hex[:12]}"
+    server.create_database(database)
+    dsn = server.database_uri(database)
+    rt, hello = Runtime(), str(EXAMPLES / "hello-world.yaml")
+    for name in ("alpha", "beta"):
+        rt.start(hello, f"{dsn}#{name}")
+    alpha = f"{dsn}#alpha"
+    rt.submit(alpha, "success")
+    view = ViewServer(dsn)
+    try:
+        page.goto(view.url)
+        expect(page.locator("#folder")).to_have_text(dsn)
+        rows = page.locator("#runs tbody tr")
+        expect(rows).to_have_count(2)
+        row = page.locator("#runs tbody tr[data-path='alpha']")
+        expect(row.locator("td.open-step")).to_have_text("Determine_Time instruct")
+        expect(page.locator("#live")).to_have_text("live")
+        _mark_document(page)
+        rt.start(hello, f"{dsn}#gamma")
+        expect(rows).to_have_count(3, timeout=3000)
+        _same_document(page)
+        page.screenshot(path=ARTIFACTS / "database-list.png")
+
+        row.locator("a").click()
+        expect(page.locator("#run-title")).to_have_text("hello-world 1.0.0")
+        expect(page.locator("#live")).to_have_text("live")
+        cursor = page.locator("#diagram g.node.cursor text.name")
+        expect(cursor).to_have_text("Determine_Time")
+        _mark_document(page)
+        rt.var_write(alpha, "time_of_day", "evening")
+        rt.submit(alpha, "success")
+        expect(cursor).to_have_text("Morning_Greeting", timeout=3000)
+        expect(page.locator("#var")).to_contain_text('"time_of_day": "evening"')
+        _same_document(page)
+    finally:
+        assert view.stop() == 0
 
 
 def _token(run: Path, name: str) -> str:

@@ -33,6 +33,7 @@ def test_listing_summarises_each_execution(server: ViewServer, hello: Path, runs
     assert rows["hello.json"]["phase"] == "evaluating"
     assert rows["hello.json"]["progress"] == {"settled": 1, "actions": 5}
     assert rows["hello.json"]["entries"] == 3
+    assert rows["hello.json"]["open_step"] == {"name": "Morning_Greeting", "type": "evaluate"}
     assert rows["nested/deploy.json"]["phase"] == "protocol"
 
 
@@ -71,7 +72,7 @@ def test_paths_outside_the_folder_are_refused(
     _forbidden(server, "/api/run?path=door/secret.json")
     _, listing = server.get("/api/runs")
     (row,) = [r for r in listing["runs"] if r["path"] == "link.json"]
-    assert "outside the served folder" in row["error"] and "tree" not in row
+    assert "symbolic link" in row["error"] and "tree" not in row, "the store refuses the link"
     assert server.get("/api/run?path=hello.json", host="attacker.example:80")[0] == 403
 
 
@@ -185,3 +186,19 @@ def test_sidecars_are_read_by_the_store_rules(
     _, listing = server.get("/api/runs")
     assert "TOP-SECRET" not in json.dumps(listing)
     assert (tmp_path / "secret.jsonl").read_text() == '{"submitted": "TOP-SECRET"}\n'
+
+
+def test_a_linked_state_file_is_refused_even_when_it_stays_inside(
+    server: ViewServer, hello: Path, runs: Path
+) -> None:
+    (runs / "alias.json").symlink_to(hello)
+    (runs / "alias.json.tree.json").symlink_to(runs / "hello.json.tree.json")
+    status, body = server.get("/api/run?path=alias.json")
+    assert (status, body["error"]["code"]) == (409, "corrupt_execution")
+    assert "symbolic link" in body["error"]["message"]
+    _, listing = server.get("/api/runs")
+    rows = {r["path"]: r for r in listing["runs"]}
+    assert "symbolic link" in rows["alias.json"]["error"] and "tree" not in rows["alias.json"]
+    assert rows["hello.json"]["tree"] == "hello-world"
+    with urllib.request.urlopen(server.base + "api/events?path=alias.json", timeout=10) as stream:
+        assert json.loads(stream.readline().decode()[len("data: ") :]) == {"value": None}

@@ -6,6 +6,8 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import yaml
+
 from viewer.driver import EXAMPLES, answer, tether
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -107,6 +109,21 @@ def test_render_a_tree_file_lays_out_every_node_without_overlap(tmp_path: Path) 
     for i, (x1, y1) in enumerate(corners):
         for x2, y2 in corners[i + 1 :]:
             assert y1 != y2 or abs(x1 - x2) >= 200, "boxes on one row must not overlap"
+
+
+def test_render_tells_a_tree_file_from_an_execution(hello: Path, tmp_path: Path) -> None:
+    """The store says what is an execution: a JSON tree file, or a tree file reached by a
+    symbolic link, is drawn as a tree; an execution as one, with its statuses."""
+    as_json = tmp_path / "hello.json"
+    as_json.write_text(json.dumps(yaml.safe_load((EXAMPLES / "hello-world.yaml").read_text())))
+    linked = tmp_path / "linked.yaml"
+    linked.symlink_to(EXAMPLES / "hello-world.yaml")
+    for source in (as_json, linked):
+        result = json.loads(tether("render", source, "-o", tmp_path / "t.svg").stdout)
+        assert (result["tree"], result["execution"]) == ("hello-world", False), source
+    result = json.loads(tether("render", hello, "-o", tmp_path / "e.svg").stdout)
+    assert result["execution"] is True
+    assert "st-success" in _boxes(tmp_path / "e.svg")["Determine_Time"]["class"]
 
 
 def test_render_needs_an_output_and_a_readable_source(tmp_path: Path) -> None:

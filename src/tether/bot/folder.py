@@ -29,7 +29,7 @@ import yaml
 
 from tether.bot.surface import surface_of
 from tether.errors import TetherError
-from tether.tree.model import NAME_PATTERN, WRITE_PATH_PATTERN
+from tether.tree.model import KIND_PHRASES, NAME_PATTERN, WRITE_PATH_PATTERN
 
 COMMON_FILES = ("description.md", "triggers.txt")
 ACTION_FILES = ("instructions.md", "criteria.txt", "checks.txt", "writes.txt", *COMMON_FILES)
@@ -183,7 +183,7 @@ def _read(path: Path) -> str:
 
 def _check_name(name: str, path: Path, what: str) -> None:
     if not re.match(NAME_PATTERN, name):
-        raise _bad(path, f"{what} {name!r} must be made of letters, digits, '_' and '-'")
+        raise _bad(path, f"{what} {name!r} must be {KIND_PHRASES['name']}")
 
 
 def _check_expression(expression: str, path: Path) -> None:

@@ -26,6 +26,7 @@ METAVARS = {
     "--set": "PATH=VALUE",
     "--set-json": "PATH=JSON",
     "--port": "N",
+    "--status": "STATUS",
     "--at": "K",
     "-o": "FILE",
     "--root": "DIR",

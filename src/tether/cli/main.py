@@ -128,12 +128,14 @@ COMMANDS: dict[str, Command] = {
 # Command families with parsers of their own: name -> ("module:function", summary). The function
 # takes the arguments after the name and returns the exit code.
 FAMILIES: dict[str, tuple[str, str]] = {
+    "list": ("tether.cli.listing:main", "list the executions in a folder or a database"),
     "guard": ("tether.guard.cli:main", "the guard over an agent's tool calls (see guard --help)"),
     "mcp": ("tether.mcp.cli:main", "serve the runtime over MCP, stdio or HTTP (tether mcp --help)"),
     "view": ("tether.viewer.cli:view_main", "serve the live viewer page for executions"),
     "show": ("tether.viewer.cli:show_main", "draw an execution's tree in the terminal"),
     "render": ("tether.viewer.cli:render_main", "write a tree or an execution as SVG"),
     "bot": ("tether.bot.cli:main", "bot tool surfaces: list tools, build a bot folder"),
+    "test": ("tether.treetest.cli:main", "run recorded walks of trees without an agent"),
 }
 
 

@@ -19,18 +19,27 @@ State layout (a plain JSON dict; the store persists it as is):
   frame, only for nodes that are entered and not finished, so a step costs O(depth), whatever the
   tree's size: `i` current child (sequence/selector), `res` child results (parallel), `k` step
   index, `o` the trace seq at which the open step was opened, `w` var paths written while it was
-  open, `x` a failure waiting to propagate (action), `r` retries used (any node); a loop adds `e`
-  the items of a `for_each` (its list as evaluated on entry) with `n` the index of the current
-  one, and `p` the runs of a `repeat` done. A new run keeps the keys of the loops outside it
-  (`_LEVELS`) and starts the rest afresh.
+  open, `x` a failure waiting to propagate (action), `r` retries used (any node), `t` the seq of
+  the first tool call recorded during this attempt of an action whose checks read `TOOLS`; a
+  loop adds `e` the items of a `for_each` (its list as evaluated on entry) with `n` the index of
+  the current one, and `p` the runs of a `repeat` done. A new run keeps the keys of the loops
+  outside it (`_LEVELS`) and starts the rest afresh.
 - `open` is the list of open requests in declaration order; `next` returns the first.
 - `seq` is the next trace sequence number; it never goes back, not even across a reset.
+- `stops` (only while non-zero) counts the `stop` entries refused in a row since the last answer.
+
+Two answers come from a harness session bound to the execution (`tether.guard.binding`), not from
+the agent's own calls: `Stop` (the agent tried to end its turn) and `ToolCall` (a tool call it
+made). They are recorded like any other answer, so replay reproduces them, and they never move
+the cursor. What a `check` sees as `TOOLS` comes from the trace: the caller of `apply` passes the
+`tool` entries from `tools_since(state)` on (`tool_records`), and each check takes those of its
+own action's attempt; the state only keeps where that attempt's calls begin.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from tether.engine.protocol import GATE_NAME, PROTOCOL_TEXT
@@ -44,13 +53,19 @@ SUCCESS = "success"
 FAILURE = "failure"
 
 SUBMIT_STATUSES = ("success", "failure", "running")
+# The note of a `stop` let through because nothing open is the agent's to answer.
+PERSON_NOTE = "every open step waits on a person (tether approve or reject, or the viewer)"
 
-# An evaluator of CEL conditions: (expression, var, const, names) -> bool, raising an exception
-# whose str() is the reason when the expression cannot be evaluated; `names` are the further
-# names the expression sees (ITEM, ITEM_INDEX, ITEMS inside a `for_each`; empty elsewhere).
-# Injected so the engine stays pure and the CEL library is loaded only when a tree uses `check`,
-# `when` or `repeat`. A `for_each` list is evaluated by `default_list`, loaded the same way.
-Condition = Callable[[str, dict[str, Any], dict[str, Any], dict[str, Any]], bool]
+# An evaluator of CEL conditions: (expression, var, const, tools, names) -> bool, raising an
+# exception whose str() is the reason when the expression cannot be evaluated. `tools` is what
+# the expression sees as TOOLS: the tool calls recorded during the enclosing action's attempt,
+# each {tool, input, ok, seq} (empty for `when`, `until`). `names` are the further names it
+# sees: ITEM, ITEM_INDEX, ITEMS inside a `for_each` (empty elsewhere). Injected so the engine
+# stays pure and the CEL library is loaded only when a tree uses `check`, `when` or `repeat`. A
+# `for_each` list is evaluated by `default_list`, loaded the same way.
+Condition = Callable[
+    [str, dict[str, Any], dict[str, Any], list[dict[str, Any]], dict[str, Any]], bool
+]
 
 # The loop keys of a frame, outermost first: a `for_each`'s items and index, a `repeat`'s runs
 # done, the retries used. Another run at one level keeps the keys before it.
@@ -162,7 +177,34 @@ class Close:
         self.step = step
 
 
-Answer = Eval | Submit | Human | Think | VarWrite | Reset | Jump | Close
+class Stop:
+    """The agent tried to end its turn while the execution runs. Refused while fewer than `cap`
+    refusals in a row went without an answer; the stop after them is let through, and the count
+    starts again. Let through at once, with a note saying why, while every open step is a human
+    step (a person answers it, not the agent). Recorded as a `stop` entry against the first
+    open step the agent answers (else the first)."""
+
+    __slots__ = ("cap",)
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+
+
+class ToolCall:
+    """A tool call the agent made while a step was open (`ok`: it did not fail), recorded as a
+    `tool` entry against the open step named by `step` (else the first). An open action whose
+    `check` steps read `TOOLS` keeps it for them until the action's attempt ends."""
+
+    __slots__ = ("input", "ok", "step", "tool")
+
+    def __init__(self, tool: str, input: Any, ok: bool, step: str | None = None) -> None:
+        self.tool = tool
+        self.input = input
+        self.ok = ok
+        self.step = step
+
+
+Answer = Eval | Submit | Human | Think | VarWrite | Reset | Jump | Close | Stop | ToolCall
 
 
 class Outcome:
@@ -193,11 +235,15 @@ class Outcome:
 
 
 def default_condition(
-    expression: str, var: dict[str, Any], const: dict[str, Any], names: dict[str, Any]
+    expression: str,
+    var: dict[str, Any],
+    const: dict[str, Any],
+    tools: list[dict[str, Any]],
+    names: dict[str, Any],
 ) -> bool:
     from tether.tree.expressions import evaluate_condition
 
-    return evaluate_condition(expression, var, const, names)
+    return evaluate_condition(expression, var, const, tools, names)
 
 
 def default_list(
@@ -282,6 +328,7 @@ def _pristine(state: dict[str, Any]) -> dict[str, Any]:
         failure=None,
         since_reset=0,
     )
+    out.pop("stops", None)
     return out
 
 
@@ -318,8 +365,10 @@ def apply(
     answer: Answer,
     now: str,
     condition: Condition = default_condition,
+    tools: list[dict[str, Any]] | None = None,
 ) -> Outcome:
-    """Apply one answer. Raises `TetherError` (and leaves `state` untouched) if it is refused."""
+    """Apply one answer. Raises `TetherError` (and leaves `state` untouched) if it is refused.
+    `tools` are the `tool_records` of the trace from `tools_since(state)` on (more is fine)."""
     work = _copy_state(state)
     if isinstance(answer, Reset):
         return _reset(state, work, now)
@@ -334,9 +383,44 @@ def apply(
         return _var_write(work, answer, now)
     if isinstance(answer, Think):
         return _think(work, answer, now)
+    if isinstance(answer, Stop):
+        return _stop(work, answer, now)
+    if isinstance(answer, ToolCall):
+        return _tool_call(tree, work, answer, now)
+    outcome = _move(tree, work, answer, now, condition, tools or [])
+    outcome.state.pop("stops", None)
+    return outcome
+
+
+def tools_since(state: dict[str, Any]) -> int | None:
+    """The seq from which an answer's checks may read `tool` entries (None: they read none)."""
+    found = [f["t"] for f in state["runtime"].values() if "t" in f]
+    return min(found) if found else None
+
+
+def tool_records(entries: Iterable[dict[str, Any]], since: int | None) -> list[dict[str, Any]]:
+    """What checks see of the `tool` entries with `seq >= since`: `{tool, input, ok, seq}`."""
+    if since is None:
+        return []
+    return [
+        {"tool": e["tool"], "input": e.get("input"), "ok": e["ok"], "seq": e["seq"]}
+        for e in entries
+        if e["kind"] == "tool" and e["seq"] >= since
+    ]
+
+
+def _move(
+    tree: dict[str, Any],
+    work: dict[str, Any],
+    answer: Eval | Submit | Human | Jump | Close,
+    now: str,
+    condition: Condition,
+    tools: list[dict[str, Any]],
+) -> Outcome:
+    """Apply an answer that may move the cursor."""
     if isinstance(answer, Eval):
         req = _select(work, answer.step, "evaluate", "eval")
-        return _with_values(tree, work, req, answer, now, condition)
+        return _with_values(tree, work, req, answer, now, condition, tools)
     if isinstance(answer, Submit):
         if answer.status not in SUBMIT_STATUSES:
             raise TetherError(
@@ -344,13 +428,14 @@ def apply(
                 f"submit status must be one of {', '.join(SUBMIT_STATUSES)}, got {answer.status!r}",
             )
         req = _select(work, answer.step, "instruct", "submit")
-        return _with_values(tree, work, req, answer, now, condition)
+        return _with_values(tree, work, req, answer, now, condition, tools)
     if isinstance(answer, Human):
-        return _answer(tree, work, _select_human(work, answer.step), answer, now, condition)
+        req = _select_human(work, answer.step)
+        return _answer(tree, work, req, answer, now, condition, tools)
     if isinstance(answer, Jump):
         return _jump(tree, work, answer, now, condition)
     if isinstance(answer, Close):
-        return _close(tree, work, answer, now, condition)
+        return _close(tree, work, answer, now, condition, tools)
     raise TypeError(f"not an answer: {answer!r}")
 
 
@@ -388,7 +473,7 @@ def _select(state: dict[str, Any], token: str | None, kind: str, verb: str) -> d
         raise TetherError(
             "human_only",
             f"step {req['name']!r} is for a person to answer (tether approve or reject, or the "
-            "viewer), not for {verb}: tell the user what it asks and wait",
+            f"viewer), not for {verb}: tell the user what it asks and wait",
             current=dict(req),
         )
     if req["type"] != kind:
@@ -434,6 +519,7 @@ def _with_values(
     answer: Eval | Submit,
     now: str,
     condition: Condition,
+    tools: list[dict[str, Any]],
 ) -> Outcome:
     """Write the answer's `values` (each a `var_write` entry of the answered step), then judge
     the answer on the state they made: one outcome, so a refusal of either refuses both."""
@@ -446,7 +532,7 @@ def _with_values(
         assert isinstance(answer, Submit)  # `_select` lets only submit reach the gate
         outcome = _answer_gate(tree, state, answer, now, condition)
     else:
-        outcome = _answer(tree, state, req, answer, now, condition)
+        outcome = _answer(tree, state, req, answer, now, condition, tools)
     outcome.entries[:0] = entries
     return outcome
 
@@ -547,6 +633,63 @@ def _think(state: dict[str, Any], answer: Think, now: str) -> Outcome:
     return Outcome(state, {"status": "recorded", "message": "Thought recorded."}, [entry])
 
 
+def _stop(state: dict[str, Any], answer: Stop, now: str) -> Outcome:
+    if answer.cap < 1:
+        raise TetherError("invalid_value", f"a stop cap is a whole number >= 1, got {answer.cap}")
+    open_ = state["open"]
+    req = dict(next((r for r in open_ if r["type"] != "human"), open_[0]))
+    blocks = state.get("stops", 0)
+    note = None
+    if waits_on_person(open_):
+        outcome, blocks, note = "allowed", 0, PERSON_NOTE
+        state.pop("stops", None)
+    elif blocks >= answer.cap:
+        outcome = "allowed"
+        state.pop("stops", None)
+    else:
+        outcome = "refused"
+        blocks += 1
+        state["stops"] = blocks
+    entry = _entry(
+        state, "stop", now, req, step=req["step"], cap=answer.cap, outcome=outcome, note=note
+    )
+    response = {"status": outcome, "blocks": blocks, "cap": answer.cap, "current": req}
+    if note:
+        response["waiting"] = "person"
+    return Outcome(state, response, [entry])
+
+
+def waits_on_person(requests: list[dict[str, Any]]) -> bool:
+    """Whether every open request is a human step: nothing is the agent's to answer, so it may
+    stop while a person decides."""
+    return bool(requests) and all(r["type"] == "human" for r in requests)
+
+
+def _tool_call(tree: dict[str, Any], state: dict[str, Any], answer: ToolCall, now: str) -> Outcome:
+    req = _attributed(state, answer.step)
+    entry = _entry(
+        state,
+        "tool",
+        now,
+        req,
+        step=req["step"],
+        tool=answer.tool,
+        input=answer.input,
+        ok=bool(answer.ok),
+    )
+    for r in state["open"]:
+        if r["path"] is not None and reads_tools(node_at(tree, r["path"])):
+            frame = state["runtime"][_key(r["path"])]
+            frame.setdefault("t", entry["seq"])
+    return Outcome(state, {"status": "recorded", "step": req["step"]}, [entry])
+
+
+def reads_tools(action: dict[str, Any]) -> bool:
+    """Whether an action has a `check` that reads `TOOLS` (only such actions mark where their
+    attempt's tool calls begin)."""
+    return any("TOOLS" in step.get("check", "") for step in action["steps"])
+
+
 def _answer_gate(
     tree: dict[str, Any], state: dict[str, Any], answer: Submit, now: str, condition: Condition
 ) -> Outcome:
@@ -592,6 +735,7 @@ def _answer(
     answer: Eval | Submit | Human,
     now: str,
     condition: Condition,
+    tools: list[dict[str, Any]],
 ) -> Outcome:
     key = _key(req["path"])
     frame = state["runtime"][key]
@@ -631,7 +775,7 @@ def _answer(
         frame.pop("w", None)
     else:
         frame["x"] = 1
-    ticker = _Ticker(tree, state, now, entries, condition)
+    ticker = _Ticker(tree, state, now, entries, condition, tools)
     ticker.run()
     failed = ticker.finished.get(key) == FAILURE
     if isinstance(answer, Eval):
@@ -700,6 +844,22 @@ def node_at(tree: dict[str, Any], path: list[int]) -> dict[str, Any]:
     return node
 
 
+def tool_policy(tree: dict[str, Any], path: list[int] | None) -> dict[str, Any] | None:
+    """The `tools` policy that applies while the step at `path` is open: that of the nearest
+    node at or above it that declares one, with the node's name as `node`; None when no node
+    does (and for the protocol gate, which has no path). An open request carries it as
+    `tools`, so a hook reads it from the state alone."""
+    if path is None:
+        return None
+    chain = [tree["root"]]
+    for i in path:
+        chain.append(chain[-1]["children"][i])
+    for node in reversed(chain):
+        if "tools" in node:
+            return {**node["tools"], "node": node["name"]}
+    return None
+
+
 def _jump(
     tree: dict[str, Any], state: dict[str, Any], answer: Jump, now: str, condition: Condition
 ) -> Outcome:
@@ -744,7 +904,12 @@ def _jump(
 
 
 def _close(
-    tree: dict[str, Any], state: dict[str, Any], answer: Close, now: str, condition: Condition
+    tree: dict[str, Any],
+    state: dict[str, Any],
+    answer: Close,
+    now: str,
+    condition: Condition,
+    tools: list[dict[str, Any]],
 ) -> Outcome:
     if not state["protocol_accepted"]:
         raise TetherError(
@@ -788,8 +953,9 @@ def _close(
         if "check" not in step:
             continue
         try:
-            holds = bool(condition(step["check"], state["var"], state["const"], names))
-            reason = f"{step['check']!r} is false"
+            seen = _attempt_tools(frame, tools)
+            holds = bool(condition(step["check"], state["var"], state["const"], seen, names))
+            reason = f"{step['check']!r} is false{_no_tools(step['check'], seen)}"
         except Exception as exc:  # the evaluator's reason is the refusal's reason
             holds, reason = False, f"{step['check']!r} could not be evaluated: {exc}"
         if not holds:
@@ -804,7 +970,7 @@ def _close(
         "k": len(action["steps"]),
         **{level: frame[level] for level in _LEVELS if level in frame},
     }
-    ticker = _Ticker(tree, state, now, entries, condition)
+    ticker = _Ticker(tree, state, now, entries, condition, tools)
     ticker.run()
     return Outcome(
         state,
@@ -815,6 +981,22 @@ def _close(
         },
         entries,
         ticker.events,
+    )
+
+
+def _attempt_tools(frame: dict[str, Any], tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tool calls of an action's current attempt, from the records the caller passed."""
+    first = frame.get("t")
+    return [] if first is None else [r for r in tools if r["seq"] >= first]
+
+
+def _no_tools(expression: str, tools: list[dict[str, Any]]) -> str:
+    """Why a false check that reads TOOLS saw none, or nothing."""
+    if tools or "TOOLS" not in expression:
+        return ""
+    return (
+        ": TOOLS is empty, no tool call was recorded during this attempt of the action "
+        "(tool calls are recorded only from an agent session bound to the execution)"
     )
 
 
@@ -876,8 +1058,10 @@ class _Ticker:
         now: str,
         entries: list[dict[str, Any]],
         condition: Condition,
+        tools: list[dict[str, Any]] | None = None,
     ) -> None:
         self.tree = tree
+        self.tools = tools or []
         self.state = state
         self.runtime: dict[str, dict[str, Any]] = state["runtime"]
         self.now = now
@@ -922,7 +1106,7 @@ class _Ticker:
         if frame is None:
             when = node.get("when")
             if when is not None:
-                verdict = self._condition(node, path, None, when, ("entered", "skipped"))
+                verdict = self._condition(node, path, None, when, ("entered", "skipped"), [])
                 if verdict is None:
                     self._finish(key, FAILURE)
                     return SUCCESS if node.get("optional") else FAILURE
@@ -990,7 +1174,7 @@ class _Ticker:
         runs = frame.get("p", 0) + 1
         left = runs < repeat["max"]
         words = ("passed", "repeat" if left else "failed")
-        verdict = self._condition(node, path, None, repeat["until"], words, on="until")
+        verdict = self._condition(node, path, None, repeat["until"], words, [], on="until")
         if verdict is None:
             return FAILURE
         if verdict:
@@ -1087,7 +1271,8 @@ class _Ticker:
         while k < len(steps):
             step = steps[k]
             if "check" in step:
-                if not self._condition(node, path, k, step["check"], ("passed", "failed")):
+                seen = _attempt_tools(frame, self.tools)
+                if not self._condition(node, path, k, step["check"], ("passed", "failed"), seen):
                     return FAILURE
                 k += 1
                 continue
@@ -1120,6 +1305,9 @@ class _Ticker:
             if step.get("writes"):
                 req["writes"] = list(step["writes"])
         req.update(step=token, path=list(path), index=k)
+        policy = tool_policy(self.tree, path)
+        if policy is not None:
+            req["tools"] = policy
         items = _loop_items(self.tree, self.runtime, path)
         if items:
             req["item"] = items[-1]
@@ -1132,15 +1320,16 @@ class _Ticker:
         k: int | None,
         expression: str,
         words: tuple[str, str],
+        tools: list[dict[str, Any]],
         on: str = "when",
     ) -> bool | None:
-        """Evaluate a `check` step (k is its index) or a modifier's condition (k is None, `on`
-        names it: when, until); record it in the trace. Returns the verdict, or None when the
-        expression could not be evaluated."""
+        """Evaluate a `check` step (k is its index; `tools` is its TOOLS) or a modifier's
+        condition (k is None, `on` names it: when, until); record it in the trace. Returns the
+        verdict, or None when the expression could not be evaluated."""
         names = _names(_loop_items(self.tree, self.runtime, path))
         try:
             verdict: bool | None = bool(
-                self.condition(expression, self.state["var"], self.state["const"], names)
+                self.condition(expression, self.state["var"], self.state["const"], tools, names)
             )
         except Exception as exc:  # the evaluator's reason goes to the trace, whatever it is
             verdict = None
@@ -1151,10 +1340,13 @@ class _Ticker:
             self.reasons.append(
                 f"The {where} of {node['name']!r} could not be evaluated: {reason}."
             )
-        else:
+        elif verdict or k is None:
             self._check(node, path, k, expression, words[0] if verdict else words[1], on=on)
-            if not verdict and k is not None:
-                self.reasons.append(f"Check {expression!r} of {node['name']!r} is false.")
+        else:
+            why = _no_tools(expression, tools)
+            note = {"note": why.removeprefix(": ")} if why else {}
+            self._check(node, path, k, expression, words[1], on=on, **note)
+            self.reasons.append(f"Check {expression!r} of {node['name']!r} is false{why}.")
         return verdict
 
     def _check(

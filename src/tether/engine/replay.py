@@ -4,7 +4,8 @@ Owns the mapping from each trace entry back to the answer that produced it, the 
 that `tether verify` reports, the rule for whether an edited tree still fits an execution
 (`refit`: its trace must replay against the new tree exactly), and `fork`: a new execution
 derived by replaying a prefix of another's trace. `check` entries are not answers:
-replay regenerates them and then compares them with the stored ones like every other entry. It
+replay regenerates them and then compares them with the stored ones like every other entry.
+`stop` and `tool` entries, recorded from a bound agent session, are answers like the rest. It
 does not read or write storage.
 """
 
@@ -22,13 +23,16 @@ from tether.engine.core import (
     Jump,
     Outcome,
     Reset,
+    Stop,
     Submit,
     Think,
+    ToolCall,
     VarWrite,
     apply,
     default_condition,
     initial_state,
     node_at,
+    tool_records,
 )
 from tether.errors import TetherError
 
@@ -45,6 +49,7 @@ DERIVED_FIELDS = (
     "failure",
     "seq",
     "since_reset",
+    "stops",
 )
 
 
@@ -76,11 +81,13 @@ def replay(
     """
     state = fresh_state(tree, stored)
     produced: list[dict[str, Any]] = []
+    records: list[dict[str, Any]] = []  # what checks may see as TOOLS
     for entry in trace[:upto] if upto is not None else trace:
-        outcome = apply_entry(tree, state, entry, condition)
+        outcome = apply_entry(tree, state, entry, condition, records)
         if outcome is not None:
             state = outcome.state
             produced.extend(outcome.entries)
+            records.extend(tool_records(outcome.entries, 0))
     return state, produced
 
 
@@ -89,16 +96,18 @@ def apply_entry(
     state: dict[str, Any],
     entry: dict[str, Any],
     condition: Condition = default_condition,
+    tools: list[dict[str, Any]] | None = None,
 ) -> Outcome | None:
     """Replay one stored trace entry on `state`: the engine's outcome for the answer that wrote
-    it, or None for an entry that is not an answer (`check` entries are regenerated)."""
+    it, or None for an entry that is not an answer (`check` entries are regenerated). `tools`
+    are the `tool_records` of the entries replayed so far, for checks that read `TOOLS`."""
     answer = answer_of(entry, state)
     if answer is None:
         return None
     if isinstance(answer, Reset):
         # Entries before a reset were cleared from the trace; numbering goes on from here.
         state = dict(state, seq=entry["seq"], since_reset=max(state["since_reset"], 1))
-    return apply(tree, state, answer, entry["ts"], condition)
+    return apply(tree, state, answer, entry["ts"], condition, tools)
 
 
 def answer_of(entry: dict[str, Any], state: dict[str, Any]) -> Answer | None:
@@ -114,6 +123,11 @@ def answer_of(entry: dict[str, Any], state: dict[str, Any]) -> Answer | None:
         return VarWrite(entry["path"], entry["value"], _token_at(state, entry.get("cursor")))
     if kind == "jump":
         return Jump(entry["cursor"]["path"], entry.get("note"))
+    if kind == "stop":
+        return Stop(int(entry["cap"]))
+    if kind == "tool":
+        token = _token_at(state, entry.get("cursor"))
+        return ToolCall(str(entry["tool"]), entry.get("input"), bool(entry["ok"]), token)
     token = _token_at(state, entry.get("cursor"))
     if kind == "evaluate":
         return Eval(bool(entry["submitted"]), entry.get("note"), token)
@@ -217,7 +231,7 @@ def refit(
         )
         if not same:
             raise problem(f"replaying its trace ends with a different {field}")
-    return {**stored, **{f: state[f] for f in DERIVED_FIELDS}}
+    return {**stored, **{f: state[f] for f in DERIVED_FIELDS if f in state}}
 
 
 def fork(

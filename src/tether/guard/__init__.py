@@ -5,7 +5,7 @@ cheap for the hook path: `Guard` (a rule set built from a configuration), `Guard
 session's state and decisions) and `Decision` (what fired and why). The modules, one concept
 each: `triggers`, `patterns`, `conditions`, `state`, `messages`, `rules`, `profiles`, `config`,
 `plan`, `engine`, `classifier`, `session_store`, `hooks`, `install`, `serve`, `replay`, `cases`,
-`cli`.
+`cli`; and the workflow binding: `binding`, `steptools`, `sandbox`.
 """
 
 from __future__ import annotations

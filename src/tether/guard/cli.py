@@ -1,13 +1,13 @@
 """`tether guard …`: the guard's command line.
 
 Owns: argument parsing and output for `check`, `prompt`, `hook`, `serve`, `install claude`,
-`log`, `replay` and `test`; errors go to stderr as JSON `{"error": {"code", "message", ...}}`
-with the exit code of their class. Normal output is JSON on stdout, except `hook`, whose stdout
-is exactly Claude Code's hook output (nothing when there is nothing to say). A hook that cannot
-decide answers as `failsafe` says: under `on_error: block` a `PreToolUse` is denied (exit 0, or
-exit 2 when the event itself could not be read), otherwise it exits 1, Claude Code's
-non-blocking error; every such error is logged. The main `tether` command calls `main(argv)`
-with the arguments after `guard`.
+`log`, `replay`, `status` (the workflow bindings, `binding`) and `test`; errors go to stderr as
+JSON `{"error": {"code", "message", ...}}` with the exit code of their class. Normal output is
+JSON on stdout, except `hook`, whose stdout is exactly Claude Code's hook output (nothing when
+there is nothing to say). A hook that cannot decide answers as `failsafe` says: under
+`on_error: block` a `PreToolUse` is denied (exit 0, or exit 2 when the event itself could not be
+read), otherwise it exits 1, Claude Code's non-blocking error; every such error is logged. The
+main `tether` command calls `main(argv)` with the arguments after `guard`.
 """
 
 from __future__ import annotations
@@ -95,6 +95,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             ],
             "tracking": {k: sorted(v) for k, v in guard.plan["tracking"].items()},
             "classifier": guard.classifier is not None,
+            "workflow": guard.plan["workflow"],
             "warnings": [*guard.warnings, *_classifier_warnings(guard.plan)],
         }
     )
@@ -204,6 +205,24 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_status(args: argparse.Namespace) -> int:
+    from tether.guard.binding import Binder
+    from tether.guard.plan import load_plan
+
+    project = os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+    try:
+        config = _find_config(args.config, project)
+    except TetherError:
+        config = None  # no configuration: no configured trace, sessions may still be bound
+    settings = load_plan(config)["workflow"] if config else {"trace": None}
+    binder = Binder(settings, _state_dir(args.state_dir))
+    if args.session:
+        _emit(binder.status(args.session, project))
+    else:
+        _emit({"config": config, "trace": settings["trace"], "sessions": binder.sessions()})
+    return 0
+
+
 def cmd_test(args: argparse.Namespace) -> int:
     from tether.guard.cases import run_cases
 
@@ -308,6 +327,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config")
     p.add_argument("--explain", action="store_true")
     p.set_defaults(run=cmd_replay)
+
+    p = sub.add_parser("status", help="which execution each session is bound to (workflow)")
+    p.add_argument("--session", help="one session: its binding and its execution's open steps")
+    p.add_argument("--config", help=f"configuration file (default: as for hook, {DEFAULT_CONFIG})")
+    p.add_argument("--state-dir", help="where session state is kept")
+    p.set_defaults(run=cmd_status)
 
     p = sub.add_parser("test", help="run fixture cases: given these calls, expect these decisions")
     p.add_argument("cases")

@@ -5,10 +5,10 @@ Owns: the `security: behavior:` block (or a file whose root is that block) and c
 each error to its file, line and key path, and `resolve`, which turns a validated configuration
 into a plan: the active rules (built-ins switched on by the profile and `rules`, overridden by
 `rule_definitions` with the same id, legacy `custom` rules converted), the merged state
-tracking, the thresholds, the prompt and the classifier settings. The plan is plain JSON, so it
-can be cached and compiled without this module (see `plan.py`). Evaluation lives in the engine.
-Reading and parsing a file, with its limits and positions, is `tether.tree.locations`' (the same
-as for tree files).
+tracking, the thresholds, the prompt, the classifier settings and the `workflow` section. The
+plan is plain JSON, so it can be cached and compiled without this module (see `plan.py`).
+Evaluation lives in the engine, binding in `binding.py`. Reading and parsing a file, with its
+limits and positions, is `tether.tree.locations`' (the same as for tree files).
 """
 
 from __future__ import annotations
@@ -257,6 +257,23 @@ class Brain(Strict):
         return self
 
 
+class WorkflowConfig(Strict):
+    """The `workflow` section: how a session is bound to an execution (`tether.guard.binding`).
+    YAML reads a bare `off` as false, so false means `off` for `bind` and `stop`."""
+
+    trace: Annotated[str, Field(min_length=1)] | None = None
+    bind: Literal["auto", "off"] = "auto"
+    stop: Literal["block", "warn", "off"] = "block"
+    max_stop_blocks: Annotated[StrictInt, Field(ge=1)] = 3
+    context: StrictBool = True
+    evidence: StrictBool = True
+
+    @field_validator("bind", "stop", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: Any) -> Any:
+        return "off" if value is False else value
+
+
 class BehaviorConfig(Strict):
     profile: str | None = None
     on_error: Literal["allow", "block"] | None = None
@@ -268,6 +285,7 @@ class BehaviorConfig(Strict):
     classifier: ClassifierConfig = Field(default_factory=ClassifierConfig)
     brain: Brain | None = None
     use_agent_brain: bool = True
+    workflow: WorkflowConfig = Field(default_factory=WorkflowConfig)
 
 
 class CustomProfile(Strict):
@@ -640,6 +658,7 @@ class Resolver:
             "brain": None if config.brain is None else _brain(config.brain),
             "use_agent_brain": config.use_agent_brain,
             "on_error": config.on_error,
+            "workflow": config.workflow.model_dump(),
             "warnings": [w.to_dict() for w in self.warnings],
         }
 

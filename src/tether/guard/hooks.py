@@ -14,6 +14,11 @@ carry it). It does not parse configuration or talk HTTP (the CLI and `serve` do)
 - `Stop`, `SubagentStop`: `on_text(last_assistant_message)`; `decision: block` with the reason,
   except when `stop_hook_active` (the model is already continuing because of a stop hook).
 - `SessionEnd`: the session's stored state is forgotten.
+
+A session bound to an execution (`binding`) also gets, on top of the rules: its current request
+as context at `SessionStart` and `UserPromptSubmit`, a `deny` for a call outside the open step's
+`tools` policy at `PreToolUse`, its calls recorded as evidence at `PostToolUse` and
+`PostToolUseFailure`, and a refused `Stop` while the execution runs.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+from tether.guard.binding import Binder, failed, project_dir
 from tether.guard.engine import Decision, Guard
 from tether.guard.session_store import SessionStore
 
@@ -120,13 +126,26 @@ def _tool_output(event: str, decision: Decision) -> dict[str, Any] | None:
     return _context(event, decision.text)
 
 
-def handle(payload: dict[str, Any], guard: Guard, store: SessionStore) -> dict[str, Any] | None:
-    """The hook output for one payload, or None when there is nothing to say."""
+def _joined(*parts: str | None) -> str:
+    return "\n\n".join(p for p in parts if p)
+
+
+def handle(
+    payload: dict[str, Any],
+    guard: Guard,
+    store: SessionStore,
+    binder: Binder | None = None,
+) -> dict[str, Any] | None:
+    """The hook output for one payload, or None when there is nothing to say. `binder` holds
+    the workflow binding (made from the guard's `workflow` settings when not given)."""
     event = payload.get("hook_event_name", "")
     session_id = str(payload.get("session_id") or "default")
+    if binder is None:
+        binder = Binder(guard.plan["workflow"], store.root)
+    project = project_dir(payload)
     if event == "SessionStart":
-        prompt = guard.system_prompt()
-        return _context(event, prompt) if prompt else None
+        text = _joined(guard.system_prompt(), binder.context(session_id, project))
+        return _context(event, text) if text else None
     if event == "SessionEnd":
         store.end(session_id)
         return None
@@ -137,11 +156,11 @@ def handle(payload: dict[str, Any], guard: Guard, store: SessionStore) -> dict[s
     tool = str(payload.get("tool_name") or "")
     params = payload.get("tool_input")
     params = params if isinstance(params, dict) else {}
+    response = payload.get("tool_response")
     with store.session(guard, session_id, agent_id, cwd) as session:
         if event == "UserPromptSubmit":
             decision = session.on_user_message(str(payload.get("prompt") or ""))
-            return _context(event, decision.directive) if decision.directive else None
-        if event == "PreToolUse":
+        elif event == "PreToolUse":
             transcript = payload.get("transcript_path")
             state = session.state
             if (
@@ -151,19 +170,40 @@ def handle(payload: dict[str, Any], guard: Guard, store: SessionStore) -> dict[s
                 and text_since_prompt(str(transcript))
             ):
                 session.note_text()
-            return _tool_output(event, session.pre_tool(tool, params))
-        if event == "PostToolUse":
-            return _tool_output(
-                event, session.post_tool(tool, params, payload.get("tool_response"))
-            )
-        if event == "PostToolUseFailure":
-            session.post_tool(tool, params, error=payload.get("error") or "failed")
-            return None
-        text = payload.get("last_assistant_message")
-        if not isinstance(text, str):
-            transcript = payload.get("agent_transcript_path") or payload.get("transcript_path")
-            text = last_assistant_text(str(transcript)) if transcript else ""
-        decision = session.on_text(text)
-        if decision.firings and not payload.get("stop_hook_active"):
-            return {"decision": "block", "reason": decision.text}
-        return None
+            decision = session.pre_tool(tool, params)
+        elif event == "PostToolUse":
+            decision = session.post_tool(tool, params, response)
+        elif event == "PostToolUseFailure":
+            decision = session.post_tool(tool, params, error=payload.get("error") or "failed")
+        else:
+            said = payload.get("last_assistant_message")
+            if not isinstance(said, str):
+                transcript = payload.get("agent_transcript_path") or payload.get("transcript_path")
+                said = last_assistant_text(str(transcript)) if transcript else ""
+            decision = session.on_text(said)
+    # The binding reads and writes the execution after the session's lock is released.
+    if event == "UserPromptSubmit":
+        text = _joined(decision.directive, binder.context(session_id, project))
+        return _context(event, text) if text else None
+    if event == "PreToolUse":
+        refused = binder.pre_tool(session_id, project, tool, params)
+        if refused is None:
+            return _tool_output(event, decision)
+        return {
+            "hookSpecificOutput": {
+                "hookEventName": event,
+                "permissionDecision": "deny",
+                "permissionDecisionReason": _joined(refused, decision.text),
+            }
+        }
+    if event in ("PostToolUse", "PostToolUseFailure"):
+        ok = event == "PostToolUse" and not failed(response)
+        binder.post_tool(session_id, project, tool, params, response, ok=ok)
+        return _tool_output(event, decision) if event == "PostToolUse" else None
+    rules = decision.text if decision.firings and not payload.get("stop_hook_active") else None
+    held = binder.stop(session_id, project) if event == "Stop" else None
+    if held is not None and held.get("decision") == "block":
+        return {**held, "reason": _joined(held["reason"], rules)}
+    if rules:
+        return {**(held or {}), "decision": "block", "reason": rules}
+    return held

@@ -9,7 +9,8 @@ closed. A payload the guard cannot decide is answered as `failsafe` says (for a 
 under `on_error: block`, a 200 with the deny; otherwise a 500, which Claude Code treats as a
 non-blocking error) and logged. Sessions are kept in the same on-disk store as command hooks,
 under the same lock, so command and http hooks can be mixed and several servers can share a
-state folder. It does not decide anything itself (hooks.handle does).
+state folder; one workflow binder (and its runtime, which caches trees) serves every request.
+It does not decide anything itself (hooks.handle does).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from tether.errors import TetherError
+from tether.guard.binding import Binder
 from tether.guard.engine import Guard
 from tether.guard.failsafe import DEFAULT_DEADLINE, Attempt, mode, within
 from tether.guard.hooks import handle
@@ -106,7 +108,8 @@ class _Handler(BaseHTTPRequestHandler):
         attempt.started = True
         try:
             out = within(
-                server.options.deadline, lambda: handle(payload, server.guard, server.store)
+                server.options.deadline,
+                lambda: handle(payload, server.guard, server.store, server.binder),
             )
         except Exception as exc:
             _, answer, error = attempt.failed(exc)
@@ -153,6 +156,7 @@ class GuardServer(ThreadingHTTPServer):
             ) from None
         self.guard = guard
         self.store = SessionStore(state_dir)
+        self.binder = Binder(guard.plan["workflow"], state_dir)
         self.options = options
 
 

@@ -48,7 +48,7 @@ def default_state_dir() -> str:
     return os.path.join(base, "tether", "guard")
 
 
-def _name(value: str) -> str:
+def safe_name(value: str) -> str:
     """A file name for an id: readable when the id is tame, a digest otherwise."""
     if value and len(value) <= 80 and not _SAFE.search(value):
         return value
@@ -65,11 +65,11 @@ class SessionStore:
         self._cache: dict[str, _Loaded] = {}
 
     def folder(self, session_id: str) -> str:
-        return os.path.join(self.root, "sessions", _name(session_id))
+        return os.path.join(self.root, "sessions", safe_name(session_id))
 
     def paths(self, session_id: str, agent_id: str | None) -> tuple[str, str, str]:
         stem = os.path.join(
-            self.folder(session_id), "main" if not agent_id else "agent-" + _name(agent_id)
+            self.folder(session_id), "main" if not agent_id else "agent-" + safe_name(agent_id)
         )
         return f"{stem}.json", f"{stem}.log", f"{stem}.lock"
 

@@ -1,8 +1,11 @@
-"""Shell command lines read the way a shell runs them, for the rule that refuses destructive ones.
+"""Shell command lines read the way a shell runs them, for the guard's checks of what they run.
 
-Owns: splitting a command line into the simple commands it runs, and `destructive(line)`, which
-names the first destructive one (`rm` recursive and forced, `git push` forced or deleting,
-`git reset --hard`, `git clean` forced) or says None.
+Owns: splitting a command line into the simple commands it runs, and `first(line, names,
+judge)`, which reads every command the line runs (nested ones too) and returns what `judge` says
+of the first it objects to. Two judges: `destructive(line)`, which names the first destructive
+command (`rm` recursive and forced, `git push` forced or deleting, `git reset --hard`,
+`git clean` forced) or says None, and `answers_for_a_person(line)`, which names a `tether
+approve` or `tether reject` (a person's answer to a human step, never an agent's).
 
 How a line is read:
 - `shlex` in POSIX mode with punctuation: quotes and backslashes go as the shell removes them
@@ -27,6 +30,10 @@ guardrail for an agent's commands, not a sandbox: a command assembled at run tim
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
+
+# What a judge says of one command (its lower-cased name and its arguments): None, or the reason.
+Judge = Callable[[str, list[str]], str | None]
 
 MAX_DEPTH = 8
 BUDGET = 4
@@ -80,17 +87,55 @@ class _Unreadable(Exception):
     """The line nests too deep or costs too much to read."""
 
 
-def destructive(line: str) -> str | None:
-    """What makes `line` destructive (e.g. `rm -r -f`), or None when nothing in it is."""
+def first(line: str, names: tuple[str, ...], judge: Judge) -> str | None:
+    """What `judge` says of the first command `line` runs that it objects to, or None. A line
+    that mentions none of `names` (command names, lower case) is not read at all; one too
+    nested or too costly to read is objected to with why."""
     plain = line.lower().translate(_STRIP_QUOTES)
     bare = _spans(plain)[1]
-    if not any(name in text for text in (plain, bare) for name in ("rm", "git")):
+    if not any(name in text for text in (plain, bare) for name in names):
         return None
-    reader = _Reader(BUDGET * len(line) + 4096)
+    reader = _Reader(BUDGET * len(line) + 4096, judge)
     try:
         return reader.line(line, 0)
     except _Unreadable as exc:
         return str(exc)
+
+
+def destructive(line: str) -> str | None:
+    """What makes `line` destructive (e.g. `rm -r -f`), or None when nothing in it is."""
+    return first(line, ("rm", "git"), _destructive)
+
+
+def _destructive(name: str, args: list[str]) -> str | None:
+    if name == "rm":
+        return _rm(args)
+    if name == "git":
+        return _git(args)
+    return None
+
+
+# `tether` subcommands that are a person's answer to a human step.
+PERSON_ANSWERS = ("approve", "reject")
+_PYTHONS = ("python", "python3")
+_TETHER_MODULES = ("tether", "tether.cli.main")
+
+
+def answers_for_a_person(line: str) -> str | None:
+    """The `tether approve` or `tether reject` that `line` runs (also as `python -m tether`),
+    or None when it runs neither."""
+    return first(line, ("tether",), _person_answer)
+
+
+def _person_answer(name: str, args: list[str]) -> str | None:
+    if name.startswith(_PYTHONS) and len(args) >= 2 and args[0] == "-m":
+        name, args = args[1], args[2:]
+        if name not in _TETHER_MODULES:
+            return None
+    elif name not in ("tether", "tether.exe"):
+        return None
+    sub = next((a for a in args if not a.startswith("-")), None)
+    return f"tether {sub}" if sub in PERSON_ANSWERS else None
 
 
 def tokens(line: str) -> list[str]:
@@ -283,8 +328,9 @@ def _shell_string(name: str, args: list[str]) -> str | None:
 class _Reader:
     """Reads a line and everything nested in it, within a budget of characters."""
 
-    def __init__(self, budget: int) -> None:
+    def __init__(self, budget: int, judge: Judge) -> None:
         self.budget = budget
+        self.judge = judge
 
     def line(self, line: str, depth: int) -> str | None:
         if depth > MAX_DEPTH:
@@ -308,10 +354,9 @@ class _Reader:
         if not words:
             return None
         name, args = _name(words[0]), words[1:]
-        if name == "rm":
-            return _rm(args)
-        if name == "git":
-            return _git(args)
+        found = self.judge(name, args)
+        if found:
+            return found
         if name in _SHELLS or name == "su":
             inner = _shell_string(name, args)
             return None if inner is None else self.line(inner, depth + 1)

@@ -92,7 +92,7 @@ class _PostOnly:
 
 
 async def _health(request: Request) -> Response:
-    return JSONResponse({"status": "ok"})
+    return JSONResponse({"status": "ok", "ok": True})
 
 
 def guarded_app(server: Server[Any], options: HttpOptions) -> ASGIApp:

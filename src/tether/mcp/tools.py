@@ -86,6 +86,11 @@ _REQUEST_PROPERTIES: dict[str, Any] = {
         "description": "$VAR paths to write before submitting success.",
     },
     "step": {"type": "string", "description": "The token to pass back with the answer."},
+    "tools": {
+        "type": "object",
+        "description": "The tools you may run while this request is open ({allow?, deny?, "
+        "node}); a guard bound to the execution denies the others.",
+    },
     "path": _or_null({"type": "array", "items": {"type": "integer"}}),
     "index": {"type": "integer"},
     "item": {
@@ -253,6 +258,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         {
             "type": "object",
             "properties": {
+                "ok": {"const": True, "description": "Always true (behaviors-sh clients read it)."},
                 "status": {"enum": ["started"]},
                 "uri": {"type": "string", "description": "The execution's canonical URI."},
                 "tree": {"type": "string"},

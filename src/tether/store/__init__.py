@@ -3,11 +3,17 @@
 Owns the scheme table: a bare path or `file:` URI goes to the file store (the embedded default),
 `memory://` to the process-wide memory store, `postgresql://` (or `postgres://`) to the PostgreSQL
 store, which keeps one connection pool per database. Anything else is refused with `unknown_scheme`.
-Store modules are imported only when their scheme is used.
+Store modules are imported only when their scheme is used. It also owns `path_of`, the path a
+`file:` URI or a bare path names (for executions and tree files alike).
+
+This module and `tether.store.base` (the contract every store keeps) are the stores' public
+face: code outside `tether.store` imports nothing else of it and reads no execution file itself
+(`tests/store/test_boundaries.py` holds it to that).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from typing import TYPE_CHECKING
 
@@ -26,6 +32,22 @@ def scheme_of(uri: str) -> str:
     if match is None or len(match.group(1)) == 1:  # a bare path, or a Windows drive letter
         return "file"
     return match.group(1).lower()
+
+
+def path_of(uri: str) -> str:
+    """The filesystem path that a `file:` URI or a bare path names, made absolute."""
+    path = uri
+    if uri.startswith("file:"):
+        path = uri[len("file://") :] if uri.startswith("file://") else uri[len("file:") :]
+        if path.startswith("localhost/"):
+            path = path[len("localhost") :]
+        if "%" in path:
+            from urllib.parse import unquote
+
+            path = unquote(path)
+    if not path:
+        raise TetherError("invalid_value", f"{uri!r} names no file")
+    return os.path.abspath(os.path.expanduser(path))
 
 
 def store_for(uri: str) -> Store:

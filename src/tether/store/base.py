@@ -7,6 +7,10 @@ and serialises concurrent transactions on the same URI. It does not know the tre
 engine) or the phase rules (the verbs). The shared conformance suite in `tests/store/` holds every
 store to this contract.
 
+It also owns what a listing says of an execution (`Summary`: its name and URI, tree, status,
+phase, open step, revision and last update, or why it cannot be read), built from the state by
+one function for every store, so that the file store, the memory store and PostgreSQL list alike.
+
 It also owns the one JSON encoding every store writes (`encode`): standard JSON only, so that a
 NaN or an infinity that slipped past the verbs is refused rather than stored in a form that other
 readers (the viewer's page, PostgreSQL) cannot parse.
@@ -14,9 +18,11 @@ readers (the viewer's page, PostgreSQL) cannot parse.
 
 from __future__ import annotations
 
+import builtins
 import json
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from tether.errors import TetherError
@@ -31,6 +37,77 @@ def encode(value: Any, *, indent: int | None = None) -> str:
         return json.dumps(value, ensure_ascii=False, allow_nan=False, indent=indent)
     except ValueError as exc:
         raise TetherError("invalid_value", f"not storable as JSON: {exc}") from None
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One execution as `Store.list` shows it. `name` is what the place calls it (a path
+    relative to the folder, with `/`; the name inside a database or the memory store) and `uri`
+    its canonical URI, what the verbs take. `open_step` is the request `next` returns while the
+    execution runs (`{name, type}`). An execution that cannot be read has only `error` (the
+    `TetherError` as a dictionary: code, message...) beside its name and URI."""
+
+    uri: str
+    name: str
+    tree: str | None = None
+    status: str | None = None
+    phase: str | None = None
+    open_step: dict[str, str | None] | None = None
+    revision: int | None = None
+    updated_at: str | None = None
+    error: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, uri: str, name: str, state: dict[str, Any]) -> Summary:
+        """The summary of a committed state (or of the keys of one that a listing read: a
+        value of the wrong type reads as missing)."""
+        requests = state.get("open")
+        first = requests[0] if isinstance(requests, list) and requests else None
+        open_step = None
+        if state.get("status") == "running" and isinstance(first, dict):
+            open_step = {"name": _text(first.get("name")), "type": _text(first.get("type"))}
+        revision = state.get("revision")
+        if not isinstance(revision, int) or isinstance(revision, bool):
+            revision = None
+        return cls(
+            uri,
+            name,
+            tree=_text(state.get("tree_name")),
+            status=_text(state.get("status")),
+            phase=_text(state.get("phase")),
+            open_step=open_step,
+            revision=revision,
+            updated_at=_text(state.get("updated_at")),
+        )
+
+    @classmethod
+    def unreadable(cls, uri: str, name: str, error: TetherError) -> Summary:
+        return cls(uri, name, error=error.to_dict())
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.error is not None:
+            return {"name": self.name, "uri": self.uri, "error": self.error}
+        return {
+            "name": self.name,
+            "uri": self.uri,
+            "tree": self.tree,
+            "status": self.status,
+            "phase": self.phase,
+            "open_step": self.open_step,
+            "revision": self.revision,
+            "updated_at": self.updated_at,
+        }
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def wanted(summary: Summary, status: str | None) -> bool:
+    """Whether a listing filtered on `status` (None: no filter) keeps `summary`. One that cannot
+    be read is kept whatever the filter: its status is unknown, and hiding it would hide the
+    problem."""
+    return status is None or summary.error is not None or summary.status == status
 
 
 class Transaction(Protocol):
@@ -88,3 +165,28 @@ class Store(Protocol):
         ...
 
     def transaction(self, uri: str) -> AbstractContextManager[Transaction]: ...
+
+    def revision(self, uri: str) -> int:
+        """The committed revision, read without the tree or the trace: what a watcher polls
+        to learn that an execution committed."""
+        ...
+
+    def list(self, where: str, *, status: str | None = None) -> builtins.list[Summary]:
+        """The executions at `where`, sorted by name: a folder for the file store (its
+        sub-folders included, as `tether.store.file` says), `memory://` for the memory store, a
+        database (`postgresql://...` without `#name`) for PostgreSQL. With `status`, only those
+        whose status it is. An execution that cannot be read is listed with its error (see
+        `wanted`) rather than raised; a `where` that is not such a place is refused
+        (`not_found`, `invalid_value`)."""
+        ...
+
+    def locate(self, where: str, name: str) -> str:
+        """The canonical URI of the execution that `list(where)` calls `name`."""
+        ...
+
+    def place(self, uri: str) -> tuple[str, str | None]:
+        """`(where, name)`: the canonical spelling of the place that holds what `uri` names
+        (what `list` takes) and the execution's name there; the name is None when `uri` names
+        a place rather than one execution (a folder, a database without `#name`,
+        `memory://`)."""
+        ...

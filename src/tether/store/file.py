@@ -31,11 +31,21 @@ the lock, the temporary files left behind and any trace or tree file the state n
 `create` and a reset tidy in any case. Without a mark no folder is listed, so a step costs the
 same however many executions share the folder.
 
-It does not interpret the state (the engine and verbs do).
+Listing: `list(FOLDER)` finds an execution by its state file and the tree file named after it
+(`run.json` beside `run.json.tree.json`), in the folder and its sub-folders down to six levels
+below it, leaving out hidden folders (`.git`, `.venv`...), `venv`, `node_modules` and
+`__pycache__`, and entering no folder through a symbolic link. It reads each state file as every
+read does (no link followed, the file names it gives checked) and nothing else, no tree and no
+trace: a link, a FIFO or a corrupt file there is listed with its own error, and the others are
+listed as usual. A folder given to `list` by a link is followed: the caller chose it.
+
+It does not interpret the state (the engine and verbs do; `tether.store.base.Summary` reads
+what a listing shows).
 """
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import fcntl
 import json
@@ -47,7 +57,8 @@ from typing import Any
 
 from tether.errors import TetherError
 from tether.files import FSYNC, TEMPORARY, NotARegularFile, open_regular, read_regular, write_atomic
-from tether.store.base import encode
+from tether.store import path_of
+from tether.store.base import Summary, encode, wanted
 
 _REQUIRED = ("schema_version", "status", "revision", "var", "const", "open", "runtime", "trace")
 # The files of an execution at BASE, by the part of their name after BASE.
@@ -55,22 +66,10 @@ _TRACE = r"\.trace(?:\.\d+)?\.jsonl"
 _TREE = r"\.tree(?:\.\d+)?\.json"
 _SIDECAR = re.compile(rf"(?:{_TRACE}|{_TREE})")
 _LEFTOVER = re.compile(rf"(?:{_TREE})?{TEMPORARY.pattern}")
-
-
-def path_of(uri: str) -> str:
-    """The filesystem path that a `file:` URI or a bare path names, made absolute."""
-    path = uri
-    if uri.startswith("file:"):
-        path = uri[len("file://") :] if uri.startswith("file://") else uri[len("file:") :]
-        if path.startswith("localhost/"):
-            path = path[len("localhost") :]
-        if "%" in path:
-            from urllib.parse import unquote
-
-            path = unquote(path)
-    if not path:
-        raise TetherError("invalid_value", f"{uri!r} names no file")
-    return os.path.abspath(os.path.expanduser(path))
+# How far below the folder it is given `list` looks, and the folders it leaves out (besides
+# hidden ones): they hold no executions worth listing and can be large.
+LIST_DEPTH = 6
+_UNLISTED = frozenset({"venv", "node_modules", "__pycache__"})
 
 
 class FileStore:
@@ -158,6 +157,32 @@ class FileStore:
 
     def trace_length(self, state: dict[str, Any]) -> int:
         return int(state["trace"]["entries"])
+
+    def revision(self, uri: str) -> int:
+        return int(_read_state(path_of(uri))["revision"])
+
+    def list(self, where: str, *, status: str | None = None) -> builtins.list[Summary]:
+        folder = path_of(where)
+        out = []
+        for name in _execution_names(folder):
+            path = os.path.join(folder, *name.split("/"))
+            try:
+                summary = Summary.of("file://" + path, name, _read_state(path))
+            except TetherError as exc:
+                summary = Summary.unreadable("file://" + path, name, exc)
+            if wanted(summary, status):
+                out.append(summary)
+        return out
+
+    def locate(self, where: str, name: str) -> str:
+        return self.canonical(os.path.join(path_of(where), name))
+
+    def place(self, uri: str) -> tuple[str, str | None]:
+        path = path_of(uri)
+        if os.path.isdir(path):
+            return "file://" + path, None
+        folder, name = os.path.split(path)
+        return "file://" + folder, name
 
     @contextmanager
     def transaction(self, uri: str) -> Iterator[_FileTransaction]:
@@ -295,6 +320,47 @@ def _tidy(path: str, state: dict[str, Any] | None) -> list[str]:
     return sorted(present)
 
 
+def _execution_names(folder: str) -> builtins.list[str]:
+    """The executions under `folder` (see "Listing" above), as paths relative to it with `/`,
+    sorted."""
+    try:
+        top = _entries(folder)
+    except FileNotFoundError:
+        raise TetherError("not_found", f"no folder at {folder}", path=folder) from None
+    except NotADirectoryError:
+        raise TetherError(
+            "invalid_value",
+            f"{folder} is a file, not a folder of executions: list the folder that holds it",
+            path=folder,
+        ) from None
+    except OSError as exc:
+        raise TetherError(
+            "invalid_value", f"cannot list {folder}: {exc.strerror}", path=folder
+        ) from None
+    found: builtins.list[str] = []
+    pending = [("", 0, top)]
+    while pending:
+        prefix, depth, entries = pending.pop()
+        names = {entry.name for entry in entries}
+        for entry in entries:
+            if not entry.is_dir(follow_symlinks=False):
+                if entry.name + ".tree.json" in names:
+                    found.append(prefix + entry.name)
+            elif (
+                depth < LIST_DEPTH
+                and not entry.name.startswith(".")
+                and (entry.name not in _UNLISTED)
+            ):
+                with contextlib.suppress(OSError):  # a sub-folder it may not read is left out
+                    pending.append((f"{prefix}{entry.name}/", depth + 1, _entries(entry.path)))
+    return sorted(found)
+
+
+def _entries(folder: str) -> builtins.list[os.DirEntry[str]]:
+    with os.scandir(folder) as entries:
+        return builtins.list(entries)
+
+
 def _open(path: str, flags: int) -> int:
     """`open_regular` for a file of the execution, its refusals as `corrupt_execution`."""
     try:
@@ -308,6 +374,7 @@ def _not_regular(path: str, exc: NotARegularFile) -> TetherError:
         "corrupt_execution",
         f"{exc}: an execution's files are regular files in its folder; it was left as it is",
         path=path,
+        file_kind=exc.kind,
     )
 
 
@@ -412,6 +479,7 @@ def _tree_not_execution(path: str) -> TetherError:
         f"{path} is a tree file, not an execution: start one from it with "
         f"tether start {os.path.basename(path)} RUN.json",
         path=path,
+        tree_file=True,
     )
 
 

@@ -4,11 +4,13 @@ Owns an in-process map from URI to (state, tree, trace), guarded by one lock per
 threads see the same serialised, all-or-nothing commits as the file store gives processes. Values
 are stored as JSON text (standard JSON, `tether.store.base.encode`), so no caller can change a
 stored document by mutating what it was given.
+`list("memory://")` lists every execution of the process, by the name after `memory://`.
 It does not interpret the state.
 """
 
 from __future__ import annotations
 
+import builtins
 import json
 import threading
 from collections.abc import Iterator
@@ -17,7 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tether.errors import TetherError
-from tether.store.base import encode
+from tether.store.base import Summary, encode, wanted
+
+_PREFIX = "memory://"
 
 
 @dataclass
@@ -38,10 +42,10 @@ class MemoryStore:
         self._guard = threading.Lock()
 
     def canonical(self, uri: str) -> str:
-        name = uri[len("memory://") :] if uri.startswith("memory://") else uri
+        name = uri[len(_PREFIX) :] if uri.startswith(_PREFIX) else uri
         if not name:
             raise TetherError("invalid_value", "a memory:// URI needs a name, e.g. memory://run-1")
-        return "memory://" + name
+        return _PREFIX + name
 
     def exists(self, uri: str) -> bool:
         return self.canonical(uri) in self._records
@@ -87,6 +91,37 @@ class MemoryStore:
 
     def trace_length(self, state: dict[str, Any]) -> int:
         return int(state["trace"]["entries"])
+
+    def revision(self, uri: str) -> int:
+        return int(json.loads(self._record(uri).state)["revision"])
+
+    def list(self, where: str, *, status: str | None = None) -> builtins.list[Summary]:
+        self._place(where)
+        with self._guard:
+            records = sorted(self._records.items())
+        listed = [
+            Summary.of(key, key[len(_PREFIX) :], json.loads(record.state))
+            for key, record in records
+        ]
+        return [summary for summary in listed if wanted(summary, status)]
+
+    def locate(self, where: str, name: str) -> str:
+        self._place(where)
+        return self.canonical(_PREFIX + name)
+
+    def place(self, uri: str) -> tuple[str, str | None]:
+        if uri in (_PREFIX, "memory:"):
+            return _PREFIX, None
+        return _PREFIX, self.canonical(uri)[len(_PREFIX) :]
+
+    def _place(self, where: str) -> None:
+        """Refuse a `where` other than the memory store itself."""
+        if where not in (_PREFIX, "memory:"):
+            raise TetherError(
+                "invalid_value",
+                f"{where} names one execution, not a place that holds them: list memory://",
+                uri=where,
+            )
 
     @contextmanager
     def transaction(self, uri: str) -> Iterator[_MemoryTransaction]:

@@ -17,6 +17,9 @@ Two tables hold the data, created on first use under an advisory lock, with thei
   ever appended to; a trace reset starts a new epoch and drops the older ones in the same
   transaction.
 
+`list(DSN)` — a URI without `#name` — lists every execution in the database; the database
+extracts the few keys of each state that a listing shows, so no document crosses the wire.
+
 A verb's `transaction` is one database transaction that begins with `SELECT ... FOR UPDATE` on the
 execution's row, so concurrent verbs on one execution — from threads, processes or replicas on
 other machines — are serialised as the file store's lock serialises them, and the whole step is
@@ -31,6 +34,7 @@ this module only when a `postgresql://` or `postgres://` URI is used.
 from __future__ import annotations
 
 import atexit
+import builtins
 import json
 import logging
 import math
@@ -47,7 +51,7 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from tether.errors import TetherError
-from tether.store.base import encode
+from tether.store.base import Summary, encode, wanted
 
 SCHEMA_VERSION = 1
 _SCHEMES = ("postgresql", "postgres")
@@ -123,6 +127,16 @@ ORDER BY t.idx
 """
 
 
+# What a listing reads of each execution: a few keys of the state, extracted by the database.
+_LIST = """
+SELECT name, revision, state->>'tree_name', state->>'status', state->>'phase',
+       (state->'open'->0)::text, state->>'updated_at'
+FROM tether_executions
+WHERE %(status)s::text IS NULL OR state->>'status' = %(status)s::text
+ORDER BY name COLLATE "C"
+"""
+
+
 @dataclass(frozen=True)
 class Target:
     """A `postgresql://` URI taken apart: the canonical DSN (no password), the password it
@@ -138,9 +152,10 @@ class Target:
 
 
 @lru_cache(maxsize=1024)
-def parse(uri: str) -> Target:
-    """Split a `postgresql://` (or `postgres://`) URI; refuse one that names no execution or that
-    libpq cannot read. A password, in the user part or as a `password` parameter, is set apart."""
+def _split(uri: str) -> Target:
+    """A `postgresql://` (or `postgres://`) URI taken apart, its name empty when it has none;
+    refuses one that libpq cannot read. A password, in the user part or as a `password`
+    parameter, is set apart."""
     parts = urlsplit(uri)
     if parts.scheme.lower() not in _SCHEMES:
         raise TetherError("invalid_value", "not a postgresql:// URI", scheme=parts.scheme)
@@ -162,14 +177,32 @@ def parse(uri: str) -> Target:
         raise TetherError(
             "invalid_value", f"{dsn} is not a valid PostgreSQL URI: {_first_line(exc)}", uri=dsn
         ) from None
-    name = unquote(parts.fragment)
-    if not name:
+    return Target(dsn, password, unquote(parts.fragment))
+
+
+def parse(uri: str) -> Target:
+    """Split a URI that names an execution; refuse one that names none."""
+    target = _split(uri)
+    if not target.name:
         raise TetherError(
             "invalid_value",
-            f"{dsn} names no execution: add one after '#', e.g. {dsn}#run-1",
-            uri=dsn,
+            f"{target.dsn} names no execution: add one after '#', e.g. {target.dsn}#run-1",
+            uri=target.dsn,
         )
-    return Target(dsn, password, name)
+    return target
+
+
+def database(uri: str) -> Target:
+    """Split a URI that names a database (its name empty); refuse one that names an execution,
+    which is not a place that holds executions."""
+    target = _split(uri)
+    if target.name:
+        raise TetherError(
+            "invalid_value",
+            f"{target.uri} names one execution, not a database: give the database, {target.dsn}",
+            uri=target.uri,
+        )
+    return target
 
 
 # -- connections ---------------------------------------------------------------------------------
@@ -310,8 +343,7 @@ class PostgresStore:
         """The URI without its password, which is kept for the DSN's pool (callers go on with
         the canonical spelling)."""
         target = parse(uri)
-        if target.password is not None:
-            _passwords[target.dsn] = target.password
+        self._remember(target)
         return target.uri
 
     def exists(self, uri: str) -> bool:
@@ -391,6 +423,55 @@ class PostgresStore:
 
     def trace_length(self, state: dict[str, Any]) -> int:
         return int(state["trace"]["entries"])
+
+    def revision(self, uri: str) -> int:
+        target = parse(uri)
+        with _connection(target) as conn:
+            row = conn.execute(
+                "SELECT revision FROM tether_executions WHERE name = %s", (target.name,)
+            ).fetchone()
+        if row is None:
+            raise _not_found(target)
+        return int(row[0])
+
+    def list(self, where: str, *, status: str | None = None) -> builtins.list[Summary]:
+        target = self._database(where)
+        with _connection(target) as conn:
+            rows = conn.execute(_LIST, {"status": status}).fetchall()
+        out = []
+        for name, revision, tree, state_status, phase, first, updated_at in rows:
+            state = {
+                "tree_name": tree,
+                "status": state_status,
+                "phase": phase,
+                "open": [json.loads(first)] if first is not None else [],
+                "revision": revision,
+                "updated_at": updated_at,
+            }
+            summary = Summary.of(Target(target.dsn, None, name).uri, name, state)
+            if wanted(summary, status):
+                out.append(summary)
+        return out
+
+    def locate(self, where: str, name: str) -> str:
+        target = self._database(where)
+        return self.canonical(Target(target.dsn, None, name).uri)
+
+    def place(self, uri: str) -> tuple[str, str | None]:
+        target = _split(uri)
+        self._remember(target)
+        return target.dsn, target.name or None
+
+    def _database(self, where: str) -> Target:
+        target = database(where)
+        self._remember(target)
+        return target
+
+    @staticmethod
+    def _remember(target: Target) -> None:
+        """Keep a password the URI gave, for the DSN's pool (see `canonical`)."""
+        if target.password is not None:
+            _passwords[target.dsn] = target.password
 
     @contextmanager
     def transaction(self, uri: str) -> Iterator[_PostgresTransaction]:

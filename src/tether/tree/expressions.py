@@ -4,12 +4,14 @@ Owns: compiling (with a cache keyed by source), static checking with the positio
 and evaluating an expression against the `var` and `const` scopes and the loop items around it.
 
 Scopes. CEL reserves the words `var` and `const`, so an expression sees the scopes as `VAR` and
-`CONST`, with the abtree aliases `LOCAL` (= VAR) and `GLOBAL` (= CONST). Inside a `for_each` it
-also sees `ITEM` (the innermost loop's item), `ITEM_INDEX` (its index, from 0) and `ITEMS` (every
-enclosing loop's item by its `as` name); outside one, those names are undefined. Authors may also
-write the step-text spelling `$VAR.x`, `$LOCAL.x`, `$CONST.x`, `$GLOBAL.x` or `$ITEM`: before
-compiling, the `$` of those prefixes (outside string literals) becomes a space, so every column the
-library reports still points at the author's text.
+`CONST`, with the abtree aliases `LOCAL` (= VAR) and `GLOBAL` (= CONST). A `check` also sees
+`TOOLS`, the tool calls recorded during its action's attempt (a list of `{tool, input, ok, seq}`;
+empty elsewhere and when none were recorded). Inside a `for_each` an expression also sees `ITEM`
+(the innermost loop's item), `ITEM_INDEX` (its index, from 0) and `ITEMS` (every enclosing loop's
+item by its `as` name); outside one, those names are undefined. Authors may also write the
+step-text spelling `$VAR.x`, `$LOCAL.x`, `$CONST.x`, `$GLOBAL.x` or `$ITEM`: before compiling,
+the `$` of those prefixes (outside string literals) becomes a space, so every column the library
+reports still points at the author's text.
 
 Loading the library. `import cel` costs about 200 ms, because the package's `__init__` also
 imports its interactive command line (prompt_toolkit and friends), and the CLI's step path has to
@@ -166,12 +168,23 @@ def check_expression(src: str) -> None:
 
 
 def evaluate(
-    src: str, var: dict[str, Any], const: dict[str, Any], names: dict[str, Any] | None = None
+    src: str,
+    var: dict[str, Any],
+    const: dict[str, Any],
+    tools: list[dict[str, Any]] | None = None,
+    names: dict[str, Any] | None = None,
 ) -> Any:
-    """The plain Python value of `src` against the scopes and `names` (ITEM, ITEM_INDEX, ITEMS
-    inside a loop); ExpressionError if evaluation fails."""
+    """The plain Python value of `src` against the scopes, `TOOLS` and `names` (ITEM,
+    ITEM_INDEX, ITEMS inside a loop); ExpressionError if evaluation fails."""
     program = _compile(src)
-    scopes = {**(names or {}), "VAR": var, "CONST": const, "LOCAL": var, "GLOBAL": const}
+    scopes = {
+        **(names or {}),
+        "VAR": var,
+        "CONST": const,
+        "LOCAL": var,
+        "GLOBAL": const,
+        "TOOLS": tools or [],
+    }
     try:
         return program.execute(scopes)
     except KeyError as exc:
@@ -187,10 +200,14 @@ def _first_sentence(text: str) -> str:
 
 
 def evaluate_condition(
-    src: str, var: dict[str, Any], const: dict[str, Any], names: dict[str, Any] | None = None
+    src: str,
+    var: dict[str, Any],
+    const: dict[str, Any],
+    tools: list[dict[str, Any]] | None = None,
+    names: dict[str, Any] | None = None,
 ) -> bool:
     """Like `evaluate`, but the result must be a bool."""
-    result = evaluate(src, var, const, names)
+    result = evaluate(src, var, const, tools, names)
     if not isinstance(result, bool):
         raise ExpressionError(f"check must produce a bool, got {_describe(result)}")
     return result
@@ -201,7 +218,7 @@ def evaluate_list(
 ) -> list[Any]:
     """Like `evaluate`, but the result must be a list of JSON values (a `for_each` list: its
     items are kept in the execution's state and carried by requests)."""
-    result = evaluate(src, var, const, names)
+    result = evaluate(src, var, const, None, names)
     if not isinstance(result, list):
         raise ExpressionError(f"for_each must produce a list, got {_describe(result)}")
     try:

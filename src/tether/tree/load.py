@@ -4,14 +4,19 @@ Owns: `load_tree` (a file), `load_tree_text` (text in memory) and `normalise` (a
 data); telling the three spellings apart (native wrapper, abtree wrapper, behaviors-sh root
 node); walking the nodes once, checking every key against the tables in `model.py` and building
 the normalised form that the engine runs (`type`, `name`, then `children`/`policy`/`steps`, then
-`retries`/`optional`/`invert`/`repeat`/`for_each`/`when`/`description`/`triggers` when they say
-something, a loop's `max` and `as` filled in); merging `state`; checking every `check`, `when`,
-`for_each.in` and `repeat.until` with the CEL compiler.
+`retries`/`optional`/`invert`/`repeat`/`for_each`/`when`/`description`/`triggers`/`tools` when
+they say something, a loop's `max` and `as` filled in); trimming step texts (`trim_text`);
+merging `state`; checking every `check`, `when`, `for_each.in` and `repeat.until` with the CEL
+compiler; resolving `$ref`s (a fragment file, a JSON pointer into a document, or both) and
+refusing the cycles they form.
 
 A load reads only inside one folder, its root: every `$ref` must resolve (symbolic links and
 `..` followed) to a file under it, the caller's root when one is given (a server's `--root`),
 else the folder of the top-level tree file. Every file it reads is a regular file, and together
-they hold at most `MAX_LOAD_BYTES`.
+they hold at most `MAX_LOAD_BYTES`. A JSON pointer reads nothing: it looks inside a document
+already read. However often `$ref`s name one target, the expanded tree holds at most
+`MAX_TREE_CHARS` characters and `MAX_NODE_DEPTH` node levels; a target is validated once and the
+normalised node shared wherever it is named again.
 
 Every problem raises `TetherError`: `not_found` for a tree file that does not exist,
 `invalid_expression` for CEL that does not compile, `forbidden` for a `$ref` outside the root,
@@ -27,7 +32,9 @@ from __future__ import annotations
 
 import difflib
 import os
-from dataclasses import dataclass
+import re
+import textwrap
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +42,7 @@ from tether.errors import TetherError
 from tether.tree.canonical import Tree, tree_hash
 from tether.tree.expressions import check_expression
 from tether.tree.locations import (
+    MAX_DEPTH,
     MAX_LOAD_BYTES,
     Document,
     Locator,
@@ -46,6 +54,7 @@ from tether.tree.locations import (
     plain,
     read_text,
 )
+from tether.tree.locations import Path as KeyPath
 from tether.tree.model import (
     COMMON_FIELDS,
     FOR_EACH_FIELDS,
@@ -61,6 +70,7 @@ from tether.tree.model import (
     STEP_FIELDS,
     STEP_KINDS,
     STEP_KINDS_TEXT,
+    TOOLS_FIELDS,
     TYPE_ALIASES,
     WRAPPER_FIELDS,
     Field,
@@ -68,6 +78,17 @@ from tether.tree.model import (
 )
 
 _WRITE_PREFIXES = ("$VAR.", "$LOCAL.")
+_INDEX = re.compile(r"^(0|[1-9][0-9]*)$")
+
+MAX_NODE_DEPTH = MAX_DEPTH
+"""How many node levels deep a tree may be once every `$ref` is expanded (one document alone
+reaches about half of it: a node level takes two levels of nesting)."""
+
+MAX_TREE_CHARS = 4 * MAX_LOAD_BYTES
+"""About how many characters a tree may hold once every `$ref` is expanded, each time a target
+is named: a pointer named twice at every level would otherwise double the tree per level."""
+
+_NODE_CHARS = 64  # what one node costs against MAX_TREE_CHARS, besides its texts
 _SAME_SCOPE = {**SCOPE_ALIASES, **{scope: alias for alias, scope in SCOPE_ALIASES.items()}}
 
 
@@ -85,7 +106,7 @@ def load_tree(path: str | os.PathLike[str], *, root: str | os.PathLike[str] | No
     if not loader.inside(file):
         top.fail(f"{path} is outside {loader.scope}", code="forbidden")
     doc = loader.document(file, top)
-    data = loader.tree(doc, file.parent, (file,))
+    data = loader.tree(doc, file.parent)
     return Tree(data, tree_hash(data), str(file))
 
 
@@ -95,7 +116,7 @@ def load_tree_text(text: str, source_name: str = "<text>", *, base_dir: str | No
     directory)."""
     doc = _parse(text, source_name, as_json=source_name.endswith(".json"))
     loader = _Loader.under(base_dir)
-    data = loader.tree(doc, loader.root, ())
+    data = loader.tree(doc, loader.root)
     return Tree(data, tree_hash(data), source_name)
 
 
@@ -104,7 +125,7 @@ def normalise(raw: Any, source: str = "<data>", *, base_dir: str | None = None) 
     `$ref` paths resolve as for `load_tree_text`."""
     doc = Document(raw, Locator(None, in_file=False), source)
     loader = _Loader.under(base_dir)
-    return loader.tree(doc, loader.root, ())
+    return loader.tree(doc, loader.root)
 
 
 def _parse(text: str, display: str, *, as_json: bool) -> Document:
@@ -146,11 +167,35 @@ def _version(value: Any) -> str:
 
 
 @dataclass(frozen=True)
+class _Site:
+    """A `$ref` being followed: the document and key path it is at, and what it leads to (a
+    document and a key path in it, `()` for a whole file), with the target as a cycle shows it."""
+
+    doc: Document
+    path: KeyPath
+    target: Document
+    at: KeyPath
+    shown: str
+
+
+@dataclass(frozen=True)
+class _Expanded:
+    """A `$ref` target already normalised: the node, the characters it counted against
+    `MAX_TREE_CHARS` and how many node levels it holds below its own."""
+
+    node: dict[str, Any]
+    chars: int
+    height: int
+
+
+@dataclass(frozen=True)
 class _Context:
-    """Where `$ref` paths resolve from, and the files being included (to name a cycle)."""
+    """Where `$ref` paths resolve from, the `$ref`s being followed (to find and name a cycle),
+    and how many node levels deep the expanded tree is."""
 
     base: Path
-    chain: tuple[Path, ...]
+    refs: tuple[_Site, ...] = ()
+    depth: int = 0
 
 
 class _Loader:
@@ -161,6 +206,9 @@ class _Loader:
         self.root = root
         self.scope = scope
         self.budget = MAX_LOAD_BYTES
+        self.room = MAX_TREE_CHARS
+        self.deepest = 0
+        self.expanded: dict[tuple[int, KeyPath], _Expanded] = {}
         self.docs: dict[Path, Document] = {}
         self.scopes: dict[str, dict[str, Any]] = {"var": {}, "const": {}}
 
@@ -194,8 +242,8 @@ class _Loader:
 
     # -- the file root ---------------------------------------------------------------------
 
-    def tree(self, doc: Document, base: Path, chain: tuple[Path, ...]) -> dict[str, Any]:
-        raw, where, context = doc.data, Where(doc), _Context(base, chain)
+    def tree(self, doc: Document, base: Path) -> dict[str, Any]:
+        raw, where, context = doc.data, Where(doc), _Context(base)
         if not isinstance(raw, dict):
             where.fail(f"a tree file must be a mapping, got {_describe(raw, content=False)}")
         if "type" in raw or "$ref" in raw:
@@ -310,6 +358,7 @@ class _Loader:
         fields = {**COMMON_FIELDS, **NODE_FIELDS[kind]}
         self.keys(raw, fields, where, f"a {kind} node")
         values = {key: self.field(raw, key, field, where) for key, field in fields.items()}
+        self.grow(values, where, context)
         if values["when"] is not None:
             self.expression(values["when"], where / "when")
         self.state(raw.get("state"), where / "state")
@@ -337,6 +386,34 @@ class _Loader:
         for key in ("when", "description", "triggers"):
             if values[key] is not None:
                 out[key] = values[key]
+        if values["tools"] is not None:
+            out["tools"] = self.tools(values["tools"], where / "tools")
+        return out
+
+    def tools(self, raw: Any, where: Where) -> dict[str, list[str]]:
+        """A node's `tools` policy, each entry checked where it stands."""
+        if not isinstance(raw, dict) or not raw:
+            got = "an empty mapping" if raw == {} else _describe(raw)
+            where.fail(f"tools must be {KIND_PHRASES['tool_policy']}, got {got}")
+        self.keys(raw, TOOLS_FIELDS, where, "tools")
+        out: dict[str, list[str]] = {}
+        for key in ("allow", "deny"):
+            entries = raw.get(key)
+            if key not in raw:
+                continue
+            if not isinstance(entries, list):
+                (where / key).fail(
+                    f"{key} must be {KIND_PHRASES['tool_entries']}, got {_describe(entries)}"
+                )
+            item = KIND_SCHEMAS["tool_entries"]["items"]
+            for i, entry in enumerate(entries):
+                if not conforms(entry, item):
+                    (where / key / i).fail(
+                        f"{_describe(entry)} is not a tool entry",
+                        hint="a name such as Read, mcp__server__tool or *, optionally with an "
+                        "argument in parentheses: Bash(pytest*)",
+                    )
+            out[key] = list(entries)
         return out
 
     def loop(self, raw: Any, key: str, where: Where) -> dict[str, Any]:
@@ -360,8 +437,9 @@ class _Loader:
     def children(self, raw: list[Any], where: Where, context: _Context) -> list[dict[str, Any]]:
         children: list[dict[str, Any]] = []
         first: dict[str, int] = {}
+        inner = replace(context, depth=context.depth + 1)
         for index, item in enumerate(raw):
-            child = self.node(item, where / "children" / index, context)
+            child = self.node(item, where / "children" / index, inner)
             name = child["name"]
             if name in first:
                 (where / "children" / index).fail(
@@ -392,6 +470,8 @@ class _Loader:
         text = self.field(raw, kind, STEP_FIELDS[kind], where)
         if kind == "check":
             self.expression(text, where / kind)
+        elif STEP_FIELDS[kind].kind == "step_text":
+            text = trim_text(text)
         out: dict[str, Any] = {kind: text}
         writes = self.field(raw, "writes", STEP_FIELDS["writes"], where)
         if writes is not None:
@@ -402,30 +482,155 @@ class _Loader:
             ]
         return out
 
+    def grow(self, values: dict[str, Any], where: Where, context: _Context) -> None:
+        """Count one node of the expanded tree against `MAX_NODE_DEPTH` and `MAX_TREE_CHARS`,
+        before its children are expanded: `$ref`s may name one node many times, and no more
+        than these limits may come of it."""
+        self.spend(
+            _NODE_CHARS
+            + sum(_chars(v) for key, v in values.items() if key not in ("children", "state")),
+            context.depth,
+            where,
+        )
+
+    def spend(self, chars: int, depth: int, where: Where) -> None:
+        """Count `chars` more characters of the expanded tree, reaching `depth` node levels."""
+        if depth >= MAX_NODE_DEPTH:
+            where.fail(
+                f"the tree is more than {MAX_NODE_DEPTH} nodes deep ($ref targets included)",
+                node_depth_limit=MAX_NODE_DEPTH,
+            )
+        self.deepest = max(self.deepest, depth)
+        self.room -= chars
+        if self.room < 0:
+            where.fail(
+                f"the tree expands to more than {MAX_TREE_CHARS} characters ($ref targets "
+                "counted each time they are named)",
+                char_limit=MAX_TREE_CHARS,
+            )
+
     def ref(self, raw: dict[str, Any], where: Where, context: _Context) -> dict[str, Any]:
+        """The node a `$ref` names: a fragment file (`parts/x.yaml`), a JSON pointer into this
+        document (`#/tree/children/0`), or a pointer into a fragment (`parts/x.yaml#/children/1`).
+        Resolving a pointer reads nothing; it only looks inside a document already read."""
         self.keys(raw, REF_FIELDS, where, "a $ref node")
         target = self.field(raw, "$ref", REF_FIELDS["$ref"], where)
         at = where / "$ref"
-        if not target or target.startswith("#"):
-            at.fail(
-                f"$ref {target!r} is not a file path",
-                hint="a $ref names a fragment file, relative to the file it is in",
-            )
-        file = (context.base / target).resolve()
-        if not self.inside(file):
-            at.fail(
-                f"$ref {target!r} is outside {self.scope}",
-                hint="a $ref may name only files under it",
-                code="forbidden",
-            )
-        if file in context.chain:
-            cycle = [*context.chain[context.chain.index(file) :], file]
-            names = [os.path.relpath(f, cycle[0].parent) for f in cycle]
-            at.fail(f"$ref cycle: {' -> '.join(names)}")
-        if not file.exists():
-            at.fail(f"$ref file {_display(file)} does not exist")
-        doc = self.document(file, at)
+        name, hash_, pointer = target.partition("#")
+        file: Path | None
+        if name:
+            file = (context.base / name).resolve()
+            if not self.inside(file):
+                at.fail(
+                    f"$ref {target!r} is outside {self.scope}",
+                    hint="a $ref may name only files under it",
+                    code="forbidden",
+                )
+            shown = os.path.relpath(file, context.base)
+        else:
+            file, shown = None, ""
+        tokens = _pointer_tokens(pointer, at, target) if hash_ else []
+        if hash_:
+            shown += "#" + pointer
+        if file is None:
+            doc, base = where.doc, context.base
+        else:
+            doc, base = self.existing(file, at), file.parent
+        path = _follow(doc, tokens, at, target)
+        site = _Site(where.doc, where.path, doc, path, shown)
+        self.cycle(site, at, context)
+        done = self.expanded.get((id(doc), path))
+        if done is not None:
+            # Expanded once already, so valid and free of cycles wherever it is named again: it
+            # counts against the limits again, and the one normalised node is shared.
+            self.spend(done.chars, context.depth + done.height, at)
+            return done.node
         via = f"{where.doc.display} at {format_path(where.path)}"
-        return self.node(
-            doc.data, Where(doc, (), via), _Context(file.parent, (*context.chain, file))
+        value = doc.data
+        for part in path:
+            value = value[part]
+        room, deepest, self.deepest = self.room, self.deepest, context.depth
+        node = self.node(
+            value, Where(doc, path, via), replace(context, base=base, refs=(*context.refs, site))
         )
+        height = self.deepest - context.depth
+        self.expanded[(id(doc), path)] = _Expanded(node, room - self.room, height)
+        self.deepest = max(deepest, self.deepest)
+        return node
+
+    def existing(self, file: Path, at: Where) -> Document:
+        """The parsed fragment file `file`, which must exist."""
+        if file not in self.docs and not file.exists():
+            at.fail(f"$ref file {_display(file)} does not exist")
+        return self.document(file, at)
+
+    def cycle(self, site: _Site, at: Where, context: _Context) -> None:
+        """Refuse the `$ref` at `site` if its target holds a `$ref` being followed (this one
+        included): expanding it would reach that `$ref` again, without end. The error names
+        the cycle, each `$ref` target as the tree spells it."""
+        sites = (*context.refs, site)
+        for i, followed in enumerate(sites):
+            inside = followed.path[: len(site.at)] == site.at
+            if followed.doc is site.target and inside:
+                names = [site.shown, *(s.shown for s in sites[i:])]
+                at.fail(f"$ref cycle: {' -> '.join(names)}")
+
+
+def trim_text(text: str) -> str:
+    """A step text as the agent sees it: without leading and trailing blank lines, the
+    indentation its lines share, or surrounding white space (abtree trims step texts too)."""
+    return textwrap.dedent(text).strip()
+
+
+def _chars(value: Any) -> int:
+    """About how many characters `value` adds to the expanded tree."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, list):
+        return sum(_chars(item) + 1 for item in value)
+    if isinstance(value, dict):
+        return sum(len(str(key)) + _chars(item) for key, item in value.items())
+    return 1
+
+
+def _pointer_tokens(pointer: str, at: Where, target: str) -> list[str]:
+    """The reference tokens of the JSON pointer after a `$ref`'s `#` (RFC 6901, as a URI
+    fragment: %-escapes are decoded first)."""
+    from urllib.parse import unquote
+
+    text = unquote(pointer)
+    if not text:
+        return []
+    if not text.startswith("/"):
+        at.fail(
+            f"$ref {target!r}: a JSON pointer after '#' begins with '/'",
+            hint="such as '#/tree/children/0'",
+        )
+    tokens = text[1:].split("/")
+    for token in tokens:
+        if "~" in token.replace("~0", "").replace("~1", ""):
+            at.fail(f"$ref {target!r}: '~' in a JSON pointer is written '~0' ('/' is '~1')")
+    return [t.replace("~1", "/").replace("~0", "~") for t in tokens]
+
+
+def _follow(doc: Document, tokens: list[str], at: Where, target: str) -> KeyPath:
+    """The key path in `doc` that a JSON pointer's `tokens` name; refused when nothing is there."""
+    value = doc.data
+    path: list[str | int] = []
+    for token in tokens:
+        if isinstance(value, dict) and token in value:
+            value = value[token]
+            path.append(token)
+        elif isinstance(value, list) and _INDEX.match(token) and int(token) < len(value):
+            value = value[int(token)]
+            path.append(int(token))
+        else:
+            place = format_path(tuple(path))
+            if isinstance(value, dict):
+                problem = f"{place} has no key {token!r}"
+            elif isinstance(value, list):
+                problem = f"{place} has no item {token!r} (it holds {len(value)})"
+            else:
+                problem = f"{place} is {_describe(value, content=False)}"
+            at.fail(f"$ref {target!r} names nothing: {problem}")
+    return tuple(path)

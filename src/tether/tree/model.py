@@ -1,11 +1,11 @@
 """The tree file format as data: which keys each part of a file takes, what kind of value each
 key holds, and what it means.
 
-Owns: the field tables (file wrapper, `state`, node types, `$ref`, steps, `for_each` and
-`repeat`), the value kinds with their JSON Schema fragments, the type aliases, the name patterns
-and the loops' default and largest `max`. It is the one source of truth
-read by both the validator (`load.py`, which checks values kind by kind) and the JSON Schema
-(`schema.py`, which emits each kind's fragment), so the two cannot drift apart.
+Owns: the field tables (file wrapper, `state`, node types, `$ref`, steps, `tools`, `for_each`
+and `repeat`), the value kinds with their JSON Schema fragments, the type aliases, the name,
+item name and tool entry patterns, and the loops' default and largest `max`. It is the one
+source of truth read by both the validator (`load.py`, which checks values kind by kind) and the
+JSON Schema (`schema.py`, which emits each kind's fragment), so the two cannot drift apart.
 
 Does not own: parsing, error reporting, `$ref` resolution or normalisation (`load.py`), CEL
 (`expressions.py`), or the emitted schema document itself (`schema.py`). Imports nothing of
@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-NAME_PATTERN = r"^[A-Za-z0-9_-]+$"
+NAME_PATTERN = r"^[^/@]+$"
 WRITE_PATH_PATTERN = r"^(\$(VAR|LOCAL)\.)?[^.\s]+(\.[^.\s]+)*$"
 # A loop item's name (`for_each.as`): a CEL identifier, as expressions read it from ITEMS.
 ITEM_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
@@ -29,6 +29,10 @@ ITEM_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 FOR_EACH_MAX = 100
 REPEAT_MAX = 10
 LOOP_MAX_LIMIT = 10_000
+
+# A `tools` entry: a tool name in the guard's trigger syntax (`Read`, `filesystem.edit`,
+# `mcp__server__tool`, `*`), optionally with a permission-rule argument: `Bash(pytest*)`.
+TOOL_ENTRY_PATTERN = r"^(\*|[A-Za-z0-9_.-]+)(\(.+\))?$"
 
 
 @dataclass(frozen=True)
@@ -80,7 +84,8 @@ COMMON_FIELDS: dict[str, Field] = {
     "type": Field("node_type", "The node type.", required=True),
     "name": Field(
         "name",
-        "The node's name: letters, digits, `_` and `-`, unique among its siblings.",
+        "The node's name: any text without `/` or `@` (spaces are fine), unique among its "
+        "siblings.",
         required=True,
     ),
     "retries": Field(
@@ -118,6 +123,22 @@ COMMON_FIELDS: dict[str, Field] = {
         "state",
         "Initial state declared on this node (behaviors-sh); merged into the tree's state.",
     ),
+    "tools": Field(
+        "tool_policy",
+        "Which tools an agent session bound to the execution may run while a step beneath this "
+        "node is open (the guard enforces it): `allow` and `deny` lists. The nearest node that "
+        "declares `tools` applies; `deny` wins over `allow`; Tether's own tools always run.",
+    ),
+}
+
+TOOLS_FIELDS: dict[str, Field] = {
+    "allow": Field(
+        "tool_entries",
+        "The tools that may run (when given, only these): names such as Read, "
+        "filesystem.edit, mcp__server__tool or *, each optionally with a permission-rule "
+        "argument, e.g. Bash(git diff*) or Edit(src/**).",
+    ),
+    "deny": Field("tool_entries", "The tools that may not run, in the same syntax as allow."),
 }
 
 CHILDREN_FIELD = Field("children", "The child nodes, at least one.", required=True)
@@ -177,8 +198,11 @@ REPEAT_FIELDS: dict[str, Field] = {
 
 REF_FIELDS: dict[str, Field] = {
     "$ref": Field(
-        "uri",
-        "A fragment file holding one node, relative to the file that refers to it.",
+        "ref",
+        "The node this stands for: a fragment file holding one node, relative to the file that "
+        "refers to it (`parts/review.yaml`); a JSON pointer to a node of this file "
+        "(`#/tree/children/0`); or both (`parts/review.yaml#/children/1`). A $ref whose target "
+        "holds it is a cycle, refused at load.",
         required=True,
     ),
 }
@@ -187,21 +211,26 @@ STEP_KINDS = ("evaluate", "instruct", "check", "human")
 STEP_KINDS_TEXT = ", ".join(STEP_KINDS[:-1]) + " or " + STEP_KINDS[-1]
 STEP_FIELDS: dict[str, Field] = {
     "evaluate": Field(
-        "step_text", "A precondition the agent judges: true advances, false fails the action."
+        "step_text",
+        "A precondition the agent judges: true advances, false fails the action. Leading and "
+        "trailing blank lines and shared indentation are trimmed at load.",
     ),
     "instruct": Field(
         "step_text",
-        "Work the agent performs: success advances, failure fails the action, running waits.",
+        "Work the agent performs: success advances, failure fails the action, running waits. "
+        "Leading and trailing blank lines and shared indentation are trimmed at load.",
     ),
     "check": Field(
         "cel",
-        "A CEL precondition the runtime evaluates against VAR and CONST: true advances, false "
-        "fails the action.",
+        "A CEL precondition the runtime evaluates against VAR and CONST, and TOOLS (the tool "
+        "calls a bound agent session made during this attempt of the action, each "
+        "{tool, input, ok, seq}): true advances, false fails the action.",
     ),
     "human": Field(
         "step_text",
         "A question only a person answers (tether approve or reject, or the viewer), never the "
-        "agent: approval advances, rejection fails the action.",
+        "agent: approval advances, rejection fails the action. Leading and trailing blank lines "
+        "and shared indentation are trimmed at load.",
     ),
     "writes": Field(
         "write_paths",
@@ -219,7 +248,7 @@ KIND_SCHEMAS: dict[str, dict[str, Any]] = {
     "name": {"type": "string", "pattern": NAME_PATTERN},
     "tree_name": {"type": "string", "minLength": 1},
     "text": {"type": "string"},
-    "step_text": {"type": "string", "minLength": 1},
+    "step_text": {"type": "string", "pattern": r"\S"},
     "cel": {"type": "string", "minLength": 1},
     "count": {"type": "integer", "minimum": 0},
     "loop_max": {"type": "integer", "minimum": 1, "maximum": LOOP_MAX_LIMIT},
@@ -227,6 +256,7 @@ KIND_SCHEMAS: dict[str, dict[str, Any]] = {
     "flag": {"type": "boolean"},
     "version": {"type": ["string", "number"]},
     "uri": {"type": "string"},
+    "ref": {"type": "string", "minLength": 1},
     "policy": {
         "anyOf": [
             {"enum": ["all", "any"]},
@@ -248,6 +278,11 @@ KIND_SCHEMAS: dict[str, dict[str, Any]] = {
     "state": {"$ref": "#/$defs/state"},
     "for_each": {"$ref": "#/$defs/for_each"},
     "repeat": {"$ref": "#/$defs/repeat"},
+    "tool_policy": {"$ref": "#/$defs/tools"},
+    "tool_entries": {
+        "type": "array",
+        "items": {"type": "string", "pattern": TOOL_ENTRY_PATTERN},
+    },
     "node": {"$ref": "#/$defs/node"},
     "children": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/node"}},
     "steps": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/step"}},
@@ -256,10 +291,10 @@ KIND_SCHEMAS: dict[str, dict[str, Any]] = {
 # How an error message names what a kind expects: "<key> must be <phrase>, got ...".
 KIND_PHRASES: dict[str, str] = {
     "node_type": "one of " + ", ".join(KIND_SCHEMAS["node_type"]["enum"]),
-    "name": "a name made of letters, digits, '_' and '-'",
+    "name": "a non-empty name without '/' or '@'",
     "tree_name": "a non-empty string",
     "text": "a string",
-    "step_text": "a non-empty string",
+    "step_text": "a string with more than white space in it",
     "cel": "a non-empty CEL expression (a string)",
     "count": "a whole number >= 0",
     "loop_max": f"a whole number from 1 to {LOOP_MAX_LIMIT}",
@@ -267,6 +302,7 @@ KIND_PHRASES: dict[str, str] = {
     "flag": "true or false",
     "version": "a string or a number",
     "uri": "a string",
+    "ref": "a file path, '#' and a JSON pointer, or both",
     "policy": "'all', 'any' or a whole number >= 1",
     "write_paths": "a list of distinct var paths such as 'result' or 'review.notes'",
     "triggers": "a non-empty list of non-empty strings",
@@ -274,6 +310,8 @@ KIND_PHRASES: dict[str, str] = {
     "state": "a mapping with 'var' and 'const' (or 'local' and 'global')",
     "for_each": "a mapping with 'in' (a CEL list), and optionally 'as' and 'max'",
     "repeat": "a mapping with 'until' (a CEL condition), and optionally 'max'",
+    "tool_policy": "a mapping with 'allow' and/or 'deny'",
+    "tool_entries": "a list of tool names such as Read, mcp__server__tool or Bash(pytest*)",
     "children": "a non-empty list of nodes",
     "steps": "a non-empty list of steps",
 }

@@ -25,6 +25,7 @@ from tether.tree.model import (
     STEP_FIELDS,
     STEP_KINDS,
     STEP_KINDS_TEXT,
+    TOOLS_FIELDS,
     TYPE_ALIASES,
     TYPE_DESCRIPTIONS,
     WRAPPER_FIELDS,
@@ -99,6 +100,10 @@ def json_schema() -> dict[str, Any]:
             "ref": _object(REF_FIELDS, "$ref", REF_FIELDS["$ref"].description),
             "for_each": _object(FOR_EACH_FIELDS, "for_each", COMMON_FIELDS["for_each"].description),
             "repeat": _object(REPEAT_FIELDS, "repeat", COMMON_FIELDS["repeat"].description),
+            "tools": {
+                **_object(TOOLS_FIELDS, "tools", COMMON_FIELDS["tools"].description),
+                "minProperties": 1,
+            },
             **{kind: _node_type(kind) for kind in NODE_FIELDS},
             "step": {
                 "title": "step",

@@ -18,12 +18,14 @@ from tether.errors import EXIT_OK, TetherError
 
 VIEW = Command(
     "view",
-    "serve the live viewer page for the executions under a folder (or one execution)",
+    "serve the live viewer page for the executions in a folder or a database",
     ("PATH",),
     0,
     values=("--port",),
-    help="PATH is a folder (default: the current one) or an execution file. The page is served "
-    "on 127.0.0.1; --port picks the port (default: any free one). Stop with Ctrl-C.",
+    help="PATH is a folder (default: the current one) or a database (postgresql://user@host/db); "
+    "given one execution (a file, postgresql://...#name) it serves the place that holds it and "
+    "opens it. The page is served on 127.0.0.1; --port picks the port (default: any free one). "
+    "Stop with Ctrl-C.",
 )
 SHOW = Command(
     "show",

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tether.engine.core import Condition, Outcome, default_condition
+from tether.engine.core import Condition, Outcome, default_condition, tool_records
 from tether.engine.replay import apply_entry, fresh_state
 from tether.errors import TetherError
 
@@ -192,6 +192,7 @@ class Timeline:
     views: dict[str, NodeView] = field(init=False)
     at: int = 0
     error: str | None = None
+    tools: list[dict[str, Any]] = field(default_factory=list)  # what checks see as TOOLS
 
     def __post_init__(self) -> None:
         self.nodes = index_tree(self.tree)
@@ -219,10 +220,11 @@ class Timeline:
 
     def _answer(self, entry: dict[str, Any]) -> None:
         before = self.state
-        outcome = apply_entry(self.tree, before, entry, self.condition)
+        outcome = apply_entry(self.tree, before, entry, self.condition, self.tools)
         if outcome is None:
             return
         self.state = outcome.state
+        self.tools.extend(tool_records(outcome.entries, 0))
         if entry["kind"] == "reset":
             self.views = {key: NodeView() for key in self.nodes}
             return

@@ -1,32 +1,34 @@
-"""The viewer's web server: the page, its JSON API and live updates, for one folder.
+"""The viewer's web server: the page, its JSON API and live updates, for one place.
 
-Owns the HTTP surface on 127.0.0.1 (standard library `ThreadingHTTPServer`):
+Owns the HTTP surface on 127.0.0.1 (standard library `ThreadingHTTPServer`) over one place that
+holds executions — a folder, or a database (`postgresql://…` without `#name`) — listed and read
+through its store (`Store.list`, `Store.revision`), never by reading its files:
 
 - `/` the page and `/static/...` its assets, shipped inside the package (no CDN, no build step);
-- `/api/runs` the executions under the folder (tree, status, phase, progress, last update);
+- `/api/runs` the executions in the place (tree, status, phase, open step, progress, last
+  update); P, the path of one, is its name there (a path relative to the folder, or its name in
+  the database);
 - `/api/run?path=P` one execution: its nodes, trace, current snapshot and diagram (SVG);
   `&at=K` the snapshot and diagram after the first K trace entries (a replay, not a stored copy);
   `&since=N&last_seq=S` only the trace entries after the N the page already holds;
 - `/api/events` and `/api/events?path=P` Server-Sent Events: a message when the listing changes
-  (checked every second), or with the new revision when the execution commits (its state file
-  is read every 200 ms per stream; the page then fetches the new document).
+  (the store's listing, read every second), or with the new revision when the execution commits
+  (its revision is read every 200 ms per stream; the page then fetches the new document).
 
 - `POST /api/human` a person's answer to the open human step from the page (`{path, decision:
   approve | reject, note?, step?}`), through the verbs (`approve`/`reject`, `by: viewer`); the
   only request that writes.
 
-Given a store URI that is not a folder (`postgresql://…#name`), it serves that one execution,
-read through its store, and watches its revision the same way.
-
 It confines every path it is asked for to the folder it serves: absolute paths, `..` and
 symbolic links that lead outside are refused with 403 and a JSON error, as are requests whose
-`Host` is not this server (DNS rebinding). The files beside a state file are the store's to find
-and refuse (a state file naming another file is `corrupt_execution`, 409). An execution that
-cannot be read or shown is reported on its own row of the listing; the others are still listed.
-A post is taken only from the server's own page: its `Origin` must be this server, and it must
-carry the per-server token written into the page (`X-Tether-Token`); anything else is refused
-with 403 before the body is read. It does not derive statuses (`tether.viewer.model`), draw
-(`tether.viewer.svg`) or parse command lines (`tether.viewer.cli`).
+`Host` is not this server (DNS rebinding); in a database a path is only ever a name in it. The
+files beside a state file are the store's to find and refuse (a state file naming another file
+is `corrupt_execution`, 409). An execution that cannot be read or shown is reported on its own
+row of the listing; the others are still listed. A post is taken only from the server's own
+page: its `Origin` must be this server, and it must carry the per-server token written into the
+page (`X-Tether-Token`); anything else is refused with 403 before the body is read. It does not
+derive statuses (`tether.viewer.model`), draw (`tether.viewer.svg`) or parse command lines
+(`tether.viewer.cli`).
 """
 
 from __future__ import annotations
@@ -45,9 +47,11 @@ from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
 from tether.errors import TetherError
+from tether.store import path_of, scheme_of, store_for
+from tether.store.base import Summary
 from tether.tree.model import STEP_KINDS
 from tether.viewer.model import Timeline, index_tree, progress, snapshot
-from tether.viewer.source import Execution, find_executions, load_execution, load_state
+from tether.viewer.source import Execution, load_execution
 from tether.viewer.svg import render_svg
 
 POLL_SECONDS = 0.2
@@ -86,12 +90,13 @@ class _Cached:
 
 
 class Viewer:
-    """What the server knows: the folder it serves (or the one execution `uri` of a store that is
-    not a folder, such as PostgreSQL) and a warm timeline per execution."""
+    """What the server knows: the place it serves (`where`: a folder, or a store location such
+    as a PostgreSQL database), its store, and a warm timeline per execution."""
 
-    def __init__(self, root: str, uri: str | None = None) -> None:
-        self.root = os.path.realpath(root)
-        self.uri = uri
+    def __init__(self, where: str) -> None:
+        self.store = store_for(where)
+        self.root = os.path.realpath(path_of(where)) if scheme_of(where) == "file" else None
+        self.where = self.root if self.root is not None else where
         self.token = secrets.token_urlsafe(32)
         self.assets = _assets()
         page = self.assets["index.html"]
@@ -103,40 +108,51 @@ class Viewer:
     # -- confinement ---------------------------------------------------------------------------
 
     def confine(self, rel: str) -> str:
-        """The real path of `rel` inside the served folder, or `forbidden`."""
+        """The path of `rel` inside the served folder, or `forbidden` if it (or, through a
+        symbolic link, its real path) is outside. The path keeps a link at its last component,
+        for the store to refuse."""
+        assert self.root is not None
         if not rel or rel.startswith(("/", "\\")) or os.path.isabs(rel) or "\x00" in rel:
             raise TetherError("forbidden", f"{rel!r} is not a path inside the served folder")
         if ".." in rel.replace("\\", "/").split("/"):
             raise TetherError("forbidden", f"{rel!r} climbs out of the served folder")
-        real = os.path.realpath(os.path.join(self.root, rel))
+        path = os.path.join(self.root, rel)
+        real = os.path.realpath(path)
         if os.path.commonpath([real, self.root]) != self.root:
             raise TetherError("forbidden", f"{rel!r} leads outside the served folder")
-        return real
+        return path
+
+    def uri_of(self, rel: str) -> str:
+        """The URI of the execution the page calls `rel`: in the served folder, or by that name
+        in the database."""
+        if self.root is None:
+            return self.store.locate(self.where, rel)
+        return self.confine(rel)
 
     def load(self, rel: str) -> Execution:
-        """The execution at `rel`, its state file confined to the folder. The store reads the
-        files beside it under its own rules: names derived from the state file's, no link
-        followed (`tether.store.file`)."""
-        if self.uri is not None:
-            if rel != self.uri:
-                raise TetherError("forbidden", f"this viewer serves {self.uri} only")
-            return load_execution(self.uri)
-        path = self.confine(rel)
-        if not os.path.isfile(path):
-            raise TetherError("not_found", f"no execution at {rel!r}")
-        return load_execution(path)
+        """The execution at `rel`, its path confined to the folder. The store reads it under its
+        own rules: names derived from the state file's, no link followed (`tether.store`)."""
+        try:
+            return load_execution(self.uri_of(rel))
+        except TetherError as exc:
+            if exc.code != "not_found":
+                raise
+            raise TetherError("not_found", f"no execution at {rel!r}") from None
 
     # -- documents -----------------------------------------------------------------------------
 
     def runs(self) -> dict[str, Any]:
-        """The executions under the folder, each summarised; unreadable ones say why."""
+        """The executions in the place, each summarised; unreadable ones say why."""
         out: list[dict[str, Any]] = []
-        for rel in self.executions():
+        for listed in self.executions():
+            if listed.error is not None:
+                out.append({"path": listed.name, "error": listed.error["message"]})
+                continue
             try:
-                out.append(self._summary(rel))
+                out.append(self._summary(listed.name))
             except TetherError as exc:
-                out.append({"path": rel, "error": exc.message})
-        folder = self.uri if self.uri is not None else os.path.basename(self.root) or self.root
+                out.append({"path": listed.name, "error": exc.message})
+        folder = self.where if self.root is None else os.path.basename(self.root) or self.root
         return {"folder": folder, "runs": out}
 
     def _summary(self, rel: str) -> dict[str, Any]:
@@ -144,27 +160,35 @@ class Viewer:
         state = execution.state
         with _shown(rel):
             snap = self._timeline(rel, execution).snapshot()
+            summary = Summary.of(rel, rel, state)
             return {
                 "path": rel,
                 "tree": execution.tree["name"],
                 "status": state["status"],
                 "phase": state["phase"],
+                "open_step": summary.open_step,
                 "progress": progress(execution.tree, snap),
                 "entries": len(execution.trace),
                 "revision": state["revision"],
                 "updated_at": state["updated_at"],
             }
 
-    def executions(self) -> list[str]:
-        """What this viewer lists: the executions under the folder, or its one URI."""
-        return [self.uri] if self.uri is not None else find_executions(self.root)
+    def executions(self) -> list[Summary]:
+        """The executions in the place, as its store lists them."""
+        return self.store.list(self.where)
 
     def revision_watch(self, rel: str) -> Callable[[], int | None]:
-        """A cheap reader of the execution's revision, for its event stream."""
-        if self.uri is None:
-            return _RevisionWatch(self.confine(rel))
-        self.load(rel)
-        return _StoreRevision(self.uri)
+        """A reader of the execution's revision, for its event stream (None while it cannot be
+        read: not started yet, corrupt, a database that is down)."""
+        uri = self.uri_of(rel)
+
+        def revision() -> int | None:
+            try:
+                return self.store.revision(uri)
+            except TetherError:
+                return None
+
+        return revision
 
     def run(self, rel: str, query: dict[str, str]) -> dict[str, Any]:
         execution = self.load(rel)
@@ -243,29 +267,21 @@ class Viewer:
         for name, value in (("note", note), ("step", step)):
             if value is not None and not isinstance(value, str):
                 raise TetherError("usage", f"{name} must be a string")
-        if self.uri is not None:
-            self.load(rel)
-            target, runtime = self.uri, Runtime()
-        else:
-            target = self.confine(rel)
-            if not os.path.isfile(target):
-                raise TetherError("not_found", f"no execution at {rel!r}")
-            runtime = Runtime(root=self.root)
+        self.load(rel)
+        target, runtime = self.uri_of(rel), Runtime(root=self.root)
         verb = runtime.approve if decision == "approve" else runtime.reject
         return verb(target, note=note or None, step=step, by="viewer")
 
     # -- change signals ------------------------------------------------------------------------
 
-    def listing_signature(self) -> tuple[tuple[str, int], ...]:
-        if self.uri is not None:
-            return ((self.uri, _StoreRevision(self.uri)() or 0),)
-        out = []
-        for rel in find_executions(self.root):
-            try:
-                out.append((rel, os.stat(os.path.join(self.root, rel)).st_mtime_ns))
-            except OSError:
-                continue
-        return tuple(out)
+    def listing_signature(self) -> tuple[tuple[str, int | None, str | None], ...] | str:
+        """What changes when the listing does: each execution's name and revision (or error),
+        or the reason the place cannot be listed."""
+        try:
+            listed = self.executions()
+        except TetherError as exc:
+            return exc.message
+        return tuple((s.name, s.revision, s.error["message"] if s.error else None) for s in listed)
 
 
 @contextmanager
@@ -450,45 +466,6 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
 
 
-class _RevisionWatch:
-    """The revision of the execution at `path`, re-read through the store only when a `stat`
-    says its state file was replaced (None while there is no readable execution)."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.seen: tuple[int, int, int] | None = None
-        self.revision: int | None = None
-
-    def __call__(self) -> int | None:
-        try:
-            st = os.stat(self.path)
-        except OSError:
-            self.seen = self.revision = None
-            return None
-        seen = (st.st_mtime_ns, st.st_size, st.st_ino)
-        if seen != self.seen:
-            self.seen = seen
-            try:
-                self.revision = int(load_state(self.path)["revision"])
-            except TetherError:
-                self.revision = None
-        return self.revision
-
-
-class _StoreRevision:
-    """The revision of the execution at a store URI, read through the store (None while it
-    cannot be read: a database that is down, an execution not yet started)."""
-
-    def __init__(self, uri: str) -> None:
-        self.uri = uri
-
-    def __call__(self) -> int | None:
-        try:
-            return int(load_state(self.uri)["revision"])
-        except TetherError:
-            return None
-
-
 def _changes(signal: Callable[[], Any], pause: float, stopping: threading.Event) -> Iterator[bytes]:
     """Server-Sent Events: one when `signal()` changes (the first at once), a comment now and
     then to keep the connection alive, until the server stops."""
@@ -522,24 +499,17 @@ class _Server(ThreadingHTTPServer):
 
 
 def serve(path: str, *, port: int = 0, ready: Callable[[Any], None]) -> None:
-    """Serve the folder `path` (or the folder of the execution `path`, opening it; or the one
-    execution at a store URI such as `postgresql://…#name`) until interrupted; `ready` receives
-    the address once the server listens."""
-    from tether.store import scheme_of, store_for
-
-    if scheme_of(path) != "file":
-        uri = store_for(path).canonical(path)
-        load_execution(uri)
-        opened: str | None = uri
-        viewer = Viewer(os.getcwd(), uri)
-    else:
-        if not os.path.exists(path):
-            raise TetherError("not_found", f"{path} does not exist", path=path)
-        if os.path.isdir(path):
-            viewer, opened = Viewer(path), None
-        else:
-            folder, opened = os.path.split(os.path.abspath(path))
-            viewer = Viewer(folder)
+    """Serve the place `path` names — a folder, or a database (`postgresql://…`) — until
+    interrupted; given one execution (a state file, `postgresql://…#name`), serve the place that
+    holds it and open it. `ready` receives the address once the server listens."""
+    store = store_for(path)
+    if scheme_of(path) == "file" and not os.path.exists(path_of(path)):
+        raise TetherError("not_found", f"{path} does not exist", path=path)
+    where, opened = store.place(path)
+    if opened is not None and not store.exists(store.locate(where, opened)):
+        raise TetherError("not_found", f"no execution at {path}", path=path)
+    viewer = Viewer(where)
+    count = len(viewer.executions())
     try:
         server = _Server(viewer, port)
     except OSError as exc:
@@ -548,7 +518,7 @@ def serve(path: str, *, port: int = 0, ready: Callable[[Any], None]) -> None:
         ) from None
     url = server.url + (f"?run={quote(opened)}" if opened else "")
     try:
-        ready({"status": "serving", "url": url, "executions": len(viewer.executions())})
+        ready({"status": "serving", "url": url, "executions": count})
         server.serve_forever(poll_interval=0.2)
     except KeyboardInterrupt:
         pass

@@ -8,9 +8,9 @@ const STATUS = {
   failure: ["✗", "failure"], skipped: ["↷", "skipped"], halted: ["⊘", "halted"],
 };
 const GOOD = new Set(["evaluation_passed", "step_complete", "action_complete", "protocol_accepted",
-  "passed", "entered", "written", "recorded", "jumped", "success"]);
+  "passed", "entered", "written", "recorded", "jumped", "ran", "success"]);
 const BAD = new Set(["evaluation_failed", "action_failed", "failed", "error", "protocol_rejected",
-  "failure"]);
+  "refused", "failure"]);
 // The per-server token `tether view` writes into this page: its posts carry it.
 const TOKEN = document.querySelector('meta[name="tether-token"]').content;
 
@@ -88,7 +88,7 @@ function renderList(listing) {
     const link = el("a", { href: `/?run=${encodeURIComponent(run.path)}` }, run.path);
     if (run.error) {
       return el("tr", { "data-path": run.path }, el("td", {}, link),
-        el("td", { colspan: 6, class: "muted" }, run.error));
+        el("td", { colspan: 7, class: "muted" }, run.error));
     }
     const { settled, actions } = run.progress;
     const share = actions ? Math.round((100 * settled) / actions) : 0;
@@ -97,6 +97,8 @@ function renderList(listing) {
       el("td", {}, run.tree),
       el("td", {}, badge(run.status)),
       el("td", {}, run.phase),
+      el("td", { class: "open-step" }, run.open_step
+        ? [run.open_step.name, " ", el("span", { class: "muted" }, run.open_step.type)] : "—"),
       el("td", { title: `${settled} of ${actions} actions settled` },
         el("span", { class: "bar-track" }, el("span", { class: "bar-fill", style: `width:${share}%` })),
         `${settled}/${actions}`),
@@ -359,12 +361,18 @@ function describe(entry) {
     parts.push(el("code", {}, entry.submitted), entry.on ? ` (${entry.on.replace("_", " ")}) ` : " ");
   } else if (entry.kind === "think") {
     parts.push(el("span", { class: "note" }, entry.submitted));
+  } else if (entry.kind === "tool") {
+    const input = entry.input || {};
+    const shown = input.command ?? input.file_path ?? input.path ?? input.url ?? input.pattern;
+    parts.push(el("code", {}, entry.tool), " ");
+    if (shown !== undefined) parts.push(el("code", { class: "value" }, String(shown).slice(0, 200)));
   } else if (entry.kind === "human") {
     parts.push(`answered from the ${entry.by} `);
   } else if (entry.submitted !== undefined) {
     parts.push(el("code", {}, String(entry.submitted)), " ");
   }
-  parts.push("→ ", outcome(entry.outcome));
+  const result = entry.kind === "tool" ? (entry.ok ? "ran" : "failed") : entry.outcome;
+  parts.push("→ ", outcome(result));
   if (entry.note) parts.push(el("span", { class: "note" }, entry.note));
   return parts;
 }

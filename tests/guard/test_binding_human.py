@@ -1,0 +1,233 @@
+"""A bound session and a human step: the agent may stop while only a person can answer, and the
+guard keeps the person's answer (`tether approve`/`reject`) out of the agent's shell. Real hook
+payloads through `tether guard hook` (a fresh process per event) and `serve`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from guard import hookkit as hk
+from support.trees import SIGN_OFF_YAML
+from tether.guard.shell import answers_for_a_person
+from tether.verbs import Runtime
+
+RUN = "runs/ship.json"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "sign-off.yaml").write_text(SIGN_OFF_YAML)
+    (tmp_path / "runs").mkdir()
+    (tmp_path / ".tether").mkdir()
+    (tmp_path / ".tether" / "guard.yaml").write_text(f"workflow:\n  trace: {RUN}\n")
+    return tmp_path
+
+
+@pytest.fixture
+def run(project: Path) -> str:
+    """The configured execution past its gate and its draft: `Sign_Off` (a person's) and
+    `Lint` (the agent's) are open side by side."""
+    rt = Runtime()
+    uri = str(rt.start(str(project / "sign-off.yaml"), str(project / RUN))["uri"])
+    rt.submit(uri, "success")
+    rt.submit(uri, "success", values={"notes": "v2: faster"})
+    assert [r["name"] for r in rt.open_steps(uri)["open"]] == ["Sign_Off", "Lint"]
+    return uri
+
+
+def lint_done(uri: str) -> None:
+    """The agent submits its `Lint`, by token: only the sign-off is left open."""
+    lint = next(r for r in Runtime().open_steps(uri)["open"] if r["name"] == "Lint")
+    Runtime().submit(uri, "success", step=lint["step"])
+
+
+def stops(uri: str) -> list[dict[str, Any]]:
+    return [e for e in Runtime().trace(uri) if e["kind"] == "stop"]
+
+
+def human_step(uri: str) -> dict[str, Any]:
+    return next(r for r in Runtime().open_steps(uri)["open"] if r["type"] == "human")
+
+
+def deny_reason(out: dict[str, Any] | None) -> str:
+    assert out is not None, "the call was let through"
+    specific = out["hookSpecificOutput"]
+    assert specific["permissionDecision"] == "deny"
+    return str(specific["permissionDecisionReason"])
+
+
+# -- Stop while a person decides ----------------------------------------------------------------
+
+
+def test_stop_is_refused_while_the_agent_still_has_a_step_beside_the_human_one(
+    project: Path, run: str
+) -> None:
+    out = hk.hook_json(project, hk.stop(project))
+    assert out is not None and out["decision"] == "block"
+    assert "instruct 'Lint'" in out["reason"] and "Sign_Off" not in out["reason"]
+    lint = next(r for r in Runtime().open_steps(run)["open"] if r["name"] == "Lint")
+    assert [(e["outcome"], e["name"], e["step"]) for e in stops(run)] == [
+        ("refused", "Lint", lint["step"])
+    ]
+
+
+def test_stop_is_let_through_while_only_a_person_can_answer(project: Path, run: str) -> None:
+    hk.hook_json(project, hk.stop(project))  # refused: Lint is still open
+    lint_done(run)
+    step = human_step(run)["step"]
+    out = hk.hook_json(project, hk.stop(project, active=True))
+    assert out is not None and "decision" not in out  # Claude Code lets the turn end
+    message = out["systemMessage"]
+    assert "waits on a person" in message and "'Sign_Off'" in message
+    assert "Read the release notes. Approve to publish." in message
+    assert f"tether approve {run}" in message and f"tether reject {run}" in message
+    assert "viewer" in message and "the agent cannot" in message
+    last = stops(run)[-1]
+    assert last["outcome"] == "allowed" and last["name"] == "Sign_Off" and last["step"] == step
+    assert "waits on a person" in last["note"]
+    # every later stop is let through too, never counted towards the cap
+    for _ in range(4):
+        again = hk.hook_json(project, hk.stop(project, active=True))
+        assert again is not None and "decision" not in again
+    assert [e["outcome"] for e in stops(run)] == ["refused"] + ["allowed"] * 5
+    assert Runtime().verify(run)["ok"]
+
+
+def test_after_the_person_answers_the_stop_is_let_through_quietly(
+    project: Path, run: str
+) -> None:
+    lint_done(run)
+    Runtime().approve(run, note="ship it")
+    assert Runtime().next(run) == {"status": "done"}
+    assert hk.hook_json(project, hk.stop(project)) is None
+
+
+def test_stop_warn_tells_the_user_a_person_must_answer_and_records_nothing(
+    project: Path, run: str
+) -> None:
+    (project / ".tether" / "guard.yaml").write_text(f"workflow:\n  trace: {RUN}\n  stop: warn\n")
+    lint_done(run)
+    out = hk.hook_json(project, hk.stop(project))
+    assert out is not None and "decision" not in out
+    assert "waits on a person" in out["systemMessage"]
+    assert stops(run) == []
+
+
+def test_the_context_tells_the_agent_to_wait_for_the_person(project: Path, run: str) -> None:
+    lint_done(run)
+    out = hk.hook_json(project, hk.prompt(project, "what now?"))
+    assert out is not None
+    context = out["hookSpecificOutput"]["additionalContext"]
+    assert "human 'Sign_Off'" in context and "Only a person answers a human step" in context
+    assert "Tell the user what it asks and wait." in context
+    assert "the hooks refuse a stop" not in context
+
+
+def test_serve_lets_the_stop_through_like_the_hook(project: Path, run: str) -> None:
+    lint_done(run)
+    with hk.serving(project) as url:
+        out = hk.send(url, hk.stop(project))
+    assert out is not None and "decision" not in out
+    assert "waits on a person" in out["systemMessage"]
+    assert stops(run)[-1]["outcome"] == "allowed"
+
+
+# -- the person's answer is not the agent's -------------------------------------------------------
+
+
+PERSON_LINES = [
+    "tether approve {run}",
+    "tether reject {run} --note 'not yet'",
+    "tether approve {run} --step {step}",
+    "cd runs && tether approve ship.json",
+    "tether next {run}; tether approve {run}",
+    "/usr/local/bin/tether approve {run}",
+    "'tether' \"approve\" {run}",
+    "env TETHER_X=1 tether approve {run}",
+    "sudo -u me tether approve {run}",
+    "bash -c 'tether approve {run}'",
+    'sh -lc "tether reject {run}"',
+    'eval "tether approve {run}"',
+    "echo $(tether approve {run})",
+    "echo `tether approve {run}`",
+    "python -m tether approve {run}",
+    "python3 -m tether.cli.main reject {run}",
+    "TETHER approve {run}",
+]
+
+
+@pytest.mark.parametrize("line", PERSON_LINES)
+def test_a_bound_agent_may_not_run_a_persons_answer(project: Path, run: str, line: str) -> None:
+    command = line.format(run=run, step=human_step(run)["step"])
+    before = Runtime().trace(run)
+    out = hk.hook_json(project, hk.pre(project, "Bash", {"command": command}))
+    reason = deny_reason(out)
+    assert "is a person's answer, not an agent's" in reason
+    assert "Only a person answers a human step" in reason
+    assert "tether approve" in reason and "viewer" in reason
+    # the guard denied the call before it ran: nothing was answered or recorded
+    assert Runtime().trace(run) == before
+    assert human_step(run)["name"] == "Sign_Off"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "tether next {run}",
+        "tether submit {run} success",
+        "echo 'to sign off: tether approve {run}'",
+        "grep -r approve docs/",
+        "git log --grep=approve",
+    ],
+)
+def test_look_alikes_and_tethers_own_commands_still_run(
+    project: Path, run: str, line: str
+) -> None:
+    out = hk.hook_json(project, hk.pre(project, "Bash", {"command": line.format(run=run)}))
+    assert out is None
+
+
+def test_the_person_answers_from_their_own_terminal(project: Path, run: str) -> None:
+    """The hooks see only the agent's calls: the person's `tether approve`, run outside the
+    agent, answers the step."""
+    lint_done(run)
+    done = subprocess.run(
+        [sys.executable, "-m", "tether.cli.main", "approve", run, "--note", "ship it"],
+        capture_output=True,
+        text=True,
+        cwd=project,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["status"] == "approved"
+    human = [e for e in Runtime().trace(run) if e["kind"] == "human"]
+    assert [(e["outcome"], e["by"]) for e in human] == [("success", "cli")]
+
+
+def test_serve_denies_a_persons_answer_like_the_hook(project: Path, run: str) -> None:
+    with hk.serving(project) as url:
+        out = hk.send(url, hk.pre(project, "Bash", {"command": f"tether reject {run}"}))
+    assert "is a person's answer" in deny_reason(out)
+
+
+def test_an_unbound_session_is_not_held_to_it(project: Path, run: str) -> None:
+    """Outside a binding the guard's workflow check says nothing (its other rules still speak);
+    what a person runs in their own shell is never the guard's to stop."""
+    (project / ".tether" / "guard.yaml").write_text("workflow:\n  bind: auto\n")
+    out = hk.hook_json(project, hk.pre(project, "Bash", {"command": f"tether approve {run}"}))
+    assert out is None
+
+
+def test_a_line_nested_beyond_reading_is_refused() -> None:
+    line = "tether approve runs/ship.json"
+    for _ in range(12):
+        line = f"echo $({line})"
+    assert answers_for_a_person(line) is not None
+    assert answers_for_a_person("echo $(" * 30000 + "tether approve x") is not None
+    assert answers_for_a_person("echo $(" * 30000 + "ls") is None  # no tether: not read at all

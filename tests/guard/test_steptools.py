@@ -1,0 +1,138 @@
+"""A step's `tools` policy against real call shapes: shell lines read as commands, paths against
+the project, Tether's own tools, and patterns that cannot backtrack."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tether.guard.steptools import (
+    MCP_TOOLS,
+    glob_match,
+    is_own_tool,
+    path_matches,
+    refusal,
+    simple_commands,
+)
+from tether.mcp.tools import TOOLS
+
+REVIEW = {"allow": ["Read", "Grep", "Glob", "Bash(git diff*)"], "deny": ["Edit", "Write"]}
+PROJECT = "/work/project"
+
+
+def test_the_runtime_tools_are_the_mcp_servers() -> None:
+    assert {spec.name for spec in TOOLS} == MCP_TOOLS
+
+
+@pytest.mark.parametrize(
+    ("tool", "params", "allowed"),
+    [
+        ("Read", {"file_path": "/work/project/a.py"}, True),
+        ("mcp__filesystem__read", {"path": "a.py"}, True),  # a bare trigger, any server
+        ("Edit", {"file_path": "/work/project/a.py"}, False),
+        ("Bash", {"command": "git diff HEAD"}, True),
+        ("Bash", {"command": "git diff HEAD | head -50"}, False),
+        ("Bash", {"command": "git diff; rm -rf src"}, False),
+        ("Bash", {"command": "git diff $(rm -rf src)"}, False),
+        ("Bash", {"command": "git diff `rm -rf src`"}, False),
+        ("Bash", {"command": "git diff 'unbalanced"}, False),
+        ("Bash", {"command": "pytest"}, False),
+        ("WebFetch", {"url": "https://example.org"}, False),
+    ],
+)
+def test_review_policy(tool: str, params: dict[str, Any], allowed: bool) -> None:
+    assert (refusal(REVIEW, tool, params, PROJECT) is None) is allowed
+
+
+def test_deny_wins_over_allow() -> None:
+    policy = {"allow": ["*"], "deny": ["Bash(rm:*)"]}
+    assert refusal(policy, "Bash", {"command": "ls && rm -rf /"}, PROJECT) == (
+        "it matches 'Bash(rm:*)' in deny"
+    )
+    assert refusal(policy, "Bash", {"command": "ls -la"}, PROJECT) is None
+
+
+def test_a_policy_without_allow_allows_what_it_does_not_deny() -> None:
+    assert refusal({"deny": ["Write"]}, "Edit", {"file_path": "a"}, PROJECT) is None
+    assert refusal({"deny": ["Write"]}, "Write", {"file_path": "a"}, PROJECT) is not None
+
+
+def test_an_empty_allow_allows_nothing() -> None:
+    assert refusal({"allow": []}, "Read", {"file_path": "a"}, PROJECT) is not None
+
+
+def test_each_command_of_a_line_may_be_allowed_by_its_own_entry() -> None:
+    policy = {"allow": ["Bash(pytest*)", "Bash(git status)"]}
+    assert refusal(policy, "Bash", {"command": "git status && pytest -q"}, PROJECT) is None
+    assert refusal(policy, "Bash", {"command": "git status && make"}, PROJECT) is not None
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "matches"),
+    [
+        ("src/**", "/work/project/src/a/b.py", True),
+        ("src/**", "/work/project/lib/b.py", False),
+        ("src/*.py", "/work/project/src/a/b.py", False),
+        ("*.py", "/work/project/lib/deep/b.py", True),  # no `/`: the name at any depth
+        ("./docs/*.md", "/work/project/docs/a.md", True),
+        ("src/**", "/work/project/../other/src/a.py", False),  # `..` climbs out
+        ("src/**", "/work/projectx/src/a.py", False),
+        ("//etc/**", "/etc/passwd", True),
+        ("src/**", "src/a.py", True),  # relative paths are the project's
+    ],
+)
+def test_path_patterns(pattern: str, path: str, matches: bool) -> None:
+    assert path_matches(pattern, path, PROJECT) is matches
+
+
+def test_edit_with_a_path_argument() -> None:
+    policy = {"allow": ["Edit(src/**)", "Read"]}
+    assert refusal(policy, "Edit", {"file_path": "/work/project/src/m.py"}, PROJECT) is None
+    assert refusal(policy, "Edit", {"file_path": "/work/project/setup.py"}, PROJECT) is not None
+    assert refusal(policy, "Edit", {}, PROJECT) is not None  # no path: nothing to match
+
+
+def test_web_fetch_domains() -> None:
+    policy = {"allow": ["WebFetch(domain:example.com)"]}
+    assert refusal(policy, "WebFetch", {"url": "https://docs.example.com/x"}, PROJECT) is None
+    assert refusal(policy, "WebFetch", {"url": "https://example.com.evil.io"}, PROJECT)
+
+
+def test_globs_do_not_backtrack() -> None:
+    text = "a" * 50_000
+    assert glob_match("*a*a*a*a*a*a*a*a*a*a*b", text, slash=True) is False
+    assert glob_match("*a*a*a*a*a*a*a*a*a*a*", text, slash=True) is True
+    assert glob_match("**/" * 200 + "x", "/".join(["d"] * 5000) + "/x", slash=False)
+
+
+def test_simple_commands_are_tokens_not_substrings() -> None:
+    assert simple_commands("a 'b; c' && d|e") == [["a", "b; c"], ["d"], ["e"]]
+    assert simple_commands('echo "unbalanced') is None
+
+
+@pytest.mark.parametrize(
+    ("tool", "command", "own"),
+    [
+        ("Bash", "tether next runs/a.json", True),
+        ("Bash", "/opt/venv/bin/tether submit runs/a.json success --step x", True),
+        ("Bash", "TETHER_STORE=postgresql://db/t tether next a", True),
+        ("Bash", "tether next a && tether var a x 1", True),
+        ("Bash", "tether next a; rm -rf /", False),
+        ("Bash", "echo tether next a", False),
+        ("Bash", "tether next $(rm -rf /)", False),
+        ("Bash", "tether approve runs/a.json", False),
+        ("Bash", "tether reject runs/a.json", False),
+        ("Bash", "tether guard install claude", False),
+        ("Bash", "not-tether next a", False),
+    ],
+)
+def test_tethers_own_shell_commands(tool: str, command: str, own: bool) -> None:
+    assert is_own_tool(tool, {"command": command}) is own
+
+
+def test_tethers_own_mcp_tools_on_any_server() -> None:
+    assert is_own_tool("mcp__tether__submit", {})
+    assert is_own_tool("mcp__runtime__next_step", {})
+    assert not is_own_tool("mcp__tether__delete_everything", {})
+    assert not is_own_tool("submit", {})
