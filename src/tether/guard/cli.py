@@ -109,47 +109,74 @@ def cmd_prompt(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_payload(attempt: Any) -> dict[str, Any]:
+def _read_payload(
+    attempt: Any, harness: str = "claude", config: str | None = None
+) -> list[dict[str, Any]]:
+    """The event on stdin, read as Claude Code's (`harness.events`); `attempt.payload` is the
+    first payload read, or the event as sent when the guard does not answer it."""
+    from tether.guard.harness import events
+
     try:
         payload = json.loads(sys.stdin.read() or "{}")
     except ValueError as exc:
         raise TetherError("invalid_json", f"hook input is not JSON: {exc}") from None
     if not isinstance(payload, dict):
         raise TetherError("invalid_json", "hook input must be a JSON object")
-    attempt.payload = payload
-    return payload
+    found = events(harness, payload, config)
+    attempt.payload = found[0] if found else payload
+    return found
 
 
 def _decide(args: argparse.Namespace, attempt: Any) -> dict[str, Any] | None:
+    from tether.guard.harness import answer
     from tether.guard.hooks import handle
     from tether.guard.session_store import SessionStore
 
-    payload = _read_payload(attempt)
-    guard = _load(args, payload.get("cwd"))
+    found = _read_payload(attempt, args.harness, args.config)
+    if not found:
+        return None
+    cwd = found[0].get("cwd")
+    if args.harness != "claude" and args.config and not os.path.isabs(args.config):
+        args.config = os.path.join(str(cwd), args.config)  # the project's, not the hook's folder
+    guard = _load(args, cwd)
     attempt.configured = guard.plan.get("on_error")
     attempt.started = True
-    return handle(payload, guard, SessionStore(attempt.state_dir))
+    store = SessionStore(attempt.state_dir)
+    return answer(args.harness, found, lambda payload: handle(payload, guard, store))
+
+
+def _harness_flag(argv: list[str]) -> str:
+    """`--harness` of a hook command line that may not parse as a whole."""
+    p = _Parser(prog="tether guard hook", add_help=False)
+    _harness_option(p)
+    try:
+        return str(p.parse_known_args(argv)[0].harness)
+    except TetherError:
+        return "claude"
 
 
 def run_hook(argv: list[str]) -> int:
-    """`tether guard hook ARGS`: one event from stdin, Claude Code's output on stdout."""
+    """`tether guard hook ARGS`: one event from stdin, the harness's output on stdout."""
     from tether.guard.failsafe import DEFAULT_DEADLINE, Attempt, within
+    from tether.guard.harness import error_text, render
 
     attempt = Attempt(_state_dir(None), None)
+    harness = _harness_flag(argv)
     try:
         try:
             args = _hook_options(_Parser(prog="tether guard hook")).parse_args(argv)
         except TetherError:
             with contextlib.suppress(Exception):  # learn the event, to answer it
-                within(DEFAULT_DEADLINE, lambda: _read_payload(attempt))
+                within(DEFAULT_DEADLINE, lambda: _read_payload(attempt, harness))
             raise
         attempt.state_dir, attempt.flag = _state_dir(args.state_dir), args.on_error
         out = within(args.deadline, lambda: _decide(args, attempt))
         code = 0
     except Exception as exc:
-        code, out, error = attempt.failed(exc)
+        code, failed, error = attempt.failed(exc)
+        out = render(harness, attempt.payload or {}, failed)
         if code:
-            sys.stderr.write(json.dumps({"error": error}, default=str) + "\n")
+            sys.stderr.write(error_text(harness, error) + "\n")
     if out is not None:
         sys.stdout.write(json.dumps(out) + "\n")
     return code
@@ -168,6 +195,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         else args.max_body_bytes,
         on_error=args.on_error,
         deadline=args.deadline,
+        harness=args.harness,
     )
     return serve(_load(args), _state_dir(args.state_dir), options)
 
@@ -266,7 +294,19 @@ def _hook_options(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         default=DEFAULT_DEADLINE,
         help=f"seconds before an undecided event counts as an error (default {DEFAULT_DEADLINE:g})",
     )
+    _harness_option(p)
     return p
+
+
+def _harness_option(p: argparse.ArgumentParser) -> None:
+    from tether.guard.harness import HARNESSES
+
+    p.add_argument(
+        "--harness",
+        choices=HARNESSES,
+        default="claude",
+        help="whose hook events these are, answered in its format (default claude)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
