@@ -209,18 +209,19 @@ def cmd_log(args: argparse.Namespace) -> int:
 
 
 def cmd_install(args: argparse.Namespace) -> int:
-    from tether.cli import tether_command
-    from tether.guard.install import install_claude
+    from tether.cli.launch import launch
+    from tether.guard.install import install_claude, settings_file
 
-    _emit(
-        install_claude(
-            settings=args.settings,
-            config=args.config or DEFAULT_CONFIG,
-            command=args.command or tether_command(),
-            http=args.http,
-            on_error=args.on_error,
-        )
+    command = launch(args.command)
+    settings, note = settings_file(args.settings, command, http=args.http is not None)
+    result = install_claude(
+        settings=settings,
+        config=args.config or DEFAULT_CONFIG,
+        command=command.shell(),
+        http=args.http,
+        on_error=args.on_error,
     )
+    _emit({**result, "launch": command.to_dict(), **({"note": note} if note else {})})
     return 0
 
 
@@ -351,12 +352,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("install", help="install the guard's hooks into an agent")
     p.add_argument("agent", choices=["claude"])
-    p.add_argument("--settings", default=os.path.join(".claude", "settings.json"))
+    p.add_argument(
+        "--settings",
+        help="settings file (default .claude/settings.json; .claude/settings.local.json when "
+        "the command is a path on this machine)",
+    )
     p.add_argument("--config", help=f"configuration file (default {DEFAULT_CONFIG})")
     p.add_argument(
         "--command",
         default=None,
-        help="how hooks invoke tether (default: this installation's tether, by absolute path)",
+        help="how hooks invoke tether (default: tether when it is on PATH, uvx --from tether-bt "
+        "tether under uvx, else this installation's full path)",
     )
     p.add_argument("--http", help="install http hooks posting to this URL (see `serve`)")
     _on_error(p, "written into the hook command and a new configuration")

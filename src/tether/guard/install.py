@@ -7,7 +7,9 @@ carries `--on-error` when one is chosen; an http hook posts to `tether guard ser
 `Authorization: Bearer $TETHER_GUARD_TOKEN` (Claude Code fills in the variable, listed in
 `allowedEnvVars`; an unset token sends an empty one, which a server without a token ignores).
 Running it twice changes nothing the second time; running it again with other options replaces
-the guard's own entries in place. It does not run hooks.
+the guard's own entries in place. `.claude/settings.json` is shared (teams commit it), so hooks
+whose command is a path on this machine go to `.claude/settings.local.json` instead
+(`settings_file`). It does not choose the command (`tether.cli.launch`) or run hooks.
 """
 
 from __future__ import annotations
@@ -17,11 +19,14 @@ import os
 from pathlib import Path
 from typing import Any
 
+from tether.cli.launch import Launch
 from tether.errors import TetherError
 from tether.guard.failsafe import mode
 from tether.guard.hooks import EVENTS, TOOL_EVENTS
 from tether.guard.serve import TOKEN_ENV
 
+SHARED_SETTINGS = os.path.join(".claude", "settings.json")
+LOCAL_SETTINGS = os.path.join(".claude", "settings.local.json")
 # Seconds Claude Code gives a hook: longer than the classifier's default 15-second deadline and
 # the hook's own 25-second one, so the guard answers before Claude Code gives up on it.
 HOOK_TIMEOUT = 30
@@ -69,6 +74,21 @@ def _ours(handler: Any, entry: dict[str, Any], command: str) -> bool:
     if entry["type"] == "http":
         return handler.get("url") == entry["url"]
     return str(handler.get("command", "")).startswith(f"{command} guard hook ")
+
+
+def settings_file(given: str | None, command: Launch, http: bool) -> tuple[str, str | None]:
+    """The settings file to write, and why when it is not the one asked for: the shared project
+    file, unless the hook command is a path on this machine (then the local settings)."""
+    if given is not None:
+        return given, None
+    if http or command.portable:
+        return SHARED_SETTINGS, None
+    note = (
+        f"the command {command.command} is a path on this machine, so the hooks went to "
+        f"{LOCAL_SETTINGS} (yours alone), not {SHARED_SETTINGS} (shared); for shared hooks, put "
+        "tether on PATH (pipx install tether-bt) or run it with uvx (uvx --from tether-bt tether)"
+    )
+    return LOCAL_SETTINGS, note
 
 
 def install_claude(
