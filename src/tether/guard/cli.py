@@ -210,9 +210,22 @@ def cmd_log(args: argparse.Namespace) -> int:
 
 def cmd_install(args: argparse.Namespace) -> int:
     from tether.cli.launch import launch
-    from tether.guard.install import install_claude, settings_file
+    from tether.guard.install import install_claude, install_harness, settings_file
 
     command = launch(args.command)
+    if args.agent != "claude":
+        if args.http:
+            raise TetherError("usage", f"{args.agent} runs command hooks only: drop --http")
+        result = install_harness(
+            args.agent,
+            file=args.settings,
+            config=args.config or DEFAULT_CONFIG,
+            command=command.shell(),
+            on_error=args.on_error,
+            portable=command.portable,
+        )
+        _emit({**result, "launch": command.to_dict()})
+        return 0
     settings, note = settings_file(args.settings, command, http=args.http is not None)
     result = install_claude(
         settings=settings,
@@ -351,11 +364,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_log)
 
     p = sub.add_parser("install", help="install the guard's hooks into an agent")
-    p.add_argument("agent", choices=["claude"])
+    p.add_argument("agent", choices=["claude", "codex", "gemini", "cursor"])
     p.add_argument(
         "--settings",
-        help="settings file (default .claude/settings.json; .claude/settings.local.json when "
-        "the command is a path on this machine)",
+        help="hooks file (claude: .claude/settings.json, or .claude/settings.local.json when "
+        "the command is a path on this machine; codex: .codex/hooks.json; gemini: "
+        ".gemini/settings.json; cursor: .cursor/hooks.json)",
     )
     p.add_argument("--config", help=f"configuration file (default {DEFAULT_CONFIG})")
     p.add_argument(
@@ -364,7 +378,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="how hooks invoke tether (default: tether when it is on PATH, uvx --from tether-bt "
         "tether under uvx, else this installation's full path)",
     )
-    p.add_argument("--http", help="install http hooks posting to this URL (see `serve`)")
+    p.add_argument("--http", help="claude: install http hooks posting to this URL (see `serve`)")
     _on_error(p, "written into the hook command and a new configuration")
     p.set_defaults(run=cmd_install)
 
