@@ -474,7 +474,7 @@ def test_serve_answers_each_harness_in_its_format(project: Path) -> None:
         claude = post(url, hk.pre(project, "Bash", rm))
         with pytest.raises(urllib.error.HTTPError) as refused:
             post(url + "?harness=aider", hk.pre(project, "Bash", rm))
+        error = json.loads(refused.value.read())  # read while the server still runs
     assert gemini["decision"] == "deny" and cursor["permission"] == "deny"
     assert claude["hookSpecificOutput"]["permissionDecision"] == "deny"
-    assert refused.value.code == 400
-    assert json.loads(refused.value.read())["error"]["code"] == "usage"
+    assert refused.value.code == 400 and error["error"]["code"] == "usage"

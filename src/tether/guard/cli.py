@@ -1,10 +1,11 @@
 """`tether guard …`: the guard's command line.
 
-Owns: argument parsing and output for `check`, `prompt`, `hook`, `serve`, `install claude`,
-`log`, `replay`, `status` (the workflow bindings, `binding`) and `test`; errors go to stderr as
-JSON `{"error": {"code", "message", ...}}` with the exit code of their class. Normal output is
-JSON on stdout, except `hook`, whose stdout is exactly Claude Code's hook output (nothing when
-there is nothing to say). A hook that cannot decide answers as `failsafe` says: under
+Owns: argument parsing and output for `check`, `prompt`, `hook`, `serve`, `install
+claude|codex|gemini|cursor`, `log`, `replay`, `status` (the workflow bindings, `binding`) and
+`test`; errors go to stderr as JSON `{"error": {"code", "message", ...}}` with the exit code of
+their class. Normal output is JSON on stdout, except `hook`, whose stdout is exactly the hook
+output of Claude Code, or of the harness `--harness` names (`harness`; nothing when there is
+nothing to say). A hook that cannot decide answers as `failsafe` says: under
 `on_error: block` a `PreToolUse` is denied (exit 0, or exit 2 when the event itself could not be
 read), otherwise it exits 1, Claude Code's non-blocking error; every such error is logged. The
 main `tether` command calls `main(argv)` with the arguments after `guard`.
