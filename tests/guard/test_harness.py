@@ -478,3 +478,35 @@ def test_serve_answers_each_harness_in_its_format(project: Path) -> None:
     assert gemini["decision"] == "deny" and cursor["permission"] == "deny"
     assert claude["hookSpecificOutput"]["permissionDecision"] == "deny"
     assert refused.value.code == 400 and error["error"]["code"] == "usage"
+
+
+def test_a_codex_patch_cannot_climb_out_of_an_allowed_folder(project: Path) -> None:
+    """Each file of a patch is held to `Edit(src/**)` by its resolved path: `src/../..` is not
+    under `src`, and one such file denies the whole patch."""
+    configure(project, BOUND)
+    (project / "fenced.yaml").write_text(
+        "name: fenced\nversion: 1\ntree:\n  type: action\n  name: Fix\n"
+        "  tools: {allow: ['Edit(src/**)', 'Write(src/**)']}\n"
+        "  steps:\n    - instruct: Fix the bug in src.\n"
+    )
+    rt = Runtime()
+    uri = rt.start(str(project / "fenced.yaml"), str(project / "runs" / "feature.json"))["uri"]
+    rt.submit(uri, "success")
+    inside = hx.codex_patch(("Update", "src/calc.py", "-a\n+b"))
+    outside = hx.codex_patch(
+        ("Update", "src/calc.py", "-a\n+b"), ("Update", "src/../../escape.py", "-a\n+b")
+    )
+    call = {"tool_name": "apply_patch"}
+    ok = hx.answer(
+        project, "codex", hx.codex("PreToolUse", project, **call, tool_input={"command": inside})
+    )
+    assert ok == {}
+    out = hx.answer(
+        project, "codex", hx.codex("PreToolUse", project, **call, tool_input={"command": outside})
+    )
+    reason = out["hookSpecificOutput"]["permissionDecisionReason"]
+    assert (
+        "Edit may not run while the instruct 'Fix' is open (no entry of allow covers it)" in reason
+    )
+    assert reason.count("may not run") == 1  # only the file outside src
+    assert not (project.parent / "escape.py").exists()
