@@ -132,7 +132,7 @@ def install(plan: Install) -> dict[str, Any]:
     config_path(plan)  # refuse a bad target or scope before moving anything
     plan, note = placed(plan)
     path = config_path(plan)
-    document = _read(path)
+    document = read_json(path)
     servers = document
     for key in _servers_key(plan):
         servers = servers.setdefault(key, {})
@@ -163,7 +163,9 @@ def install(plan: Install) -> dict[str, Any]:
     return result
 
 
-def _read(path: Path) -> dict[str, Any]:
+def read_json(path: Path) -> dict[str, Any]:
+    """The JSON object in `path` (`{}` when it is missing or empty); anything else is refused
+    with the file named, and the file is left untouched."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
