@@ -228,6 +228,28 @@ def test_installers_write_no_path_of_this_machine_into_the_project(
     }
 
 
+
+@pytest.mark.parametrize(
+    ("harness", "written"),
+    [
+        ("codex", ".codex/hooks.json"),
+        ("gemini", ".gemini/settings.json"),
+        ("cursor", ".cursor/hooks.json"),
+    ],
+)
+def test_guard_install_for_each_harness_from_the_installed_package(
+    installed: Installed, tmp_path: Path, harness: str, written: str
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    out = installed.tether("guard", "install", harness, cwd=project)
+    assert out["launch"]["portable"] is True
+    config = (project / written).read_text(encoding="utf-8")
+    machine = (str(installed.root), str(tmp_path), str(REPO), sys.prefix, str(installed.home))
+    assert not [m for m in machine if m in config]
+    assert "tether guard hook" in config and f"--harness {harness}" in config
+
+
 def test_tether_view_serves_its_page(installed: Installed, tmp_path: Path) -> None:
     installed.tether("start", str(REPO / "examples" / "hello-world.yaml"), "run.json", cwd=tmp_path)
     server = subprocess.Popen(
