@@ -23,7 +23,8 @@ State layout (a plain JSON dict; the store persists it as is):
   the first tool call recorded during this attempt of an action whose checks read `TOOLS`; a
   loop adds `e` the items of a `for_each` (its list as evaluated on entry) with `n` the index of
   the current one, and `p` the runs of a `repeat` done. A new run keeps the keys of the loops
-  outside it (`_LEVELS`) and starts the rest afresh.
+  outside it (`LEVELS`) and starts the rest afresh. These keys, the statuses and the phases are
+  named in `tether.engine.names`.
 - `open` is the list of open requests in declaration order; `next` returns the first.
 - `seq` is the next trace sequence number; it never goes back, not even across a reset.
 - `stops` (only while non-zero) counts the `stop` entries refused in a row since the last answer.
@@ -42,17 +43,37 @@ import copy
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from tether.engine.names import (
+    CHILD,
+    COMPLETE,
+    FAILED,
+    FAILING,
+    FAILURE,
+    ITEM,
+    ITEMS,
+    LEVELS,
+    OPENED,
+    PHASE_EVALUATING,
+    PHASE_IDLE,
+    PHASE_PERFORMING,
+    PHASE_PROTOCOL,
+    RESULTS,
+    RETRIES,
+    RUNNING,
+    RUNS,
+    SKIPPED,
+    STEP,
+    SUCCESS,
+    TOOLS_FROM,
+    WRITTEN,
+)
 from tether.engine.protocol import GATE_NAME, PROTOCOL_TEXT
 from tether.engine.varpath import write_path
 from tether.errors import TetherError
 
 SCHEMA_VERSION = 1
 
-RUNNING = "running"
-SUCCESS = "success"
-FAILURE = "failure"
-
-SUBMIT_STATUSES = ("success", "failure", "running")
+SUBMIT_STATUSES = (SUCCESS, FAILURE, RUNNING)
 # The note of a `stop` let through because nothing open is the agent's to answer.
 PERSON_NOTE = "every open step waits on a person (tether approve or reject, or the viewer)"
 
@@ -66,10 +87,6 @@ PERSON_NOTE = "every open step waits on a person (tether approve or reject, or t
 Condition = Callable[
     [str, dict[str, Any], dict[str, Any], list[dict[str, Any]], dict[str, Any]], bool
 ]
-
-# The loop keys of a frame, outermost first: a `for_each`'s items and index, a `repeat`'s runs
-# done, the retries used. Another run at one level keeps the keys before it.
-_LEVELS = ("e", "n", "p", "r")
 
 
 class Eval:
@@ -282,8 +299,8 @@ def initial_state(
         "tree_hash": tree_hash,
         "tree_name": tree["name"],
         "salt": salt,
-        "status": "running",
-        "phase": "protocol",
+        "status": RUNNING,
+        "phase": PHASE_PROTOCOL,
         "cursor": None,
         "open": [],
         "protocol_accepted": False,
@@ -313,14 +330,14 @@ def _open_gate(state: dict[str, Any]) -> None:
             "index": 0,
         }
     ]
-    state["phase"] = "protocol"
+    state["phase"] = PHASE_PROTOCOL
     state["cursor"] = None
 
 
 def _pristine(state: dict[str, Any]) -> dict[str, Any]:
     out = dict(state)
     out.update(
-        status="running",
+        status=RUNNING,
         protocol_accepted=False,
         var=copy.deepcopy(state["initial"]["var"]),
         const=copy.deepcopy(state["initial"]["const"]),
@@ -338,10 +355,10 @@ def _pristine(state: dict[str, Any]) -> dict[str, Any]:
 
 def current(state: dict[str, Any]) -> dict[str, Any]:
     """The response of `next`: the first open request, or the terminal status."""
-    if state["status"] == "complete":
+    if state["status"] == COMPLETE:
         return {"status": "done"}
-    if state["status"] == "failed":
-        out: dict[str, Any] = {"status": "failure"}
+    if state["status"] == FAILED:
+        out: dict[str, Any] = {"status": FAILURE}
         if state.get("failure"):
             out["message"] = state["failure"]
         return out
@@ -350,7 +367,7 @@ def current(state: dict[str, Any]) -> dict[str, Any]:
 
 def all_open(state: dict[str, Any]) -> list[dict[str, Any]]:
     """Every open request (several inside a `parallel`), or the terminal status as one item."""
-    if state["status"] != "running":
+    if state["status"] != RUNNING:
         return [current(state)]
     return [dict(r) for r in state["open"]]
 
@@ -372,7 +389,7 @@ def apply(
     work = _copy_state(state)
     if isinstance(answer, Reset):
         return _reset(state, work, now)
-    if state["status"] != "running":
+    if state["status"] != RUNNING:
         raise TetherError(
             "execution_finished",
             f"the execution is {state['status']}; nothing more can be answered "
@@ -394,7 +411,7 @@ def apply(
 
 def tools_since(state: dict[str, Any]) -> int | None:
     """The seq from which an answer's checks may read `tool` entries (None: they read none)."""
-    found = [f["t"] for f in state["runtime"].values() if "t" in f]
+    found = [f[TOOLS_FROM] for f in state["runtime"].values() if TOOLS_FROM in f]
     return min(found) if found else None
 
 
@@ -448,7 +465,7 @@ def _copy_state(state: dict[str, Any]) -> dict[str, Any]:
 
 def _copy_frame(frame: dict[str, Any]) -> dict[str, Any]:
     out = dict(frame)
-    for key in ("res", "w"):
+    for key in (RESULTS, WRITTEN):
         if key in out:
             out[key] = list(out[key])
     return out
@@ -593,7 +610,7 @@ def _var_write(state: dict[str, Any], answer: VarWrite, now: str) -> Outcome:
     for r in state["open"]:
         if r["path"] is not None and r.get("writes"):
             frame = state["runtime"][_key(r["path"])]
-            frame["w"] = [*frame.get("w", []), answer.path]
+            frame[WRITTEN] = [*frame.get(WRITTEN, []), answer.path]
     return Outcome(
         state, {"status": "written", "path": answer.path, "value": answer.value}, [entry]
     )
@@ -680,7 +697,7 @@ def _tool_call(tree: dict[str, Any], state: dict[str, Any], answer: ToolCall, no
     for r in state["open"]:
         if r["path"] is not None and reads_tools(node_at(tree, r["path"])):
             frame = state["runtime"][_key(r["path"])]
-            frame.setdefault("t", entry["seq"])
+            frame.setdefault(TOOLS_FROM, entry["seq"])
     return Outcome(state, {"status": "recorded", "step": req["step"]}, [entry])
 
 
@@ -693,8 +710,8 @@ def reads_tools(action: dict[str, Any]) -> bool:
 def _answer_gate(
     tree: dict[str, Any], state: dict[str, Any], answer: Submit, now: str, condition: Condition
 ) -> Outcome:
-    status = {"success": "protocol_accepted", "failure": "protocol_rejected"}.get(
-        answer.status, "running"
+    status = {SUCCESS: "protocol_accepted", FAILURE: "protocol_rejected"}.get(
+        answer.status, RUNNING
     )
     entry = _entry(
         state,
@@ -707,16 +724,16 @@ def _answer_gate(
     )
     entries = [entry]
     events: list[tuple[str, str]] = []
-    if answer.status == "success":
+    if answer.status == SUCCESS:
         state["protocol_accepted"] = True
         ticker = _Ticker(tree, state, now, entries, condition)
         ticker.run()
         events = ticker.events
         message = "Protocol accepted."
-    elif answer.status == "failure":
+    elif answer.status == FAILURE:
         state.update(
-            status="failed",
-            phase="idle",
+            status=FAILED,
+            phase=PHASE_IDLE,
             open=[],
             cursor=None,
             failure="The protocol was declined.",
@@ -745,9 +762,9 @@ def _answer(
     elif isinstance(answer, Human):
         kind, submitted, advance = "human", None, answer.approved
     else:
-        kind, submitted, advance = "instruct", answer.status, answer.status == "success"
+        kind, submitted, advance = "instruct", answer.status, answer.status == SUCCESS
         if advance and req.get("writes"):
-            missing = _missing_writes(req["writes"], frame.get("w", []))
+            missing = _missing_writes(req["writes"], frame.get(WRITTEN, []))
             if missing:
                 raise TetherError(
                     "writes_missing",
@@ -758,23 +775,23 @@ def _answer(
                 )
     entry = _entry(state, kind, now, req, submitted=submitted, note=answer.note)
     entries = [entry]
-    if isinstance(answer, Submit) and answer.status == "running":
-        entry["outcome"] = "running"
+    if isinstance(answer, Submit) and answer.status == RUNNING:
+        entry["outcome"] = RUNNING
         return Outcome(
             state,
             {
-                "status": "running",
+                "status": RUNNING,
                 "message": f"Step {req['name']!r} stays open; submit again when done.",
                 "next": current(state),
             },
             entries,
         )
     if advance:
-        frame["k"] = frame.get("k", 0) + 1
-        frame.pop("o", None)
-        frame.pop("w", None)
+        frame[STEP] = frame.get(STEP, 0) + 1
+        frame.pop(OPENED, None)
+        frame.pop(WRITTEN, None)
     else:
-        frame["x"] = 1
+        frame[FAILING] = 1
     ticker = _Ticker(tree, state, now, entries, condition, tools)
     ticker.run()
     failed = ticker.finished.get(key) == FAILURE
@@ -821,9 +838,9 @@ def _message(status: str, req: dict[str, Any], ticker: _Ticker, state: dict[str,
         text += " Retrying: " + ", ".join(ticker.retried) + "."
     if ticker.looped:
         text += " Looping: " + ", ".join(ticker.looped) + "."
-    if state["status"] == "complete":
+    if state["status"] == COMPLETE:
         return text + " The workflow is done."
-    if state["status"] == "failed":
+    if state["status"] == FAILED:
         return text + " The workflow has failed."
     return text
 
@@ -881,11 +898,13 @@ def _jump(
     for depth, i in enumerate(answer.path):
         key = _key(answer.path[:depth])
         if node["type"] == "parallel":
-            runtime[key] = {"res": [None if j == i else True for j in range(len(node["children"]))]}
+            runtime[key] = {
+                RESULTS: [None if j == i else True for j in range(len(node["children"]))]
+            }
         else:
-            runtime[key] = {"i": i}
+            runtime[key] = {CHILD: i}
         node = node["children"][i]
-    runtime[_key(answer.path)] = {"k": 0}
+    runtime[_key(answer.path)] = {STEP: 0}
     state["runtime"] = runtime
     request = {"path": answer.path, "index": 0, "name": target["name"]}
     entries = [_entry(state, "jump", now, request, note=answer.note, outcome="jumped")]
@@ -939,7 +958,7 @@ def _close(
             current=dict(req),
         )
     required = [w for step in remaining for w in step.get("writes", [])]
-    missing = _missing_writes(required, frame.get("w", []))
+    missing = _missing_writes(required, frame.get(WRITTEN, []))
     if missing:
         raise TetherError(
             "writes_missing",
@@ -967,8 +986,8 @@ def _close(
             )
     entries = [_entry(state, "close", now, req, note=answer.note, outcome="action_complete")]
     state["runtime"][key] = {
-        "k": len(action["steps"]),
-        **{level: frame[level] for level in _LEVELS if level in frame},
+        STEP: len(action["steps"]),
+        **{level: frame[level] for level in LEVELS if level in frame},
     }
     ticker = _Ticker(tree, state, now, entries, condition, tools)
     ticker.run()
@@ -986,7 +1005,7 @@ def _close(
 
 def _attempt_tools(frame: dict[str, Any], tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The tool calls of an action's current attempt, from the records the caller passed."""
-    first = frame.get("t")
+    first = frame.get(TOOLS_FROM)
     return [] if first is None else [r for r in tools if r["seq"] >= first]
 
 
@@ -1022,9 +1041,9 @@ def _loop_items(
     node, key = tree["root"], ""
     for depth in range(len(path) + 1):
         frame = runtime.get(key) if "for_each" in node else None
-        if frame is not None and "e" in frame:
-            n = frame["n"]
-            out.append({"name": node["for_each"]["as"], "index": n, "value": frame["e"][n]})
+        if frame is not None and ITEMS in frame:
+            n = frame[ITEM]
+            out.append({"name": node["for_each"]["as"], "index": n, "value": frame[ITEMS][n]})
         if depth < len(path):
             node, key = node["children"][path[depth]], _child_key(key, path[depth])
     return out
@@ -1084,13 +1103,13 @@ class _Ticker:
         if result == RUNNING:
             state["open"] = self.open
             first = self.open[0]
-            state["phase"] = "evaluating" if first["type"] == "evaluate" else "performing"
+            state["phase"] = PHASE_EVALUATING if first["type"] == "evaluate" else PHASE_PERFORMING
             state["cursor"] = _cursor_of(first)
             return
         state["open"] = []
         state["cursor"] = None
-        state["phase"] = "idle"
-        state["status"] = "complete" if result == SUCCESS else "failed"
+        state["phase"] = PHASE_IDLE
+        state["status"] = COMPLETE if result == SUCCESS else FAILED
         if result == FAILURE:
             state["failure"] = " ".join(self.reasons) or (
                 f"The root {self.tree['root']['name']!r} failed."
@@ -1111,10 +1130,10 @@ class _Ticker:
                     self._finish(key, FAILURE)
                     return SUCCESS if node.get("optional") else FAILURE
                 if not verdict:
-                    self._finish(key, "skipped")
+                    self._finish(key, SKIPPED)
                     return SUCCESS
             frame = self.runtime[key] = {}
-        if "for_each" in node and "e" not in frame:
+        if "for_each" in node and ITEMS not in frame:
             listed = self._for_each(node, path, frame)
             if listed != RUNNING:
                 return self._done(node, key, listed)
@@ -1124,24 +1143,25 @@ class _Ticker:
                 return RUNNING
             if node.get("invert"):
                 result = FAILURE if result == SUCCESS else SUCCESS
-            used = frame.get("r", 0)
+            used = frame.get(RETRIES, 0)
             if result == FAILURE and used < node.get("retries", 0):
                 self.retried.append(f"{node['name']!r} attempt {used + 2} of {node['retries'] + 1}")
-                frame = self._restart(key, frame, result, "retry", "r", used + 1)
+                frame = self._restart(key, frame, result, "retry", RETRIES, used + 1)
                 continue
             if result == SUCCESS and "repeat" in node:
                 result = self._until(node, path, frame)
                 if result == RUNNING:
-                    frame = self._restart(key, frame, SUCCESS, "repeat", "p", frame.get("p", 0) + 1)
+                    runs = frame.get(RUNS, 0) + 1
+                    frame = self._restart(key, frame, SUCCESS, "repeat", RUNS, runs)
                     continue
-            if "e" in frame and (result == SUCCESS or node.get("optional")):
-                n = frame["n"] + 1
-                if n < len(frame["e"]):
-                    self.looped.append(f"{node['name']!r} item {n + 1} of {len(frame['e'])}")
-                    frame = self._restart(key, frame, result, "item", "n", n)
+            if ITEMS in frame and (result == SUCCESS or node.get("optional")):
+                n = frame[ITEM] + 1
+                if n < len(frame[ITEMS]):
+                    self.looped.append(f"{node['name']!r} item {n + 1} of {len(frame[ITEMS])}")
+                    frame = self._restart(key, frame, result, "item", ITEM, n)
                     continue
-            if "e" in frame and result == FAILURE and not node.get("optional"):
-                where = f"item {frame['n'] + 1} of {len(frame['e'])}"
+            if ITEMS in frame and result == FAILURE and not node.get("optional"):
+                where = f"item {frame[ITEM] + 1} of {len(frame[ITEMS])}"
                 self.reasons.append(f"{node['name']!r} failed at {where}.")
             break
         return self._done(node, key, result)
@@ -1162,7 +1182,7 @@ class _Ticker:
         self._finish(key, result)
         self._drop(key)
         self.events.append((key, event))
-        kept = {k: frame[k] for k in _LEVELS[: _LEVELS.index(level)] if k in frame}
+        kept = {k: frame[k] for k in LEVELS[: LEVELS.index(level)] if k in frame}
         frame = self.runtime[key] = {**kept, level: value}
         return frame
 
@@ -1171,7 +1191,7 @@ class _Ticker:
         SUCCESS when it holds, RUNNING when it does not and a run is left (run again), FAILURE
         when none is left or it cannot be evaluated."""
         repeat = node["repeat"]
-        runs = frame.get("p", 0) + 1
+        runs = frame.get(RUNS, 0) + 1
         left = runs < repeat["max"]
         words = ("passed", "repeat" if left else "failed")
         verdict = self._condition(node, path, None, repeat["until"], words, [], on="until")
@@ -1209,7 +1229,7 @@ class _Ticker:
         self._check(node, path, None, loop["in"], outcome, on="for_each", count=len(items))
         if not items:
             return SUCCESS
-        frame.update(e=items, n=0)
+        frame.update({ITEMS: items, ITEM: 0})
         return RUNNING
 
     def _tick_type(
@@ -1222,11 +1242,11 @@ class _Ticker:
             return self._parallel(node, key, path, frame)
         stop_on = FAILURE if kind == "sequence" else SUCCESS
         children = node["children"]
-        i = frame.get("i", 0)
+        i = frame.get(CHILD, 0)
         while i < len(children):
             result = self.tick(children[i], _child_key(key, i), [*path, i])
             if result == RUNNING:
-                frame["i"] = i
+                frame[CHILD] = i
                 return RUNNING
             if result == stop_on:
                 return result
@@ -1240,8 +1260,8 @@ class _Ticker:
         n = len(children)
         policy = node.get("policy", "all")
         need = n if policy == "all" else 1 if policy == "any" else int(policy)
-        results: list[bool | None] = frame.get("res") or [None] * n
-        frame["res"] = results
+        results: list[bool | None] = frame.get(RESULTS) or [None] * n
+        frame[RESULTS] = results
         for i, child in enumerate(children):
             if results[i] is None:
                 result = self.tick(child, _child_key(key, i), [*path, i])
@@ -1264,10 +1284,10 @@ class _Ticker:
     def _action(
         self, node: dict[str, Any], key: str, path: list[int], frame: dict[str, Any]
     ) -> str:
-        if frame.pop("x", None):
+        if frame.pop(FAILING, None):
             return FAILURE
         steps = node["steps"]
-        k = frame.get("k", 0)
+        k = frame.get(STEP, 0)
         while k < len(steps):
             step = steps[k]
             if "check" in step:
@@ -1276,9 +1296,9 @@ class _Ticker:
                     return FAILURE
                 k += 1
                 continue
-            frame["k"] = k
-            if "o" not in frame:
-                frame["o"] = self.state["seq"]
+            frame[STEP] = k
+            if OPENED not in frame:
+                frame[OPENED] = self.state["seq"]
             self.open.append(self._request(node, path, k, step, frame))
             return RUNNING
         return SUCCESS
@@ -1291,7 +1311,8 @@ class _Ticker:
         step: dict[str, Any],
         frame: dict[str, Any],
     ) -> dict[str, Any]:
-        token = f"{_key(path) or '-'}:{k}:{frame.get('r', 0)}:{frame['o']}:{self.state['salt']}"
+        where = _key(path) or "-"
+        token = f"{where}:{k}:{frame.get(RETRIES, 0)}:{frame[OPENED]}:{self.state['salt']}"
         if "evaluate" in step:
             req: dict[str, Any] = {
                 "type": "evaluate",
