@@ -1,7 +1,8 @@
 """The protocol gate: the `Acknowledge_Protocol` request every fresh execution opens with.
 
 Owns the gate's name and text (also served as the MCP server's instructions). It does not decide
-what accepting or rejecting does; that is in `tether.engine.core`.
+what accepting or rejecting does; that is in `tether.engine.answers` (the gate's request and phase
+are in `tether.engine.phases`).
 """
 
 from __future__ import annotations

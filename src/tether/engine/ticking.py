@@ -1,0 +1,491 @@
+"""The node semantics: ticking the tree from the root along the entered frames.
+
+Owns: what each node type does (sequence, selector, parallel, action), the modifiers (`retries`,
+`optional`, `when`, `for_each`, `repeat`, `invert`; their order on one node is in `Ticker.tick`
+and docs/semantics.md), entering and finishing nodes (frames created and dropped, `events`),
+`check` steps and modifier conditions with their `check` trace entries, the open requests and
+step tokens a tick produces, the loop items a node sees, the tree navigation helpers
+(`node_at`, `tool_policy`, node keys) and the injected CEL evaluators (`Condition`).
+
+It does not own the phase and status a tick leaves (`tether.engine.phases.settle`), nor the
+answers that move a frame before a tick (`tether.engine.answers`). Pure: no I/O, no clock; the
+CEL library is loaded only when a tree uses a condition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tether.engine.names import (
+    CHILD,
+    FAILING,
+    FAILURE,
+    ITEM,
+    ITEMS,
+    LEVELS,
+    OPENED,
+    RESULTS,
+    RETRIES,
+    RUNNING,
+    RUNS,
+    SKIPPED,
+    STEP,
+    SUCCESS,
+    TOOLS_FROM,
+)
+from tether.engine.phases import settle
+from tether.errors import TetherError
+
+# An evaluator of CEL conditions: (expression, var, const, tools, names) -> bool, raising an
+# exception whose str() is the reason when the expression cannot be evaluated. `tools` is what
+# the expression sees as TOOLS: the tool calls recorded during the enclosing action's attempt,
+# each {tool, input, ok, seq} (empty for `when`, `until`). `names` are the further names it
+# sees: ITEM, ITEM_INDEX, ITEMS inside a `for_each` (empty elsewhere). Injected so the engine
+# stays pure and the CEL library is loaded only when a tree uses `check`, `when` or `repeat`. A
+# `for_each` list is evaluated by `default_list`, loaded the same way.
+Condition = Callable[
+    [str, dict[str, Any], dict[str, Any], list[dict[str, Any]], dict[str, Any]], bool
+]
+
+
+def default_condition(
+    expression: str,
+    var: dict[str, Any],
+    const: dict[str, Any],
+    tools: list[dict[str, Any]],
+    names: dict[str, Any],
+) -> bool:
+    from tether.tree.expressions import evaluate_condition
+
+    return evaluate_condition(expression, var, const, tools, names)
+
+
+def default_list(
+    expression: str, var: dict[str, Any], const: dict[str, Any], names: dict[str, Any]
+) -> list[Any]:
+    """A `for_each` list: the value of `expression`, which must be a list of JSON values."""
+    from tether.tree.expressions import evaluate_list
+
+    return evaluate_list(expression, var, const, names)
+
+
+class Ticker:
+    """Walks the tree from the root along the entered frames, finishing what can finish and
+    collecting the open requests. One instance per answer."""
+
+    def __init__(
+        self,
+        tree: dict[str, Any],
+        state: dict[str, Any],
+        now: str,
+        entries: list[dict[str, Any]],
+        condition: Condition,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> None:
+        self.tree = tree
+        self.tools = tools or []
+        self.state = state
+        self.runtime: dict[str, dict[str, Any]] = state["runtime"]
+        self.now = now
+        self.entries = entries
+        self.condition = condition
+        self.open: list[dict[str, Any]] = []
+        self.finished: dict[str, str] = {}
+        self.events: list[tuple[str, str]] = []
+        self.reasons: list[str] = []
+        self.retried: list[str] = []
+        self.looped: list[str] = []
+
+    def _finish(self, key: str, result: str) -> None:
+        self.finished[key] = result
+        self.events.append((key, result))
+
+    def run(self) -> None:
+        result = self.tick(self.tree["root"], "", [])
+        settle(self.state, self.open, result, self.reasons, self.tree["root"]["name"])
+
+    def tick(self, node: dict[str, Any], key: str, path: list[int]) -> str:
+        """Tick a node through its modifiers, innermost first: the node's type runs, `invert`
+        swaps its result, `retries` runs a failure again, `repeat` runs a success again while
+        `until` is false, `optional` makes a failure count as success (a failed `for_each` item
+        included: the loop goes on), `for_each` runs all that once per item, and `when`,
+        checked once as the node is first reached, skips the lot."""
+        frame = self.runtime.get(key)
+        if frame is None:
+            when = node.get("when")
+            if when is not None:
+                verdict = self._condition(node, path, None, when, ("entered", "skipped"), [])
+                if verdict is None:
+                    self._finish(key, FAILURE)
+                    return SUCCESS if node.get("optional") else FAILURE
+                if not verdict:
+                    self._finish(key, SKIPPED)
+                    return SUCCESS
+            frame = self.runtime[key] = {}
+        if "for_each" in node and ITEMS not in frame:
+            listed = self._for_each(node, path, frame)
+            if listed != RUNNING:
+                return self._done(node, key, listed)
+        while True:
+            result = self._tick_type(node, key, path, frame)
+            if result == RUNNING:
+                return RUNNING
+            if node.get("invert"):
+                result = FAILURE if result == SUCCESS else SUCCESS
+            used = frame.get(RETRIES, 0)
+            if result == FAILURE and used < node.get("retries", 0):
+                self.retried.append(f"{node['name']!r} attempt {used + 2} of {node['retries'] + 1}")
+                frame = self._restart(key, frame, result, "retry", RETRIES, used + 1)
+                continue
+            if result == SUCCESS and "repeat" in node:
+                result = self._until(node, path, frame)
+                if result == RUNNING:
+                    runs = frame.get(RUNS, 0) + 1
+                    frame = self._restart(key, frame, SUCCESS, "repeat", RUNS, runs)
+                    continue
+            if ITEMS in frame and (result == SUCCESS or node.get("optional")):
+                n = frame[ITEM] + 1
+                if n < len(frame[ITEMS]):
+                    self.looped.append(f"{node['name']!r} item {n + 1} of {len(frame[ITEMS])}")
+                    frame = self._restart(key, frame, result, "item", ITEM, n)
+                    continue
+            if ITEMS in frame and result == FAILURE and not node.get("optional"):
+                where = f"item {frame[ITEM] + 1} of {len(frame[ITEMS])}"
+                self.reasons.append(f"{node['name']!r} failed at {where}.")
+            break
+        return self._done(node, key, result)
+
+    def _done(self, node: dict[str, Any], key: str, result: str) -> str:
+        """The node is finished with its own `result`: what its parent sees."""
+        self._drop(key)
+        self._finish(key, result)
+        if result == FAILURE and node.get("optional"):
+            return SUCCESS
+        return result
+
+    def _restart(
+        self, key: str, frame: dict[str, Any], result: str, event: str, level: str, value: int
+    ) -> dict[str, Any]:
+        """End one run of a node with `result` and start another (`event`): its subtree is
+        reset, the loop keys outside `level` are kept, and `level` becomes `value`."""
+        self._finish(key, result)
+        self._drop(key)
+        self.events.append((key, event))
+        kept = {k: frame[k] for k in LEVELS[: LEVELS.index(level)] if k in frame}
+        frame = self.runtime[key] = {**kept, level: value}
+        return frame
+
+    def _until(self, node: dict[str, Any], path: list[int], frame: dict[str, Any]) -> str:
+        """After a successful run of a `repeat` node, check `until` (recorded `on: until`):
+        SUCCESS when it holds, RUNNING when it does not and a run is left (run again), FAILURE
+        when none is left or it cannot be evaluated."""
+        repeat = node["repeat"]
+        runs = frame.get(RUNS, 0) + 1
+        left = runs < repeat["max"]
+        words = ("passed", "repeat" if left else "failed")
+        verdict = self._condition(node, path, None, repeat["until"], words, [], on="until")
+        if verdict is None:
+            return FAILURE
+        if verdict:
+            return SUCCESS
+        if left:
+            self.looped.append(f"{node['name']!r} run {runs + 1} of {repeat['max']}")
+            return RUNNING
+        self.reasons.append(
+            f"{node['name']!r} ran {runs} times and its until {repeat['until']!r} is still false."
+        )
+        return FAILURE
+
+    def _for_each(self, node: dict[str, Any], path: list[int], frame: dict[str, Any]) -> str:
+        """Evaluate a `for_each` list as its node is entered, and record it as a `check` entry
+        (`on: for_each`, with the item `count`): RUNNING with the list kept in the frame (its
+        first item comes next), SUCCESS for an empty list, FAILURE for a list that cannot be
+        evaluated or is longer than `max`."""
+        loop = node["for_each"]
+        names = loop_names(loop_items(self.tree, self.runtime, path))
+        problem = None
+        try:
+            items = default_list(loop["in"], self.state["var"], self.state["const"], names)
+        except Exception as exc:  # the evaluator's reason goes to the trace, whatever it is
+            items, problem = [], str(exc) or type(exc).__name__
+        if problem is None and len(items) > loop["max"]:
+            problem = f"the list has {len(items)} items, more than its max {loop['max']}"
+        if problem is not None:
+            self._check(node, path, None, loop["in"], "error", on="for_each", note=problem)
+            self.reasons.append(f"The for_each of {node['name']!r} failed: {problem}.")
+            return FAILURE
+        outcome = "entered" if items else "empty"
+        self._check(node, path, None, loop["in"], outcome, on="for_each", count=len(items))
+        if not items:
+            return SUCCESS
+        frame.update({ITEMS: items, ITEM: 0})
+        return RUNNING
+
+    def _tick_type(
+        self, node: dict[str, Any], key: str, path: list[int], frame: dict[str, Any]
+    ) -> str:
+        kind = node["type"]
+        if kind == "action":
+            return self._action(node, key, path, frame)
+        if kind == "parallel":
+            return self._parallel(node, key, path, frame)
+        stop_on = FAILURE if kind == "sequence" else SUCCESS
+        children = node["children"]
+        i = frame.get(CHILD, 0)
+        while i < len(children):
+            result = self.tick(children[i], child_key(key, i), [*path, i])
+            if result == RUNNING:
+                frame[CHILD] = i
+                return RUNNING
+            if result == stop_on:
+                return result
+            i += 1
+        return SUCCESS if kind == "sequence" else FAILURE
+
+    def _parallel(
+        self, node: dict[str, Any], key: str, path: list[int], frame: dict[str, Any]
+    ) -> str:
+        children = node["children"]
+        n = len(children)
+        policy = node.get("policy", "all")
+        need = n if policy == "all" else 1 if policy == "any" else int(policy)
+        results: list[bool | None] = frame.get(RESULTS) or [None] * n
+        frame[RESULTS] = results
+        for i, child in enumerate(children):
+            if results[i] is None:
+                result = self.tick(child, child_key(key, i), [*path, i])
+                if result != RUNNING:
+                    results[i] = result == SUCCESS
+            ok = sum(1 for r in results if r is True)
+            pending = sum(1 for r in results if r is None)
+            if ok >= need or ok + pending < need:
+                self._halt(key, path, results)
+                return SUCCESS if ok >= need else FAILURE
+        return RUNNING
+
+    def _halt(self, key: str, path: list[int], results: list[bool | None]) -> None:
+        for i, r in enumerate(results):
+            if r is None:
+                self._drop(child_key(key, i))
+                prefix = [*path, i]
+                self.open = [o for o in self.open if o["path"][: len(prefix)] != prefix]
+
+    def _action(
+        self, node: dict[str, Any], key: str, path: list[int], frame: dict[str, Any]
+    ) -> str:
+        if frame.pop(FAILING, None):
+            return FAILURE
+        steps = node["steps"]
+        k = frame.get(STEP, 0)
+        while k < len(steps):
+            step = steps[k]
+            if "check" in step:
+                seen = attempt_tools(frame, self.tools)
+                if not self._condition(node, path, k, step["check"], ("passed", "failed"), seen):
+                    return FAILURE
+                k += 1
+                continue
+            frame[STEP] = k
+            if OPENED not in frame:
+                frame[OPENED] = self.state["seq"]
+            self.open.append(self._request(node, path, k, step, frame))
+            return RUNNING
+        return SUCCESS
+
+    def _request(
+        self,
+        node: dict[str, Any],
+        path: list[int],
+        k: int,
+        step: dict[str, Any],
+        frame: dict[str, Any],
+    ) -> dict[str, Any]:
+        where = node_key(path) or "-"
+        token = f"{where}:{k}:{frame.get(RETRIES, 0)}:{frame[OPENED]}:{self.state['salt']}"
+        if "evaluate" in step:
+            req: dict[str, Any] = {
+                "type": "evaluate",
+                "name": node["name"],
+                "expression": step["evaluate"],
+            }
+        elif "human" in step:
+            req = {"type": "human", "name": node["name"], "prompt": step["human"]}
+        else:
+            req = {"type": "instruct", "name": node["name"], "instruction": step["instruct"]}
+            if step.get("writes"):
+                req["writes"] = list(step["writes"])
+        req.update(step=token, path=list(path), index=k)
+        policy = tool_policy(self.tree, path)
+        if policy is not None:
+            req["tools"] = policy
+        items = loop_items(self.tree, self.runtime, path)
+        if items:
+            req["item"] = items[-1]
+        return req
+
+    def _condition(
+        self,
+        node: dict[str, Any],
+        path: list[int],
+        k: int | None,
+        expression: str,
+        words: tuple[str, str],
+        tools: list[dict[str, Any]],
+        on: str = "when",
+    ) -> bool | None:
+        """Evaluate a `check` step (k is its index; `tools` is its TOOLS) or a modifier's
+        condition (k is None, `on` names it: when, until); record it in the trace. Returns the
+        verdict, or None when the expression could not be evaluated."""
+        names = loop_names(loop_items(self.tree, self.runtime, path))
+        try:
+            verdict: bool | None = bool(
+                self.condition(expression, self.state["var"], self.state["const"], tools, names)
+            )
+        except Exception as exc:  # the evaluator's reason goes to the trace, whatever it is
+            verdict = None
+            reason = str(exc) or type(exc).__name__
+        if verdict is None:
+            self._check(node, path, k, expression, "error", on=on, note=reason)
+            where = on if k is None else "check"
+            self.reasons.append(
+                f"The {where} of {node['name']!r} could not be evaluated: {reason}."
+            )
+        elif verdict or k is None:
+            self._check(node, path, k, expression, words[0] if verdict else words[1], on=on)
+        else:
+            why = no_tools(expression, tools)
+            note = {"note": why.removeprefix(": ")} if why else {}
+            self._check(node, path, k, expression, words[1], on=on, **note)
+            self.reasons.append(f"Check {expression!r} of {node['name']!r} is false{why}.")
+        return verdict
+
+    def _check(
+        self,
+        node: dict[str, Any],
+        path: list[int],
+        k: int | None,
+        expression: str,
+        outcome: str,
+        on: str,
+        **fields: Any,
+    ) -> None:
+        """Record a `check` entry: of a check step (k is its index) or of the modifier `on`."""
+        entry = {
+            "seq": self.state["seq"],
+            "ts": self.now,
+            "kind": "check",
+            "cursor": {"path": list(path), "step": k},
+            "name": node["name"],
+            "submitted": expression,
+        }
+        items = loop_items(self.tree, self.runtime, path)
+        if items:
+            entry["item"] = items[-1]["index"]
+        if k is None:
+            entry["on"] = on
+        entry["outcome"] = outcome
+        entry.update(fields)
+        self.state["seq"] += 1
+        self.state["since_reset"] += 1
+        self.entries.append(entry)
+
+    def _drop(self, key: str) -> None:
+        if not key:
+            self.runtime.clear()
+            return
+        prefix = key + "."
+        for k in [k for k in self.runtime if k == key or k.startswith(prefix)]:
+            del self.runtime[k]
+
+
+def node_at(tree: dict[str, Any], path: list[int]) -> dict[str, Any]:
+    """The node at `path` (child indices from the root); `invalid_value` if there is none."""
+    node = tree["root"]
+    for depth, i in enumerate(path):
+        children = node.get("children", [])
+        if not isinstance(i, int) or not 0 <= i < len(children):
+            raise TetherError(
+                "invalid_value",
+                f"path {path} names no node: {node['name']!r} has no child {i} "
+                f"(at depth {depth + 1})",
+                path=path,
+            )
+        node = children[i]
+    return node
+
+
+def tool_policy(tree: dict[str, Any], path: list[int] | None) -> dict[str, Any] | None:
+    """The `tools` policy that applies while the step at `path` is open: that of the nearest
+    node at or above it that declares one, with the node's name as `node`; None when no node
+    does (and for the protocol gate, which has no path). An open request carries it as
+    `tools`, so a hook reads it from the state alone."""
+    if path is None:
+        return None
+    chain = [tree["root"]]
+    for i in path:
+        chain.append(chain[-1]["children"][i])
+    for node in reversed(chain):
+        if "tools" in node:
+            return {**node["tools"], "node": node["name"]}
+    return None
+
+
+def reads_tools(action: dict[str, Any]) -> bool:
+    """Whether an action has a `check` that reads `TOOLS` (only such actions mark where their
+    attempt's tool calls begin)."""
+    return any("TOOLS" in step.get("check", "") for step in action["steps"])
+
+
+def loop_items(
+    tree: dict[str, Any], runtime: dict[str, dict[str, Any]], path: list[int]
+) -> list[dict[str, Any]]:
+    """The current items of the `for_each` loops at and above the node at `path`, outermost
+    first, each `{name, index, value}` (a loop whose list is not evaluated yet has none)."""
+    out = []
+    node, key = tree["root"], ""
+    for depth in range(len(path) + 1):
+        frame = runtime.get(key) if "for_each" in node else None
+        if frame is not None and ITEMS in frame:
+            n = frame[ITEM]
+            out.append({"name": node["for_each"]["as"], "index": n, "value": frame[ITEMS][n]})
+        if depth < len(path):
+            node, key = node["children"][path[depth]], child_key(key, path[depth])
+    return out
+
+
+def loop_names(items: list[dict[str, Any]]) -> dict[str, Any]:
+    """What CEL sees of the loop items: ITEM and ITEM_INDEX (the innermost loop's), ITEMS (each
+    loop's item by its name; an inner name hides an outer one)."""
+    if not items:
+        return {}
+    inner = items[-1]
+    return {
+        "ITEM": inner["value"],
+        "ITEM_INDEX": inner["index"],
+        "ITEMS": {item["name"]: item["value"] for item in items},
+    }
+
+
+def attempt_tools(frame: dict[str, Any], tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tool calls of an action's current attempt, from the records the caller passed."""
+    first = frame.get(TOOLS_FROM)
+    return [] if first is None else [r for r in tools if r["seq"] >= first]
+
+
+def no_tools(expression: str, tools: list[dict[str, Any]]) -> str:
+    """Why a false check that reads TOOLS saw none, or nothing."""
+    if tools or "TOOLS" not in expression:
+        return ""
+    return (
+        ": TOOLS is empty, no tool call was recorded during this attempt of the action "
+        "(tool calls are recorded only from an agent session bound to the execution)"
+    )
+
+
+def node_key(path: list[int]) -> str:
+    return ".".join(map(str, path))
+
+
+def child_key(key: str, i: int) -> str:
+    return f"{key}.{i}" if key else str(i)
