@@ -1,37 +1,121 @@
 """`tether guard …`: the guard's command line.
 
-Owns: argument parsing and output for `check`, `prompt`, `hook`, `serve`, `install claude`,
-`log`, `replay`, `status` (the workflow bindings, `binding`) and `test`; errors go to stderr as
-JSON `{"error": {"code", "message", ...}}` with the exit code of their class. Normal output is
-JSON on stdout, except `hook`, whose stdout is exactly Claude Code's hook output (nothing when
-there is nothing to say). A hook that cannot decide answers as `failsafe` says: under
-`on_error: block` a `PreToolUse` is denied (exit 0, or exit 2 when the event itself could not be
-read), otherwise it exits 1, Claude Code's non-blocking error; every such error is logged. The
-main `tether` command calls `main(argv)` with the arguments after `guard`.
+Owns the commands `check`, `prompt`, `hook`, `serve`, `install claude`, `log`, `replay`, `status`
+(the workflow bindings, `binding`) and `test`: their arguments, parsed by the CLI's own parser
+(`tether.cli.args`), and their output, through the frame every `tether` command shares
+(`tether.cli.output`): JSON on stdout, errors as JSON on stderr with the exit code of their class.
+The exception is `hook`, whose stdout is exactly Claude Code's hook output (nothing when there
+is nothing to say). A hook that cannot decide answers as `failsafe` says: under `on_error: block`
+a `PreToolUse` is denied (exit 0, or exit 2 when the event itself could not be read), otherwise
+it exits 1, Claude Code's non-blocking error; every such error is logged. The main `tether`
+command calls `main(argv)` with the arguments after `guard`.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
 import sys
-from typing import Any, NoReturn
+from typing import Any
 
-from tether.errors import EXIT_INTERNAL, TetherError
+from tether.cli.args import Command, Parsed, parse
+from tether.cli.output import Handler, emit, emit_error, run_family
+from tether.errors import EXIT_OK, TetherError
+from tether.guard.failsafe import DEFAULT_DEADLINE
 
 CONFIG_ENV = "TETHER_GUARD_CONFIG"
 DEFAULT_CONFIG = os.path.join(".tether", "guard.yaml")
+DEFAULT_PORT = 8977
+DEFAULT_LIMIT = 50
+ON_ERROR = ("block", "allow")
+AGENTS = ("claude",)
 
+_CONFIG_HELP = (
+    f"--config FILE     configuration file (default: ${CONFIG_ENV}, or {DEFAULT_CONFIG} in the\n"
+    "                  project)\n"
+)
+_STATE_HELP = "--state-dir DIR   where session state and the error log are kept\n"
+_HOOK_VALUES = ("--config", "--state-dir", "--on-error", "--deadline")
+_HOOK_HELP = (
+    _CONFIG_HELP
+    + _STATE_HELP
+    + "--on-error MODE   a tool call the guard cannot decide is denied (block) or goes ahead\n"
+    "                  (allow) (default: the configuration's on_error, else block)\n"
+    "--deadline SECONDS  seconds before an undecided event counts as an error (default "
+    f"{DEFAULT_DEADLINE:g})"
+)
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise TetherError("usage", f"{self.prog}: {message}")
-
-
-def _emit(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+CHECK = Command("guard check", "validate a configuration and list its active rules", ("CONFIG",), 1)
+PROMPT = Command(
+    "guard prompt", "print the system-prompt section of a configuration", ("CONFIG",), 1
+)
+HOOK = Command(
+    "guard hook",
+    "answer one Claude Code hook event (stdin)",
+    values=_HOOK_VALUES,
+    help=_HOOK_HELP,
+)
+SERVE = Command(
+    "guard serve",
+    "serve Claude Code http hooks, kept warm",
+    values=(*_HOOK_VALUES, "--host", "--port", "--token", "--max-body-bytes"),
+    repeated=("--allow-host",),
+    help=_HOOK_HELP + f"\n--host ADDR       address (default 127.0.0.1)\n"
+    f"--port N          port (default {DEFAULT_PORT}; 0 picks a free one)\n"
+    "--token TOKEN     bearer token hooks must send (default: $TETHER_GUARD_TOKEN); required\n"
+    "                  off loopback\n"
+    "--allow-host HOST also accept Host/Origin HOST (repeatable; loopback is always accepted)\n"
+    "--max-body-bytes N  largest request body accepted (default 8388608: 8 MiB)",
+)
+LOG = Command(
+    "guard log",
+    "print the errors the guard logged",
+    values=("--state-dir", "--limit"),
+    help=_STATE_HELP + f"--limit N         the last N errors (default {DEFAULT_LIMIT})",
+)
+INSTALL = Command(
+    "guard install",
+    "install the guard's hooks into an agent",
+    ("AGENT",),
+    1,
+    values=("--settings", "--config", "--command", "--http", "--on-error"),
+    help=f"AGENT is {' or '.join(AGENTS)}.\n"
+    "--settings FILE   the agent's settings file (default .claude/settings.json)\n"
+    f"--config FILE     configuration file (default {DEFAULT_CONFIG}; created when missing)\n"
+    "--command CMD     how hooks invoke tether (default: this installation's tether, by\n"
+    "                  absolute path)\n"
+    "--http URL        install http hooks posting to this URL (see `serve`)\n"
+    "--on-error MODE   block or allow, written into the hook command and a new configuration\n"
+    "                  (default: the configuration's on_error, else block)",
+)
+REPLAY = Command(
+    "guard replay",
+    "run a recorded Claude Code session through a rule set",
+    ("TRANSCRIPT",),
+    1,
+    values=("--config",),
+    flags=("--explain",),
+    help=_CONFIG_HELP + "--explain         each decision with its rules' sources and values",
+)
+STATUS = Command(
+    "guard status",
+    "which execution each session is bound to (workflow)",
+    values=("--session", "--config", "--state-dir"),
+    help="--session ID      one session: its binding and its execution's open steps\n"
+    + _CONFIG_HELP
+    + _STATE_HELP.rstrip("\n"),
+)
+TEST = Command(
+    "guard test",
+    "run fixture cases: given these calls, expect these decisions",
+    ("CASES",),
+    1,
+    values=("--config",),
+    flags=("--explain",),
+    help="--config FILE     configuration file (default: the cases file's `config`)\n"
+    "--explain         each decision with its rules' sources and values",
+)
 
 
 def _find_config(given: str | None, cwd: str | None = None) -> str:
@@ -56,12 +140,33 @@ def _state_dir(given: str | None) -> str:
     return given or default_state_dir()
 
 
-def _load(args: argparse.Namespace, cwd: str | None = None) -> Any:
+def _load(p: Parsed, cwd: str | None = None) -> Any:
     from tether.guard.engine import Guard
 
     return Guard.from_file(
-        _find_config(args.config, cwd), cache_dir=os.path.join(_state_dir(args.state_dir), "plans")
+        _find_config(p.options.get("--config"), cwd),
+        cache_dir=os.path.join(_state_dir(p.options.get("--state-dir")), "plans"),
     )
+
+
+def _on_error(p: Parsed) -> str | None:
+    mode = p.options.get("--on-error")
+    if mode is not None and mode not in ON_ERROR:
+        raise TetherError("usage", f"--on-error takes block or allow, got {mode!r}")
+    return mode
+
+
+def _deadline(p: Parsed) -> float:
+    text = p.options.get("--deadline")
+    if text is None:
+        return DEFAULT_DEADLINE
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise TetherError("usage", f"--deadline takes a number of seconds > 0, got {text!r}")
+    return value
 
 
 def _classifier_warnings(plan: dict[str, Any]) -> list[dict[str, Any]]:
@@ -74,11 +179,11 @@ def _classifier_warnings(plan: dict[str, Any]) -> list[dict[str, Any]]:
     return []
 
 
-def cmd_check(args: argparse.Namespace) -> int:
+def cmd_check(p: Parsed) -> int:
     from tether.guard.engine import Guard
 
-    guard = Guard.from_file(args.config)
-    _emit(
+    guard = Guard.from_file(str(p.args["CONFIG"]))
+    emit(
         {
             "ok": True,
             "profile": None if guard.plan["profile"] is None else guard.plan["profile"]["name"],
@@ -99,14 +204,14 @@ def cmd_check(args: argparse.Namespace) -> int:
             "warnings": [*guard.warnings, *_classifier_warnings(guard.plan)],
         }
     )
-    return 0
+    return EXIT_OK
 
 
-def cmd_prompt(args: argparse.Namespace) -> int:
+def cmd_prompt(p: Parsed) -> int:
     from tether.guard.engine import Guard
 
-    _emit({"prompt": Guard.from_file(args.config).system_prompt()})
-    return 0
+    emit({"prompt": Guard.from_file(str(p.args["CONFIG"])).system_prompt()})
+    return EXIT_OK
 
 
 def _read_payload(attempt: Any) -> dict[str, Any]:
@@ -120,243 +225,171 @@ def _read_payload(attempt: Any) -> dict[str, Any]:
     return payload
 
 
-def _decide(args: argparse.Namespace, attempt: Any) -> dict[str, Any] | None:
+def _decide(p: Parsed, attempt: Any) -> dict[str, Any] | None:
     from tether.guard.hooks import handle
     from tether.guard.session_store import SessionStore
 
     payload = _read_payload(attempt)
-    guard = _load(args, payload.get("cwd"))
+    guard = _load(p, payload.get("cwd"))
     attempt.configured = guard.plan.get("on_error")
     attempt.started = True
     return handle(payload, guard, SessionStore(attempt.state_dir))
 
 
 def run_hook(argv: list[str]) -> int:
-    """`tether guard hook ARGS`: one event from stdin, Claude Code's output on stdout."""
-    from tether.guard.failsafe import DEFAULT_DEADLINE, Attempt, within
+    """`tether guard hook ARGS`: one event from stdin, Claude Code's output on stdout. A command
+    line that cannot be parsed is a guard that cannot start: the event is still answered."""
+    from tether.guard.failsafe import Attempt, within
 
-    attempt = Attempt(_state_dir(None), None)
     try:
-        try:
-            args = _hook_options(_Parser(prog="tether guard hook")).parse_args(argv)
-        except TetherError:
-            with contextlib.suppress(Exception):  # learn the event, to answer it
-                within(DEFAULT_DEADLINE, lambda: _read_payload(attempt))
-            raise
-        attempt.state_dir, attempt.flag = _state_dir(args.state_dir), args.on_error
-        out = within(args.deadline, lambda: _decide(args, attempt))
-        code = 0
+        p = parse(HOOK, argv)
+        _on_error(p), _deadline(p)
+    except TetherError as exc:
+        attempt = Attempt(_state_dir(None), None)
+        with contextlib.suppress(Exception):  # learn the event, to answer it
+            within(DEFAULT_DEADLINE, lambda: _read_payload(attempt))
+        return _failed(attempt, exc)
+    if p.help:
+        sys.stdout.write(HOOK.help_text())
+        return EXIT_OK
+    return cmd_hook(p)
+
+
+def cmd_hook(p: Parsed) -> int:
+    """Answer the event on stdin within `--deadline`, or as `failsafe` says."""
+    from tether.guard.failsafe import Attempt, within
+
+    attempt = Attempt(_state_dir(p.options.get("--state-dir")), _on_error(p))
+    try:
+        out = within(_deadline(p), lambda: _decide(p, attempt))
     except Exception as exc:
-        code, out, error = attempt.failed(exc)
-        if code:
-            sys.stderr.write(json.dumps({"error": error}, default=str) + "\n")
+        return _failed(attempt, exc)
+    _hook_output(out)
+    return EXIT_OK
+
+
+def _failed(attempt: Any, exc: Exception) -> int:
+    code, out, error = attempt.failed(exc)
+    if code:
+        emit_error(error)
+    _hook_output(out)
+    return int(code)
+
+
+def _hook_output(out: dict[str, Any] | None) -> None:
+    """Claude Code's hook output: one line of JSON, or nothing."""
     if out is not None:
         sys.stdout.write(json.dumps(out) + "\n")
-    return code
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
+def cmd_serve(p: Parsed) -> int:
     from tether.guard.serve import DEFAULT_MAX_BODY_BYTES, TOKEN_ENV, ServeOptions, serve
 
     options = ServeOptions(
-        host=args.host,
-        port=args.port,
-        token=args.token or os.environ.get(TOKEN_ENV) or None,
-        allowed_hosts=tuple(args.allow_host),
-        max_body_bytes=DEFAULT_MAX_BODY_BYTES
-        if args.max_body_bytes is None
-        else args.max_body_bytes,
-        on_error=args.on_error,
-        deadline=args.deadline,
+        host=p.options.get("--host", "127.0.0.1"),
+        port=p.number("--port", DEFAULT_PORT) or 0,
+        token=p.options.get("--token") or os.environ.get(TOKEN_ENV) or None,
+        allowed_hosts=tuple(p.multi.get("--allow-host", [])),
+        max_body_bytes=p.number("--max-body-bytes", DEFAULT_MAX_BODY_BYTES) or 0,
+        on_error=_on_error(p),
+        deadline=_deadline(p),
     )
-    return serve(_load(args), _state_dir(args.state_dir), options)
+    return serve(_load(p), _state_dir(p.options.get("--state-dir")), options)
 
 
-def cmd_log(args: argparse.Namespace) -> int:
+def cmd_log(p: Parsed) -> int:
     from tether.guard.failsafe import log_path, read_log
 
-    state_dir = _state_dir(args.state_dir)
-    _emit({"log": log_path(state_dir), "errors": read_log(state_dir, args.limit)})
-    return 0
+    state_dir = _state_dir(p.options.get("--state-dir"))
+    emit(
+        {
+            "log": log_path(state_dir),
+            "errors": read_log(state_dir, p.number("--limit", DEFAULT_LIMIT) or 0),
+        }
+    )
+    return EXIT_OK
 
 
-def cmd_install(args: argparse.Namespace) -> int:
+def cmd_install(p: Parsed) -> int:
     from tether.cli import tether_command
     from tether.guard.install import install_claude
 
-    _emit(
+    agent = str(p.args["AGENT"])
+    if agent not in AGENTS:
+        raise TetherError(
+            "usage", f"install takes {' or '.join(AGENTS)}, got {agent!r}; usage: {INSTALL.usage()}"
+        )
+    emit(
         install_claude(
-            settings=args.settings,
-            config=args.config or DEFAULT_CONFIG,
-            command=args.command or tether_command(),
-            http=args.http,
-            on_error=args.on_error,
+            settings=p.options.get("--settings", os.path.join(".claude", "settings.json")),
+            config=p.options.get("--config") or DEFAULT_CONFIG,
+            command=p.options.get("--command") or tether_command(),
+            http=p.options.get("--http"),
+            on_error=_on_error(p),
         )
     )
-    return 0
+    return EXIT_OK
 
 
-def cmd_replay(args: argparse.Namespace) -> int:
+def cmd_replay(p: Parsed) -> int:
     from tether.guard.engine import Guard
     from tether.guard.replay import replay
 
-    guard = Guard.from_file(_find_config(args.config))
-    _emit(replay(guard, args.transcript, explain=args.explain))
-    return 0
+    guard = Guard.from_file(_find_config(p.options.get("--config")))
+    emit(replay(guard, str(p.args["TRANSCRIPT"]), explain="--explain" in p.flags))
+    return EXIT_OK
 
 
-def cmd_status(args: argparse.Namespace) -> int:
+def cmd_status(p: Parsed) -> int:
     from tether.guard.binding import Binder
     from tether.guard.plan import load_plan
 
     project = os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
     try:
-        config = _find_config(args.config, project)
+        config = _find_config(p.options.get("--config"), project)
     except TetherError:
         config = None  # no configuration: no configured trace, sessions may still be bound
     settings = load_plan(config)["workflow"] if config else {"trace": None}
-    binder = Binder(settings, _state_dir(args.state_dir))
-    if args.session:
-        _emit(binder.status(args.session, project))
+    binder = Binder(settings, _state_dir(p.options.get("--state-dir")))
+    session = p.options.get("--session")
+    if session:
+        emit(binder.status(session, project))
     else:
-        _emit({"config": config, "trace": settings["trace"], "sessions": binder.sessions()})
-    return 0
+        emit({"config": config, "trace": settings["trace"], "sessions": binder.sessions()})
+    return EXIT_OK
 
 
-def cmd_test(args: argparse.Namespace) -> int:
+def cmd_test(p: Parsed) -> int:
     from tether.guard.cases import run_cases
 
-    report = run_cases(args.cases, config=args.config, explain=args.explain)
-    _emit(report)
+    report = run_cases(
+        str(p.args["CASES"]), config=p.options.get("--config"), explain="--explain" in p.flags
+    )
+    emit(report)
     if report["failed"]:
         raise TetherError("verify_failed", f"{report['failed']} guard test case(s) failed")
-    return 0
+    return EXIT_OK
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}")
-    return value
-
-
-def _on_error(p: argparse.ArgumentParser, what: str) -> None:
-    p.add_argument(
-        "--on-error",
-        choices=["block", "allow"],
-        help=f"{what} (default: the configuration's on_error, else block)",
-    )
-
-
-def _hook_options(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    from tether.guard.failsafe import DEFAULT_DEADLINE
-
-    p.add_argument(
-        "--config",
-        help=f"configuration file (default: ${CONFIG_ENV}, or {DEFAULT_CONFIG} in the project)",
-    )
-    p.add_argument("--state-dir", help="where session state and the error log are kept")
-    _on_error(p, "a tool call the guard cannot decide is denied (block) or goes ahead (allow)")
-    p.add_argument(
-        "--deadline",
-        type=_seconds,
-        default=DEFAULT_DEADLINE,
-        help=f"seconds before an undecided event counts as an error (default {DEFAULT_DEADLINE:g})",
-    )
-    return p
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="tether guard", description="The behavior engine over tool calls.")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-
-    p: argparse.ArgumentParser = sub.add_parser(
-        "check", help="validate a configuration and list its active rules"
-    )
-    p.add_argument("config")
-    p.set_defaults(run=cmd_check)
-
-    p = sub.add_parser("prompt", help="print the system-prompt section of a configuration")
-    p.add_argument("config")
-    p.set_defaults(run=cmd_prompt)
-
-    _hook_options(sub.add_parser("hook", help="answer one Claude Code hook event (stdin)"))
-    p = _hook_options(sub.add_parser("serve", help="serve Claude Code http hooks, kept warm"))
-    p.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8977)
-    p.add_argument(
-        "--token",
-        help="bearer token hooks must send (default: $TETHER_GUARD_TOKEN); required off loopback",
-    )
-    p.add_argument(
-        "--allow-host",
-        action="append",
-        default=[],
-        help="also accept Host/Origin H (repeatable; loopback is always accepted)",
-    )
-    p.add_argument(
-        "--max-body-bytes",
-        type=int,
-        help="largest request body accepted (default 8388608: 8 MiB)",
-    )
-    p.set_defaults(run=cmd_serve)
-
-    p = sub.add_parser("log", help="print the errors the guard logged")
-    p.add_argument("--state-dir", help="where session state and the error log are kept")
-    p.add_argument("--limit", type=int, default=50, help="the last N errors (default 50)")
-    p.set_defaults(run=cmd_log)
-
-    p = sub.add_parser("install", help="install the guard's hooks into an agent")
-    p.add_argument("agent", choices=["claude"])
-    p.add_argument("--settings", default=os.path.join(".claude", "settings.json"))
-    p.add_argument("--config", help=f"configuration file (default {DEFAULT_CONFIG})")
-    p.add_argument(
-        "--command",
-        default=None,
-        help="how hooks invoke tether (default: this installation's tether, by absolute path)",
-    )
-    p.add_argument("--http", help="install http hooks posting to this URL (see `serve`)")
-    _on_error(p, "written into the hook command and a new configuration")
-    p.set_defaults(run=cmd_install)
-
-    p = sub.add_parser("replay", help="run a recorded Claude Code session through a rule set")
-    p.add_argument("transcript")
-    p.add_argument("--config")
-    p.add_argument("--explain", action="store_true")
-    p.set_defaults(run=cmd_replay)
-
-    p = sub.add_parser("status", help="which execution each session is bound to (workflow)")
-    p.add_argument("--session", help="one session: its binding and its execution's open steps")
-    p.add_argument("--config", help=f"configuration file (default: as for hook, {DEFAULT_CONFIG})")
-    p.add_argument("--state-dir", help="where session state is kept")
-    p.set_defaults(run=cmd_status)
-
-    p = sub.add_parser("test", help="run fixture cases: given these calls, expect these decisions")
-    p.add_argument("cases")
-    p.add_argument("--config", help="configuration file (default: the cases file's `config`)")
-    p.add_argument("--explain", action="store_true")
-    p.set_defaults(run=cmd_test)
-    return parser
+COMMANDS: dict[str, tuple[Command, Handler]] = {
+    "check": (CHECK, cmd_check),
+    "prompt": (PROMPT, cmd_prompt),
+    "hook": (HOOK, cmd_hook),
+    "serve": (SERVE, cmd_serve),
+    "log": (LOG, cmd_log),
+    "install": (INSTALL, cmd_install),
+    "replay": (REPLAY, cmd_replay),
+    "status": (STATUS, cmd_status),
+    "test": (TEST, cmd_test),
+}
 
 
 def main(argv: list[str]) -> int:
     """Run `tether guard <argv>`; returns the exit code."""
-    if argv and argv[0] == "hook":
-        # The hook runs once per tool call: it parses only its own options.
+    if argv[:1] == ["hook"]:
+        # The hook runs once per tool call, and answers even a command line it cannot parse.
         return run_hook(argv[1:])
-    try:
-        args = build_parser().parse_args(argv)
-        return int(args.run(args))
-    except TetherError as exc:
-        sys.stderr.write(json.dumps({"error": exc.to_dict()}, default=str) + "\n")
-        return exc.exit_code
-    except Exception as exc:  # the last line of defence: report, never a traceback on stdout
-        error = {"code": "internal", "message": f"{type(exc).__name__}: {exc}"}
-        sys.stderr.write(json.dumps({"error": error}) + "\n")
-        return EXIT_INTERNAL
+    return run_family("guard", COMMANDS, argv)
 
 
 if __name__ == "__main__":
