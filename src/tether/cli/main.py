@@ -3,8 +3,9 @@
 Owns the command table, the mapping from arguments to verb calls and the dispatch to the command
 families (`FAMILIES`). The output contract (the result as JSON on stdout; an error as
 `{"error": {"code", "message", ...}}` on stderr with the exit code of its class, README "Exit
-codes") and the parse/help/report frame are `tether.cli.output`'s. Heavy modules (YAML, pydantic, CEL, the MCP SDK)
-are imported only by the commands that need them. It holds no runtime logic of its own.
+codes") and the parse/help/report frame are `tether.cli.output`'s. Heavy modules (YAML,
+pydantic, CEL, the MCP SDK) are imported only by the commands that need them. It holds no
+runtime logic of its own.
 """
 
 from __future__ import annotations

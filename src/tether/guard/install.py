@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tether.errors import TetherError
+from tether.files import write_atomic
 from tether.guard.failsafe import mode
 from tether.guard.hooks import EVENTS, TOOL_EVENTS
 from tether.guard.serve import TOKEN_ENV
@@ -114,13 +115,13 @@ def install_claude(
         groups.append(group)
         added.append(event)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    write_atomic(str(path), json.dumps(data, indent=2) + "\n")
     project = path.resolve().parent.parent
     config_file = Path(config) if os.path.isabs(config) else project / config
     created = False
     if not http and not config_file.exists():
         config_file.parent.mkdir(parents=True, exist_ok=True)
-        config_file.write_text(starter(mode(None, on_error)), encoding="utf-8")
+        write_atomic(str(config_file), starter(mode(None, on_error)))
         created = True
     chosen = mode(None, on_error)
     where = "--on-error" if on_error else "the default"

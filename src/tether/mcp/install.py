@@ -13,12 +13,12 @@ import json
 import os
 import shlex
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tether.errors import TetherError
+from tether.files import write_atomic
 
 TARGETS = ("claude-code", "claude-desktop", "cursor", "vscode")
 SCOPES = ("project", "user")
@@ -145,13 +145,4 @@ def _read(path: Path) -> dict[str, Any]:
 
 def _write(path: Path, document: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
-        if path.exists():
-            os.chmod(temp, path.stat().st_mode & 0o777)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    write_atomic(str(path), json.dumps(document, ensure_ascii=False, indent=2) + "\n")
