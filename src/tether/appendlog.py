@@ -18,6 +18,8 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
+from tether.files import write_all
+
 _CHUNK = 64 * 1024
 
 
@@ -43,9 +45,7 @@ def append(path: str, records: Iterable[dict[str, Any]]) -> int:
         if size and os.pread(fd, 1, size - 1) != b"\n":
             size = _last_complete(fd, size)
             os.ftruncate(fd, size)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        write_all(fd, data)
         return size + len(data)
     finally:
         os.close(fd)  # closing releases the lock
