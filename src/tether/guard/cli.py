@@ -48,7 +48,13 @@ _HOOK_HELP = (
 
 CHECK = Command("guard check", "validate a configuration and list its active rules", ("CONFIG",), 1)
 PROMPT = Command(
-    "guard prompt", "print the system-prompt section of a configuration", ("CONFIG",), 1
+    "guard prompt",
+    "print the system-prompt section of a configuration",
+    ("CONFIG",),
+    1,
+    help="`prompt` is the whole section; `session_start` is what a session is given when it "
+    "starts: the section short (a long profile prompt cut to its heading and first paragraph), "
+    "or whole under `context: full`.",
 )
 HOOK = Command(
     "guard hook",
@@ -210,7 +216,14 @@ def cmd_check(p: Parsed) -> int:
 def cmd_prompt(p: Parsed) -> int:
     from tether.guard.engine import Guard
 
-    emit({"prompt": Guard.from_file(str(p.args["CONFIG"])).system_prompt()})
+    guard = Guard.from_file(str(p.args["CONFIG"]))
+    emit(
+        {
+            "prompt": guard.system_prompt(),
+            "context": guard.plan["context"],
+            "session_start": guard.session_context(),
+        }
+    )
     return EXIT_OK
 
 
