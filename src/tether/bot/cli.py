@@ -19,6 +19,10 @@ TOOLS = Command(
     "list the MCP tools a bot tree (or bot folder) yields, with their descriptions",
     ("TREE",),
     1,
+    values=("--name",),
+    help="--name NAME   the name the client registers the server under (default tether); "
+    "tool names\n              are kept short enough that mcp__NAME__TOOL has at most 64 "
+    "characters",
 )
 BUILD = Command(
     "bot build",
@@ -40,7 +44,7 @@ def main(argv: list[str]) -> int:
 
 
 def _tools(p: Parsed) -> int:
-    from tether.bot.surface import surface_of
+    from tether.bot.surface import DEFAULT_SERVER, surface_of
 
     given = str(p.args["TREE"])
     if os.path.isdir(given):
@@ -51,7 +55,7 @@ def _tools(p: Parsed) -> int:
         from tether.tree.load import load_tree
 
         data = load_tree(given).data
-    surface = surface_of(data, given)
+    surface = surface_of(data, given, p.options.get("--name", DEFAULT_SERVER))
     tools = {
         "bot": surface.title,
         "count": len(surface.tools),

@@ -1,11 +1,12 @@
 """`tether guard …`: the guard's command line.
 
-Owns the commands `check`, `prompt`, `hook`, `serve`, `install claude`, `log`, `replay`, `status`
-(the workflow bindings, `binding`) and `test`: their arguments, parsed by the CLI's own parser
-(`tether.cli.args`), and their output, through the frame every `tether` command shares
-(`tether.cli.output`): JSON on stdout, errors as JSON on stderr with the exit code of their class.
-The exception is `hook`, whose stdout is exactly Claude Code's hook output (nothing when there
-is nothing to say). A hook that cannot decide answers as `failsafe` says: under `on_error: block`
+Owns the commands `check`, `prompt`, `hook`, `serve`, `install claude|codex|gemini|cursor`,
+`log`, `replay`, `status` (the workflow bindings, `binding`) and `test`: their arguments, parsed
+by the CLI's own parser (`tether.cli.args`), and their output, through the frame every `tether`
+command shares (`tether.cli.output`): JSON on stdout, errors as JSON on stderr with the exit code
+of their class. The exception is `hook`, whose stdout is exactly the hook output of Claude Code,
+or of the harness `--harness` names (`harness`; nothing when there is nothing to say). A hook
+that cannot decide answers as `failsafe` says: under `on_error: block`
 a `PreToolUse` is denied (exit 0, or exit 2 when the event itself could not be read), otherwise
 it exits 1, Claude Code's non-blocking error; every such error is logged. The main `tether`
 command calls `main(argv)` with the arguments after `guard`.
@@ -29,21 +30,23 @@ DEFAULT_CONFIG = os.path.join(".tether", "guard.yaml")
 DEFAULT_PORT = 8977
 DEFAULT_LIMIT = 50
 ON_ERROR = ("block", "allow")
-AGENTS = ("claude",)
+AGENTS = ("claude", "codex", "gemini", "cursor")
 
 _CONFIG_HELP = (
     f"--config FILE     configuration file (default: ${CONFIG_ENV}, or {DEFAULT_CONFIG} in the\n"
     "                  project)\n"
 )
 _STATE_HELP = "--state-dir DIR   where session state and the error log are kept\n"
-_HOOK_VALUES = ("--config", "--state-dir", "--on-error", "--deadline")
+_HOOK_VALUES = ("--config", "--state-dir", "--on-error", "--deadline", "--harness")
 _HOOK_HELP = (
     _CONFIG_HELP
     + _STATE_HELP
     + "--on-error MODE   a tool call the guard cannot decide is denied (block) or goes ahead\n"
     "                  (allow) (default: the configuration's on_error, else block)\n"
     "--deadline SECONDS  seconds before an undecided event counts as an error (default "
-    f"{DEFAULT_DEADLINE:g})"
+    f"{DEFAULT_DEADLINE:g})\n"
+    "--harness NAME    whose hook events these are, answered in its format: claude (default),\n"
+    "                  codex, gemini or cursor"
 )
 
 CHECK = Command("guard check", "validate a configuration and list its active rules", ("CONFIG",), 1)
@@ -58,7 +61,7 @@ PROMPT = Command(
 )
 HOOK = Command(
     "guard hook",
-    "answer one Claude Code hook event (stdin)",
+    "answer one hook event (stdin): Claude Code's, or the one --harness names",
     values=_HOOK_VALUES,
     help=_HOOK_HELP,
 )
@@ -86,12 +89,15 @@ INSTALL = Command(
     ("AGENT",),
     1,
     values=("--settings", "--config", "--command", "--http", "--on-error"),
-    help=f"AGENT is {' or '.join(AGENTS)}.\n"
-    "--settings FILE   the agent's settings file (default .claude/settings.json)\n"
+    help=f"AGENT is {', '.join(AGENTS[:-1])} or {AGENTS[-1]}.\n"
+    "--settings FILE   the hooks file (claude: .claude/settings.json, or\n"
+    "                  .claude/settings.local.json when the command is a path on this machine;\n"
+    "                  codex: .codex/hooks.json; gemini: .gemini/settings.json; cursor:\n"
+    "                  .cursor/hooks.json)\n"
     f"--config FILE     configuration file (default {DEFAULT_CONFIG}; created when missing)\n"
-    "--command CMD     how hooks invoke tether (default: this installation's tether, by\n"
-    "                  absolute path)\n"
-    "--http URL        install http hooks posting to this URL (see `serve`)\n"
+    "--command CMD     how hooks invoke tether (default: tether when it is on PATH, uvx --from\n"
+    "                  tether-bt tether under uvx, else this installation's full path)\n"
+    "--http URL        claude: install http hooks posting to this URL (see `serve`)\n"
     "--on-error MODE   block or allow, written into the hook command and a new configuration\n"
     "                  (default: the configuration's on_error, else block)",
 )
@@ -227,41 +233,79 @@ def cmd_prompt(p: Parsed) -> int:
     return EXIT_OK
 
 
-def _read_payload(attempt: Any) -> dict[str, Any]:
+def _read_payload(
+    attempt: Any, harness: str = "claude", config: str | None = None
+) -> list[dict[str, Any]]:
+    """The event on stdin, read as Claude Code's (`harness.events`); `attempt.payload` is the
+    first payload read, or the event as sent when the guard does not answer it."""
+    from tether.guard.harness import events
+
     try:
         payload = json.loads(sys.stdin.read() or "{}")
     except ValueError as exc:
         raise TetherError("invalid_json", f"hook input is not JSON: {exc}") from None
     if not isinstance(payload, dict):
         raise TetherError("invalid_json", "hook input must be a JSON object")
-    attempt.payload = payload
-    return payload
+    found = events(harness, payload, config)
+    attempt.payload = found[0] if found else payload
+    return found
 
 
-def _decide(p: Parsed, attempt: Any) -> dict[str, Any] | None:
+def _decide(p: Parsed, harness: str, attempt: Any) -> dict[str, Any] | None:
+    from tether.guard.harness import answer
     from tether.guard.hooks import handle
     from tether.guard.session_store import SessionStore
 
-    payload = _read_payload(attempt)
-    guard = _load(p, payload.get("cwd"))
+    config = p.options.get("--config")
+    found = _read_payload(attempt, harness, config)
+    if not found:
+        return None
+    cwd = found[0].get("cwd")
+    if harness != "claude" and config and not os.path.isabs(config):
+        p.options["--config"] = os.path.join(str(cwd), config)  # the project's, not the hook's
+    guard = _load(p, cwd)
     attempt.configured = guard.plan.get("on_error")
     attempt.started = True
-    return handle(payload, guard, SessionStore(attempt.state_dir))
+    store = SessionStore(attempt.state_dir)
+    return answer(harness, found, lambda payload: handle(payload, guard, store))
+
+
+def _harness(p: Parsed) -> str:
+    from tether.guard.harness import HARNESSES
+
+    name = p.options.get("--harness", "claude")
+    if name not in HARNESSES:
+        raise TetherError("usage", f"--harness takes {', '.join(HARNESSES)}, got {name!r}")
+    return name
+
+
+def _harness_flag(argv: list[str]) -> str:
+    """`--harness` of a hook command line that may not parse as a whole (claude when it is not
+    there or names no harness)."""
+    from tether.guard.harness import HARNESSES
+
+    given = [
+        token.partition("=")[2] if token.startswith("--harness=") else argv[i + 1]
+        for i, token in enumerate(argv)
+        if token.startswith("--harness=") or (token == "--harness" and i + 1 < len(argv))
+    ]
+    return given[-1] if given and given[-1] in HARNESSES else "claude"
 
 
 def run_hook(argv: list[str]) -> int:
-    """`tether guard hook ARGS`: one event from stdin, Claude Code's output on stdout. A command
+    """`tether guard hook ARGS`: one event from stdin, the harness's output on stdout. A command
     line that cannot be parsed is a guard that cannot start: the event is still answered."""
     from tether.guard.failsafe import Attempt, within
 
     try:
         p = parse(HOOK, argv)
-        _on_error(p), _deadline(p)
+        _on_error(p), _deadline(p), _harness(p)
     except TetherError as exc:
         attempt = Attempt(_state_dir(None), None)
+        harness = _harness_flag(argv)
         with contextlib.suppress(Exception):  # learn the event, to answer it
-            within(DEFAULT_DEADLINE, lambda: _read_payload(attempt))
-        return _failed(attempt, exc)
+            within(DEFAULT_DEADLINE, lambda: _read_payload(attempt, harness))
+        return _failed(attempt, harness, exc)
     if p.help:
         sys.stdout.write(HOOK.help_text())
         return EXIT_OK
@@ -272,25 +316,34 @@ def cmd_hook(p: Parsed) -> int:
     """Answer the event on stdin within `--deadline`, or as `failsafe` says."""
     from tether.guard.failsafe import Attempt, within
 
+    harness = _harness(p)
     attempt = Attempt(_state_dir(p.options.get("--state-dir")), _on_error(p))
     try:
-        out = within(_deadline(p), lambda: _decide(p, attempt))
+        out = within(_deadline(p), lambda: _decide(p, harness, attempt))
     except Exception as exc:
-        return _failed(attempt, exc)
+        return _failed(attempt, harness, exc)
     _hook_output(out)
     return EXIT_OK
 
 
-def _failed(attempt: Any, exc: Exception) -> int:
-    code, out, error = attempt.failed(exc)
+def _failed(attempt: Any, harness: str, exc: Exception) -> int:
+    """The failsafe's answer, in the harness's format; the error on stderr when it exits
+    non-zero (JSON, except where the harness would read it as its answer)."""
+    from tether.guard.harness import error_text, render
+
+    code, failed, error = attempt.failed(exc)
     if code:
-        emit_error(error)
-    _hook_output(out)
+        text = error_text(harness, error)
+        if text is None:
+            emit_error(error)
+        else:
+            sys.stderr.write(text + "\n")
+    _hook_output(render(harness, attempt.payload or {}, failed))
     return int(code)
 
 
 def _hook_output(out: dict[str, Any] | None) -> None:
-    """Claude Code's hook output: one line of JSON, or nothing."""
+    """The hook output: one line of JSON, or nothing."""
     if out is not None:
         sys.stdout.write(json.dumps(out) + "\n")
 
@@ -306,6 +359,7 @@ def cmd_serve(p: Parsed) -> int:
         max_body_bytes=p.number("--max-body-bytes", DEFAULT_MAX_BODY_BYTES) or 0,
         on_error=_on_error(p),
         deadline=_deadline(p),
+        harness=_harness(p),
     )
     return serve(_load(p), _state_dir(p.options.get("--state-dir")), options)
 
@@ -324,23 +378,39 @@ def cmd_log(p: Parsed) -> int:
 
 
 def cmd_install(p: Parsed) -> int:
-    from tether.cli import tether_command
-    from tether.guard.install import install_claude
+    from tether.cli.launch import launch
+    from tether.guard.install import install_claude, install_harness, settings_file
 
-    agent = str(p.args["AGENT"])
+    agent, http = str(p.args["AGENT"]), p.options.get("--http")
     if agent not in AGENTS:
         raise TetherError(
-            "usage", f"install takes {' or '.join(AGENTS)}, got {agent!r}; usage: {INSTALL.usage()}"
+            "usage",
+            f"install takes {', '.join(AGENTS)}, got {agent!r}; usage: {INSTALL.usage()}",
         )
-    emit(
-        install_claude(
-            settings=p.options.get("--settings", os.path.join(".claude", "settings.json")),
-            config=p.options.get("--config") or DEFAULT_CONFIG,
-            command=p.options.get("--command") or tether_command(),
-            http=p.options.get("--http"),
+    command = launch(p.options.get("--command"))
+    config = p.options.get("--config") or DEFAULT_CONFIG
+    if agent != "claude":
+        if http:
+            raise TetherError("usage", f"{agent} runs command hooks only: drop --http")
+        result = install_harness(
+            agent,
+            file=p.options.get("--settings"),
+            config=config,
+            command=command.shell(),
             on_error=_on_error(p),
+            portable=command.portable,
         )
+        emit({**result, "launch": command.to_dict()})
+        return EXIT_OK
+    settings, note = settings_file(p.options.get("--settings"), command, http=http is not None)
+    result = install_claude(
+        settings=settings,
+        config=config,
+        command=command.shell(),
+        http=http,
+        on_error=_on_error(p),
     )
+    emit({**result, "launch": command.to_dict(), **({"note": note} if note else {})})
     return EXIT_OK
 
 
