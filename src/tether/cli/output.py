@@ -2,9 +2,10 @@
 
 Owns how a result and an error look on the terminal: the result as indented JSON on stdout, an
 error as `{"error": {"code", "message", ...}}` on stderr, and the exit code of the error's class;
-`run_command`, the parse/help/report frame around a command's handler, and `run_family`, the
-same frame for a family of sub-commands (`tether guard X`, `tether bot X`). It does not parse
-(`tether.cli.args`) or decide what a command does.
+and the frames around a command: `guarded` reports what a command raises, `run_command` parses,
+prints help or runs a command's handler within it, and `run_family` does so for a family of
+sub-commands (`tether guard X`, `tether bot X`). It does not parse (`tether.cli.args`) or decide
+what a command does.
 """
 
 from __future__ import annotations
@@ -43,21 +44,29 @@ def report(exc: BaseException) -> int:
     return EXIT_INTERNAL
 
 
+def guarded(work: Callable[[], int]) -> int:
+    """`work()`'s exit code; an error it raises is reported (`report`), Ctrl-C exits 130."""
+    try:
+        return work()
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # TetherError, and the last line of defence for anything else
+        return report(exc)
+
+
 def run_command(command: Command, argv: list[str], handler: Handler) -> int:
     """Parse `argv` for `command`, print its help or run `handler`, and report any error: the
     frame every `tether` sub-command family shares."""
     from tether.cli.args import parse
 
-    try:
+    def work() -> int:
         parsed = parse(command, argv)
         if parsed.help:
             sys.stdout.write(command.help_text())
             return EXIT_OK
         return handler(parsed)
-    except KeyboardInterrupt:
-        return 130
-    except Exception as exc:  # TetherError, and the last line of defence for anything else
-        return report(exc)
+
+    return guarded(work)
 
 
 def run_family(
