@@ -18,6 +18,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
+from tether.files import write_all
 from tether.locking import locked
 
 _CHUNK = 64 * 1024
@@ -52,9 +53,7 @@ def append(path: str, records: Iterable[dict[str, Any]]) -> int:
             if size and _read_at(fd, 1, size - 1) != b"\n":
                 size = _last_complete(fd, size)
                 os.ftruncate(fd, size)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            write_all(fd, data)
             return size + len(data)
     finally:
         os.close(fd)

@@ -2,7 +2,8 @@
 
 Owns `write_atomic` (a temporary file beside the target, created exclusively and never through a
 symbolic link, written, optionally synced, then renamed over the target, so a reader sees the old
-file or the new one and never half of either) and `open_regular` (a file descriptor for a regular
+file or the new one and never half of either), `write_all` (every byte of a buffer to a
+descriptor, which appends and commits share) and `open_regular` (a file descriptor for a regular
 file, refusing a symbolic link at the last component, a folder, a FIFO or a device). It also
 names the temporary files `write_atomic` leaves behind when its process is killed, so that the
 owner of a folder can tidy them. It does not decide where files go, what they hold or which error
@@ -72,6 +73,13 @@ def read_regular(path: str, limit: int | None = None) -> bytes:
         return f.read(min(limit, os.fstat(fd).st_size))
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """Write every byte of `data` to `fd`: `os.write` may write fewer than it was given."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def write_atomic(path: str, data: str | bytes, *, fsync: bool = FSYNC) -> None:
     """Replace the file at `path` with `data` (text is written as UTF-8) in one rename.
 
@@ -90,9 +98,7 @@ def write_atomic(path: str, data: str | bytes, *, fsync: bool = FSYNC) -> None:
         else:
             if stat.S_ISREG(existing.st_mode):
                 os.fchmod(fd, stat.S_IMODE(existing.st_mode))
-        view = memoryview(body)
-        while view:
-            view = view[os.write(fd, view) :]
+        write_all(fd, body)
         if fsync:
             os.fsync(fd)
         os.close(fd)

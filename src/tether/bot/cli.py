@@ -9,12 +9,10 @@ serving the tools (`tether.bot.server`).
 from __future__ import annotations
 
 import os
-import sys
-from typing import Any
 
-from tether.cli.args import Command, Parsed, parse
-from tether.cli.output import emit, report
-from tether.errors import EXIT_OK, EXIT_USAGE, TetherError
+from tether.cli.args import Command, Parsed
+from tether.cli.output import emit, run_family
+from tether.errors import EXIT_OK, TetherError
 
 TOOLS = Command(
     "bot tools",
@@ -34,37 +32,18 @@ BUILD = Command(
     values=("-o", "--output"),
     help="-o, --output TREE   the tree file to write (required; replaced if it exists)",
 )
-COMMANDS = {"tools": TOOLS, "build": BUILD}
 
 
 def main(argv: list[str]) -> int:
-    try:
-        if not argv or argv[0] in ("-h", "--help", "help"):
-            sys.stdout.write(_overview())
-            return EXIT_OK if argv else EXIT_USAGE
-        command = COMMANDS.get(argv[0])
-        if command is None:
-            raise TetherError(
-                "usage", f"unknown bot command {argv[0]!r}; the commands are tools and build"
-            )
-        parsed = parse(command, argv[1:])
-        if parsed.help:
-            sys.stdout.write(f"usage: {command.usage()}\n\n{command.summary}\n\n{command.help}\n")
-            return EXIT_OK
-        emit(_tools(parsed) if command is TOOLS else _build(parsed))
-        return EXIT_OK
-    except Exception as exc:
-        return report(exc)
+    return run_family(
+        "bot",
+        {"tools": (TOOLS, _tools), "build": (BUILD, _build)},
+        argv,
+        footer="Serve a bot: tether mcp --bot TREE --state URI (see docs/bot.md).",
+    )
 
 
-def _overview() -> str:
-    lines = ["usage: tether bot COMMAND ...", ""]
-    lines += [f"  {c.usage():<44} {c.summary}" for c in COMMANDS.values()]
-    lines += ["", "Serve a bot: tether mcp --bot TREE --state URI (see docs/bot.md)."]
-    return "\n".join(lines) + "\n"
-
-
-def _tools(p: Parsed) -> dict[str, Any]:
+def _tools(p: Parsed) -> int:
     from tether.bot.surface import DEFAULT_SERVER, surface_of
 
     given = str(p.args["TREE"])
@@ -77,7 +56,7 @@ def _tools(p: Parsed) -> dict[str, Any]:
 
         data = load_tree(given).data
     surface = surface_of(data, given, p.options.get("--name", DEFAULT_SERVER))
-    return {
+    tools = {
         "bot": surface.title,
         "count": len(surface.tools),
         "tools": [
@@ -91,13 +70,16 @@ def _tools(p: Parsed) -> dict[str, Any]:
             for t in surface.tools
         ],
     }
+    emit(tools)
+    return EXIT_OK
 
 
-def _build(p: Parsed) -> dict[str, Any]:
+def _build(p: Parsed) -> int:
     from pathlib import Path
 
     from tether.bot.folder import build_tree, render
     from tether.bot.surface import surface_of
+    from tether.files import write_atomic
 
     output = p.options.get("-o") or p.options.get("--output")
     if output is None:
@@ -108,11 +90,9 @@ def _build(p: Parsed) -> dict[str, Any]:
     target = Path(output)
     if not target.parent.is_dir():
         raise TetherError("not_found", f"-o {output}: folder {target.parent} does not exist")
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, target)
+    write_atomic(str(target), text)
     surface = surface_of(data, str(folder))
-    return {
+    built = {
         "status": "built",
         "tree": str(target),
         "bot": surface.title,
@@ -120,3 +100,5 @@ def _build(p: Parsed) -> dict[str, Any]:
         "actions": sum(len(ph.actions) for ph in surface.phases),
         "tools": len(surface.tools),
     }
+    emit(built)
+    return EXIT_OK

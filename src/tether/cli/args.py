@@ -42,6 +42,14 @@ METAVARS = {
     "--command": "CMD",
     "--bot": "TREE",
     "--state": "URI",
+    "--config": "FILE",
+    "--state-dir": "DIR",
+    "--on-error": "MODE",
+    "--deadline": "SECONDS",
+    "--limit": "N",
+    "--settings": "FILE",
+    "--http": "URL",
+    "--session": "ID",
 }
 
 

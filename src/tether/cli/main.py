@@ -1,9 +1,11 @@
 """The `tether` command: parse, call the verb layer, print JSON.
 
-Owns the command table, the mapping from arguments to verb calls, and the output contract: the
-result as JSON on stdout; an error as `{"error": {"code", "message", ...}}` on stderr with the
-exit code of its class (README, "Exit codes"). Heavy modules (YAML, pydantic, CEL, the MCP SDK)
-are imported only by the commands that need them. It holds no runtime logic of its own.
+Owns the command table, the mapping from arguments to verb calls and the dispatch to the command
+families (`FAMILIES`). The output contract (the result as JSON on stdout; an error as
+`{"error": {"code", "message", ...}}` on stderr with the exit code of its class, README "Exit
+codes") and the parse/help/report frame are `tether.cli.output`'s. Heavy modules (YAML,
+pydantic, CEL, the MCP SDK) are imported only by the commands that need them. It holds no
+runtime logic of its own.
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from tether.cli.args import Command, Parsed, parse
-from tether.cli.output import emit, report
+from tether.cli.args import Command, Parsed
+from tether.cli.output import emit, report, run_command
 from tether.errors import EXIT_OK, EXIT_USAGE, TetherError
 
 _STEP = ("--step",)
@@ -159,22 +161,17 @@ def main(argv: list[str] | None = None) -> int:
         family_main: Callable[[list[str]], int] = getattr(importlib.import_module(module), function)
         return family_main(rest)
     command = COMMANDS.get(name)
-    try:
-        if command is None:
-            import difflib
+    if command is None:
+        import difflib
 
-            close = difflib.get_close_matches(name, list(COMMANDS), n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
-            raise TetherError("usage", f"unknown command {name!r}{hint}; see tether --help")
-        parsed = parse(command, rest)
-        if parsed.help:
-            sys.stdout.write(command.help_text())
-            return EXIT_OK
-        result = HANDLERS[name](parsed)
-    except KeyboardInterrupt:
-        return 130
-    except Exception as exc:  # TetherError, and the last line of defence for anything else
-        return report(exc)
+        close = difflib.get_close_matches(name, list(COMMANDS), n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        return report(TetherError("usage", f"unknown command {name!r}{hint}; see tether --help"))
+    return run_command(command, rest, lambda parsed: _print(name, HANDLERS[name](parsed)))
+
+
+def _print(name: str, result: Any) -> int:
+    """Print a verb's result; `verify` exits with its class when the replay disagrees."""
     emit(result)
     if name == "verify" and not result["ok"]:
         return TetherError("verify_failed", "").exit_code

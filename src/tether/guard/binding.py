@@ -34,6 +34,7 @@ import os
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tether.errors import TetherError
+from tether.files import write_atomic
 from tether.guard.session_store import safe_name
 
 if TYPE_CHECKING:
@@ -202,11 +203,8 @@ class Binder:
     def bind(self, session_id: str, binding: Binding) -> None:
         os.makedirs(self.folder, exist_ok=True)
         path = self.path(session_id)
-        tmp = f"{path}.{os.getpid()}.tmp"
         data = {"session": session_id, "trace": binding.trace, "via": binding.via}
-        with open(tmp, "w", encoding="utf-8") as out:
-            out.write(json.dumps(data))
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(data))
 
     def sessions(self) -> list[dict[str, Any]]:
         """Every session bound by its own start or resume, as stored."""

@@ -1,38 +1,133 @@
 """`tether guard …`: the guard's command line.
 
-Owns: argument parsing and output for `check`, `prompt`, `hook`, `serve`, `install
-claude|codex|gemini|cursor`, `log`, `replay`, `status` (the workflow bindings, `binding`) and
-`test`; errors go to stderr as JSON `{"error": {"code", "message", ...}}` with the exit code of
-their class. Normal output is JSON on stdout, except `hook`, whose stdout is exactly the hook
-output of Claude Code, or of the harness `--harness` names (`harness`; nothing when there is
-nothing to say). A hook that cannot decide answers as `failsafe` says: under
-`on_error: block` a `PreToolUse` is denied (exit 0, or exit 2 when the event itself could not be
-read), otherwise it exits 1, Claude Code's non-blocking error; every such error is logged. The
-main `tether` command calls `main(argv)` with the arguments after `guard`.
+Owns the commands `check`, `prompt`, `hook`, `serve`, `install claude|codex|gemini|cursor`,
+`log`, `replay`, `status` (the workflow bindings, `binding`) and `test`: their arguments, parsed
+by the CLI's own parser (`tether.cli.args`), and their output, through the frame every `tether`
+command shares (`tether.cli.output`): JSON on stdout, errors as JSON on stderr with the exit code
+of their class. The exception is `hook`, whose stdout is exactly the hook output of Claude Code,
+or of the harness `--harness` names (`harness`; nothing when there is nothing to say). A hook
+that cannot decide answers as `failsafe` says: under `on_error: block`
+a `PreToolUse` is denied (exit 0, or exit 2 when the event itself could not be read), otherwise
+it exits 1, Claude Code's non-blocking error; every such error is logged. The main `tether`
+command calls `main(argv)` with the arguments after `guard`.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
 import sys
-from typing import Any, NoReturn
+from typing import Any
 
-from tether.errors import EXIT_INTERNAL, TetherError
+from tether.cli.args import Command, Parsed, parse
+from tether.cli.output import Handler, emit, emit_error, run_family
+from tether.errors import EXIT_OK, TetherError
+from tether.guard.failsafe import DEFAULT_DEADLINE
 
 CONFIG_ENV = "TETHER_GUARD_CONFIG"
 DEFAULT_CONFIG = os.path.join(".tether", "guard.yaml")
+DEFAULT_PORT = 8977
+DEFAULT_LIMIT = 50
+ON_ERROR = ("block", "allow")
+AGENTS = ("claude", "codex", "gemini", "cursor")
 
+_CONFIG_HELP = (
+    f"--config FILE     configuration file (default: ${CONFIG_ENV}, or {DEFAULT_CONFIG} in the\n"
+    "                  project)\n"
+)
+_STATE_HELP = "--state-dir DIR   where session state and the error log are kept\n"
+_HOOK_VALUES = ("--config", "--state-dir", "--on-error", "--deadline", "--harness")
+_HOOK_HELP = (
+    _CONFIG_HELP
+    + _STATE_HELP
+    + "--on-error MODE   a tool call the guard cannot decide is denied (block) or goes ahead\n"
+    "                  (allow) (default: the configuration's on_error, else block)\n"
+    "--deadline SECONDS  seconds before an undecided event counts as an error (default "
+    f"{DEFAULT_DEADLINE:g})\n"
+    "--harness NAME    whose hook events these are, answered in its format: claude (default),\n"
+    "                  codex, gemini or cursor"
+)
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise TetherError("usage", f"{self.prog}: {message}")
-
-
-def _emit(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+CHECK = Command("guard check", "validate a configuration and list its active rules", ("CONFIG",), 1)
+PROMPT = Command(
+    "guard prompt",
+    "print the system-prompt section of a configuration",
+    ("CONFIG",),
+    1,
+    help="`prompt` is the whole section; `session_start` is what a session is given when it "
+    "starts: the section short (a long profile prompt cut to its heading and first paragraph), "
+    "or whole under `context: full`.",
+)
+HOOK = Command(
+    "guard hook",
+    "answer one hook event (stdin): Claude Code's, or the one --harness names",
+    values=_HOOK_VALUES,
+    help=_HOOK_HELP,
+)
+SERVE = Command(
+    "guard serve",
+    "serve Claude Code http hooks, kept warm",
+    values=(*_HOOK_VALUES, "--host", "--port", "--token", "--max-body-bytes"),
+    repeated=("--allow-host",),
+    help=_HOOK_HELP + f"\n--host ADDR       address (default 127.0.0.1)\n"
+    f"--port N          port (default {DEFAULT_PORT}; 0 picks a free one)\n"
+    "--token TOKEN     bearer token hooks must send (default: $TETHER_GUARD_TOKEN); required\n"
+    "                  off loopback\n"
+    "--allow-host HOST also accept Host/Origin HOST (repeatable; loopback is always accepted)\n"
+    "--max-body-bytes N  largest request body accepted (default 8388608: 8 MiB)",
+)
+LOG = Command(
+    "guard log",
+    "print the errors the guard logged",
+    values=("--state-dir", "--limit"),
+    help=_STATE_HELP + f"--limit N         the last N errors (default {DEFAULT_LIMIT})",
+)
+INSTALL = Command(
+    "guard install",
+    "install the guard's hooks into an agent",
+    ("AGENT",),
+    1,
+    values=("--settings", "--config", "--command", "--http", "--on-error"),
+    help=f"AGENT is {', '.join(AGENTS[:-1])} or {AGENTS[-1]}.\n"
+    "--settings FILE   the hooks file (claude: .claude/settings.json, or\n"
+    "                  .claude/settings.local.json when the command is a path on this machine;\n"
+    "                  codex: .codex/hooks.json; gemini: .gemini/settings.json; cursor:\n"
+    "                  .cursor/hooks.json)\n"
+    f"--config FILE     configuration file (default {DEFAULT_CONFIG}; created when missing)\n"
+    "--command CMD     how hooks invoke tether (default: tether when it is on PATH, uvx --from\n"
+    "                  tether-bt tether under uvx, else this installation's full path)\n"
+    "--http URL        claude: install http hooks posting to this URL (see `serve`)\n"
+    "--on-error MODE   block or allow, written into the hook command and a new configuration\n"
+    "                  (default: the configuration's on_error, else block)",
+)
+REPLAY = Command(
+    "guard replay",
+    "run a recorded Claude Code session through a rule set",
+    ("TRANSCRIPT",),
+    1,
+    values=("--config",),
+    flags=("--explain",),
+    help=_CONFIG_HELP + "--explain         each decision with its rules' sources and values",
+)
+STATUS = Command(
+    "guard status",
+    "which execution each session is bound to (workflow)",
+    values=("--session", "--config", "--state-dir"),
+    help="--session ID      one session: its binding and its execution's open steps\n"
+    + _CONFIG_HELP
+    + _STATE_HELP.rstrip("\n"),
+)
+TEST = Command(
+    "guard test",
+    "run fixture cases: given these calls, expect these decisions",
+    ("CASES",),
+    1,
+    values=("--config",),
+    flags=("--explain",),
+    help="--config FILE     configuration file (default: the cases file's `config`)\n"
+    "--explain         each decision with its rules' sources and values",
+)
 
 
 def _find_config(given: str | None, cwd: str | None = None) -> str:
@@ -57,12 +152,33 @@ def _state_dir(given: str | None) -> str:
     return given or default_state_dir()
 
 
-def _load(args: argparse.Namespace, cwd: str | None = None) -> Any:
+def _load(p: Parsed, cwd: str | None = None) -> Any:
     from tether.guard.engine import Guard
 
     return Guard.from_file(
-        _find_config(args.config, cwd), cache_dir=os.path.join(_state_dir(args.state_dir), "plans")
+        _find_config(p.options.get("--config"), cwd),
+        cache_dir=os.path.join(_state_dir(p.options.get("--state-dir")), "plans"),
     )
+
+
+def _on_error(p: Parsed) -> str | None:
+    mode = p.options.get("--on-error")
+    if mode is not None and mode not in ON_ERROR:
+        raise TetherError("usage", f"--on-error takes block or allow, got {mode!r}")
+    return mode
+
+
+def _deadline(p: Parsed) -> float:
+    text = p.options.get("--deadline")
+    if text is None:
+        return DEFAULT_DEADLINE
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise TetherError("usage", f"--deadline takes a number of seconds > 0, got {text!r}")
+    return value
 
 
 def _classifier_warnings(plan: dict[str, Any]) -> list[dict[str, Any]]:
@@ -75,11 +191,11 @@ def _classifier_warnings(plan: dict[str, Any]) -> list[dict[str, Any]]:
     return []
 
 
-def cmd_check(args: argparse.Namespace) -> int:
+def cmd_check(p: Parsed) -> int:
     from tether.guard.engine import Guard
 
-    guard = Guard.from_file(args.config)
-    _emit(
+    guard = Guard.from_file(str(p.args["CONFIG"]))
+    emit(
         {
             "ok": True,
             "profile": None if guard.plan["profile"] is None else guard.plan["profile"]["name"],
@@ -100,14 +216,21 @@ def cmd_check(args: argparse.Namespace) -> int:
             "warnings": [*guard.warnings, *_classifier_warnings(guard.plan)],
         }
     )
-    return 0
+    return EXIT_OK
 
 
-def cmd_prompt(args: argparse.Namespace) -> int:
+def cmd_prompt(p: Parsed) -> int:
     from tether.guard.engine import Guard
 
-    _emit({"prompt": Guard.from_file(args.config).system_prompt()})
-    return 0
+    guard = Guard.from_file(str(p.args["CONFIG"]))
+    emit(
+        {
+            "prompt": guard.system_prompt(),
+            "context": guard.plan["context"],
+            "session_start": guard.session_context(),
+        }
+    )
+    return EXIT_OK
 
 
 def _read_payload(
@@ -128,296 +251,228 @@ def _read_payload(
     return found
 
 
-def _decide(args: argparse.Namespace, attempt: Any) -> dict[str, Any] | None:
+def _decide(p: Parsed, harness: str, attempt: Any) -> dict[str, Any] | None:
     from tether.guard.harness import answer
     from tether.guard.hooks import handle
     from tether.guard.session_store import SessionStore
 
-    found = _read_payload(attempt, args.harness, args.config)
+    config = p.options.get("--config")
+    found = _read_payload(attempt, harness, config)
     if not found:
         return None
     cwd = found[0].get("cwd")
-    if args.harness != "claude" and args.config and not os.path.isabs(args.config):
-        args.config = os.path.join(str(cwd), args.config)  # the project's, not the hook's folder
-    guard = _load(args, cwd)
+    if harness != "claude" and config and not os.path.isabs(config):
+        p.options["--config"] = os.path.join(str(cwd), config)  # the project's, not the hook's
+    guard = _load(p, cwd)
     attempt.configured = guard.plan.get("on_error")
     attempt.started = True
     store = SessionStore(attempt.state_dir)
-    return answer(args.harness, found, lambda payload: handle(payload, guard, store))
+    return answer(harness, found, lambda payload: handle(payload, guard, store))
+
+
+def _harness(p: Parsed) -> str:
+    from tether.guard.harness import HARNESSES
+
+    name = p.options.get("--harness", "claude")
+    if name not in HARNESSES:
+        raise TetherError("usage", f"--harness takes {', '.join(HARNESSES)}, got {name!r}")
+    return name
 
 
 def _harness_flag(argv: list[str]) -> str:
-    """`--harness` of a hook command line that may not parse as a whole."""
-    p = _Parser(prog="tether guard hook", add_help=False)
-    _harness_option(p)
-    try:
-        return str(p.parse_known_args(argv)[0].harness)
-    except TetherError:
-        return "claude"
+    """`--harness` of a hook command line that may not parse as a whole (claude when it is not
+    there or names no harness)."""
+    from tether.guard.harness import HARNESSES
+
+    given = [
+        token.partition("=")[2] if token.startswith("--harness=") else argv[i + 1]
+        for i, token in enumerate(argv)
+        if token.startswith("--harness=") or (token == "--harness" and i + 1 < len(argv))
+    ]
+    return given[-1] if given and given[-1] in HARNESSES else "claude"
 
 
 def run_hook(argv: list[str]) -> int:
-    """`tether guard hook ARGS`: one event from stdin, the harness's output on stdout."""
-    from tether.guard.failsafe import DEFAULT_DEADLINE, Attempt, within
+    """`tether guard hook ARGS`: one event from stdin, the harness's output on stdout. A command
+    line that cannot be parsed is a guard that cannot start: the event is still answered."""
+    from tether.guard.failsafe import Attempt, within
+
+    try:
+        p = parse(HOOK, argv)
+        _on_error(p), _deadline(p), _harness(p)
+    except TetherError as exc:
+        attempt = Attempt(_state_dir(None), None)
+        harness = _harness_flag(argv)
+        with contextlib.suppress(Exception):  # learn the event, to answer it
+            within(DEFAULT_DEADLINE, lambda: _read_payload(attempt, harness))
+        return _failed(attempt, harness, exc)
+    if p.help:
+        sys.stdout.write(HOOK.help_text())
+        return EXIT_OK
+    return cmd_hook(p)
+
+
+def cmd_hook(p: Parsed) -> int:
+    """Answer the event on stdin within `--deadline`, or as `failsafe` says."""
+    from tether.guard.failsafe import Attempt, within
+
+    harness = _harness(p)
+    attempt = Attempt(_state_dir(p.options.get("--state-dir")), _on_error(p))
+    try:
+        out = within(_deadline(p), lambda: _decide(p, harness, attempt))
+    except Exception as exc:
+        return _failed(attempt, harness, exc)
+    _hook_output(out)
+    return EXIT_OK
+
+
+def _failed(attempt: Any, harness: str, exc: Exception) -> int:
+    """The failsafe's answer, in the harness's format; the error on stderr when it exits
+    non-zero (JSON, except where the harness would read it as its answer)."""
     from tether.guard.harness import error_text, render
 
-    attempt = Attempt(_state_dir(None), None)
-    harness = _harness_flag(argv)
-    try:
-        try:
-            args = _hook_options(_Parser(prog="tether guard hook")).parse_args(argv)
-        except TetherError:
-            with contextlib.suppress(Exception):  # learn the event, to answer it
-                within(DEFAULT_DEADLINE, lambda: _read_payload(attempt, harness))
-            raise
-        attempt.state_dir, attempt.flag = _state_dir(args.state_dir), args.on_error
-        out = within(args.deadline, lambda: _decide(args, attempt))
-        code = 0
-    except Exception as exc:
-        code, failed, error = attempt.failed(exc)
-        out = render(harness, attempt.payload or {}, failed)
-        if code:
-            sys.stderr.write(error_text(harness, error) + "\n")
+    code, failed, error = attempt.failed(exc)
+    if code:
+        text = error_text(harness, error)
+        if text is None:
+            emit_error(error)
+        else:
+            sys.stderr.write(text + "\n")
+    _hook_output(render(harness, attempt.payload or {}, failed))
+    return int(code)
+
+
+def _hook_output(out: dict[str, Any] | None) -> None:
+    """The hook output: one line of JSON, or nothing."""
     if out is not None:
         sys.stdout.write(json.dumps(out) + "\n")
-    return code
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
+def cmd_serve(p: Parsed) -> int:
     from tether.guard.serve import DEFAULT_MAX_BODY_BYTES, TOKEN_ENV, ServeOptions, serve
 
     options = ServeOptions(
-        host=args.host,
-        port=args.port,
-        token=args.token or os.environ.get(TOKEN_ENV) or None,
-        allowed_hosts=tuple(args.allow_host),
-        max_body_bytes=DEFAULT_MAX_BODY_BYTES
-        if args.max_body_bytes is None
-        else args.max_body_bytes,
-        on_error=args.on_error,
-        deadline=args.deadline,
-        harness=args.harness,
+        host=p.options.get("--host", "127.0.0.1"),
+        port=p.number("--port", DEFAULT_PORT) or 0,
+        token=p.options.get("--token") or os.environ.get(TOKEN_ENV) or None,
+        allowed_hosts=tuple(p.multi.get("--allow-host", [])),
+        max_body_bytes=p.number("--max-body-bytes", DEFAULT_MAX_BODY_BYTES) or 0,
+        on_error=_on_error(p),
+        deadline=_deadline(p),
+        harness=_harness(p),
     )
-    return serve(_load(args), _state_dir(args.state_dir), options)
+    return serve(_load(p), _state_dir(p.options.get("--state-dir")), options)
 
 
-def cmd_log(args: argparse.Namespace) -> int:
+def cmd_log(p: Parsed) -> int:
     from tether.guard.failsafe import log_path, read_log
 
-    state_dir = _state_dir(args.state_dir)
-    _emit({"log": log_path(state_dir), "errors": read_log(state_dir, args.limit)})
-    return 0
+    state_dir = _state_dir(p.options.get("--state-dir"))
+    emit(
+        {
+            "log": log_path(state_dir),
+            "errors": read_log(state_dir, p.number("--limit", DEFAULT_LIMIT) or 0),
+        }
+    )
+    return EXIT_OK
 
 
-def cmd_install(args: argparse.Namespace) -> int:
+def cmd_install(p: Parsed) -> int:
     from tether.cli.launch import launch
     from tether.guard.install import install_claude, install_harness, settings_file
 
-    command = launch(args.command)
-    if args.agent != "claude":
-        if args.http:
-            raise TetherError("usage", f"{args.agent} runs command hooks only: drop --http")
+    agent, http = str(p.args["AGENT"]), p.options.get("--http")
+    if agent not in AGENTS:
+        raise TetherError(
+            "usage",
+            f"install takes {', '.join(AGENTS)}, got {agent!r}; usage: {INSTALL.usage()}",
+        )
+    command = launch(p.options.get("--command"))
+    config = p.options.get("--config") or DEFAULT_CONFIG
+    if agent != "claude":
+        if http:
+            raise TetherError("usage", f"{agent} runs command hooks only: drop --http")
         result = install_harness(
-            args.agent,
-            file=args.settings,
-            config=args.config or DEFAULT_CONFIG,
+            agent,
+            file=p.options.get("--settings"),
+            config=config,
             command=command.shell(),
-            on_error=args.on_error,
+            on_error=_on_error(p),
             portable=command.portable,
         )
-        _emit({**result, "launch": command.to_dict()})
-        return 0
-    settings, note = settings_file(args.settings, command, http=args.http is not None)
+        emit({**result, "launch": command.to_dict()})
+        return EXIT_OK
+    settings, note = settings_file(p.options.get("--settings"), command, http=http is not None)
     result = install_claude(
         settings=settings,
-        config=args.config or DEFAULT_CONFIG,
+        config=config,
         command=command.shell(),
-        http=args.http,
-        on_error=args.on_error,
+        http=http,
+        on_error=_on_error(p),
     )
-    _emit({**result, "launch": command.to_dict(), **({"note": note} if note else {})})
-    return 0
+    emit({**result, "launch": command.to_dict(), **({"note": note} if note else {})})
+    return EXIT_OK
 
 
-def cmd_replay(args: argparse.Namespace) -> int:
+def cmd_replay(p: Parsed) -> int:
     from tether.guard.engine import Guard
     from tether.guard.replay import replay
 
-    guard = Guard.from_file(_find_config(args.config))
-    _emit(replay(guard, args.transcript, explain=args.explain))
-    return 0
+    guard = Guard.from_file(_find_config(p.options.get("--config")))
+    emit(replay(guard, str(p.args["TRANSCRIPT"]), explain="--explain" in p.flags))
+    return EXIT_OK
 
 
-def cmd_status(args: argparse.Namespace) -> int:
+def cmd_status(p: Parsed) -> int:
     from tether.guard.binding import Binder
     from tether.guard.plan import load_plan
 
     project = os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
     try:
-        config = _find_config(args.config, project)
+        config = _find_config(p.options.get("--config"), project)
     except TetherError:
         config = None  # no configuration: no configured trace, sessions may still be bound
     settings = load_plan(config)["workflow"] if config else {"trace": None}
-    binder = Binder(settings, _state_dir(args.state_dir))
-    if args.session:
-        _emit(binder.status(args.session, project))
+    binder = Binder(settings, _state_dir(p.options.get("--state-dir")))
+    session = p.options.get("--session")
+    if session:
+        emit(binder.status(session, project))
     else:
-        _emit({"config": config, "trace": settings["trace"], "sessions": binder.sessions()})
-    return 0
+        emit({"config": config, "trace": settings["trace"], "sessions": binder.sessions()})
+    return EXIT_OK
 
 
-def cmd_test(args: argparse.Namespace) -> int:
+def cmd_test(p: Parsed) -> int:
     from tether.guard.cases import run_cases
 
-    report = run_cases(args.cases, config=args.config, explain=args.explain)
-    _emit(report)
+    report = run_cases(
+        str(p.args["CASES"]), config=p.options.get("--config"), explain="--explain" in p.flags
+    )
+    emit(report)
     if report["failed"]:
         raise TetherError("verify_failed", f"{report['failed']} guard test case(s) failed")
-    return 0
+    return EXIT_OK
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}")
-    return value
-
-
-def _on_error(p: argparse.ArgumentParser, what: str) -> None:
-    p.add_argument(
-        "--on-error",
-        choices=["block", "allow"],
-        help=f"{what} (default: the configuration's on_error, else block)",
-    )
-
-
-def _hook_options(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    from tether.guard.failsafe import DEFAULT_DEADLINE
-
-    p.add_argument(
-        "--config",
-        help=f"configuration file (default: ${CONFIG_ENV}, or {DEFAULT_CONFIG} in the project)",
-    )
-    p.add_argument("--state-dir", help="where session state and the error log are kept")
-    _on_error(p, "a tool call the guard cannot decide is denied (block) or goes ahead (allow)")
-    p.add_argument(
-        "--deadline",
-        type=_seconds,
-        default=DEFAULT_DEADLINE,
-        help=f"seconds before an undecided event counts as an error (default {DEFAULT_DEADLINE:g})",
-    )
-    _harness_option(p)
-    return p
-
-
-def _harness_option(p: argparse.ArgumentParser) -> None:
-    from tether.guard.harness import HARNESSES
-
-    p.add_argument(
-        "--harness",
-        choices=HARNESSES,
-        default="claude",
-        help="whose hook events these are, answered in its format (default claude)",
-    )
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="tether guard", description="The behavior engine over tool calls.")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-
-    p: argparse.ArgumentParser = sub.add_parser(
-        "check", help="validate a configuration and list its active rules"
-    )
-    p.add_argument("config")
-    p.set_defaults(run=cmd_check)
-
-    p = sub.add_parser("prompt", help="print the system-prompt section of a configuration")
-    p.add_argument("config")
-    p.set_defaults(run=cmd_prompt)
-
-    _hook_options(sub.add_parser("hook", help="answer one Claude Code hook event (stdin)"))
-    p = _hook_options(sub.add_parser("serve", help="serve Claude Code http hooks, kept warm"))
-    p.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8977)
-    p.add_argument(
-        "--token",
-        help="bearer token hooks must send (default: $TETHER_GUARD_TOKEN); required off loopback",
-    )
-    p.add_argument(
-        "--allow-host",
-        action="append",
-        default=[],
-        help="also accept Host/Origin H (repeatable; loopback is always accepted)",
-    )
-    p.add_argument(
-        "--max-body-bytes",
-        type=int,
-        help="largest request body accepted (default 8388608: 8 MiB)",
-    )
-    p.set_defaults(run=cmd_serve)
-
-    p = sub.add_parser("log", help="print the errors the guard logged")
-    p.add_argument("--state-dir", help="where session state and the error log are kept")
-    p.add_argument("--limit", type=int, default=50, help="the last N errors (default 50)")
-    p.set_defaults(run=cmd_log)
-
-    p = sub.add_parser("install", help="install the guard's hooks into an agent")
-    p.add_argument("agent", choices=["claude", "codex", "gemini", "cursor"])
-    p.add_argument(
-        "--settings",
-        help="hooks file (claude: .claude/settings.json, or .claude/settings.local.json when "
-        "the command is a path on this machine; codex: .codex/hooks.json; gemini: "
-        ".gemini/settings.json; cursor: .cursor/hooks.json)",
-    )
-    p.add_argument("--config", help=f"configuration file (default {DEFAULT_CONFIG})")
-    p.add_argument(
-        "--command",
-        default=None,
-        help="how hooks invoke tether (default: tether when it is on PATH, uvx --from tether-bt "
-        "tether under uvx, else this installation's full path)",
-    )
-    p.add_argument("--http", help="claude: install http hooks posting to this URL (see `serve`)")
-    _on_error(p, "written into the hook command and a new configuration")
-    p.set_defaults(run=cmd_install)
-
-    p = sub.add_parser("replay", help="run a recorded Claude Code session through a rule set")
-    p.add_argument("transcript")
-    p.add_argument("--config")
-    p.add_argument("--explain", action="store_true")
-    p.set_defaults(run=cmd_replay)
-
-    p = sub.add_parser("status", help="which execution each session is bound to (workflow)")
-    p.add_argument("--session", help="one session: its binding and its execution's open steps")
-    p.add_argument("--config", help=f"configuration file (default: as for hook, {DEFAULT_CONFIG})")
-    p.add_argument("--state-dir", help="where session state is kept")
-    p.set_defaults(run=cmd_status)
-
-    p = sub.add_parser("test", help="run fixture cases: given these calls, expect these decisions")
-    p.add_argument("cases")
-    p.add_argument("--config", help="configuration file (default: the cases file's `config`)")
-    p.add_argument("--explain", action="store_true")
-    p.set_defaults(run=cmd_test)
-    return parser
+COMMANDS: dict[str, tuple[Command, Handler]] = {
+    "check": (CHECK, cmd_check),
+    "prompt": (PROMPT, cmd_prompt),
+    "hook": (HOOK, cmd_hook),
+    "serve": (SERVE, cmd_serve),
+    "log": (LOG, cmd_log),
+    "install": (INSTALL, cmd_install),
+    "replay": (REPLAY, cmd_replay),
+    "status": (STATUS, cmd_status),
+    "test": (TEST, cmd_test),
+}
 
 
 def main(argv: list[str]) -> int:
     """Run `tether guard <argv>`; returns the exit code."""
-    if argv and argv[0] == "hook":
-        # The hook runs once per tool call: it parses only its own options.
+    if argv[:1] == ["hook"]:
+        # The hook runs once per tool call, and answers even a command line it cannot parse.
         return run_hook(argv[1:])
-    try:
-        args = build_parser().parse_args(argv)
-        return int(args.run(args))
-    except TetherError as exc:
-        sys.stderr.write(json.dumps({"error": exc.to_dict()}, default=str) + "\n")
-        return exc.exit_code
-    except Exception as exc:  # the last line of defence: report, never a traceback on stdout
-        error = {"code": "internal", "message": f"{type(exc).__name__}: {exc}"}
-        sys.stderr.write(json.dumps({"error": error}) + "\n")
-        return EXIT_INTERNAL
+    return run_family("guard", COMMANDS, argv)
 
 
 if __name__ == "__main__":

@@ -277,6 +277,7 @@ class WorkflowConfig(Strict):
 class BehaviorConfig(Strict):
     profile: str | None = None
     on_error: Literal["allow", "block"] | None = None
+    context: Literal["short", "full"] = "short"
     rules: dict[str, StrictBool | StrictInt] = Field(default_factory=dict)
     custom: list[LegacyRule] = Field(default_factory=list)
     rule_definitions: list[RuleDefinition] = Field(default_factory=list)
@@ -493,7 +494,8 @@ class Resolver:
             thresholds={**base.thresholds, **thresholds},
             autonomy=base.autonomy,
             verbosity=base.verbosity,
-            prompt="\n\n".join(p for p in (base.prompt_text(), custom.prompt.strip()) if p),
+            prompt=custom.prompt,
+            base=base,
         )
         legacy: list[tuple[Located, Path_, dict[str, Any]]] = [
             (pdoc, ("custom", i), rule.converted()) for i, rule in enumerate(custom.custom)
@@ -649,6 +651,7 @@ class Resolver:
                 "autonomy": profile.autonomy,
                 "verbosity": profile.verbosity,
                 "prompt": profile.prompt_text(),
+                "prompt_short": profile.prompt_text(full=False),
             },
             "thresholds": thresholds,
             "rules": list(chosen.values()),
@@ -658,6 +661,7 @@ class Resolver:
             "brain": None if config.brain is None else _brain(config.brain),
             "use_agent_brain": config.use_agent_brain,
             "on_error": config.on_error,
+            "context": config.context,
             "workflow": config.workflow.model_dump(),
             "warnings": [w.to_dict() for w in self.warnings],
         }

@@ -186,8 +186,9 @@ class Guard:
         """Free a session's state."""
         self._sessions.pop(session_id, None)
 
-    def system_prompt(self) -> str:
-        """The system-prompt section: the active rules' descriptions and the profile's prompt."""
+    def system_prompt(self, full: bool = True) -> str:
+        """The system-prompt section: the active rules' descriptions and the profile's prompt,
+        whole, or short (a long prompt section cut to its heading and first paragraph)."""
         lines = []
         described = [r for r in self.rules if r.description]
         if described:
@@ -200,10 +201,16 @@ class Guard:
                 lines.append("")
             lines.append(f"## Profile: {profile['name']}")
             lines.append(f"Autonomy: {profile['autonomy']}. Verbosity: {profile['verbosity']}.")
-            if profile["prompt"]:
+            prompt = profile["prompt"] if full else profile["prompt_short"]
+            if prompt:
                 lines.append("")
-                lines.append(profile["prompt"].strip())
+                lines.append(prompt.strip())
         return "\n".join(lines)
+
+    def session_context(self) -> str:
+        """What a session is given when it starts: the system-prompt section, short unless the
+        configuration says `context: full`."""
+        return self.system_prompt(full=self.plan["context"] == "full")
 
 
 class GuardSession:

@@ -374,9 +374,10 @@ def answer(
     return render(harness, found[0], merged([decide(payload) for payload in found]))
 
 
-def error_text(harness: str, error: dict[str, Any]) -> str:
-    """The line a failed hook writes on stderr: JSON, except for Gemini CLI, which would read a
-    JSON object there as its answer (and so allow what exit 2 should block)."""
+def error_text(harness: str, error: dict[str, Any]) -> str | None:
+    """The line a failed hook writes on stderr instead of the CLI's JSON error (None: the JSON
+    error, `tether.cli.output.emit_error`). Gemini CLI would read a JSON object there as its
+    answer (and so allow what exit 2 should block), so it gets a line of text."""
     if harness == "gemini":
         return f"tether guard: {error.get('code')}: {error.get('message')}"
-    return json.dumps({"error": error}, default=str)
+    return None

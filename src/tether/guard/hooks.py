@@ -5,7 +5,8 @@ format, plus the two small reads of the session transcript that hooks need (whet
 wrote text before its first tool call of a turn; the last assistant message when `Stop` does not
 carry it). It does not parse configuration or talk HTTP (the CLI and `serve` do).
 
-- `SessionStart`: `system_prompt()`, answered as `additionalContext`.
+- `SessionStart`: `session_context()` (the system-prompt section, short unless the configuration
+  says `context: full`), answered as `additionalContext`.
 - `UserPromptSubmit`: `on_user_message(prompt)`; the directive as `additionalContext`.
 - `PreToolUse`: `pre_tool(tool_name, tool_input)`; a block is `permissionDecision: deny` with
   the reason, a warning or reminder is `additionalContext`.
@@ -144,7 +145,7 @@ def handle(
         binder = Binder(guard.plan["workflow"], store.root)
     project = project_dir(payload)
     if event == "SessionStart":
-        text = _joined(guard.system_prompt(), binder.context(session_id, project))
+        text = _joined(guard.session_context(), binder.context(session_id, project))
         return _context(event, text) if text else None
     if event == "SessionEnd":
         store.end(session_id)

@@ -26,6 +26,7 @@ from typing import Any
 
 from tether.cli.launch import Launch
 from tether.errors import TetherError
+from tether.files import write_atomic
 from tether.guard.failsafe import mode
 from tether.guard.hooks import EVENTS, TOOL_EVENTS
 from tether.guard.serve import TOKEN_ENV
@@ -139,7 +140,7 @@ def install_claude(
         groups.append(group)
         added.append(event)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    write_atomic(str(path), json.dumps(data, indent=2) + "\n")
     return {
         "settings": str(path),
         "added": added,
@@ -156,7 +157,7 @@ def _configured(path: Path, config: str, http: str | None, on_error: str | None)
     created = False
     if not http and not config_file.exists():
         config_file.parent.mkdir(parents=True, exist_ok=True)
-        config_file.write_text(starter(mode(None, on_error)), encoding="utf-8")
+        write_atomic(str(config_file), starter(mode(None, on_error)))
         created = True
     chosen = mode(None, on_error)
     where = "--on-error" if on_error else "the default"

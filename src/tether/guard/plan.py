@@ -13,6 +13,8 @@ import os
 import re
 from typing import Any
 
+from tether.files import write_atomic
+
 CACHE_VERSION = 1
 _SOURCES = ("config.py", "rules.py", "profiles.py", "conditions.py", "prompts/dev.md")
 
@@ -62,16 +64,12 @@ def load_plan(path: str | os.PathLike[str], cache_dir: str | None = None) -> dic
 
     plan, read = plan_from_file(path)
     files = {file: _stamp(file) for file in [absolute, *read, *_sources()]}
-    tmp = f"{cache_file}.{os.getpid()}.tmp"
     try:  # a cache that cannot be written only costs the next process a parse
         os.makedirs(cache_dir, exist_ok=True)
-        with open(tmp, "w", encoding="utf-8") as out:
-            out.write(
-                json.dumps(
-                    {"version": CACHE_VERSION, "path": str(path), "files": files, "plan": plan}
-                )
-            )
-        os.replace(tmp, cache_file)
+        write_atomic(
+            cache_file,
+            json.dumps({"version": CACHE_VERSION, "path": str(path), "files": files, "plan": plan}),
+        )
     except OSError:
         pass
     return plan

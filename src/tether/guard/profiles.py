@@ -2,8 +2,9 @@
 
 Owns: what `dev`, `coding`, `research`, `data`, `creative` and `assistant` switch on, their
 thresholds, autonomy and verbosity, and their system-prompt text (`dev` ships the long developer
-section). It does not load custom profiles from `behavior/<name>.yaml` (configuration does, and
-lays them over one of these).
+section, a package file), whole or short: the short text keeps of a long section its heading and
+first paragraph. It does not load custom profiles from `behavior/<name>.yaml` (configuration
+does, and lays them over one of these as `base`).
 """
 
 from __future__ import annotations
@@ -23,12 +24,18 @@ class Profile:
     autonomy: str = "medium"
     verbosity: str = "normal"
     prompt: str = ""
+    section: str | None = None  # a long prompt section shipped in the package (prompts/NAME.md)
+    base: Profile | None = None  # the built-in profile a custom one extends
 
-    def prompt_text(self) -> str:
-        """The prompt section; `dev` reads its long developer section from the package."""
-        if self.name == "dev":
-            return dev_prompt()
-        return self.prompt
+    def prompt_text(self, full: bool = True) -> str:
+        """The prompt section: the base's, then this profile's own. A long section from the
+        package is given whole when `full`, else its heading and first paragraph."""
+        own = self.prompt
+        if self.section is not None:
+            text = section(self.section)
+            own = text if full else _lead(text)
+        base = self.base.prompt_text(full) if self.base is not None else ""
+        return "\n\n".join(p for p in (base, own.strip()) if p)
 
 
 def _only(*ids: str) -> dict[str, bool]:
@@ -39,9 +46,18 @@ def _all_but(*ids: str) -> dict[str, bool]:
     return {rule_id: rule_id not in ids for rule_id in BUILTIN_IDS}
 
 
-def dev_prompt() -> str:
-    """The developer-discipline prompt section of the `dev` profile."""
-    return resources.files("tether.guard").joinpath("prompts/dev.md").read_text(encoding="utf-8")
+def section(name: str) -> str:
+    """The prompt section `prompts/<name>.md` shipped in the package."""
+    path = resources.files("tether.guard").joinpath(f"prompts/{name}.md")
+    return path.read_text(encoding="utf-8")
+
+
+def _lead(text: str) -> str:
+    """A section's heading and first paragraph (its first paragraph when it has no heading)."""
+    blocks = [block.strip() for block in text.strip().split("\n\n") if block.strip()]
+    if len(blocks) > 1 and blocks[0].startswith("#") and "\n" not in blocks[0]:
+        return f"{blocks[0]}\n\n{blocks[1]}"
+    return blocks[0] if blocks else ""
 
 
 PROFILES: dict[str, Profile] = {
@@ -51,6 +67,7 @@ PROFILES: dict[str, Profile] = {
         _all_but(),
         {"max_blind_reads": 2, "changes_before_test_reminder": 2},
         autonomy="medium",
+        section="dev",
     ),
     "coding": Profile(
         "coding",

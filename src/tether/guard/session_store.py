@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 from tether import appendlog, locking
+from tether.files import write_atomic
 from tether.guard.engine import Guard, GuardSession
 from tether.guard.state import SessionState
 
@@ -153,7 +154,4 @@ def _load(snapshot: str, log: str) -> _Loaded:
 
 
 def _write_snapshot(snapshot: str, state: SessionState, covered: int) -> None:
-    tmp = f"{snapshot}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as out:
-        out.write(json.dumps({"log_bytes": covered, "state": state.to_json()}))
-    os.replace(tmp, snapshot)
+    write_atomic(snapshot, json.dumps({"log_bytes": covered, "state": state.to_json()}))

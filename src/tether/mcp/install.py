@@ -16,12 +16,12 @@ import json
 import os
 import shlex
 import sys
-import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from tether.errors import TetherError
+from tether.files import write_atomic
 
 TARGETS = ("claude-code", "claude-desktop", "cursor", "vscode")
 SCOPES = ("project", "local", "user")
@@ -194,16 +194,8 @@ def read_json(path: Path) -> dict[str, Any]:
 
 
 def write_file(path: Path, text: str) -> None:
-    """Replace `path` with `text` atomically (a temporary file beside it, then a rename, which
-    also replaces a symbolic link rather than writing through it), keeping its permissions."""
+    """Replace `path` with `text`, making its folder first: the installers' write, atomic
+    through `tether.files.write_atomic` (a symbolic link there is replaced, not written
+    through; a file's permissions are kept)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        if path.exists():
-            os.chmod(temp, path.stat().st_mode & 0o777)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    write_atomic(str(path), text)

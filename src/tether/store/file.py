@@ -56,7 +56,15 @@ from contextlib import contextmanager
 from typing import Any
 
 from tether.errors import TetherError
-from tether.files import FSYNC, TEMPORARY, NotARegularFile, open_regular, read_regular, write_atomic
+from tether.files import (
+    FSYNC,
+    TEMPORARY,
+    NotARegularFile,
+    open_regular,
+    read_regular,
+    write_all,
+    write_atomic,
+)
 from tether.locking import locked
 from tether.store import path_of
 from tether.store.base import Summary, encode, wanted
@@ -224,7 +232,7 @@ class _FileTransaction:
             try:
                 os.ftruncate(fd, start)
                 os.lseek(fd, start, os.SEEK_SET)
-                os.write(fd, data)
+                write_all(fd, data)
                 if FSYNC:
                     os.fsync(fd)
             finally:

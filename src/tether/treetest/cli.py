@@ -14,7 +14,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from tether.cli.args import Command
-from tether.cli.output import emit, report
+from tether.cli.output import emit, guarded
 from tether.errors import EXIT_OK, TetherError
 
 if TYPE_CHECKING:
@@ -33,23 +33,22 @@ TEST = Command(
 
 
 def main(argv: list[str]) -> int:
-    try:
-        files, flags = _split(argv)
-        if "--help" in flags:
-            sys.stdout.write(TEST.help_text().replace("FILE", "FILE...", 1))
-            return EXIT_OK
-        if "--schema" in flags:
-            from tether.treetest.cases import case_schema
+    return guarded(lambda: _main(argv))
 
-            emit(case_schema())
-            return EXIT_OK
-        if not files:
-            raise TetherError("usage", f"give one or more FILEs; usage: {_usage()}")
-        return _run(files, as_json="--json" in flags)
-    except KeyboardInterrupt:
-        return 130
-    except Exception as exc:  # TetherError, and the last line of defence for anything else
-        return report(exc)
+
+def _main(argv: list[str]) -> int:
+    files, flags = _split(argv)
+    if "--help" in flags:
+        sys.stdout.write(TEST.help_text().replace("FILE", "FILE...", 1))
+        return EXIT_OK
+    if "--schema" in flags:
+        from tether.treetest.cases import case_schema
+
+        emit(case_schema())
+        return EXIT_OK
+    if not files:
+        raise TetherError("usage", f"give one or more FILEs; usage: {_usage()}")
+    return _run(files, as_json="--json" in flags)
 
 
 def _usage() -> str:
