@@ -219,6 +219,7 @@ class Viewer:
 
     def _document(self, rel: str, execution: Execution, query: dict[str, str]) -> dict[str, Any]:
         tree, trace, state = execution.tree, execution.trace, execution.state
+        folded = _folded(tree, query)
         at = _whole(query, "at")
         if at is not None:
             snap = snapshot(tree, state, trace, min(at, len(trace)))
@@ -228,7 +229,7 @@ class Viewer:
                 "total": len(trace),
                 "progress": progress(tree, snap),
                 "snapshot": snap.to_dict(),
-                "svg": render_svg(tree, snap),
+                "svg": render_svg(tree, snap, folded=folded, toggles=True),
             }
         snap = self._timeline(rel, execution).snapshot()
         since = _whole(query, "since") or 0
@@ -247,7 +248,7 @@ class Viewer:
             "trace": trace[offset:],
             "progress": progress(tree, snap),
             "snapshot": snap.to_dict(),
-            "svg": render_svg(tree, snap),
+            "svg": render_svg(tree, snap, folded=folded, toggles=True),
         }
 
     def _timeline(self, rel: str, execution: Execution) -> Timeline:
@@ -329,6 +330,21 @@ def _whole(query: dict[str, str], name: str) -> int | None:
     if not text.isdigit():
         raise TetherError("usage", f"{name} takes a whole number, got {text!r}")
     return int(text)
+
+
+def _folded(tree: dict[str, Any], query: dict[str, str]) -> frozenset[str]:
+    """The node keys of `fold` (comma-separated), each a node below the root with children."""
+    text = query.get("fold")
+    if not text:
+        return frozenset()
+    keys = frozenset(text.split(","))
+    parents = {key for key, node in index_tree(tree).items() if key and node.children}
+    unknown = sorted(keys - parents)
+    if unknown:
+        raise TetherError(
+            "usage", f"fold takes keys of nodes with children below the root, not {unknown[0]!r}"
+        )
+    return keys
 
 
 def _nodes(tree: dict[str, Any]) -> list[dict[str, Any]]:
