@@ -57,3 +57,27 @@ def test_list_imports_no_heavy_module(tmp_path: Path) -> None:
     codes, heavy = json.loads(done.stderr.strip().splitlines()[-1])
     assert codes == [0, 0], done.stderr
     assert heavy == []
+
+
+HTTP_STACK = ("starlette", "uvicorn", "sse_starlette", "anyio", "h11", "httptools")
+
+
+def test_show_and_render_import_no_http_stack(tmp_path: Path) -> None:
+    """Only `tether view` serves: drawing an execution or a tree loads no web server."""
+    trace = str(tmp_path / "run.json")
+    Runtime().start(HELLO, trace)
+    commands = [
+        ["show", trace, "--no-color"],
+        ["render", trace, "-o", str(tmp_path / "run.svg")],
+        ["render", HELLO, "-o", str(tmp_path / "tree.svg")],
+    ]
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE.format(commands=json.dumps(commands), heavy=HTTP_STACK)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    codes, heavy = json.loads(done.stderr.strip().splitlines()[-1])
+    assert codes == [0, 0, 0], done.stderr
+    assert heavy == []
