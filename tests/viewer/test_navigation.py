@@ -75,7 +75,6 @@ def test_a_wide_tree_reads_at_the_page_width_and_moves_scales_and_folds(
     assert _all_shown(page)
     for name in ("gather_context", "walk_the_map", "record_the_plan"):
         assert _bounds(_box(page, name))["width"] >= 170, f"{name} is drawn too small to read"
-    page.screenshot(path=tmp_path / "story-mapping-wide.png")
 
     goal = _box(page, "define_goal")
     before = _bounds(goal)
@@ -135,6 +134,11 @@ def test_a_wide_tree_reads_at_the_page_width_and_moves_scales_and_folds(
     page.locator('#diagram g.fold[data-fold="0"]').click()
     expect(page.locator("#diagram g.node")).to_have_count(16)
     expect(_node(page, "gather_context").locator("text.meta").last).to_contain_text("step 2/2")
+    answer(run, "eval", "true", "--note", "the user confirmed the summary")
+    expect(page.locator("#diagram g.node.cursor text.name")).to_have_text("identify_users")
+    page.locator("#zoom-fit").click()
+    assert _all_shown(page)
+    page.screenshot(path=tmp_path / "story-mapping-wide.png")
 
 
 def test_the_narrow_page_fits_the_screen_and_switches_from_the_drawer(
