@@ -9,7 +9,7 @@ from typing import Any
 
 from playwright.sync_api import Locator, Page, expect
 
-from viewer.driver import EXAMPLES, ViewServer, answer, tether
+from viewer.driver import EXAMPLES, ViewServer, answer, mark_document, same_document, tether
 
 LIVE_MS = 1000
 
@@ -52,14 +52,6 @@ def _all_shown(page: Page) -> bool:
 def _token(run: Path, name: str) -> str:
     (request,) = [r for r in answer(run, "next", "--all") if r["name"] == name]
     return str(request["step"])
-
-
-def _mark_document(page: Page) -> None:
-    page.evaluate("document.body.dataset.mark = 'same page'")
-
-
-def _same_document(page: Page) -> None:
-    assert page.evaluate("document.body.dataset.mark") == "same page", "the page reloaded"
 
 
 def test_a_wide_tree_reads_at_the_page_width_and_moves_scales_and_folds(
@@ -156,7 +148,7 @@ def test_the_narrow_page_fits_the_screen_and_switches_from_the_drawer(
     expect(page.locator("#side")).to_be_hidden()
     page.screenshot(path=tmp_path / "hello-narrow.png", full_page=True)
 
-    _mark_document(page)
+    mark_document(page)
     page.locator("#side-toggle").click()
     expect(page.locator("#side")).to_be_visible()
     page.locator("#side-runs a", has_text="review.json").click()
@@ -165,7 +157,7 @@ def test_the_narrow_page_fits_the_screen_and_switches_from_the_drawer(
     expect(page.locator("#diagram g.node")).to_have_count(8)
     assert "run=review.json" in page.url
     assert page.evaluate("document.documentElement.scrollWidth") <= 420
-    _same_document(page)
+    same_document(page)
 
 
 def test_the_side_list_switches_executions_live_and_back(
@@ -180,7 +172,7 @@ def test_the_side_list_switches_executions_live_and_back(
     expect(side).to_have_count(2)
     expect(page.locator("#side-runs li.current")).to_contain_text("hello.json")
     expect(page.locator("#side-runs li[data-path='review.json']")).to_contain_text("Code_Review")
-    _mark_document(page)
+    mark_document(page)
 
     page.locator("#side-runs a", has_text="review.json").click()
     expect(page.locator("#run-title")).to_have_text("Code_Review")
@@ -208,7 +200,7 @@ def test_the_side_list_switches_executions_live_and_back(
     expect(page.locator("#run-title")).to_have_text("hello-world 1.0.0")
     expect(page.locator("#timeline li")).to_have_count(4)
     expect(page.locator("#side-runs li.current")).to_contain_text("hello.json")
-    _same_document(page)
+    same_document(page)
 
 
 def _row(page: Page, trace: list[dict[str, Any]], **match: Any) -> Locator:
