@@ -5,7 +5,8 @@ table of medians and tails against the targets (decision p50 < 50 µs and p99 < 
 profile plus 50 custom rules; hook < 80 ms per event; serve round trip < 2 ms). The hook and
 serve rows come twice: unbound, and for a session bound to an execution (its `workflow.trace`),
 where each PreToolUse reads the open step's tool policy and each PostToolUse records a `tool`
-entry into the trace.
+entry into the trace. One more hook row runs Gemini CLI's events through its adapter
+(`--harness gemini`).
 
 The hook is timed as Claude Code runs it: a fresh process per event, the payload on stdin, with
 the package's bytecode cached as it is in an installed package (the first runs warm it up).
@@ -154,7 +155,37 @@ def write_configs(work: Path) -> dict[str, Path]:
     return {"": unbound, " (bound)": bound}
 
 
-def bench_hook(runs: int, work: Path, config: Path, label: str) -> dict[str, list[float]]:
+def _event(n: int, work: Path, harness: str) -> dict[str, Any]:
+    """The n-th event of the hook benchmark: an Edit, before then after the call, as Claude Code
+    sends it, or as Gemini CLI sends its `replace` (BeforeTool, AfterTool)."""
+    path = str(work / "a.py")
+    if harness == "gemini":
+        return {
+            "session_id": "bench-gemini",
+            "transcript_path": str(work / "chat.json"),
+            "cwd": str(work),
+            "hook_event_name": "BeforeTool" if n % 2 == 0 else "AfterTool",
+            "timestamp": "2026-11-24T09:00:00.000Z",
+            "tool_name": "replace",
+            "tool_input": {"file_path": path, "old_string": "a", "new_string": "b"},
+            "tool_response": {"llmContent": "Successfully modified file", "returnDisplay": ""},
+        }
+    return {
+        "session_id": "bench",
+        "transcript_path": str(work / "t.jsonl"),
+        "cwd": str(work),
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse" if n % 2 == 0 else "PostToolUse",
+        "tool_name": "Edit",
+        "tool_use_id": f"toolu_{n}",
+        "tool_input": {"file_path": path, "old_string": "a", "new_string": "b"},
+        "tool_response": {"filePath": path},
+    }
+
+
+def bench_hook(
+    runs: int, work: Path, config: Path, label: str, harness: str = "claude"
+) -> dict[str, list[float]]:
     env = _env()
     out: dict[str, list[float]] = {}
     commands = {
@@ -183,28 +214,16 @@ def bench_hook(runs: int, work: Path, config: Path, label: str) -> dict[str, lis
     }
     if label:
         del commands["python -c pass (interpreter start)"]
+    if harness != "claude":
+        name = f"tether guard hook --harness {harness}{label}"
+        commands = {name: [*commands[f"tether guard hook{label}"], "--harness", harness]}
     for name, command in commands.items():
         times: list[float] = []
         for n in range(runs + 3):
-            event = {
-                "session_id": "bench",
-                "transcript_path": str(work / "t.jsonl"),
-                "cwd": str(work),
-                "permission_mode": "default",
-                "hook_event_name": "PreToolUse" if n % 2 == 0 else "PostToolUse",
-                "tool_name": "Edit",
-                "tool_use_id": f"toolu_{n}",
-                "tool_input": {
-                    "file_path": str(work / "a.py"),
-                    "old_string": "a",
-                    "new_string": "b",
-                },
-                "tool_response": {"filePath": str(work / "a.py")},
-            }
             t0 = time.perf_counter()
             done = subprocess.run(
                 command,
-                input=json.dumps(event),
+                input=json.dumps(_event(n, work, harness)),
                 capture_output=True,
                 text=True,
                 env=env,
@@ -306,6 +325,8 @@ def main() -> None:
         for label, config in configs.items():
             for name, values in bench_hook(args.hooks, work, config, label).items():
                 rows.append(row(name, "ms", values, "-" if "pass" in name else "< 80 ms"))
+        for name, values in bench_hook(args.hooks, work, configs[""], "", "gemini").items():
+            rows.append(row(name, "ms", values, "< 80 ms"))
         for label, config in configs.items():
             times = bench_serve(args.requests, work, config)
             rows.append(row(f"serve round trip (keep-alive){label}", "ms", times, "< 2 ms"))

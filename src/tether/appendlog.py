@@ -4,21 +4,30 @@ Owns: appending records to a JSON-lines file and reading them back. A write cut 
 a killed hook, a full disk) leaves a last line without its newline; a plain append would then
 glue the next record onto that torn line and the reader would drop both. `append` therefore
 cuts the file back to its last complete line before it writes, so every record it appends can be
-read again. The repair and the write happen under an exclusive `flock` on the log itself, so
-concurrent appenders never cut each other's records; a caller that must read and append as one
-step (the guard's session store) holds its own lock around both. `read` skips a line that is not
-a JSON object. It does not decide what goes in a log, rotate or delete one.
+read again. The repair and the write happen under an exclusive lock on the log itself
+(`tether.locking`), so concurrent appenders never cut each other's records; a caller that must
+read and append as one step (the guard's session store) holds its own lock around both. `read`
+skips a line that is not a JSON object. It does not decide what goes in a log, rotate or delete
+one.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 from collections.abc import Iterable
 from typing import Any
 
+from tether.locking import locked
+
 _CHUNK = 64 * 1024
+_BINARY = getattr(os, "O_BINARY", 0)  # Windows: no newline translation
+
+
+def _read_at(fd: int, size: int, offset: int) -> bytes:
+    """`size` bytes at `offset` (os.pread, which Windows lacks, spelt with a seek)."""
+    os.lseek(fd, offset, os.SEEK_SET)
+    return os.read(fd, size)
 
 
 def _last_complete(fd: int, size: int) -> int:
@@ -26,7 +35,7 @@ def _last_complete(fd: int, size: int) -> int:
     end = size
     while end > 0:
         start = max(0, end - _CHUNK)
-        found = os.pread(fd, end - start, start).rfind(b"\n")
+        found = _read_at(fd, end - start, start).rfind(b"\n")
         if found >= 0:
             return start + found + 1
         end = start
@@ -36,19 +45,19 @@ def _last_complete(fd: int, size: int) -> int:
 def append(path: str, records: Iterable[dict[str, Any]]) -> int:
     """Append `records` as JSON lines (repairing a torn tail first); returns the new size."""
     data = "".join(json.dumps(record) + "\n" for record in records).encode()
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o666)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | _BINARY, 0o666)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        size = os.lseek(fd, 0, os.SEEK_END)
-        if size and os.pread(fd, 1, size - 1) != b"\n":
-            size = _last_complete(fd, size)
-            os.ftruncate(fd, size)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        return size + len(data)
+        with locked(fd):
+            size = os.lseek(fd, 0, os.SEEK_END)
+            if size and _read_at(fd, 1, size - 1) != b"\n":
+                size = _last_complete(fd, size)
+                os.ftruncate(fd, size)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            return size + len(data)
     finally:
-        os.close(fd)  # closing releases the lock
+        os.close(fd)
 
 
 def read(path: str, start: int = 0) -> tuple[list[dict[str, Any]], int]:

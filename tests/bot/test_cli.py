@@ -33,6 +33,19 @@ def test_tools_lists_the_tools_of_a_tree_file_and_of_a_folder_alike() -> None:
     assert json.loads(from_folder.stdout)["tools"] == listing["tools"]
 
 
+def test_tools_names_fit_the_server_name_the_client_uses() -> None:
+    default = json.loads(_run("bot", "tools", str(EXAMPLE_TREE)).stdout)["tools"]
+    named = _run("bot", "tools", str(EXAMPLE_TREE), "--name", "plugin_tether_story_mapping_bot")
+    assert named.returncode == EXIT_OK, named.stderr
+    tools = json.loads(named.stdout)["tools"]
+    prefix = "mcp__plugin_tether_story_mapping_bot__"
+    assert all(len(prefix + t["name"]) <= 64 for t in tools)
+    assert any(len("mcp__tether__" + t["name"]) <= 64 < len(prefix + t["name"]) for t in default)
+    refused = _run("bot", "tools", str(EXAMPLE_TREE), "--name", "bad name")
+    assert refused.returncode == EXIT_USAGE
+    assert json.loads(refused.stderr)["error"]["code"] == "usage"
+
+
 def test_build_writes_the_tree_file(tmp_path: Path) -> None:
     out = tmp_path / "built.yaml"
     done = _run("bot", "build", str(EXAMPLE_FOLDER), "-o", str(out))

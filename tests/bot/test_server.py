@@ -178,10 +178,16 @@ def test_main_refuses_bad_options_and_trees_before_serving(
             EXIT_USAGE,
             "--port applies to --http only",
         ),
+        (
+            ["--bot", str(EXAMPLE_TREE), "--state", state, "--name", "n" * 40],
+            EXIT_USAGE,
+            "is too long: tool names would have 17 characters left",
+        ),
     ]
     for argv, code, message in cases:
         assert main(argv) == code, argv
         assert message in json.loads(capsys.readouterr().err)["error"]["message"]
+    assert not Path(state).exists()
 
 
 # -- real processes ------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from bot.botkit import EXAMPLE_TREE, action, bot, phase
-from tether.bot.surface import MAX_NAME, Surface, surface_of
+from tether.bot.surface import MAX_NAME, Surface, name_budget, surface_of
 from tether.errors import TetherError
 from tether.tree.load import load_tree, normalise
 
@@ -35,8 +35,8 @@ EXAMPLE_NAMES = [
 ]
 
 
-def _surface(data: dict[str, Any]) -> Surface:
-    return surface_of(normalise(data), "t.yaml")
+def _surface(data: dict[str, Any], server: str = "tether") -> Surface:
+    return surface_of(normalise(data), "t.yaml", server)
 
 
 def test_the_example_yields_the_documented_18_tools() -> None:
@@ -77,15 +77,56 @@ def test_names_are_lower_case_and_other_characters_become_underscores() -> None:
     ]
 
 
-def test_long_names_are_shortened_deterministically_within_64_characters() -> None:
+def test_long_names_are_shortened_deterministically_to_fit_64_with_the_client_prefix() -> None:
     long = "a" * 40
     data = bot("bot", phase(long, action(long + "_one"), action(long + "_two")))
     names = [t.name for t in _surface(data).tools]
     assert names == [t.name for t in _surface(data).tools]
-    assert all(len(n) <= MAX_NAME and re.fullmatch(r"[a-z0-9_]+", n) for n in names)
+    # Claude Code shows a tool of the server `tether` as mcp__tether__<name>: 13 characters.
+    assert all(len(f"mcp__tether__{n}") <= MAX_NAME for n in names)
+    assert max(len(n) for n in names) == MAX_NAME - len("mcp__tether__") == 51
+    assert all(re.fullmatch(r"[a-z0-9_]+", n) for n in names)
     assert len(set(names)) == len(names)
     one, two = names[-2:]
-    assert one.startswith("bot_" + "a" * 40) and two.startswith("bot_" + "a" * 40)
+    assert one.startswith("bot_" + "a" * 38) and two.startswith("bot_" + "a" * 38)
+
+
+@pytest.mark.parametrize("server", ["t", "tether", "story-bot", "plugin_tether_tether", "x" * 33])
+def test_every_name_fits_64_characters_under_the_server_name_in_use(server: str) -> None:
+    long = "phase_with_a_rather_long_name"
+    data = bot("a bot with a long name", phase(long, action(long + "_one"), action("b" * 70)))
+    surface = _surface(data, server)
+    names = [t.name for t in surface.tools]
+    assert all(len(f"mcp__{server}__{n}") <= MAX_NAME for n in names)
+    assert len(set(names)) == len(names)
+    assert len(max(names, key=len)) == name_budget(server)
+
+
+def test_a_longer_server_name_shortens_only_the_names_that_no_longer_fit() -> None:
+    data = bot("bot", phase("p", action("a" * 44)))
+    short = [t.name for t in _surface(data, "t").tools]
+    long = [t.name for t in _surface(data, "my-story-server").tools]
+    assert short[-1] == "bot_p_" + "a" * 44  # 50 characters; mcp__t__ leaves 56
+    assert long[:-1] == short[:-1]
+    assert long[-1] != short[-1] and long[-1].startswith("bot_p_aaa")
+    assert len(long[-1]) == name_budget("my-story-server") == 64 - len("mcp__my-story-server__")
+
+
+@pytest.mark.parametrize(
+    ("server", "message"),
+    [
+        ("my server", "must be letters, digits, '_' and '-'"),
+        ("", "must be letters, digits, '_' and '-'"),
+        ("x" * 34, "is too long: tool names would have 23 characters left"),
+    ],
+)
+def test_a_server_name_that_is_no_client_name_or_leaves_no_room_is_refused(
+    server: str, message: str
+) -> None:
+    with pytest.raises(TetherError) as caught:
+        _surface(bot("bot", phase("p", action("a"))), server)
+    assert caught.value.code == "usage"
+    assert message in caught.value.message
 
 
 def test_names_that_would_collide_never_do() -> None:

@@ -16,7 +16,7 @@ def test_committed_schema_is_current() -> None:
 
 
 def test_examples_point_editors_at_the_schema() -> None:
-    for name in ("hello-world.yaml", "deploy.yaml", "code-review.yaml"):
+    for name in ("hello-world.yaml", "deploy.yaml", "code-review.yaml", "review-changes.yaml"):
         example = SCHEMA_FILE.parents[1] / "examples" / name
         first = example.read_text(encoding="utf-8").splitlines()[0]
         assert first == "# yaml-language-server: $schema=../schema/tree.schema.json", example

@@ -39,6 +39,17 @@ def _modifiers() -> st.SearchStrategy[dict[str, Any]]:
             "retries": st.integers(1, 2),
             "optional": st.just(True),
             "when": st.sampled_from(["VAR.flag == true", "!has(VAR.flag)"]),
+            "invert": st.just(True),
+            "repeat": st.builds(
+                lambda until, n: {"until": until, "max": n},
+                st.sampled_from(["VAR.flag == true", "has(VAR.flag)", "ITEM_INDEX > 0"]),
+                st.integers(1, 3),
+            ),
+            "for_each": st.builds(
+                lambda items, n: {"in": items, "as": "item", "max": n},
+                st.sampled_from(["[1, 2]", "[]", "[ITEM, 3]", "VAR.missing"]),
+                st.integers(1, 3),
+            ),
         },
     )
 

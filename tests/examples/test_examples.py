@@ -44,7 +44,7 @@ def _answer(
     return rt.submit(uri, answer[0], step=token)
 
 
-@pytest.mark.parametrize("name", ["hello-world", "deploy", "code-review"])
+@pytest.mark.parametrize("name", ["hello-world", "deploy", "code-review", "review-changes"])
 def test_every_example_validates(name: str) -> None:
     tree = load_tree(EXAMPLES / f"{name}.yaml")
     assert tree.hash.startswith("sha256:")
@@ -122,4 +122,39 @@ def test_code_review_requests_changes_when_findings_pile_up(rt: Runtime, tmp_pat
         e for e in rt.trace(uri) if e["kind"] == "check" and e["name"] == "Approve"
     )
     assert approve_check["outcome"] == "failed"
+    assert rt.verify(uri)["ok"]
+
+
+def _item(rt: Runtime, uri: str) -> Any:
+    return rt.next(uri)["item"]["value"]
+
+
+def test_review_changes_reviews_each_file_until_it_is_clean(rt: Runtime, tmp_path: Path) -> None:
+    uri = _start(rt, "review-changes", tmp_path)
+    _answer(rt, uri, "List_Changes", "success", writes={"files": ["src/app.py", "README.md"]})
+    assert rt.next(uri)["item"] == {"name": "file", "index": 0, "value": "src/app.py"}
+    _answer(rt, uri, "No_Secrets", False)
+    looped = _answer(rt, uri, "Review_File", "success", writes={"verdict": "fixed"})
+    assert "Looping: 'Review_File' run 2 of 3." in looped["message"]
+    assert _item(rt, uri) == "src/app.py", "a second pass over the same file"
+    _answer(rt, uri, "Review_File", "success", writes={"verdict": "clean"})
+    assert _item(rt, uri) == "README.md"
+    _answer(rt, uri, "No_Secrets", False)
+    _answer(rt, uri, "Review_File", "success", writes={"verdict": "clean"})
+    _answer(rt, uri, "Summarise", "success", writes={"summary": "Two files, one fix."})
+    assert rt.next(uri) == {"status": "done"}
+    answered = [(e["name"], e.get("item")) for e in rt.trace(uri) if e["kind"] == "evaluate"]
+    assert answered == [("No_Secrets", 0), ("No_Secrets", 1)]
+    assert rt.verify(uri)["ok"]
+
+
+def test_review_changes_stops_at_a_file_that_holds_a_secret(rt: Runtime, tmp_path: Path) -> None:
+    uri = _start(rt, "review-changes", tmp_path)
+    _answer(rt, uri, "List_Changes", "success", writes={"files": ["a.py", ".env", "b.py"]})
+    _answer(rt, uri, "No_Secrets", False)
+    _answer(rt, uri, "Review_File", "success", writes={"verdict": "clean"})
+    assert _item(rt, uri) == ".env"
+    _answer(rt, uri, "No_Secrets", True)
+    assert rt.next(uri) == {"status": "failure"}
+    assert "'Each_File' failed at item 2 of 3." in rt.get(uri)["failure"]
     assert rt.verify(uri)["ok"]

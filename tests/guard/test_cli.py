@@ -90,6 +90,7 @@ def test_prompt(tmp_path, capsys):
 
 def test_install_claude_merges_and_is_idempotent(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent))  # this installation's tether
     settings = tmp_path / ".claude" / "settings.json"
     settings.parent.mkdir()
     existing = {
@@ -111,8 +112,7 @@ def test_install_claude_merges_and_is_idempotent(tmp_path, capsys, monkeypatch):
     assert pre[0] == existing["hooks"]["PreToolUse"][0]
     assert pre[1]["matcher"] == "*"
     command = pre[1]["hooks"][0]["command"]
-    tether = Path(sys.executable).with_name("tether")
-    assert command == f'{tether} guard hook --config "$CLAUDE_PROJECT_DIR/.tether/guard.yaml"'
+    assert command == 'tether guard hook --config "$CLAUDE_PROJECT_DIR/.tether/guard.yaml"'
     assert set(out["added"]) == {
         "SessionStart",
         "UserPromptSubmit",

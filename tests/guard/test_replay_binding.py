@@ -138,7 +138,7 @@ def test_a_transcript_replays_through_the_binding(project: Path) -> None:
     (execution,) = out["executions"]
     assert execution["recorded"] == recorded
     assert execution["current"]["status"] == "failure"
-    assert "TOOLS" in execution["current"]["message"]
+    assert "TOOLS" in execution["failure"]
     assert execution["verified"] is True
     kinds = [(e["kind"], e["name"], e.get("tool")) for e in execution["entries"]]
     assert kinds == [

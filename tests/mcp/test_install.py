@@ -4,6 +4,7 @@ touching the other servers in it, and a file that cannot be read is left alone."
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -66,7 +67,9 @@ def test_each_client_file_is_written_where_the_client_reads_it(
     assert result["status"] == "added"
     entry = json.loads(path.read_text())[key]["tether"]
     assert entry["command"] == "tether"
-    assert entry["args"] == ["mcp"]
+    # Claude Desktop starts servers in `/`: its entry names the project as the root.
+    root = ["--root", str(installer.project)] if target == "claude-desktop" else []
+    assert entry["args"] == ["mcp", *root]
     if target in ("claude-code", "vscode"):
         assert entry["type"] == "stdio"
 
@@ -80,7 +83,8 @@ def test_other_servers_and_keys_are_kept(installer: Installer) -> None:
     document = json.loads(path.read_text())
     assert document["extra"] == [1, 2]
     assert document["mcpServers"]["other"] == other
-    assert document["mcpServers"]["tether"]["args"] == ["mcp", "--root", str(installer.project)]
+    # The shared project file names the root relative to the project, never this machine's path.
+    assert document["mcpServers"]["tether"]["args"] == ["mcp", "--root", "."]
     # Installing again changes nothing; a different root updates only Tether's entry.
     assert (
         installer("--target", "claude-code", "--root", str(installer.project))[1]["status"]
@@ -126,8 +130,9 @@ def test_a_file_that_cannot_be_merged_is_left_untouched(installer: Installer, co
     [
         ([], "needs --target"),
         (["--target", "emacs"], "claude-code, claude-desktop, cursor, vscode"),
-        (["--target", "cursor", "--scope", "global"], "project or user"),
-        (["--target", "claude-desktop"], "use --scope user"),
+        (["--target", "cursor", "--scope", "global"], "project, local or user"),
+        (["--target", "cursor", "--scope", "local"], "--scope local is Claude Code's"),
+        (["--target", "claude-desktop", "--scope", "project"], "use --scope user"),
     ],
 )
 def test_bad_install_options(installer: Installer, args: list[str], words: str) -> None:
@@ -138,14 +143,21 @@ def test_bad_install_options(installer: Installer, args: list[str], words: str) 
 
 
 def test_the_command_line_installs_into_the_working_directory(tmp_path: Path) -> None:
+    # This installation's tether on PATH: the shared project file gets the bare command.
+    path = str(Path(sys.executable).parent)
     done = subprocess.run(
         [sys.executable, "-m", "tether.cli.main", "mcp", "install", "--target", "vscode"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
         timeout=60,
+        env={**os.environ, "PATH": path, "HOME": str(tmp_path / "home")},
     )
     assert done.returncode == 0, done.stderr
     entry = json.loads((tmp_path / ".vscode" / "mcp.json").read_text())["servers"]["tether"]
-    assert entry["args"] == ["mcp"]
-    assert Path(entry["command"]).name in ("tether", "tether.exe")
+    assert entry == {"type": "stdio", "command": "tether", "args": ["mcp"]}
+    assert json.loads(done.stdout)["launch"] == {
+        "how": "path",
+        "command": "tether",
+        "portable": True,
+    }

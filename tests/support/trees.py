@@ -44,6 +44,11 @@ def par(name: str, *children: dict[str, Any], policy: Any = "all", **mods: Any) 
     return {"type": "parallel", "name": name, "children": list(children), "policy": policy, **mods}
 
 
+def each(expression: str, name: str = "item", max: int = 100) -> dict[str, Any]:
+    """A normalised `for_each` (pass as `for_each=`)."""
+    return {"in": expression, "as": name, "max": max}
+
+
 def tree(
     root: dict[str, Any], var: dict[str, Any] | None = None, const: dict[str, Any] | None = None
 ) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from tether.errors import TetherError
 from tether.tree import ExpressionError, check_expression, evaluate, evaluate_condition
-from tether.tree.expressions import prepare
+from tether.tree.expressions import evaluate_list, prepare
 
 FIXTURES = Path(__file__).parent / "fixtures"
 VAR = {"x": 5, "name": "ada", "review": {"notes": ["ok"]}}
@@ -55,6 +55,33 @@ def test_prepare_only_blanks_dollars_and_never_moves_a_column(src: str) -> None:
     out = prepare(src)
     assert len(out) == len(src)
     assert all(a == b or (a == "$" and b == " ") for a, b in zip(src, out, strict=True))
+
+
+def test_loop_items_under_every_spelling_and_undefined_outside_a_loop() -> None:
+    names = {"ITEM": {"path": "a.py"}, "ITEM_INDEX": 1, "ITEMS": {"file": {"path": "a.py"}}}
+    for src in (
+        "ITEM.path == 'a.py' && ITEM_INDEX == 1 && ITEMS.file == ITEM",
+        "$ITEM.path == 'a.py' && $ITEM_INDEX == 1 && $ITEMS.file == $ITEM",
+    ):
+        assert evaluate_condition(src, VAR, CONST, names=names) is True
+    assert evaluate("'$ITEM' + ITEM.path", VAR, CONST, names=names) == "$ITEMa.py"
+    with pytest.raises(ExpressionError, match="ITEM"):
+        evaluate("ITEM.path", VAR, CONST)
+
+
+def test_a_for_each_list_must_be_a_list_of_json_values() -> None:
+    assert evaluate_list("VAR.review.notes + [1, {'a': null}]", VAR, CONST) == [
+        "ok",
+        1,
+        {"a": None},
+    ]
+    with pytest.raises(ExpressionError, match=r"^for_each must produce a list, got map"):
+        evaluate_list("VAR.review", VAR, CONST)
+    with pytest.raises(ExpressionError, match="a list of JSON values, got list"):
+        evaluate_list("[duration('1s')]", VAR, CONST)
+    with pytest.raises(ExpressionError) as caught:
+        evaluate_list("VAR.big", {"big": "x" * 10_000}, CONST)
+    assert len(caught.value.reason) < 200, "a reason quotes only the start of a long value"
 
 
 def test_missing_key_is_an_expression_error() -> None:

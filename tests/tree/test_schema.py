@@ -13,6 +13,7 @@ from jsonschema import Draft202012Validator
 
 from tether.errors import TetherError
 from tether.tree import json_schema, load_tree, load_tree_text
+from tether.tree.model import LOOP_MAX_LIMIT
 
 FIXTURES = Path(__file__).parent / "fixtures"
 EXAMPLES = Path(__file__).parents[2] / "examples"
@@ -20,6 +21,7 @@ GOOD = [
     *sorted((FIXTURES / "spellings").iterdir()),
     *sorted((FIXTURES / "refs").rglob("*.yaml")),
     *sorted((FIXTURES / "cycle").iterdir()),
+    *sorted((FIXTURES / "loops").iterdir()),
     *sorted(p for p in (FIXTURES / "pointers").rglob("*") if p.is_file()),
     *sorted(EXAMPLES.glob("*.yaml")),
 ]
@@ -106,6 +108,26 @@ BAD: list[tuple[str, Any]] = [
     ("unknown_scope", {"name": "t", "state": {"vars": {}}, "tree": ACTION}),
     ("wrapper_and_node", {"name": "t", "type": "action", "tree": ACTION}),
     ("no_tree", {"name": "t"}),
+    ("for_each_a_string", {"name": "t", "tree": {**ACTION, "for_each": "VAR.files"}}),
+    ("for_each_without_in", {"name": "t", "tree": {**ACTION, "for_each": {"as": "f"}}}),
+    ("for_each_unknown_key", {"name": "t", "tree": {**ACTION, "for_each": {"in": "x", "y": 1}}}),
+    ("for_each_bad_name", {"name": "t", "tree": {**ACTION, "for_each": {"in": "x", "as": "a-b"}}}),
+    ("for_each_digit_name", {"name": "t", "tree": {**ACTION, "for_each": {"in": "x", "as": "1f"}}}),
+    ("for_each_max_zero", {"name": "t", "tree": {**ACTION, "for_each": {"in": "x", "max": 0}}}),
+    (
+        "for_each_max_past_the_limit",
+        {"name": "t", "tree": {**ACTION, "for_each": {"in": "x", "max": LOOP_MAX_LIMIT + 1}}},
+    ),
+    (
+        "for_each_max_a_bool",
+        {"name": "t", "tree": {**ACTION, "for_each": {"in": "x", "max": True}}},
+    ),
+    ("for_each_in_empty", {"name": "t", "tree": {**ACTION, "for_each": {"in": ""}}}),
+    ("repeat_a_list", {"name": "t", "tree": {**ACTION, "repeat": ["VAR.done"]}}),
+    ("repeat_without_until", {"name": "t", "tree": {**ACTION, "repeat": {"max": 2}}}),
+    ("repeat_unknown_key", {"name": "t", "tree": {**ACTION, "repeat": {"until": "x", "in": "y"}}}),
+    ("repeat_max_text", {"name": "t", "tree": {**ACTION, "repeat": {"until": "x", "max": "2"}}}),
+    ("invert_a_string", {"name": "t", "tree": {**ACTION, "invert": "true"}}),
 ]
 
 

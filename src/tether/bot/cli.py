@@ -21,6 +21,10 @@ TOOLS = Command(
     "list the MCP tools a bot tree (or bot folder) yields, with their descriptions",
     ("TREE",),
     1,
+    values=("--name",),
+    help="--name NAME   the name the client registers the server under (default tether); "
+    "tool names\n              are kept short enough that mcp__NAME__TOOL has at most 64 "
+    "characters",
 )
 BUILD = Command(
     "bot build",
@@ -61,7 +65,7 @@ def _overview() -> str:
 
 
 def _tools(p: Parsed) -> dict[str, Any]:
-    from tether.bot.surface import surface_of
+    from tether.bot.surface import DEFAULT_SERVER, surface_of
 
     given = str(p.args["TREE"])
     if os.path.isdir(given):
@@ -72,7 +76,7 @@ def _tools(p: Parsed) -> dict[str, Any]:
         from tether.tree.load import load_tree
 
         data = load_tree(given).data
-    surface = surface_of(data, given)
+    surface = surface_of(data, given, p.options.get("--name", DEFAULT_SERVER))
     return {
         "bot": surface.title,
         "count": len(surface.tools),

@@ -25,7 +25,17 @@ from mcp.server.lowlevel import Server
 
 from tether import __version__
 from tether.bot.session import BotSession
-from tether.bot.surface import ACTION, CLOSE, CONTINUE, PHASE, RESTART, Surface, Tool
+from tether.bot.surface import (
+    ACTION,
+    CLOSE,
+    CONTINUE,
+    DEFAULT_SERVER,
+    PHASE,
+    RESTART,
+    Surface,
+    Tool,
+    name_budget,
+)
 from tether.cli.args import Command, Parsed
 from tether.cli.output import run_command
 from tether.errors import EXIT_OK, TetherError
@@ -36,7 +46,7 @@ from tether.verbs import Runtime
 COMMAND = Command(
     "mcp --bot",
     "serve a bot's generated tools over MCP: stdio by default, Streamable HTTP with --http",
-    values=("--bot", "--state", "--root", *HTTP_VALUES),
+    values=("--bot", "--state", "--root", "--name", *HTTP_VALUES),
     repeated=("--allow-host",),
     flags=("--http",),
     help=(
@@ -45,6 +55,9 @@ COMMAND = Command(
         "--state URI       the execution the tools drive: a path or file:// URI, memory://NAME\n"
         "                  or postgresql://...; started from TREE on first use\n"
         "--root DIR        relative paths are taken from DIR and file URIs must lie inside it\n"
+        "--name NAME       the name the client registers this server under (default tether):\n"
+        "                  tool names are kept short enough that mcp__NAME__TOOL has at most\n"
+        "                  64 characters\n"
         + HTTP_HELP
     ),
 )
@@ -240,7 +253,9 @@ def _serve(p: Parsed) -> int:
             f"--bot {p.options['--bot']} is a folder; build it into a tree file first: "
             f"tether bot build {p.options['--bot']} -o TREE",
         )
-    session = BotSession(Runtime(root=root), tree, p.options["--state"])
+    server = p.options.get("--name", DEFAULT_SERVER)
+    name_budget(server)  # refuse a server name that leaves no room before serving
+    session = BotSession(Runtime(root=root), tree, p.options["--state"], server)
     if "--http" not in p.flags:
         http_only = [o for o in HTTP_VALUES if o in p.options]
         http_only += [o for o in COMMAND.repeated if o in p.multi]

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from tether.bot.surface import CLOSE, Action, Surface, surface_of
+from tether.bot.surface import CLOSE, DEFAULT_SERVER, Action, Surface, surface_of
 from tether.errors import TetherError
 from tether.verbs import Runtime
 
@@ -34,12 +34,16 @@ GATE_NOTE = "accepted by the bot server: the agent navigates with bot tools"
 
 class BotSession:
     """The bot tools of the execution at `state` (any store URI), started from the tree file at
-    `tree` when it does not exist yet. Holds no state of its own between calls."""
+    `tree` when it does not exist yet, for a client that knows the server as `server` (which
+    bounds the tool names). Holds no state of its own between calls."""
 
-    def __init__(self, runtime: Runtime, tree: str, state: str) -> None:
+    def __init__(
+        self, runtime: Runtime, tree: str, state: str, server: str = DEFAULT_SERVER
+    ) -> None:
         self.runtime = runtime
         self.tree = os.path.abspath(tree)
         self.state = state
+        self.server = server
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -73,7 +77,7 @@ class BotSession:
     def surface(self, doc: dict[str, Any] | None = None) -> Surface:
         """The tool surface of the execution's embedded tree."""
         doc = doc if doc is not None else self.document()
-        return surface_of(doc["tree"], f"the execution at {doc['uri']}")
+        return surface_of(doc["tree"], f"the execution at {doc['uri']}", self.server)
 
     # -- the tools ------------------------------------------------------------------------------
 
@@ -145,7 +149,7 @@ class BotSession:
             out = describe(doc, self.surface(doc), "unchanged")
             out["message"] = f"The tree file is unchanged. {out['message']}"
             return out
-        surface = surface_of(new.data, new.source)
+        surface = surface_of(new.data, new.source, self.server)
         self.runtime.replace_tree(self.state, new.source)
         after = self.document()
         out = describe(after, surface, "restarted")

@@ -4,8 +4,9 @@ Owns the shape a tree must have to be served as a bot (the root a `sequence` of 
 phase a `sequence` of actions, no action opening with a `check`, `require_all` on the root
 only), what each action tells the agent (its `instruct` texts are the instructions, its
 `evaluate` texts the completion criteria, its `check` expressions and `writes` paths what
-`close` will hold it to), and the tool names: lower-case `[a-z0-9_]`, at most 64 characters,
-shortened deterministically and never colliding.
+`close` will hold it to), and the tool names: lower-case `[a-z0-9_]`, short enough that the
+name a client shows (`mcp__<server>__<tool>`, at most 64 characters) fits, shortened
+deterministically and never colliding.
 
 It does not run anything (`tether.bot.session` does, over the verbs), read bot folders
 (`tether.bot.folder`) or speak MCP (`tether.bot.server`). It imports nothing but the errors.
@@ -21,7 +22,12 @@ from typing import Any
 
 from tether.errors import TetherError
 
+# Clients cap a tool's full name at 64 characters, and Claude Code names a server's tools
+# `mcp__<server>__<tool>`: a tool name gets what that prefix leaves for the server in use.
 MAX_NAME = 64
+DEFAULT_SERVER = "tether"
+MIN_BUDGET = 24
+_SERVER_NAME = re.compile(r"[A-Za-z0-9_-]+")
 CONTINUE, CLOSE, RESTART, PHASE, ACTION = "continue", "close", "restart", "phase", "action"
 
 
@@ -117,14 +123,38 @@ class Surface:
         raise TetherError("invalid_value", f"path {path} names no action of {self.title}")
 
 
+def name_budget(server: str = DEFAULT_SERVER) -> int:
+    """The longest tool name that fits when the client knows the server as `server`;
+    `usage` when the name is not a client's server name or leaves too little room."""
+    if not _SERVER_NAME.fullmatch(server):
+        raise TetherError(
+            "usage",
+            f"server name {server!r} must be letters, digits, '_' and '-' (the name the client "
+            "registers the server under)",
+        )
+    budget = MAX_NAME - len(f"mcp__{server}__")
+    if budget < MIN_BUDGET:
+        longest = MAX_NAME - len("mcp____") - MIN_BUDGET
+        raise TetherError(
+            "usage",
+            f"server name {server!r} is too long: tool names would have {budget} characters "
+            f"left of the client's {MAX_NAME}; use at most {longest} characters",
+        )
+    return budget
+
+
 def slug(text: str) -> str:
     """`text` as a tool-name part: lower case, runs of anything but `[a-z0-9]` as one `_`."""
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
 
 
-def surface_of(tree: dict[str, Any], source: str = "the tree") -> Surface:
+def surface_of(
+    tree: dict[str, Any], source: str = "the tree", server: str = DEFAULT_SERVER
+) -> Surface:
     """The bot surface of a normalised tree (`Tree.data`); `invalid_tree` naming the node and
-    what is wrong when the tree is not phases of actions. `source` names the tree in errors."""
+    what is wrong when the tree is not phases of actions. `source` names the tree in errors;
+    `server` is the name the client registers the server under, which bounds the tool names
+    (`name_budget`)."""
     root = tree["root"]
     _expect_sequence(root, "tree", "the root", "phases", source)
     phases: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
@@ -142,7 +172,7 @@ def surface_of(tree: dict[str, Any], source: str = "the tree") -> Surface:
             _expect_action(action, phase["name"], f"{where}.children[{j}]", source)
         phases.append((phase, phase["children"]))
     bot = slug(tree["name"]) or "bot"
-    namer = _Namer()
+    namer = _Namer(name_budget(server))
     title = tree["name"]
     tools = [
         _fixed(namer, bot, CONTINUE, "tool", _continue_text(title, tree, root)),
@@ -260,19 +290,21 @@ def _action(node: dict[str, Any], phase: str, path: tuple[int, int], tool: str) 
 
 
 class _Namer:
-    """Hands out tool names in order: the wanted name when it fits and is free, else the wanted
-    name cut short with a digest of the node's identity (its kind and original names), lengthened
-    by a counter in the digest until it is free. Same tree, same names."""
+    """Hands out tool names in order: the wanted name when it fits in `budget` characters and is
+    free, else the wanted name cut short with a digest of the node's identity (its kind and
+    original names), lengthened by a counter in the digest until it is free. Same tree and
+    budget, same names."""
 
-    def __init__(self) -> None:
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
         self.taken: set[str] = set()
 
     def name(self, wanted: str, identity: str) -> str:
         name = wanted
-        if len(name) > MAX_NAME or name in self.taken:
+        if len(name) > self.budget or name in self.taken:
             for n in itertools.count():
                 digest = hashlib.sha256(f"{identity}#{n}".encode()).hexdigest()[:8]
-                name = f"{wanted[: MAX_NAME - len(digest) - 1].rstrip('_')}_{digest}"
+                name = f"{wanted[: self.budget - len(digest) - 1].rstrip('_')}_{digest}"
                 if name not in self.taken:
                     break
         self.taken.add(name)

@@ -136,6 +136,8 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "render": ("tether.viewer.cli:render_main", "write a tree or an execution as SVG"),
     "bot": ("tether.bot.cli:main", "bot tool surfaces: list tools, build a bot folder"),
     "test": ("tether.treetest.cli:main", "run recorded walks of trees without an agent"),
+    "init": ("tether.cli.project:init_main", "write the examples and a guard configuration here"),
+    "install": ("tether.cli.project:install_main", "install the agent skill (install skill)"),
 }
 
 

@@ -1,10 +1,12 @@
 """The pure semantics of a running tree: ticking, answers, and the phase machine.
 
 Owns: what each node type does (sequence, selector, parallel, action), the modifiers (`retries`,
-`optional`, `when`), steps (`evaluate`, `instruct`, `check`, `human`, `writes`), the protocol gate,
-step tokens, the trace entries each answer produces, and what an answer's response carries:
-`next`, the request `next` would return right after it. An answer may carry `values`: var writes
-applied before it is judged, in the same outcome, as `var_write` entries of the answered step.
+`optional`, `when`, `for_each`, `repeat`, `invert`; their order on one node is in `_Ticker.tick`
+and docs/semantics.md), steps (`evaluate`, `instruct`, `check`, `human`, `writes`), the protocol
+gate, step tokens, the trace entries each answer produces, and what an answer's response
+carries: `next`, the request `next` would return right after it. An answer may carry `values`:
+var writes applied before it is judged, in the same outcome, as `var_write` entries of the
+answered step.
 Every function here is pure: it takes the normalised tree (`tether.tree`'s `data` dict), the
 execution state and an answer, and returns a new state, a response and the new trace entries.
 There is no I/O and no clock: the caller passes `now`.
@@ -18,7 +20,10 @@ State layout (a plain JSON dict; the store persists it as is):
   tree's size: `i` current child (sequence/selector), `res` child results (parallel), `k` step
   index, `o` the trace seq at which the open step was opened, `w` var paths written while it was
   open, `x` a failure waiting to propagate (action), `r` retries used (any node), `t` the seq of
-  the first tool call recorded during this attempt of an action whose checks read `TOOLS`.
+  the first tool call recorded during this attempt of an action whose checks read `TOOLS`; a
+  loop adds `e` the items of a `for_each` (its list as evaluated on entry) with `n` the index of
+  the current one, and `p` the runs of a `repeat` done. A new run keeps the keys of the loops
+  outside it (`_LEVELS`) and starts the rest afresh.
 - `open` is the list of open requests in declaration order; `next` returns the first.
 - `seq` is the next trace sequence number; it never goes back, not even across a reset.
 - `stops` (only while non-zero) counts the `stop` entries refused in a row since the last answer.
@@ -51,12 +56,20 @@ SUBMIT_STATUSES = ("success", "failure", "running")
 # The note of a `stop` let through because nothing open is the agent's to answer.
 PERSON_NOTE = "every open step waits on a person (tether approve or reject, or the viewer)"
 
-# An evaluator of CEL conditions: (expression, var, const, tools) -> bool, raising an exception
-# whose str() is the reason when the expression cannot be evaluated. `tools` is what the
-# expression sees as TOOLS: the tool calls recorded during the enclosing action's attempt, each
-# {tool, input, ok, seq} (empty for `when`). Injected so the engine stays pure and the CEL
-# library is loaded only when a tree uses `check` or `when`.
-Condition = Callable[[str, dict[str, Any], dict[str, Any], list[dict[str, Any]]], bool]
+# An evaluator of CEL conditions: (expression, var, const, tools, names) -> bool, raising an
+# exception whose str() is the reason when the expression cannot be evaluated. `tools` is what
+# the expression sees as TOOLS: the tool calls recorded during the enclosing action's attempt,
+# each {tool, input, ok, seq} (empty for `when`, `until`). `names` are the further names it
+# sees: ITEM, ITEM_INDEX, ITEMS inside a `for_each` (empty elsewhere). Injected so the engine
+# stays pure and the CEL library is loaded only when a tree uses `check`, `when` or `repeat`. A
+# `for_each` list is evaluated by `default_list`, loaded the same way.
+Condition = Callable[
+    [str, dict[str, Any], dict[str, Any], list[dict[str, Any]], dict[str, Any]], bool
+]
+
+# The loop keys of a frame, outermost first: a `for_each`'s items and index, a `repeat`'s runs
+# done, the retries used. Another run at one level keeps the keys before it.
+_LEVELS = ("e", "n", "p", "r")
 
 
 class Eval:
@@ -197,8 +210,10 @@ Answer = Eval | Submit | Human | Think | VarWrite | Reset | Jump | Close | Stop 
 class Outcome:
     """What one answer did: the new state, the response for the agent, the new trace entries,
     and `events`: what happened to nodes, in order — `(key, "success" | "failure" | "skipped")`
-    when a node finished (its own result, before `optional`), `(key, "retry")` when a node was
-    reset for another attempt. Nodes whose frames vanished without an event were halted."""
+    when a node finished, or finished one run of a loop (its own result, after `invert`, before
+    `optional`), then `(key, "retry")`, `(key, "repeat")` or `(key, "item")` when it was reset
+    for another attempt, another run of its `repeat` or its next `for_each` item. Nodes whose
+    frames vanished without an event were halted."""
 
     __slots__ = ("entries", "events", "response", "state")
 
@@ -220,11 +235,24 @@ class Outcome:
 
 
 def default_condition(
-    expression: str, var: dict[str, Any], const: dict[str, Any], tools: list[dict[str, Any]]
+    expression: str,
+    var: dict[str, Any],
+    const: dict[str, Any],
+    tools: list[dict[str, Any]],
+    names: dict[str, Any],
 ) -> bool:
     from tether.tree.expressions import evaluate_condition
 
-    return evaluate_condition(expression, var, const, tools)
+    return evaluate_condition(expression, var, const, tools, names)
+
+
+def default_list(
+    expression: str, var: dict[str, Any], const: dict[str, Any], names: dict[str, Any]
+) -> list[Any]:
+    """A `for_each` list: the value of `expression`, which must be a list of JSON values."""
+    from tether.tree.expressions import evaluate_list
+
+    return evaluate_list(expression, var, const, names)
 
 
 # --------------------------------------------------------------------------------------------
@@ -519,6 +547,8 @@ def _entry(
         "cursor": _cursor_of(req),
         "name": req["name"] if req else None,
     }
+    if req is not None and "item" in req:
+        entry["item"] = req["item"]["index"]
     entry.update({k: v for k, v in fields.items() if v is not None})
     state["seq"] += 1
     state["since_reset"] += 1
@@ -789,6 +819,8 @@ def _message(status: str, req: dict[str, Any], ticker: _Ticker, state: dict[str,
         text += " " + " ".join(ticker.reasons)
     if ticker.retried:
         text += " Retrying: " + ", ".join(ticker.retried) + "."
+    if ticker.looped:
+        text += " Looping: " + ", ".join(ticker.looped) + "."
     if state["status"] == "complete":
         return text + " The workflow is done."
     if state["status"] == "failed":
@@ -916,12 +948,13 @@ def _close(
             missing=missing,
             current=dict(req),
         )
+    names = _names(_loop_items(tree, state["runtime"], req["path"]))
     for step in action["steps"]:
         if "check" not in step:
             continue
         try:
             seen = _attempt_tools(frame, tools)
-            holds = bool(condition(step["check"], state["var"], state["const"], seen))
+            holds = bool(condition(step["check"], state["var"], state["const"], seen, names))
             reason = f"{step['check']!r} is false{_no_tools(step['check'], seen)}"
         except Exception as exc:  # the evaluator's reason is the refusal's reason
             holds, reason = False, f"{step['check']!r} could not be evaluated: {exc}"
@@ -935,7 +968,7 @@ def _close(
     entries = [_entry(state, "close", now, req, note=answer.note, outcome="action_complete")]
     state["runtime"][key] = {
         "k": len(action["steps"]),
-        **({"r": frame["r"]} if "r" in frame else {}),
+        **{level: frame[level] for level in _LEVELS if level in frame},
     }
     ticker = _Ticker(tree, state, now, entries, condition, tools)
     ticker.run()
@@ -980,6 +1013,36 @@ def _key(path: list[int]) -> str:
     return ".".join(map(str, path))
 
 
+def _loop_items(
+    tree: dict[str, Any], runtime: dict[str, dict[str, Any]], path: list[int]
+) -> list[dict[str, Any]]:
+    """The current items of the `for_each` loops at and above the node at `path`, outermost
+    first, each `{name, index, value}` (a loop whose list is not evaluated yet has none)."""
+    out = []
+    node, key = tree["root"], ""
+    for depth in range(len(path) + 1):
+        frame = runtime.get(key) if "for_each" in node else None
+        if frame is not None and "e" in frame:
+            n = frame["n"]
+            out.append({"name": node["for_each"]["as"], "index": n, "value": frame["e"][n]})
+        if depth < len(path):
+            node, key = node["children"][path[depth]], _child_key(key, path[depth])
+    return out
+
+
+def _names(items: list[dict[str, Any]]) -> dict[str, Any]:
+    """What CEL sees of the loop items: ITEM and ITEM_INDEX (the innermost loop's), ITEMS (each
+    loop's item by its name; an inner name hides an outer one)."""
+    if not items:
+        return {}
+    inner = items[-1]
+    return {
+        "ITEM": inner["value"],
+        "ITEM_INDEX": inner["index"],
+        "ITEMS": {item["name"]: item["value"] for item in items},
+    }
+
+
 # --------------------------------------------------------------------------------------------
 # Ticking
 
@@ -1009,6 +1072,7 @@ class _Ticker:
         self.events: list[tuple[str, str]] = []
         self.reasons: list[str] = []
         self.retried: list[str] = []
+        self.looped: list[str] = []
 
     def _finish(self, key: str, result: str) -> None:
         self.finished[key] = result
@@ -1033,6 +1097,11 @@ class _Ticker:
             )
 
     def tick(self, node: dict[str, Any], key: str, path: list[int]) -> str:
+        """Tick a node through its modifiers, innermost first: the node's type runs, `invert`
+        swaps its result, `retries` runs a failure again, `repeat` runs a success again while
+        `until` is false, `optional` makes a failure count as success (a failed `for_each` item
+        included: the loop goes on), `for_each` runs all that once per item, and `when`,
+        checked once as the node is first reached, skips the lot."""
         frame = self.runtime.get(key)
         if frame is None:
             when = node.get("when")
@@ -1045,25 +1114,103 @@ class _Ticker:
                     self._finish(key, "skipped")
                     return SUCCESS
             frame = self.runtime[key] = {}
+        if "for_each" in node and "e" not in frame:
+            listed = self._for_each(node, path, frame)
+            if listed != RUNNING:
+                return self._done(node, key, listed)
         while True:
             result = self._tick_type(node, key, path, frame)
-            if result != FAILURE:
-                break
+            if result == RUNNING:
+                return RUNNING
+            if node.get("invert"):
+                result = FAILURE if result == SUCCESS else SUCCESS
             used = frame.get("r", 0)
-            if used >= node.get("retries", 0):
-                break
-            self._finish(key, FAILURE)
-            self._drop(key)
-            self.events.append((key, "retry"))
-            frame = self.runtime[key] = {"r": used + 1}
-            self.retried.append(f"{node['name']!r} attempt {used + 2} of {node['retries'] + 1}")
-        if result == RUNNING:
-            return RUNNING
+            if result == FAILURE and used < node.get("retries", 0):
+                self.retried.append(f"{node['name']!r} attempt {used + 2} of {node['retries'] + 1}")
+                frame = self._restart(key, frame, result, "retry", "r", used + 1)
+                continue
+            if result == SUCCESS and "repeat" in node:
+                result = self._until(node, path, frame)
+                if result == RUNNING:
+                    frame = self._restart(key, frame, SUCCESS, "repeat", "p", frame.get("p", 0) + 1)
+                    continue
+            if "e" in frame and (result == SUCCESS or node.get("optional")):
+                n = frame["n"] + 1
+                if n < len(frame["e"]):
+                    self.looped.append(f"{node['name']!r} item {n + 1} of {len(frame['e'])}")
+                    frame = self._restart(key, frame, result, "item", "n", n)
+                    continue
+            if "e" in frame and result == FAILURE and not node.get("optional"):
+                where = f"item {frame['n'] + 1} of {len(frame['e'])}"
+                self.reasons.append(f"{node['name']!r} failed at {where}.")
+            break
+        return self._done(node, key, result)
+
+    def _done(self, node: dict[str, Any], key: str, result: str) -> str:
+        """The node is finished with its own `result`: what its parent sees."""
         self._drop(key)
         self._finish(key, result)
         if result == FAILURE and node.get("optional"):
             return SUCCESS
         return result
+
+    def _restart(
+        self, key: str, frame: dict[str, Any], result: str, event: str, level: str, value: int
+    ) -> dict[str, Any]:
+        """End one run of a node with `result` and start another (`event`): its subtree is
+        reset, the loop keys outside `level` are kept, and `level` becomes `value`."""
+        self._finish(key, result)
+        self._drop(key)
+        self.events.append((key, event))
+        kept = {k: frame[k] for k in _LEVELS[: _LEVELS.index(level)] if k in frame}
+        frame = self.runtime[key] = {**kept, level: value}
+        return frame
+
+    def _until(self, node: dict[str, Any], path: list[int], frame: dict[str, Any]) -> str:
+        """After a successful run of a `repeat` node, check `until` (recorded `on: until`):
+        SUCCESS when it holds, RUNNING when it does not and a run is left (run again), FAILURE
+        when none is left or it cannot be evaluated."""
+        repeat = node["repeat"]
+        runs = frame.get("p", 0) + 1
+        left = runs < repeat["max"]
+        words = ("passed", "repeat" if left else "failed")
+        verdict = self._condition(node, path, None, repeat["until"], words, [], on="until")
+        if verdict is None:
+            return FAILURE
+        if verdict:
+            return SUCCESS
+        if left:
+            self.looped.append(f"{node['name']!r} run {runs + 1} of {repeat['max']}")
+            return RUNNING
+        self.reasons.append(
+            f"{node['name']!r} ran {runs} times and its until {repeat['until']!r} is still false."
+        )
+        return FAILURE
+
+    def _for_each(self, node: dict[str, Any], path: list[int], frame: dict[str, Any]) -> str:
+        """Evaluate a `for_each` list as its node is entered, and record it as a `check` entry
+        (`on: for_each`, with the item `count`): RUNNING with the list kept in the frame (its
+        first item comes next), SUCCESS for an empty list, FAILURE for a list that cannot be
+        evaluated or is longer than `max`."""
+        loop = node["for_each"]
+        names = _names(_loop_items(self.tree, self.runtime, path))
+        problem = None
+        try:
+            items = default_list(loop["in"], self.state["var"], self.state["const"], names)
+        except Exception as exc:  # the evaluator's reason goes to the trace, whatever it is
+            items, problem = [], str(exc) or type(exc).__name__
+        if problem is None and len(items) > loop["max"]:
+            problem = f"the list has {len(items)} items, more than its max {loop['max']}"
+        if problem is not None:
+            self._check(node, path, None, loop["in"], "error", on="for_each", note=problem)
+            self.reasons.append(f"The for_each of {node['name']!r} failed: {problem}.")
+            return FAILURE
+        outcome = "entered" if items else "empty"
+        self._check(node, path, None, loop["in"], outcome, on="for_each", count=len(items))
+        if not items:
+            return SUCCESS
+        frame.update(e=items, n=0)
+        return RUNNING
 
     def _tick_type(
         self, node: dict[str, Any], key: str, path: list[int], frame: dict[str, Any]
@@ -1161,6 +1308,9 @@ class _Ticker:
         policy = tool_policy(self.tree, path)
         if policy is not None:
             req["tools"] = policy
+        items = _loop_items(self.tree, self.runtime, path)
+        if items:
+            req["item"] = items[-1]
         return req
 
     def _condition(
@@ -1171,46 +1321,63 @@ class _Ticker:
         expression: str,
         words: tuple[str, str],
         tools: list[dict[str, Any]],
+        on: str = "when",
     ) -> bool | None:
-        """Evaluate a `check` step (k is its index; `tools` is its TOOLS) or a `when` (k is
-        None); record it in the trace. Returns the verdict, or None when the expression could
-        not be evaluated."""
-        cursor = {"path": list(path), "step": k}
+        """Evaluate a `check` step (k is its index; `tools` is its TOOLS) or a modifier's
+        condition (k is None, `on` names it: when, until); record it in the trace. Returns the
+        verdict, or None when the expression could not be evaluated."""
+        names = _names(_loop_items(self.tree, self.runtime, path))
         try:
             verdict: bool | None = bool(
-                self.condition(expression, self.state["var"], self.state["const"], tools)
+                self.condition(expression, self.state["var"], self.state["const"], tools, names)
             )
         except Exception as exc:  # the evaluator's reason goes to the trace, whatever it is
             verdict = None
             reason = str(exc) or type(exc).__name__
+        if verdict is None:
+            self._check(node, path, k, expression, "error", on=on, note=reason)
+            where = on if k is None else "check"
+            self.reasons.append(
+                f"The {where} of {node['name']!r} could not be evaluated: {reason}."
+            )
+        elif verdict or k is None:
+            self._check(node, path, k, expression, words[0] if verdict else words[1], on=on)
+        else:
+            why = _no_tools(expression, tools)
+            note = {"note": why.removeprefix(": ")} if why else {}
+            self._check(node, path, k, expression, words[1], on=on, **note)
+            self.reasons.append(f"Check {expression!r} of {node['name']!r} is false{why}.")
+        return verdict
+
+    def _check(
+        self,
+        node: dict[str, Any],
+        path: list[int],
+        k: int | None,
+        expression: str,
+        outcome: str,
+        on: str,
+        **fields: Any,
+    ) -> None:
+        """Record a `check` entry: of a check step (k is its index) or of the modifier `on`."""
         entry = {
             "seq": self.state["seq"],
             "ts": self.now,
             "kind": "check",
-            "cursor": cursor,
+            "cursor": {"path": list(path), "step": k},
             "name": node["name"],
             "submitted": expression,
         }
+        items = _loop_items(self.tree, self.runtime, path)
+        if items:
+            entry["item"] = items[-1]["index"]
         if k is None:
-            entry["on"] = "when"
-        if verdict is None:
-            entry["outcome"] = "error"
-            entry["note"] = reason
-            where = "when" if k is None else "check"
-            self.reasons.append(
-                f"The {where} of {node['name']!r} could not be evaluated: {reason}."
-            )
-        else:
-            entry["outcome"] = words[0] if verdict else words[1]
-            if not verdict and k is not None:
-                why = _no_tools(expression, tools)
-                if why:
-                    entry["note"] = why.removeprefix(": ")
-                self.reasons.append(f"Check {expression!r} of {node['name']!r} is false{why}.")
+            entry["on"] = on
+        entry["outcome"] = outcome
+        entry.update(fields)
         self.state["seq"] += 1
         self.state["since_reset"] += 1
         self.entries.append(entry)
-        return verdict
 
     def _drop(self, key: str) -> None:
         if not key:

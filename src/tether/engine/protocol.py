@@ -15,7 +15,8 @@ work; the runtime decides the order. One call per step:
 1. A request is {type: "evaluate"} (a precondition: judge it honestly, answer eval true or
    false), {type: "instruct"} (work: do it, answer submit success, failure, or running while
    still working; think records checkpoints), {type: "human"} (only a person may answer it:
-   tell the user what it asks and wait), or {status: "done"} / {status: "failure"}.
+   tell the user what it asks and wait), or {status: "done"} / {status: "failure"}. Inside a
+   loop a request carries `item` {name, index, value}: $ITEM in its text is that value.
 2. Every answer returns `next`, the request that follows: answer it directly. Call next only
    to look again; it is replay-safe.
 3. $VAR ($LOCAL) is the execution's blackboard; $CONST ($GLOBAL) is read-only. Send a step's

@@ -1,10 +1,11 @@
 """`tether guard …`: the guard's command line.
 
-Owns: argument parsing and output for `check`, `prompt`, `hook`, `serve`, `install claude`,
-`log`, `replay`, `status` (the workflow bindings, `binding`) and `test`; errors go to stderr as
-JSON `{"error": {"code", "message", ...}}` with the exit code of their class. Normal output is
-JSON on stdout, except `hook`, whose stdout is exactly Claude Code's hook output (nothing when
-there is nothing to say). A hook that cannot decide answers as `failsafe` says: under
+Owns: argument parsing and output for `check`, `prompt`, `hook`, `serve`, `install
+claude|codex|gemini|cursor`, `log`, `replay`, `status` (the workflow bindings, `binding`) and
+`test`; errors go to stderr as JSON `{"error": {"code", "message", ...}}` with the exit code of
+their class. Normal output is JSON on stdout, except `hook`, whose stdout is exactly the hook
+output of Claude Code, or of the harness `--harness` names (`harness`; nothing when there is
+nothing to say). A hook that cannot decide answers as `failsafe` says: under
 `on_error: block` a `PreToolUse` is denied (exit 0, or exit 2 when the event itself could not be
 read), otherwise it exits 1, Claude Code's non-blocking error; every such error is logged. The
 main `tether` command calls `main(argv)` with the arguments after `guard`.
@@ -109,47 +110,74 @@ def cmd_prompt(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_payload(attempt: Any) -> dict[str, Any]:
+def _read_payload(
+    attempt: Any, harness: str = "claude", config: str | None = None
+) -> list[dict[str, Any]]:
+    """The event on stdin, read as Claude Code's (`harness.events`); `attempt.payload` is the
+    first payload read, or the event as sent when the guard does not answer it."""
+    from tether.guard.harness import events
+
     try:
         payload = json.loads(sys.stdin.read() or "{}")
     except ValueError as exc:
         raise TetherError("invalid_json", f"hook input is not JSON: {exc}") from None
     if not isinstance(payload, dict):
         raise TetherError("invalid_json", "hook input must be a JSON object")
-    attempt.payload = payload
-    return payload
+    found = events(harness, payload, config)
+    attempt.payload = found[0] if found else payload
+    return found
 
 
 def _decide(args: argparse.Namespace, attempt: Any) -> dict[str, Any] | None:
+    from tether.guard.harness import answer
     from tether.guard.hooks import handle
     from tether.guard.session_store import SessionStore
 
-    payload = _read_payload(attempt)
-    guard = _load(args, payload.get("cwd"))
+    found = _read_payload(attempt, args.harness, args.config)
+    if not found:
+        return None
+    cwd = found[0].get("cwd")
+    if args.harness != "claude" and args.config and not os.path.isabs(args.config):
+        args.config = os.path.join(str(cwd), args.config)  # the project's, not the hook's folder
+    guard = _load(args, cwd)
     attempt.configured = guard.plan.get("on_error")
     attempt.started = True
-    return handle(payload, guard, SessionStore(attempt.state_dir))
+    store = SessionStore(attempt.state_dir)
+    return answer(args.harness, found, lambda payload: handle(payload, guard, store))
+
+
+def _harness_flag(argv: list[str]) -> str:
+    """`--harness` of a hook command line that may not parse as a whole."""
+    p = _Parser(prog="tether guard hook", add_help=False)
+    _harness_option(p)
+    try:
+        return str(p.parse_known_args(argv)[0].harness)
+    except TetherError:
+        return "claude"
 
 
 def run_hook(argv: list[str]) -> int:
-    """`tether guard hook ARGS`: one event from stdin, Claude Code's output on stdout."""
+    """`tether guard hook ARGS`: one event from stdin, the harness's output on stdout."""
     from tether.guard.failsafe import DEFAULT_DEADLINE, Attempt, within
+    from tether.guard.harness import error_text, render
 
     attempt = Attempt(_state_dir(None), None)
+    harness = _harness_flag(argv)
     try:
         try:
             args = _hook_options(_Parser(prog="tether guard hook")).parse_args(argv)
         except TetherError:
             with contextlib.suppress(Exception):  # learn the event, to answer it
-                within(DEFAULT_DEADLINE, lambda: _read_payload(attempt))
+                within(DEFAULT_DEADLINE, lambda: _read_payload(attempt, harness))
             raise
         attempt.state_dir, attempt.flag = _state_dir(args.state_dir), args.on_error
         out = within(args.deadline, lambda: _decide(args, attempt))
         code = 0
     except Exception as exc:
-        code, out, error = attempt.failed(exc)
+        code, failed, error = attempt.failed(exc)
+        out = render(harness, attempt.payload or {}, failed)
         if code:
-            sys.stderr.write(json.dumps({"error": error}, default=str) + "\n")
+            sys.stderr.write(error_text(harness, error) + "\n")
     if out is not None:
         sys.stdout.write(json.dumps(out) + "\n")
     return code
@@ -168,6 +196,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         else args.max_body_bytes,
         on_error=args.on_error,
         deadline=args.deadline,
+        harness=args.harness,
     )
     return serve(_load(args), _state_dir(args.state_dir), options)
 
@@ -181,18 +210,32 @@ def cmd_log(args: argparse.Namespace) -> int:
 
 
 def cmd_install(args: argparse.Namespace) -> int:
-    from tether.cli import tether_command
-    from tether.guard.install import install_claude
+    from tether.cli.launch import launch
+    from tether.guard.install import install_claude, install_harness, settings_file
 
-    _emit(
-        install_claude(
-            settings=args.settings,
+    command = launch(args.command)
+    if args.agent != "claude":
+        if args.http:
+            raise TetherError("usage", f"{args.agent} runs command hooks only: drop --http")
+        result = install_harness(
+            args.agent,
+            file=args.settings,
             config=args.config or DEFAULT_CONFIG,
-            command=args.command or tether_command(),
-            http=args.http,
+            command=command.shell(),
             on_error=args.on_error,
+            portable=command.portable,
         )
+        _emit({**result, "launch": command.to_dict()})
+        return 0
+    settings, note = settings_file(args.settings, command, http=args.http is not None)
+    result = install_claude(
+        settings=settings,
+        config=args.config or DEFAULT_CONFIG,
+        command=command.shell(),
+        http=args.http,
+        on_error=args.on_error,
     )
+    _emit({**result, "launch": command.to_dict(), **({"note": note} if note else {})})
     return 0
 
 
@@ -266,7 +309,19 @@ def _hook_options(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         default=DEFAULT_DEADLINE,
         help=f"seconds before an undecided event counts as an error (default {DEFAULT_DEADLINE:g})",
     )
+    _harness_option(p)
     return p
+
+
+def _harness_option(p: argparse.ArgumentParser) -> None:
+    from tether.guard.harness import HARNESSES
+
+    p.add_argument(
+        "--harness",
+        choices=HARNESSES,
+        default="claude",
+        help="whose hook events these are, answered in its format (default claude)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -310,15 +365,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_log)
 
     p = sub.add_parser("install", help="install the guard's hooks into an agent")
-    p.add_argument("agent", choices=["claude"])
-    p.add_argument("--settings", default=os.path.join(".claude", "settings.json"))
+    p.add_argument("agent", choices=["claude", "codex", "gemini", "cursor"])
+    p.add_argument(
+        "--settings",
+        help="hooks file (claude: .claude/settings.json, or .claude/settings.local.json when "
+        "the command is a path on this machine; codex: .codex/hooks.json; gemini: "
+        ".gemini/settings.json; cursor: .cursor/hooks.json)",
+    )
     p.add_argument("--config", help=f"configuration file (default {DEFAULT_CONFIG})")
     p.add_argument(
         "--command",
         default=None,
-        help="how hooks invoke tether (default: this installation's tether, by absolute path)",
+        help="how hooks invoke tether (default: tether when it is on PATH, uvx --from tether-bt "
+        "tether under uvx, else this installation's full path)",
     )
-    p.add_argument("--http", help="install http hooks posting to this URL (see `serve`)")
+    p.add_argument("--http", help="claude: install http hooks posting to this URL (see `serve`)")
     _on_error(p, "written into the hook command and a new configuration")
     p.set_defaults(run=cmd_install)
 

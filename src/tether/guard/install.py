@@ -1,4 +1,5 @@
-"""Installing the guard into Claude Code: hook entries merged into `.claude/settings.json`.
+"""Installing the guard into Claude Code (`.claude/settings.json`), Codex (`.codex/hooks.json`),
+Gemini CLI (`.gemini/settings.json`) and Cursor (`.cursor/hooks.json`): hook entries merged in.
 
 Owns: the hook entries the guard needs (one per event it answers), merging them into an existing
 settings file without disturbing anything else in it (other hooks, permissions, other keys), and
@@ -7,21 +8,30 @@ carries `--on-error` when one is chosen; an http hook posts to `tether guard ser
 `Authorization: Bearer $TETHER_GUARD_TOKEN` (Claude Code fills in the variable, listed in
 `allowedEnvVars`; an unset token sends an empty one, which a server without a token ignores).
 Running it twice changes nothing the second time; running it again with other options replaces
-the guard's own entries in place. It does not run hooks.
+the guard's own entries in place. `.claude/settings.json` is shared (teams commit it), so hooks
+whose command is a path on this machine go to `.claude/settings.local.json` instead
+(`settings_file`). Codex, Gemini CLI and Cursor get command hooks running `tether guard hook
+--harness NAME` (`install_harness`); they have no file of one project's hooks for one user, so a
+command that is a path on this machine is written to the project's file, and the output says so.
+It does not choose the command (`tether.cli.launch`) or run hooks.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 from pathlib import Path
 from typing import Any
 
+from tether.cli.launch import Launch
 from tether.errors import TetherError
 from tether.guard.failsafe import mode
 from tether.guard.hooks import EVENTS, TOOL_EVENTS
 from tether.guard.serve import TOKEN_ENV
 
+SHARED_SETTINGS = os.path.join(".claude", "settings.json")
+LOCAL_SETTINGS = os.path.join(".claude", "settings.local.json")
 # Seconds Claude Code gives a hook: longer than the classifier's default 15-second deadline and
 # the hook's own 25-second one, so the guard answers before Claude Code gives up on it.
 HOOK_TIMEOUT = 30
@@ -71,6 +81,21 @@ def _ours(handler: Any, entry: dict[str, Any], command: str) -> bool:
     return str(handler.get("command", "")).startswith(f"{command} guard hook ")
 
 
+def settings_file(given: str | None, command: Launch, http: bool) -> tuple[str, str | None]:
+    """The settings file to write, and why when it is not the one asked for: the shared project
+    file, unless the hook command is a path on this machine (then the local settings)."""
+    if given is not None:
+        return given, None
+    if http or command.portable:
+        return SHARED_SETTINGS, None
+    note = (
+        f"the command {command.command} is a path on this machine, so the hooks went to "
+        f"{LOCAL_SETTINGS} (yours alone), not {SHARED_SETTINGS} (shared); for shared hooks, put "
+        "tether on PATH (pipx install tether-bt) or run it with uvx (uvx --from tether-bt tether)"
+    )
+    return LOCAL_SETTINGS, note
+
+
 def install_claude(
     settings: str,
     config: str,
@@ -115,6 +140,17 @@ def install_claude(
         added.append(event)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    return {
+        "settings": str(path),
+        "added": added,
+        "updated": sorted(set(updated), key=EVENTS.index),
+        **_configured(path, config, http, on_error),
+    }
+
+
+def _configured(path: Path, config: str, http: str | None, on_error: str | None) -> dict[str, Any]:
+    """The configuration beside the hooks file `path` (`<project>/.<agent>/<file>`), written
+    with the starter when command hooks need one and there is none; and the on_error mode."""
     project = path.resolve().parent.parent
     config_file = Path(config) if os.path.isabs(config) else project / config
     created = False
@@ -127,12 +163,118 @@ def install_claude(
     if http:
         where = f"`tether guard serve{' --on-error ' + on_error if on_error else ''}`"
     return {
-        "settings": str(path),
-        "added": added,
-        "updated": sorted(set(updated), key=EVENTS.index),
         "config": config,
         "created_config": created,
         "on_error": chosen,
         "on_error_means": f"{_MODES[chosen]} (set by {where}; a configuration's on_error "
         "wins; every error is listed by `tether guard log`)",
     }
+
+
+# -- Codex, Gemini CLI, Cursor ------------------------------------------------------------------
+
+# Where each keeps its project hooks, and the time it gives a hook (Gemini CLI counts in ms).
+HARNESS_FILES = {
+    "codex": os.path.join(".codex", "hooks.json"),
+    "gemini": os.path.join(".gemini", "settings.json"),
+    "cursor": os.path.join(".cursor", "hooks.json"),
+}
+_TIMEOUTS = {"codex": HOOK_TIMEOUT, "gemini": HOOK_TIMEOUT * 1000, "cursor": HOOK_TIMEOUT}
+
+
+def harness_command(harness: str, config: str, command: str, on_error: str | None) -> str:
+    """The hook command: a relative `--config` is found from the event's project (the hook
+    resolves it, since Codex runs hooks in the session's folder and no harness but Claude Code
+    and Gemini CLI names the project in a variable)."""
+    flag = f" --on-error {on_error}" if on_error else ""
+    return f"{command} guard hook --harness {harness} --config {shlex.quote(config)}{flag}"
+
+
+def _handler(harness: str, command: str) -> dict[str, Any]:
+    timeout = _TIMEOUTS[harness]
+    if harness == "cursor":
+        return {"command": command, "timeout": timeout}
+    handler = {"type": "command", "command": command, "timeout": timeout}
+    if harness == "gemini":
+        handler = {"name": "tether-guard", **handler, "description": "Tether's guard"}
+    return handler
+
+
+def install_harness(
+    harness: str,
+    file: str | None,
+    config: str,
+    command: str,
+    on_error: str | None = None,
+    portable: bool = True,
+) -> dict[str, Any]:
+    """Merge the guard's hooks into `harness`'s hooks file (`file`, default the project's, as in
+    `HARNESS_FILES`): one command hook per event in `harness.INSTALLED`, an entry of its own
+    found by its `guard hook --harness` and replaced in place; everything else is kept.
+    `portable`: whether `command` names nothing of this machine (`tether.cli.launch`)."""
+    from tether.guard.harness import EVENTS as NATIVE_EVENTS
+    from tether.guard.harness import INSTALLED
+    from tether.mcp.install import read_json, write_file
+
+    path = Path(file or HARNESS_FILES[harness])
+    data = read_json(path)
+    if harness == "cursor":
+        data = {"version": 1, **data}
+    hooks = data.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise TetherError("invalid_value", f"{path}: hooks must be an object", path=str(path))
+    line = harness_command(harness, config, command, on_error)
+    entry = _handler(harness, line)
+    mark = f" guard hook --harness {harness} "
+    added, updated = [], []
+    for native in INSTALLED[harness]:
+        groups = hooks.setdefault(native, [])
+        if not isinstance(groups, list):
+            raise TetherError(
+                "invalid_value", f"{path}: hooks.{native} must be a list", path=str(path)
+            )
+        lists = (
+            [groups]
+            if harness == "cursor"
+            else [
+                g["hooks"]
+                for g in groups
+                if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+            ]
+        )
+        ours = [
+            (handlers, i)
+            for handlers in lists
+            for i, handler in enumerate(handlers)
+            if isinstance(handler, dict) and mark in str(handler.get("command", "")) + " "
+        ]
+        for handlers, i in ours:
+            if handlers[i] != entry:
+                handlers[i] = entry
+                updated.append(native)
+        if ours:
+            continue
+        if harness == "cursor":
+            groups.append(entry)
+        elif NATIVE_EVENTS[harness][native] in TOOL_EVENTS:
+            groups.append({"matcher": "*", "hooks": [entry]})
+        else:
+            groups.append({"hooks": [entry]})
+        added.append(native)
+    write_file(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    out = {
+        "harness": harness,
+        "file": str(path),
+        "added": added,
+        "updated": sorted(set(updated), key=INSTALLED[harness].index),
+        "command": line,
+        **_configured(path, config, None, on_error),
+    }
+    if not portable:
+        out["note"] = (
+            f"the command {command} is a path on this machine, and {path} is the project's "
+            "(there is no file of one project's hooks for you alone): before you share it, put "
+            "tether on PATH (pipx install tether-bt) or run it with uvx (uvx --from tether-bt "
+            "tether), and install again"
+        )
+    return out

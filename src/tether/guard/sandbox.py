@@ -38,7 +38,7 @@ def _in(project: str, tree: str) -> str | None:
     """A tree file named by a recorded call (relative to the project), or None when it lies
     outside the project, however it climbs out (`..`, a symbolic link): a transcript names no
     file that replay reads beyond the project's own."""
-    from tether.store.file import path_of
+    from tether.store import path_of
 
     named = path_of(tree) if tree.startswith("file:") else tree
     path = os.path.realpath(os.path.join(project, named))
@@ -179,6 +179,7 @@ class Sandbox:
                 {
                     "recorded": recorded,
                     "current": state,
+                    "failure": runtime.get(trace).get("failure"),
                     "entries": [e for e in entries if e["kind"] in ("stop", "tool")],
                     "verified": runtime.verify(trace)["ok"],
                 }

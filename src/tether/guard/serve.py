@@ -1,16 +1,18 @@
 """`tether guard serve`: a warm local HTTP endpoint for Claude Code's http hooks.
 
 Owns: the HTTP surface: `POST /hook` takes a hook payload as the request body and answers with
-the same JSON a command hook prints (`{}` when there is nothing to say); `GET /health` answers
-`{"status": "ok"}`. Every request first passes `tether.httpgate` (Host, Origin, the bearer token
-from `--token` or `$TETHER_GUARD_TOKEN`, a declared body length within the limit, a JSON content
-type); a refused request is answered with its status and a JSON error and the connection is
-closed. A payload the guard cannot decide is answered as `failsafe` says (for a `PreToolUse`
-under `on_error: block`, a 200 with the deny; otherwise a 500, which Claude Code treats as a
-non-blocking error) and logged. Sessions are kept in the same on-disk store as command hooks,
-under the same lock, so command and http hooks can be mixed and several servers can share a
-state folder; one workflow binder (and its runtime, which caches trees) serves every request.
-It does not decide anything itself (hooks.handle does).
+the same JSON a command hook prints (`{}` when there is nothing to say); the payload is Claude
+Code's unless `?harness=codex|gemini|cursor` (or the `X-Tether-Harness` header, or `--harness`)
+says whose it is, and the answer is then in that harness's format (`harness`); `GET /health`
+answers `{"status": "ok"}`. Every request first passes `tether.httpgate` (Host, Origin, the
+bearer token from `--token` or `$TETHER_GUARD_TOKEN`, a declared body length within the limit,
+a JSON content type); a refused request is answered with its status and a JSON error and the
+connection is closed. A payload the guard cannot decide is answered as `failsafe` says (for a
+`PreToolUse` under `on_error: block`, a 200 with the deny; otherwise a 500, which Claude Code
+treats as a non-blocking error) and logged. Sessions are kept in the same on-disk store as
+command hooks, under the same lock, so command and http hooks can be mixed and several servers
+can share a state folder; one workflow binder (and its runtime, which caches trees) serves every
+request. It does not decide anything itself (hooks.handle does).
 """
 
 from __future__ import annotations
@@ -21,16 +23,19 @@ import sys
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from tether.errors import TetherError
 from tether.guard.binding import Binder
 from tether.guard.engine import Guard
 from tether.guard.failsafe import DEFAULT_DEADLINE, Attempt, mode, within
+from tether.guard.harness import HARNESSES, answer, events, render
 from tether.guard.hooks import handle
 from tether.guard.session_store import SessionStore
 from tether.httpgate import Gate, host_name, require_token
 
 TOKEN_ENV = "TETHER_GUARD_TOKEN"
+HARNESS_HEADER = "X-Tether-Harness"
 DEFAULT_PORT = 8977
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 
@@ -46,6 +51,7 @@ class ServeOptions:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     on_error: str | None = None
     deadline: float = DEFAULT_DEADLINE
+    harness: str = "claude"  # whose events a request carries, unless it says (`?harness=`)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -90,8 +96,15 @@ class _Handler(BaseHTTPRequestHandler):
         if self._refused():
             return
         raw = self.rfile.read(int(self.headers["Content-Length"]))
-        if self.path != "/hook":
+        url = urlsplit(self.path)
+        if url.path != "/hook":
             self._error(404, "not_found", self.path)
+            return
+        server = self.server
+        asked = parse_qs(url.query).get("harness") or [self.headers.get(HARNESS_HEADER) or ""]
+        harness = asked[0] or server.options.harness
+        if harness not in HARNESSES:
+            self._error(400, "usage", f"harness must be one of {', '.join(HARNESSES)}")
             return
         try:
             payload = json.loads(raw or b"{}")
@@ -101,22 +114,26 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(payload, dict):
             self._error(400, "invalid_json", "expected an object")
             return
-        server = self.server
+        found = events(harness, payload, None)
         attempt = Attempt(server.store.root, server.options.on_error, where="serve")
-        attempt.payload = payload
+        attempt.payload = found[0] if found else payload
         attempt.configured = server.guard.plan.get("on_error")
         attempt.started = True
         try:
             out = within(
                 server.options.deadline,
-                lambda: handle(payload, server.guard, server.store, server.binder),
+                lambda: answer(
+                    harness,
+                    found,
+                    lambda event: handle(event, server.guard, server.store, server.binder),
+                ),
             )
         except Exception as exc:
-            _, answer, error = attempt.failed(exc)
-            if answer is None:
+            _, failed, error = attempt.failed(exc)
+            if failed is None:
                 self._json(500, {"error": error})
             else:
-                self._json(200, answer)
+                self._json(200, render(harness, attempt.payload, failed) or {})
             return
         self._json(200, out or {})
 

@@ -14,7 +14,6 @@ log on exit.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
@@ -22,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
-from tether import appendlog
+from tether import appendlog, locking
 from tether.guard.engine import Guard, GuardSession
 from tether.guard.state import SessionState
 
@@ -89,7 +88,7 @@ class SessionStore:
             os.makedirs(os.path.dirname(lock), exist_ok=True)
             handle = open(lock, "a+b")  # noqa: SIM115
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX)
+            locking.lock(handle.fileno())
             cached = self._cache.pop(log, None)
             if cached is not None and cached.size == _size(log):
                 loaded = cached
@@ -106,7 +105,7 @@ class SessionStore:
                     loaded = _Loaded(size, state, size, state.events)
             self._cache[log] = loaded
         finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            locking.unlock(handle.fileno())
             handle.close()
 
     def state(self, session_id: str, agent_id: str | None = None) -> SessionState:

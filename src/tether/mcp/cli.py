@@ -57,11 +57,15 @@ INSTALL = Command(
     help=(
         "--target T   claude-code (.mcp.json), claude-desktop, cursor (.cursor/mcp.json) or\n"
         "             vscode (.vscode/mcp.json)\n"
-        "--scope S    project (default; files under --dir) or user (files under your home)\n"
+        "--scope S    project (default; files under --dir), user (files under your home) or,\n"
+        "             for claude-code, local (this project's entry in ~/.claude.json)\n"
         "--name N     the server's name in the file (default tether)\n"
         "--dir D      the project directory (default: the working directory)\n"
-        "--root R     pass --root R to the server\n"
-        "--command C  the command the client runs (default: this installation's tether)"
+        "--root R     pass --root R to the server, relative to --dir in a project file\n"
+        "             (claude-desktop: default --dir, since it starts servers in /)\n"
+        "--command C  the command the client runs (default: tether when it is on PATH, uvx\n"
+        "             --from tether-bt tether under uvx, else this installation's full path,\n"
+        "             which goes to the local or user scope, never into a project file)"
     ),
 )
 
@@ -113,25 +117,30 @@ def http_options(p: Parsed) -> HttpOptions:
 
 
 def _install(p: Parsed) -> int:
-    from tether.cli import tether_command
+    from tether.cli.launch import launch
     from tether.mcp.install import Install, install
 
     target = p.options.get("--target")
     if target is None:
         raise TetherError("usage", f"mcp install needs --target; usage: {INSTALL.usage()}")
-    args = ["mcp"]
-    if "--root" in p.options:
-        args += ["--root", str(Path(p.options["--root"]).resolve())]
+    project = Path(p.options.get("--dir", ".")).resolve()
+    # Claude Desktop starts servers in `/` and without the shell's PATH: its entry names the
+    # project folder as the root, and the command by its full path.
+    desktop = target == "claude-desktop"
+    command = launch(p.options.get("--command"), shell_path=not desktop)
+    root = Path(p.options["--root"]).resolve() if "--root" in p.options else None
     plan = Install(
         target=target,
-        scope=p.options.get("--scope", "project"),
+        scope=p.options.get("--scope", "user" if desktop else "project"),
         name=p.options.get("--name", "tether"),
-        command=p.options.get("--command") or tether_command(),
-        args=tuple(args),
-        project=Path(p.options.get("--dir", ".")).resolve(),
+        command=command.command,
+        args=(*command.args, "mcp"),
+        project=project,
         home=Path.home(),
+        portable=command.portable,
+        root=project if desktop and root is None else root,
     )
-    emit(install(plan))
+    emit({**install(plan), "launch": command.to_dict()})
     return EXIT_OK
 
 

@@ -1,9 +1,12 @@
 """Registering Tether's MCP server with a client: writing or merging its configuration file.
 
 Owns where each client keeps its MCP servers (Claude Code, Claude Desktop, Cursor, VS Code; per
-project or per user), the entry written for Tether, and the merge: the file's other servers and
-other keys are kept as they are, an unreadable file is refused rather than overwritten, and the
-file is replaced atomically. It does not start servers or parse the command line
+project, per user, and Claude Code's local scope: one project's entry in the user's own file),
+the entry written for Tether, and the merge: the file's other servers and other keys are kept as
+they are, an unreadable file is refused rather than overwritten, and the file is replaced
+atomically. A project file is shared (teams commit it), so an entry whose command names this
+machine (an absolute path) is written to the local or user scope instead, and the result says
+so. It does not choose the command (`tether.cli.launch`), start servers or parse the command line
 (`tether.mcp.cli`).
 """
 
@@ -14,14 +17,16 @@ import os
 import shlex
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from tether.errors import TetherError
 
 TARGETS = ("claude-code", "claude-desktop", "cursor", "vscode")
-SCOPES = ("project", "user")
+SCOPES = ("project", "local", "user")
+# Where an entry that must not be shared goes instead of the project's file.
+PRIVATE_SCOPE = {"claude-code": "local", "cursor": "user", "vscode": "user"}
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,8 @@ class Install:
     args: tuple[str, ...] = ("mcp",)
     project: Path = Path(".")
     home: Path = Path("~")
+    portable: bool = True  # False when the command names this machine (an absolute path)
+    root: Path | None = None  # passed to the server as --root
 
 
 def config_path(plan: Install) -> Path:
@@ -44,7 +51,11 @@ def config_path(plan: Install) -> Path:
             "usage", f"--target must be one of {', '.join(TARGETS)}, got {plan.target!r}"
         )
     if plan.scope not in SCOPES:
-        raise TetherError("usage", f"--scope must be project or user, got {plan.scope!r}")
+        raise TetherError("usage", f"--scope must be project, local or user, got {plan.scope!r}")
+    if plan.scope == "local" and plan.target != "claude-code":
+        raise TetherError(
+            "usage", "--scope local is Claude Code's (one project's entry in ~/.claude.json)"
+        )
     home = plan.home.expanduser()
     if plan.target == "claude-desktop":
         if plan.scope == "project":
@@ -70,9 +81,21 @@ def _app_config_dir(home: Path) -> Path:
     return Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
 
 
+def server_args(plan: Install) -> list[str]:
+    """The server's arguments: `--root` relative to the project in a project file (clients start
+    project servers there), so that the shared file names nothing of this machine."""
+    args = list(plan.args)
+    if plan.root is not None:
+        root = str(plan.root)
+        if plan.scope == "project" and plan.root.is_relative_to(plan.project):
+            root = plan.root.relative_to(plan.project).as_posix()
+        args += ["--root", root]
+    return args
+
+
 def entry(plan: Install) -> dict[str, Any]:
     """The server entry written for Tether (VS Code also wants the transport type)."""
-    out: dict[str, Any] = {"command": plan.command, "args": list(plan.args)}
+    out: dict[str, Any] = {"command": plan.command, "args": server_args(plan)}
     if plan.target in ("claude-code", "vscode"):
         out = {"type": "stdio", **out}
     return out
@@ -81,27 +104,50 @@ def entry(plan: Install) -> dict[str, Any]:
 def claude_add_command(plan: Install) -> str:
     """The `claude mcp add` line that registers the same server with Claude Code."""
     words = ["claude", "mcp", "add", "--scope", plan.scope, plan.name, "--", plan.command]
-    return shlex.join([*words, *plan.args])
+    return shlex.join([*words, *server_args(plan)])
+
+
+def placed(plan: Install) -> tuple[Install, str | None]:
+    """The plan as it will be written, and why it moved: an entry whose command names this
+    machine goes to the local (Claude Code) or user scope instead of the shared project file."""
+    if plan.scope != "project" or plan.portable or plan.target not in PRIVATE_SCOPE:
+        return plan, None
+    scope = PRIVATE_SCOPE[plan.target]
+    note = (
+        f"the command {plan.command} is a path on this machine, so the entry went to the "
+        f"{scope} scope, not the project's shared file; for a project entry, put tether on "
+        "PATH (pipx install tether-bt) or run it with uvx (uvx --from tether-bt tether ...)"
+    )
+    return replace(plan, scope=scope), note
+
+
+def _servers_key(plan: Install) -> tuple[str, ...]:
+    """Where the servers object sits in the file: under the project's path for the local scope."""
+    key = "servers" if plan.target == "vscode" else "mcpServers"
+    return ("projects", str(plan.project), key) if plan.scope == "local" else (key,)
 
 
 def install(plan: Install) -> dict[str, Any]:
     """Add or update Tether's entry in the client's file; returns what was done."""
+    config_path(plan)  # refuse a bad target or scope before moving anything
+    plan, note = placed(plan)
     path = config_path(plan)
-    key = "servers" if plan.target == "vscode" else "mcpServers"
-    document = _read(path)
-    servers = document.setdefault(key, {})
-    if not isinstance(servers, dict):
-        raise TetherError(
-            "invalid_value",
-            f"{path}: {key!r} is not an object; fix or remove it, then install again",
-            path=str(path),
-        )
+    document = read_json(path)
+    servers = document
+    for key in _servers_key(plan):
+        servers = servers.setdefault(key, {})
+        if not isinstance(servers, dict):
+            raise TetherError(
+                "invalid_value",
+                f"{path}: {key!r} is not an object; fix or remove it, then install again",
+                path=str(path),
+            )
     new = entry(plan)
     previous = servers.get(plan.name)
     action = "unchanged" if previous == new else "updated" if previous is not None else "added"
     if action != "unchanged":
         servers[plan.name] = new
-        _write(path, document)
+        write_file(path, json.dumps(document, ensure_ascii=False, indent=2) + "\n")
     result: dict[str, Any] = {
         "status": action,
         "target": plan.target,
@@ -112,10 +158,14 @@ def install(plan: Install) -> dict[str, Any]:
     }
     if plan.target == "claude-code":
         result["equivalent"] = claude_add_command(plan)
+    if note:
+        result["note"] = note
     return result
 
 
-def _read(path: Path) -> dict[str, Any]:
+def read_json(path: Path) -> dict[str, Any]:
+    """The JSON object in `path` (`{}` when it is missing or empty); anything else is refused
+    with the file named, and the file is left untouched."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -143,12 +193,14 @@ def _read(path: Path) -> dict[str, Any]:
     return document
 
 
-def _write(path: Path, document: dict[str, Any]) -> None:
+def write_file(path: Path, text: str) -> None:
+    """Replace `path` with `text` atomically (a temporary file beside it, then a rename, which
+    also replaces a symbolic link rather than writing through it), keeping its permissions."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
+            f.write(text)
         if path.exists():
             os.chmod(temp, path.stat().st_mode & 0o777)
         os.replace(temp, path)

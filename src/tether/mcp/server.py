@@ -20,6 +20,7 @@ from mcp.server.stdio import stdio_server
 
 from tether import __version__
 from tether.engine.protocol import PROTOCOL_TEXT
+from tether.mcp.guidance import register_guidance
 from tether.mcp.tools import register_tools
 from tether.verbs import Runtime
 
@@ -42,6 +43,7 @@ def build_server(runtime: Runtime) -> Server[Any]:
     """A server carrying the runtime tools, every call going to `runtime`."""
     server: Server[Any] = Server(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS)
     register_tools(server, runtime)
+    register_guidance(server)
     # Tether emits no OpenTelemetry spans: leave out the SDK's per-message span middleware, a
     # no-op without an exporter that still costs a fifth of a millisecond per call.
     server.middleware[:] = [

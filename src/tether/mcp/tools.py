@@ -93,6 +93,11 @@ _REQUEST_PROPERTIES: dict[str, Any] = {
     },
     "path": _or_null({"type": "array", "items": {"type": "integer"}}),
     "index": {"type": "integer"},
+    "item": {
+        "type": "object",
+        "description": "Inside a for_each loop: the item this request is for ({name, index, "
+        "value}); $ITEM in the request's text means this value.",
+    },
     "status": {"enum": ["done", "failure"], "description": "Set when the execution is over."},
     "message": {"type": "string"},
 }

@@ -71,7 +71,7 @@ def store_for(uri: str) -> Store:
             raise TetherError(
                 "store_unavailable",
                 f"{scheme}:// executions need the PostgreSQL driver ({exc.name} is not "
-                "installed): pip install 'tether[postgres]' (from a checkout: "
+                "installed): pip install 'tether-bt[postgres]' (from a checkout: "
                 "pip install -e '.[postgres]')",
                 uri=uri,
             ) from None

@@ -9,7 +9,8 @@ Owns the on-disk encoding and its crash and concurrency safety. For an execution
   usual file holds it too.
 - `run.json.trace.jsonl` — the trace, one JSON entry per line, only ever appended to. After a
   reset the trace starts in a new file (`run.json.trace.<revision>.jsonl`).
-- `run.json.lock` — the lock that serialises writers (`flock`); readers never wait for it.
+- `run.json.lock` — the lock that serialises writers (`tether.locking`: `flock`, or `msvcrt`
+  on Windows); readers never wait for it.
 
 A commit appends the new trace lines after the committed byte count (first cutting off anything
 a killed writer left beyond it), then atomically replaces the state file
@@ -47,7 +48,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import fcntl
 import json
 import os
 import re
@@ -57,6 +57,7 @@ from typing import Any
 
 from tether.errors import TetherError
 from tether.files import FSYNC, TEMPORARY, NotARegularFile, open_regular, read_regular, write_atomic
+from tether.locking import locked
 from tether.store import path_of
 from tether.store.base import Summary, encode, wanted
 
@@ -269,8 +270,8 @@ def _remove_quietly(path: str) -> None:
 def _locked(path: str) -> Iterator[int]:
     fd = _open(path + ".lock", os.O_RDWR | os.O_CREAT)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield fd
+        with locked(fd):
+            yield fd
     finally:
         os.close(fd)
 
@@ -282,7 +283,8 @@ def _writing(path: str, lock: int | None) -> Iterator[None]:
     reported as `store_unavailable`, with the previous commit still the committed one."""
     try:
         if lock is not None:
-            os.pwrite(lock, b"w", 0)
+            os.lseek(lock, 0, os.SEEK_SET)  # not os.pwrite, which Windows lacks
+            os.write(lock, b"w")
         yield
         if lock is not None:
             os.ftruncate(lock, 0)

@@ -9,7 +9,8 @@ an expression is compiled. Imports nothing of Tether except `tether.errors`.
 - `Tree` (`.data`, `.hash`, `.source`), `tree_hash(data)`, `canonical_json(data)`
   (`canonical.py`)
 - `json_schema() -> dict` (`schema.py`)
-- `check_expression`, `evaluate`, `evaluate_condition`, `ExpressionError` (`expressions.py`)
+- `check_expression`, `evaluate`, `evaluate_condition`, `evaluate_list`, `ExpressionError`
+  (`expressions.py`)
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ _HOMES = {
     "check_expression": "expressions",
     "evaluate": "expressions",
     "evaluate_condition": "expressions",
+    "evaluate_list": "expressions",
     "ExpressionError": "expressions",
 }
 

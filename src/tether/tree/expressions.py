@@ -1,14 +1,16 @@
-"""CEL expressions in trees: `check` steps and `when` modifiers.
+"""CEL expressions in trees: `check` steps and the `when`, `for_each` and `repeat` modifiers.
 
 Owns: compiling (with a cache keyed by source), static checking with the position of a problem,
-and evaluating an expression against the `var` and `const` scopes.
+and evaluating an expression against the `var` and `const` scopes and the loop items around it.
 
 Scopes. CEL reserves the words `var` and `const`, so an expression sees the scopes as `VAR` and
 `CONST`, with the abtree aliases `LOCAL` (= VAR) and `GLOBAL` (= CONST). A `check` also sees
 `TOOLS`, the tool calls recorded during its action's attempt (a list of `{tool, input, ok, seq}`;
-empty elsewhere and when none were recorded). Authors may also write
-the step-text spelling `$VAR.x`, `$LOCAL.x`, `$CONST.x` or `$GLOBAL.x`: before compiling, the `$`
-of those four prefixes (outside string literals) becomes a space, so every column the library
+empty elsewhere and when none were recorded). Inside a `for_each` an expression also sees `ITEM`
+(the innermost loop's item), `ITEM_INDEX` (its index, from 0) and `ITEMS` (every enclosing loop's
+item by its `as` name); outside one, those names are undefined. Authors may also write the
+step-text spelling `$VAR.x`, `$LOCAL.x`, `$CONST.x`, `$GLOBAL.x` or `$ITEM`: before compiling,
+the `$` of those prefixes (outside string literals) becomes a space, so every column the library
 reports still points at the author's text.
 
 Loading the library. `import cel` costs about 200 ms, because the package's `__init__` also
@@ -38,9 +40,10 @@ from typing import Any
 
 from tether.errors import TetherError
 
-_PREFIX = re.compile(r"\$(VAR|LOCAL|CONST|GLOBAL)\b")
+_PREFIX = re.compile(r"\$(VAR|LOCAL|CONST|GLOBAL|ITEM|ITEM_INDEX|ITEMS)\b")
 _ERROR = re.compile(r"ERROR: <input>:(\d+):(\d+): ([^\n]*)")
 _QUOTES = "\"'"
+_SHOWN_CHARS = 120  # how much of a wrong result a reason quotes
 
 _cel: ModuleType | None = None
 _loading = threading.Lock()  # servers compile on worker threads; the extension loads once
@@ -88,8 +91,8 @@ def _load_extension() -> ModuleType:
 
 
 def prepare(src: str) -> str:
-    """`src` with the `$` of `$VAR`, `$LOCAL`, `$CONST` and `$GLOBAL` replaced by a space,
-    outside string literals (so columns are unchanged)."""
+    """`src` with the `$` of `$VAR`, `$LOCAL`, `$CONST`, `$GLOBAL` and the item names replaced
+    by a space, outside string literals (so columns are unchanged)."""
     if "$" not in src:
         return src
     out: list[str] = []
@@ -169,11 +172,19 @@ def evaluate(
     var: dict[str, Any],
     const: dict[str, Any],
     tools: list[dict[str, Any]] | None = None,
+    names: dict[str, Any] | None = None,
 ) -> Any:
-    """The plain Python value of `src` against the scopes and `TOOLS`; ExpressionError if
-    evaluation fails."""
+    """The plain Python value of `src` against the scopes, `TOOLS` and `names` (ITEM,
+    ITEM_INDEX, ITEMS inside a loop); ExpressionError if evaluation fails."""
     program = _compile(src)
-    scopes = {"VAR": var, "CONST": const, "LOCAL": var, "GLOBAL": const, "TOOLS": tools or []}
+    scopes = {
+        **(names or {}),
+        "VAR": var,
+        "CONST": const,
+        "LOCAL": var,
+        "GLOBAL": const,
+        "TOOLS": tools or [],
+    }
     try:
         return program.execute(scopes)
     except KeyError as exc:
@@ -193,11 +204,29 @@ def evaluate_condition(
     var: dict[str, Any],
     const: dict[str, Any],
     tools: list[dict[str, Any]] | None = None,
+    names: dict[str, Any] | None = None,
 ) -> bool:
     """Like `evaluate`, but the result must be a bool."""
-    result = evaluate(src, var, const, tools)
+    result = evaluate(src, var, const, tools, names)
     if not isinstance(result, bool):
         raise ExpressionError(f"check must produce a bool, got {_describe(result)}")
+    return result
+
+
+def evaluate_list(
+    src: str, var: dict[str, Any], const: dict[str, Any], names: dict[str, Any] | None = None
+) -> list[Any]:
+    """Like `evaluate`, but the result must be a list of JSON values (a `for_each` list: its
+    items are kept in the execution's state and carried by requests)."""
+    result = evaluate(src, var, const, None, names)
+    if not isinstance(result, list):
+        raise ExpressionError(f"for_each must produce a list, got {_describe(result)}")
+    try:
+        json.dumps(result, allow_nan=False)
+    except (TypeError, ValueError):
+        raise ExpressionError(
+            f"for_each must produce a list of JSON values, got {_describe(result)}"
+        ) from None
     return result
 
 
@@ -208,4 +237,6 @@ def _describe(value: Any) -> str:
         shown = json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
         shown = repr(value)
+    if len(shown) > _SHOWN_CHARS:
+        shown = shown[: _SHOWN_CHARS - 1] + "…"
     return f"{kind} {shown}"

@@ -4,10 +4,11 @@ Owns: `load_tree` (a file), `load_tree_text` (text in memory) and `normalise` (a
 data); telling the three spellings apart (native wrapper, abtree wrapper, behaviors-sh root
 node); walking the nodes once, checking every key against the tables in `model.py` and building
 the normalised form that the engine runs (`type`, `name`, then `children`/`policy`/`steps`, then
-`retries`/`optional`/`when`/`description`/`triggers`/`tools` when they say something); trimming step
-texts (`trim_text`); merging `state`; checking every `check` and `when` with the CEL compiler;
-resolving `$ref`s (a fragment file, a JSON pointer into a document, or both) and refusing the
-cycles they form.
+`retries`/`optional`/`invert`/`repeat`/`for_each`/`when`/`description`/`triggers`/`tools` when
+they say something, a loop's `max` and `as` filled in); trimming step texts (`trim_text`);
+merging `state`; checking every `check`, `when`, `for_each.in` and `repeat.until` with the CEL
+compiler; resolving `$ref`s (a fragment file, a JSON pointer into a document, or both) and
+refusing the cycles they form.
 
 A load reads only inside one folder, its root: every `$ref` must resolve (symbolic links and
 `..` followed) to a file under it, the caller's root when one is given (a server's `--root`),
@@ -56,10 +57,14 @@ from tether.tree.locations import (
 from tether.tree.locations import Path as KeyPath
 from tether.tree.model import (
     COMMON_FIELDS,
+    FOR_EACH_FIELDS,
+    FOR_EACH_MAX,
     KIND_PHRASES,
     KIND_SCHEMAS,
     NODE_FIELDS,
     REF_FIELDS,
+    REPEAT_FIELDS,
+    REPEAT_MAX,
     SCOPE_ALIASES,
     STATE_FIELDS,
     STEP_FIELDS,
@@ -372,6 +377,12 @@ class _Loader:
             out["optional"] = True
         if values.get("require_all"):
             out["require_all"] = True
+        if values["invert"]:
+            out["invert"] = True
+        if values["repeat"] is not None:
+            out["repeat"] = self.loop(values["repeat"], "repeat", where)
+        if values["for_each"] is not None:
+            out["for_each"] = self.loop(values["for_each"], "for_each", where)
         for key in ("when", "description", "triggers"):
             if values[key] is not None:
                 out[key] = values[key]
@@ -404,6 +415,24 @@ class _Loader:
                     )
             out[key] = list(entries)
         return out
+
+    def loop(self, raw: Any, key: str, where: Where) -> dict[str, Any]:
+        """A node's `for_each` or `repeat`, checked key by key, its defaults filled in."""
+        at = where / key
+        if not isinstance(raw, dict):
+            at.fail(f"{key} must be {KIND_PHRASES[key]}, got {_describe(raw)}")
+        fields = FOR_EACH_FIELDS if key == "for_each" else REPEAT_FIELDS
+        self.keys(raw, fields, at, key)
+        values = {name: self.field(raw, name, field, at) for name, field in fields.items()}
+        if key == "for_each":
+            self.expression(values["in"], at / "in")
+            return {
+                "in": values["in"],
+                "as": values["as"] or "item",
+                "max": values["max"] or FOR_EACH_MAX,
+            }
+        self.expression(values["until"], at / "until")
+        return {"until": values["until"], "max": values["max"] or REPEAT_MAX}
 
     def children(self, raw: list[Any], where: Where, context: _Context) -> list[dict[str, Any]]:
         children: list[dict[str, Any]] = []

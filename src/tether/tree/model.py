@@ -1,11 +1,11 @@
 """The tree file format as data: which keys each part of a file takes, what kind of value each
 key holds, and what it means.
 
-Owns: the field tables (file wrapper, `state`, node types, `$ref`, steps, `tools`), the value
-kinds with their JSON Schema fragments, the type aliases and the name and tool entry patterns.
-It is the one source of truth
-read by both the validator (`load.py`, which checks values kind by kind) and the JSON Schema
-(`schema.py`, which emits each kind's fragment), so the two cannot drift apart.
+Owns: the field tables (file wrapper, `state`, node types, `$ref`, steps, `tools`, `for_each`
+and `repeat`), the value kinds with their JSON Schema fragments, the type aliases, the name,
+item name and tool entry patterns, and the loops' default and largest `max`. It is the one
+source of truth read by both the validator (`load.py`, which checks values kind by kind) and the
+JSON Schema (`schema.py`, which emits each kind's fragment), so the two cannot drift apart.
 
 Does not own: parsing, error reporting, `$ref` resolution or normalisation (`load.py`), CEL
 (`expressions.py`), or the emitted schema document itself (`schema.py`). Imports nothing of
@@ -20,6 +20,16 @@ from typing import Any
 
 NAME_PATTERN = r"^[^/@]+$"
 WRITE_PATH_PATTERN = r"^(\$(VAR|LOCAL)\.)?[^.\s]+(\.[^.\s]+)*$"
+# A loop item's name (`for_each.as`): a CEL identifier, as expressions read it from ITEMS.
+ITEM_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+# `max` of a `for_each` (items) and of a `repeat` (runs) when the file gives none, and the
+# largest a file may give: a loop's list lives in the execution's state and every item's run in
+# its trace, so neither may grow without end.
+FOR_EACH_MAX = 100
+REPEAT_MAX = 10
+LOOP_MAX_LIMIT = 10_000
+
 # A `tools` entry: a tool name in the guard's trigger syntax (`Read`, `filesystem.edit`,
 # `mcp__server__tool`, `*`), optionally with a permission-rule argument: `Bash(pytest*)`.
 TOOL_ENTRY_PATTERN = r"^(\*|[A-Za-z0-9_.-]+)(\(.+\))?$"
@@ -88,6 +98,19 @@ COMMON_FIELDS: dict[str, Field] = {
         "A CEL condition checked when the node is first reached; false skips the node, which "
         "then counts as success. Sees VAR/CONST (also LOCAL/GLOBAL, or $VAR.x and friends).",
     ),
+    "for_each": Field(
+        "for_each",
+        "Run the node once per element of a CEL list, in order: `in` (the list, evaluated once "
+        "when the node is entered), `as` (the item's name), `max` (the longest list allowed). "
+        "Inside, CEL sees the item as ITEM (its index as ITEM_INDEX) and texts may say $ITEM.",
+    ),
+    "repeat": Field(
+        "repeat",
+        "When the node succeeds and `until` (CEL) is false, reset its subtree and run it again, "
+        "up to `max` runs; a failed run fails the node, and so does `until` still false after "
+        "the last run.",
+    ),
+    "invert": Field("flag", "When true, the node's success and failure swap."),
     "description": Field("text", "What the node is for."),
     "triggers": Field(
         "triggers",
@@ -138,6 +161,39 @@ NODE_FIELDS: dict[str, dict[str, Field]] = {
         ),
     },
     "action": {"steps": Field("steps", "The steps, at least one, run in order.", required=True)},
+}
+
+FOR_EACH_FIELDS: dict[str, Field] = {
+    "in": Field(
+        "cel",
+        "A CEL expression giving the list to walk (sees VAR/CONST, and the ITEM of an enclosing "
+        "for_each).",
+        required=True,
+    ),
+    "as": Field(
+        "item_name",
+        "The item's name (default `item`): requests carry it in `item.name`; CEL also reads "
+        "the item as ITEMS.<name>, which reaches the items of enclosing loops too.",
+    ),
+    "max": Field(
+        "loop_max",
+        f"The longest list allowed (default {FOR_EACH_MAX}, at most {LOOP_MAX_LIMIT}); a longer "
+        "list fails the node.",
+    ),
+}
+
+REPEAT_FIELDS: dict[str, Field] = {
+    "until": Field(
+        "cel",
+        "A CEL condition checked after each successful run: true ends the loop (the node "
+        "succeeds), false runs the node again. Sees VAR/CONST and the node's ITEM.",
+        required=True,
+    ),
+    "max": Field(
+        "loop_max",
+        f"The most runs (default {REPEAT_MAX}, at most {LOOP_MAX_LIMIT}); `until` still false "
+        "after the last one fails the node.",
+    ),
 }
 
 REF_FIELDS: dict[str, Field] = {
@@ -195,6 +251,8 @@ KIND_SCHEMAS: dict[str, dict[str, Any]] = {
     "step_text": {"type": "string", "pattern": r"\S"},
     "cel": {"type": "string", "minLength": 1},
     "count": {"type": "integer", "minimum": 0},
+    "loop_max": {"type": "integer", "minimum": 1, "maximum": LOOP_MAX_LIMIT},
+    "item_name": {"type": "string", "pattern": ITEM_NAME_PATTERN},
     "flag": {"type": "boolean"},
     "version": {"type": ["string", "number"]},
     "uri": {"type": "string"},
@@ -218,6 +276,8 @@ KIND_SCHEMAS: dict[str, dict[str, Any]] = {
     },
     "scope": {"type": ["object", "null"]},
     "state": {"$ref": "#/$defs/state"},
+    "for_each": {"$ref": "#/$defs/for_each"},
+    "repeat": {"$ref": "#/$defs/repeat"},
     "tool_policy": {"$ref": "#/$defs/tools"},
     "tool_entries": {
         "type": "array",
@@ -237,6 +297,8 @@ KIND_PHRASES: dict[str, str] = {
     "step_text": "a string with more than white space in it",
     "cel": "a non-empty CEL expression (a string)",
     "count": "a whole number >= 0",
+    "loop_max": f"a whole number from 1 to {LOOP_MAX_LIMIT}",
+    "item_name": "a name made of letters, digits and '_', not starting with a digit",
     "flag": "true or false",
     "version": "a string or a number",
     "uri": "a string",
@@ -246,6 +308,8 @@ KIND_PHRASES: dict[str, str] = {
     "triggers": "a non-empty list of non-empty strings",
     "scope": "a mapping of names to values",
     "state": "a mapping with 'var' and 'const' (or 'local' and 'global')",
+    "for_each": "a mapping with 'in' (a CEL list), and optionally 'as' and 'max'",
+    "repeat": "a mapping with 'until' (a CEL condition), and optionally 'max'",
     "tool_policy": "a mapping with 'allow' and/or 'deny'",
     "tool_entries": "a list of tool names such as Read, mcp__server__tool or Bash(pytest*)",
     "children": "a non-empty list of nodes",
@@ -282,7 +346,9 @@ def conforms(value: object, fragment: dict[str, Any]) -> bool:
             return False
         if "pattern" in fragment and not re.search(fragment["pattern"], value):
             return False
-    if isinstance(value, int) and value < fragment.get("minimum", value):
+    if isinstance(value, int) and not fragment.get("minimum", value) <= value <= fragment.get(
+        "maximum", value
+    ):
         return False
     if isinstance(value, list):
         items = fragment.get("items", {})

@@ -16,9 +16,11 @@ from typing import Any
 
 from tether.tree.model import (
     COMMON_FIELDS,
+    FOR_EACH_FIELDS,
     KIND_SCHEMAS,
     NODE_FIELDS,
     REF_FIELDS,
+    REPEAT_FIELDS,
     STATE_FIELDS,
     STEP_FIELDS,
     STEP_KINDS,
@@ -96,6 +98,8 @@ def json_schema() -> dict[str, Any]:
                 ],
             },
             "ref": _object(REF_FIELDS, "$ref", REF_FIELDS["$ref"].description),
+            "for_each": _object(FOR_EACH_FIELDS, "for_each", COMMON_FIELDS["for_each"].description),
+            "repeat": _object(REPEAT_FIELDS, "repeat", COMMON_FIELDS["repeat"].description),
             "tools": {
                 **_object(TOOLS_FIELDS, "tools", COMMON_FIELDS["tools"].description),
                 "minProperties": 1,

@@ -1,11 +1,12 @@
 """What the viewer shows, as data: the tree's nodes and each node's status after any trace prefix.
 
 Owns the derivation of per-node statuses (`not_reached`, `open`, `success`, `failure`, `skipped`,
-`halted`), retries used, open step and trace-entry counts, by walking the trace answer by answer
+`halted`), retries used, a loop's current item and run, open step and trace-entry counts, by
+walking the trace answer by answer
 through the pure engine (the same answers `tether.engine.replay` uses), so nothing is stored
 twice: the state after entry k is the replay of the first k entries. The engine keeps frames only
 for entered, unfinished nodes; each replayed answer's `Outcome.events` says, in order, which nodes
-finished (and how) and which were reset for a retry.
+finished (and how) and which were reset for a retry, another run or the next item.
 
 It does not read storage (the caller passes the stored state, tree and trace), draw anything
 (`tether.viewer.svg`, `tether.viewer.terminal`) or serve anything (`tether.viewer.server`).
@@ -14,7 +15,7 @@ It does not read storage (the caller passes the stored state, tree and trace), d
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tether.engine.core import Condition, Outcome, default_condition, tool_records
@@ -39,6 +40,8 @@ LABELS = {
     HALTED: "halted",
 }
 GLYPHS = {NOT_REACHED: "○", OPEN: "●", SUCCESS: "✓", FAILURE: "✗", SKIPPED: "↷", HALTED: "⊘"}
+# The engine's events for a node reset to run again: a retry, a repeat run, the next item.
+AGAIN = ("retry", "repeat", "item")
 
 
 @dataclass(frozen=True)
@@ -61,18 +64,31 @@ class Node:
     def optional(self) -> bool:
         return bool(self.data.get("optional"))
 
-    def modifiers(self, retried: int = 0) -> list[str]:
+    def modifiers(self, view: NodeView | None = None) -> list[str]:
         """Short words for what changes how the node runs: policy, retries (with how many are
-        used, once one is), optional, when."""
+        used, once one is), optional, when, invert, repeat and for_each (with the run and the
+        item under way, or last run, once the node was entered)."""
         out = [f"policy {self.data['policy']}"] if self.type == "parallel" else []
-        if retried:
-            out.append(f"retry {retried}/{self.data.get('retries', 0)}")
+        if view is not None and view.retries:
+            out.append(f"retry {view.retries}/{self.data.get('retries', 0)}")
         elif self.data.get("retries"):
             out.append(f"retries {self.data['retries']}")
         if self.optional:
             out.append("optional")
         if "when" in self.data:
             out.append("when")
+        if self.data.get("invert"):
+            out.append("invert")
+        repeat = self.data.get("repeat")
+        if repeat is not None:
+            runs = view.run if view is not None else 0
+            out.append(f"run {runs}/{repeat['max']}" if runs else f"repeat {repeat['max']}")
+        loop = self.data.get("for_each")
+        if loop is not None:
+            if view is not None and view.item is not None:
+                out.append(f"{loop['as']} {view.item + 1}/{view.items}")
+            else:
+                out.append(f"for each {loop['as']}")
         return out
 
 
@@ -111,6 +127,9 @@ class NodeView:
     retries: int = 0
     entries: int = 0
     step: int | None = None
+    item: int | None = None  # the index of a for_each's current (or last) item
+    items: int | None = None  # how many items its list has
+    run: int = 0  # a repeat's current (or last) run, from 1
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -118,6 +137,9 @@ class NodeView:
             "retries": self.retries,
             "entries": self.entries,
             "step": self.step,
+            "item": self.item,
+            "items": self.items,
+            "run": self.run,
         }
 
 
@@ -191,7 +213,7 @@ class Timeline:
                 self.error = f"trace entry {entry.get('seq')}: {exc.message}"
 
     def snapshot(self) -> Snapshot:
-        views = {k: NodeView(v.status, v.retries, v.entries, v.step) for k, v in self.views.items()}
+        views = {k: replace(v) for k, v in self.views.items()}
         return Snapshot(self.at, self.state, views, self.error)
 
     # -- one answer ----------------------------------------------------------------------------
@@ -214,7 +236,7 @@ class Timeline:
         new: dict[str, dict[str, Any]] = outcome.state["runtime"]
         touched: set[str] = set()
         for key, event in outcome.events:
-            if event == "retry":
+            if event in AGAIN:
                 touched.update(self._clear_below(key))
                 continue
             view = self.views[key]
@@ -228,19 +250,28 @@ class Timeline:
             view.status = OPEN
             view.retries = frame.get("r", 0)
             view.step = frame.get("k", 0) if self.nodes[key].type == "action" else None
+            if "repeat" in self.nodes[key].data:
+                view.run = frame.get("p", 0) + 1
+            if "e" in frame:
+                view.item, view.items = frame["n"], len(frame["e"])
 
     def _clear_below(self, key: str) -> list[str]:
-        """A retried node starts afresh: its descendants are not reached again yet."""
+        """A node run again starts afresh: its descendants are not reached again yet."""
         prefix = f"{key}." if key else ""
         cleared = [k for k in self.views if k != key and k.startswith(prefix)]
         for k in cleared:
-            view = self.views[k]
-            view.status, view.retries, view.step = NOT_REACHED, 0, None
+            self.views[k] = NodeView(entries=self.views[k].entries)
         return cleared
 
 
 def plural(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
+
+
+def cut(text: str, limit: int) -> str:
+    """`text` on one line, at most `limit` characters (an ellipsis marks a cut)."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def facts(node: Node, view: NodeView) -> list[str]:

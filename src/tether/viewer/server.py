@@ -372,6 +372,8 @@ def _nodes(tree: dict[str, Any]) -> list[dict[str, Any]]:
                 "retries": node.data.get("retries", 0),
                 "description": node.data.get("description"),
                 "when": node.data.get("when"),
+                "for_each": node.data.get("for_each"),
+                "repeat": node.data.get("repeat"),
                 "steps": steps,
             }
         )

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from tether.viewer.model import GLYPHS, LABELS, Node, Snapshot, facts, index_tree, plural
+from tether.viewer.model import GLYPHS, LABELS, Node, Snapshot, cut, facts, index_tree, plural
 
 BOX_W = 200
 BOX_H = 66
@@ -208,7 +208,7 @@ def _node(node: Node, box: Box, snap: Snapshot | None, is_cursor: bool) -> str:
     view = snap.nodes[node.key] if snap is not None else None
     status = view.status if view is not None else "none"
     classes = f"node t-{node.type} st-{status}" + (" cursor" if is_cursor else "")
-    kind = " · ".join([node.type.upper(), *node.modifiers(view.retries if view else 0)])
+    kind = " · ".join([node.type.upper(), *node.modifiers(view)])
     if view is None:
         if node.type == "action":
             meta = plural(len(node.data["steps"]), "step", "steps")
@@ -226,13 +226,9 @@ def _node(node: Node, box: Box, snap: Snapshot | None, is_cursor: bool) -> str:
         f"<title>{escape(tooltip)}</title>"
         f'<rect class="box" width="{BOX_W}" height="{BOX_H}" rx="8"/>'
         f'<rect class="band" x="0" y="8" width="4" height="{BOX_H - 16}" rx="2"/>'
-        f'<text class="kind" x="14" y="18">{escape(_cut(kind, _META_CHARS + 4))}</text>'
-        f'<text class="name" x="14" y="38">{escape(_cut(node.name, _NAME_CHARS))}</text>'
+        f'<text class="kind" x="14" y="18">{escape(cut(kind, _META_CHARS + 4))}</text>'
+        f'<text class="name" x="14" y="38">{escape(cut(node.name, _NAME_CHARS))}</text>'
         + (f'<text class="glyph meta" x="14" y="56">{glyph}</text>' if glyph else "")
-        + f'<text class="meta" x="{meta_x}" y="56">{escape(_cut(meta, _META_CHARS))}</text>'
+        + f'<text class="meta" x="{meta_x}" y="56">{escape(cut(meta, _META_CHARS))}</text>'
         "</g>"
     )
-
-
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,17 +1,29 @@
 """The tree in a terminal: one line per node, drawn with box-drawing connectors.
 
 Owns the text picture `tether show` prints: a header (tree, status, phase, trace position), each
-node with its type, modifiers, status, step, retries used and trace-entry count, the cursor
-marked with the open step's text, and the failure reason when the execution failed. Colour is
+node with its type, modifiers, status, step, retries used, loop item and run, and trace-entry
+count, the cursor marked with the open step's text (and, inside a `for_each`, its item), and the
+failure reason when the execution failed. Colour is
 ANSI, on request. It does not derive statuses (`tether.viewer.model`) or read storage.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from tether.engine.protocol import GATE_NAME
-from tether.viewer.model import GLYPHS, LABELS, Node, Snapshot, facts, index_tree, key_of, plural
+from tether.viewer.model import (
+    GLYPHS,
+    LABELS,
+    Node,
+    Snapshot,
+    cut,
+    facts,
+    index_tree,
+    key_of,
+    plural,
+)
 
 _COLOURS = {
     "not_reached": "2",
@@ -22,6 +34,7 @@ _COLOURS = {
     "halted": "35",
 }
 _STEP_TEXT_CHARS = 60
+_ITEM_CHARS = 40
 
 
 def draw(tree: dict[str, Any], snap: Snapshot, *, total: int, colour: bool = False) -> str:
@@ -45,7 +58,7 @@ def draw(tree: dict[str, Any], snap: Snapshot, *, total: int, colour: bool = Fal
     def visit(node: Node, prefix: str, last: bool) -> None:
         view = snap.nodes[node.key]
         branch = "" if not node.key else ("└─ " if last else "├─ ")
-        kind = ", ".join([node.type, *node.modifiers(view.retries)])
+        kind = ", ".join([node.type, *node.modifiers(view)])
         extras = facts(node, view)
         status = paint(f"{GLYPHS[view.status]} {LABELS[view.status]}", _COLOURS[view.status])
         line = f"{prefix}{branch}{node.name} ({kind})  {status}"
@@ -70,8 +83,10 @@ def _open_text(state: dict[str, Any], key: str) -> str:
     for req in state["open"]:
         if req["path"] is not None and key_of(req["path"]) == key:
             said = req.get("expression") or req.get("instruction") or req.get("prompt", "")
-            text = " ".join(str(said).split())
-            if len(text) > _STEP_TEXT_CHARS:
-                text = text[: _STEP_TEXT_CHARS - 1] + "…"
-            return f"{req['type']}: {text}"
+            text = f"{req['type']}: {cut(str(said), _STEP_TEXT_CHARS)}"
+            if "item" in req:
+                item = req["item"]
+                value = json.dumps(item["value"], ensure_ascii=False)
+                text += f"  [{item['name']} {item['index'] + 1}: {cut(value, _ITEM_CHARS)}]"
+            return text
     return ""

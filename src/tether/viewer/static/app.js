@@ -618,10 +618,11 @@ function outcome(text) {
 function describe(entry) {
   const parts = [];
   if (entry.name) parts.push(el("b", {}, entry.name), " ");
+  if (entry.item !== undefined) parts.push(el("span", { class: "muted" }, `item ${entry.item + 1}`), " ");
   if (entry.kind === "var_write") {
     parts.push(el("code", { class: "value" }, `$VAR.${entry.path} = ${JSON.stringify(entry.value)}`));
   } else if (entry.kind === "check") {
-    parts.push(el("code", {}, entry.submitted), entry.on ? " (when) " : " ");
+    parts.push(el("code", {}, entry.submitted), entry.on ? ` (${entry.on.replace("_", " ")}) ` : " ");
   } else if (entry.kind === "think") {
     parts.push(el("span", { class: "note" }, entry.submitted));
   } else if (entry.kind === "tool") {
@@ -711,6 +712,8 @@ function renderNode() {
   const facts = [];
   if (view.step !== null && view.status === "open") facts.push(`step ${view.step + 1}/${node.steps.length}`);
   if (view.retries) facts.push(`retry ${view.retries}/${node.retries}`);
+  if (view.item !== null) facts.push(`${node.for_each.as} ${view.item + 1}/${view.items}`);
+  if (view.run) facts.push(`run ${view.run}/${node.repeat.max}`);
   const parts = [
     el("div", { class: "kind" }, [node.type, ...node.modifiers].join(" · ")),
     el("h3", {}, node.name),
@@ -718,6 +721,14 @@ function renderNode() {
   ];
   if (node.description) parts.push(el("p", { class: "muted" }, node.description));
   if (node.when) parts.push(el("p", {}, "when ", el("code", {}, node.when)));
+  if (node.for_each) {
+    parts.push(el("p", {}, `for each ${node.for_each.as} in `, el("code", {}, node.for_each.in),
+      ` (at most ${node.for_each.max})`));
+  }
+  if (node.repeat) {
+    parts.push(el("p", {}, "repeat until ", el("code", {}, node.repeat.until),
+      ` (at most ${node.repeat.max} runs)`));
+  }
   if (node.steps.length) {
     parts.push(el("ol", { class: "steps" }, node.steps.map((step, index) => {
       let state = "";

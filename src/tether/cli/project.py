@@ -1,0 +1,223 @@
+"""Setting a project up: `tether init [DIR]` and `tether install skill --target claude|agents`.
+
+Owns what `init` writes (the shipped examples under `DIR/examples/`, a guard configuration at
+`DIR/.tether/guard.yaml` with the workflow binding section, and the next three commands to run)
+and that it never overwrites: each file that exists, or whose folder is a symbolic link or not a
+folder, is skipped and named, and a new file is created exclusively, so nothing already there is
+changed. Owns where `install skill` puts the agent skill: Claude Code's
+`.claude/skills/tether/SKILL.md`, or a section of `AGENTS.md` between markers, replaced in place
+on the next install and nothing else in the file touched. It does not own the skill's text or
+the examples (`skills/`, `examples/`, found by `tether.shipped`) or the guard's configuration
+format (`tether.guard.config`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from tether import shipped
+from tether.cli.args import Command, Parsed
+from tether.cli.output import emit, report, run_command
+from tether.errors import EXIT_OK, TetherError
+
+INIT = Command(
+    "init",
+    "write the examples and a guard configuration into DIR (default: here); nothing is overwritten",
+    ("DIR",),
+    0,
+    help="Writes DIR/examples/ (the example trees) and DIR/.tether/guard.yaml, skipping every\n"
+    "file that exists, and prints the next three commands to run in DIR.",
+)
+SKILL = Command(
+    "install skill",
+    "install the skill that teaches an agent the Tether loop",
+    values=("--target", "--dir"),
+    help="--target T   claude (.claude/skills/tether/SKILL.md) or agents (a section of AGENTS.md)\n"
+    "--dir D      the project directory (default: the working directory)",
+)
+GUARD_CONFIG = os.path.join(".tether", "guard.yaml")
+# Appended to the guard's starter configuration (`tether.guard.install.starter`).
+WORKFLOW_TEXT = """\
+    # Bind a Claude Code session to the Tether execution it starts or resumes, and keep the
+    # agent from stopping while that execution has an open step.
+    workflow:
+      bind: auto
+      stop: block
+"""
+START, END = "<!-- tether:skill:start -->", "<!-- tether:skill:end -->"
+
+
+def init_main(argv: list[str]) -> int:
+    return run_command(INIT, argv, _init)
+
+
+def install_main(argv: list[str]) -> int:
+    if argv[:1] == ["skill"]:
+        return run_command(SKILL, argv[1:], _install_skill)
+    if argv[:1] in (["-h"], ["--help"]):
+        sys.stdout.write(SKILL.help_text())
+        return EXIT_OK
+    given = f"got {argv[0]!r}" if argv else "got nothing"
+    return report(TetherError("usage", f"tether install installs skill ({given}): {SKILL.usage()}"))
+
+
+# -- init ---------------------------------------------------------------------------------------
+
+
+def _init(p: Parsed) -> int:
+    root = os.path.abspath(p.args.get("DIR") or ".")
+    if os.path.exists(root) and not os.path.isdir(root):
+        raise TetherError("invalid_value", f"{root} is not a folder", path=root)
+    os.makedirs(root, exist_ok=True)
+    files = _example_files()
+    files.append((GUARD_CONFIG, _guard_config().encode()))
+    created: list[str] = []
+    skipped: list[dict[str, str]] = []
+    for relative, data in files:
+        reason = _create(root, relative, data)
+        if reason is None:
+            created.append(relative.replace(os.sep, "/"))
+        else:
+            skipped.append({"path": relative.replace(os.sep, "/"), "reason": reason})
+    emit(
+        {
+            "dir": root,
+            "created": created,
+            "skipped": skipped,
+            "next": _next_commands(),
+            "run_next_in": root,
+            "note": (
+                f"{GUARD_CONFIG} has a workflow section (bind: auto, stop: block): with the "
+                "guard installed, a Claude Code session is bound to the execution it starts and "
+                "is not let stop while a step is open"
+            ),
+        }
+    )
+    return EXIT_OK
+
+
+def _example_files() -> list[tuple[str, bytes]]:
+    """Every shipped example file as (path under DIR, content), in a stable order."""
+    source = shipped.folder("examples")
+    out = []
+    for folder, dirs, names in os.walk(source):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(names):
+            path = os.path.join(folder, name)
+            with open(path, "rb") as f:
+                out.append((os.path.join("examples", os.path.relpath(path, source)), f.read()))
+    return out
+
+
+def _guard_config() -> str:
+    """The guard's starter configuration (its profile and on_error mode), with the workflow
+    section."""
+    from tether.guard.failsafe import DEFAULT_ON_ERROR
+    from tether.guard.install import starter
+
+    return starter(DEFAULT_ON_ERROR) + WORKFLOW_TEXT
+
+
+def _create(root: str, relative: str, data: bytes) -> str | None:
+    """Create `root/relative` holding `data`; the reason it was left alone otherwise."""
+    parts = relative.split(os.sep)
+    folder = root
+    for part in parts[:-1]:
+        folder = os.path.join(folder, part)
+        if os.path.islink(folder):
+            return f"its folder {os.path.relpath(folder, root)} is a symbolic link; left alone"
+        if not os.path.isdir(folder):
+            if os.path.lexists(folder):
+                return f"{os.path.relpath(folder, root)} is not a folder; left alone"
+            os.mkdir(folder)
+    path = os.path.join(root, relative)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except FileExistsError:
+        return "exists; left as it is"
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    return None
+
+
+def _next_commands() -> list[str]:
+    """The three commands to run next, spelt the way this installation is started."""
+    from tether.cli.launch import ABSOLUTE, UVX, launch
+
+    how = launch()
+    tether = how.shell() if how.how in (UVX, ABSOLUTE) else "tether"
+    return [
+        f"{tether} start examples/hello-world.yaml run.json",
+        f"{tether} submit run.json success",
+        f"{tether} guard install claude",
+    ]
+
+
+# -- install skill ------------------------------------------------------------------------------
+
+
+def _install_skill(p: Parsed) -> int:
+    from tether.mcp.install import write_file
+
+    target = p.options.get("--target")
+    if target not in ("claude", "agents"):
+        raise TetherError(
+            "usage", f"install skill needs --target claude or agents, got {target!r}"
+        )
+    project = Path(p.options.get("--dir", ".")).resolve()
+    if not project.is_dir():
+        raise TetherError("not_found", f"--dir {project} is not a folder", path=str(project))
+    skill = shipped.read("skills", "tether", "SKILL.md")
+    if target == "claude":
+        path = project / ".claude" / "skills" / "tether" / "SKILL.md"
+        text = skill
+    else:
+        path = project / "AGENTS.md"
+        text = _with_section(path, _body(skill))
+    before = _read_or_none(path)
+    had = before is not None and (target == "claude" or START in before)
+    status = "unchanged" if before == text else "updated" if had else "added"
+    if status != "unchanged":
+        write_file(path, text)
+    emit({"status": status, "target": target, "file": str(path)})
+    return EXIT_OK
+
+
+def _body(skill: str) -> str:
+    """The skill without its frontmatter."""
+    if skill.startswith("---\n"):
+        end = skill.find("\n---\n", 4)
+        if end >= 0:
+            return skill[end + len("\n---\n") :].lstrip("\n")
+    return skill
+
+
+def _read_or_none(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+
+
+def _with_section(path: Path, body: str) -> str:
+    """AGENTS.md with Tether's section (between the markers) in place, or appended."""
+    section = f"{START}\n{body.rstrip()}\n{END}\n"
+    current = _read_or_none(path)
+    if current is None:
+        return section
+    starts, ends = current.count(START), current.count(END)
+    if (starts, ends) == (0, 0):
+        return current.rstrip("\n") + "\n\n" + section if current.strip() else section
+    first, last = current.find(START), current.find(END)
+    if (starts, ends) != (1, 1) or last < first:
+        raise TetherError(
+            "invalid_value",
+            f"{path} has Tether's markers out of order or more than once ({START} ... {END}); "
+            "fix or remove them, then install again; the file was left untouched",
+            path=str(path),
+        )
+    after = current[last + len(END) :]
+    return current[:first] + section + after.removeprefix("\n")

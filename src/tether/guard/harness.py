@@ -1,0 +1,382 @@
+"""Codex, Gemini CLI and Cursor: their hook events read as Claude Code's, the answers written back
+in each one's own format.
+
+Owns, for each harness other than Claude Code: which of its hook events the guard answers and as
+which Claude Code event (`EVENTS`; `INSTALLED` are the ones `tether guard install` writes), its
+tool names and parameters as Claude Code's (`TOOLS`, `PARAMS`: so rules, `tools` policies and
+`TOOLS` checks written with `Bash`, `Edit`, `Read` apply unchanged), the payload read as one or
+more Claude Code payloads (`events`), and the guard's Claude Code-shaped answer written in the
+harness's format (`render`, `answer`). It decides nothing (`hooks.handle` does) and writes no
+configuration (`install`). Claude Code's payloads and answers pass through unchanged.
+
+What each mapping follows:
+- Codex: https://developers.openai.com/codex/hooks and the schemas in
+  https://github.com/openai/codex/tree/main/codex-rs/hooks/schema/generated. Events, fields and
+  answers are Claude Code's; edits come as `apply_patch`, whose patch is read into one `Write`
+  (`*** Add File:`) or `Edit` (`*** Update File:`, `*** Delete File:`) event per file.
+- Gemini CLI: https://geminicli.com/docs/hooks/reference and its source
+  (`packages/core/src/hooks/types.ts`, `core/coreToolHookTriggers.ts`,
+  `tools/definitions/base-declarations.ts`). `BeforeTool` has no context field, so a warning
+  before a call reaches the user (`systemMessage`), not the model.
+- Cursor: https://cursor.com/docs/agent/hooks, read through third-party notes (the primary page
+  was not available in full): answers are `permission`/`agent_message`, `additional_context`
+  and `followup_message`; `stop` cannot refuse, it queues a follow-up message.
+
+The project of an event (where a relative `--config` is found and relative traces resolve) is
+the nearest folder at or above its working folder (Cursor: its first workspace root) holding the
+configuration, else that folder: Codex runs hooks in the session's folder, which may be below it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+from typing import Any
+
+from tether.guard.cli import DEFAULT_CONFIG
+from tether.guard.hooks import TOOL_EVENTS
+
+HARNESSES = ("claude", "codex", "gemini", "cursor")
+# The harness's own name of the event, kept in the Claude Code-shaped payload for `render`.
+NATIVE = "harness_event"
+CODEX_EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop")
+EVENTS: dict[str, dict[str, str]] = {
+    "codex": {name: name for name in (*CODEX_EVENTS, "SubagentStop")},
+    "gemini": {
+        "SessionStart": "SessionStart",
+        "BeforeAgent": "UserPromptSubmit",
+        "BeforeTool": "PreToolUse",
+        "AfterTool": "PostToolUse",
+        "AfterAgent": "Stop",
+        "SessionEnd": "SessionEnd",
+    },
+    "cursor": {
+        "sessionStart": "SessionStart",
+        "beforeSubmitPrompt": "UserPromptSubmit",
+        "preToolUse": "PreToolUse",
+        "postToolUse": "PostToolUse",
+        "postToolUseFailure": "PostToolUseFailure",
+        "stop": "Stop",
+        "sessionEnd": "SessionEnd",
+        # Read too, not installed: Cursor fires them beside preToolUse/postToolUse.
+        "beforeShellExecution": "PreToolUse",
+        "afterShellExecution": "PostToolUse",
+        "beforeMCPExecution": "PreToolUse",
+        "afterMCPExecution": "PostToolUse",
+        "beforeReadFile": "PreToolUse",
+        "afterFileEdit": "PostToolUse",
+    },
+}
+INSTALLED: dict[str, tuple[str, ...]] = {
+    "codex": (*CODEX_EVENTS, "SubagentStop"),
+    "gemini": tuple(EVENTS["gemini"]),
+    "cursor": tuple(EVENTS["cursor"])[:7],
+}
+TOOLS: dict[str, dict[str, str]] = {
+    "codex": {},  # Bash and mcp__server__tool as Claude Code; apply_patch is read per file
+    "gemini": {
+        "run_shell_command": "Bash",
+        "read_file": "Read",
+        "read_many_files": "Read",
+        "replace": "Edit",
+        "write_file": "Write",
+        "glob": "Glob",
+        "grep_search": "Grep",
+        "search_file_content": "Grep",
+        "list_directory": "LS",
+        "web_fetch": "WebFetch",
+        "google_web_search": "WebSearch",
+    },
+    "cursor": {
+        "Shell": "Bash",
+        "Read": "Read",
+        "Write": "Write",
+        "Edit": "Edit",
+        "StrReplace": "Edit",
+        "MultiEdit": "Edit",
+        "Delete": "Edit",
+        "Grep": "Grep",
+        "Glob": "Glob",
+        "LS": "LS",
+        "Task": "Task",
+        "WebFetch": "WebFetch",
+        "WebSearch": "WebSearch",
+    },
+}
+# A parameter's Claude Code name, added beside the harness's own when the call lacks it.
+PARAMS: dict[str, dict[str, str]] = {
+    "codex": {},
+    "gemini": {"dir_path": "path", "allow_multiple": "replace_all", "include_pattern": "glob"},
+    "cursor": {"path": "file_path", "target_file": "file_path", "contents": "content"},
+}
+_PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+?)[ \t]*$", re.MULTILINE)
+_URL = re.compile(r"https?://[^\s\"'<>]+")
+
+
+def events(harness: str, raw: dict[str, Any], config: str | None) -> list[dict[str, Any]]:
+    """The Claude Code payloads of one event of `harness`: none for an event the guard does not
+    answer, several for a Codex patch touching several files. `config` is the configuration as
+    the hook was given it (a relative one marks the project; default `.tether/guard.yaml`)."""
+    if harness == "claude":
+        return [raw]
+    native = raw.get("hook_event_name")
+    event = EVENTS[harness].get(native) if isinstance(native, str) else None
+    if event is None:
+        return []
+    found = _READERS[harness](raw, event)
+    if found:
+        marker = config if config and not os.path.isabs(config) else DEFAULT_CONFIG
+        root = _project(str(found[0].get("cwd") or os.getcwd()), marker)
+        for payload in found:
+            payload.update({"cwd": root, NATIVE: native})
+    return found
+
+
+def _project(cwd: str, marker: str) -> str:
+    folder = os.path.abspath(cwd)
+    while True:
+        if os.path.exists(os.path.join(folder, marker)):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return os.path.abspath(cwd)
+        folder = parent
+
+
+def _base(raw: dict[str, Any], event: str, session: Any, cwd: Any) -> dict[str, Any]:
+    out = {
+        "session_id": str(session or "default"),
+        "cwd": cwd if isinstance(cwd, str) else None,
+        "hook_event_name": event,
+    }
+    for key in ("agent_id", "agent_type", "prompt", "stop_hook_active", "last_assistant_message"):
+        if key in raw:
+            out[key] = raw[key]
+    return out
+
+
+def _json(value: Any) -> Any:
+    """A value some harnesses send as JSON text, parsed (as it is when it is not JSON)."""
+    if isinstance(value, str) and value[:1] in ("{", "["):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _tool(harness: str, name: str, params: Any) -> tuple[str, dict[str, Any]]:
+    """A harness's tool call as Claude Code names it."""
+    params = dict(params) if isinstance(params, dict) else {}
+    for own, claude in PARAMS[harness].items():
+        if own in params and claude not in params:
+            params[claude] = params[own]
+    return TOOLS[harness].get(name, name), params
+
+
+# -- Codex ---------------------------------------------------------------------------------------
+
+
+def _codex(raw: dict[str, Any], event: str) -> list[dict[str, Any]]:
+    payload = {k: v for k, v in raw.items() if k != "transcript_path"}  # not Claude Code's format
+    if payload.get("tool_name") != "apply_patch":
+        return [payload]
+    params = payload.get("tool_input")
+    text = params.get("command") if isinstance(params, dict) else params
+    cwd = str(raw.get("cwd") or os.getcwd())
+    return [{**payload, "tool_name": tool, "tool_input": p} for tool, p in _patch(str(text), cwd)]
+
+
+def _patch(text: str, cwd: str) -> list[tuple[str, dict[str, Any]]]:
+    """Codex's patch as one Write or Edit per file (paths made absolute against `cwd`)."""
+    heads = list(_PATCH_FILE.finditer(text))
+    if not heads:
+        return [("Edit", {"patch": text})]
+    calls = []
+    for i, head in enumerate(heads):
+        end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
+        section = text[head.start() : end].split("\n*** End Patch", 1)[0]
+        lines = section.splitlines()[1:]
+        params: dict[str, Any] = {
+            "file_path": os.path.normpath(os.path.join(cwd, head.group(2))),
+            "patch": section,
+        }
+        if head.group(1) == "Add":
+            params["content"] = "\n".join(line[1:] for line in lines if line.startswith("+"))
+            calls.append(("Write", params))
+            continue
+        if head.group(1) == "Update":
+            params["old_string"] = "\n".join(line[1:] for line in lines if line.startswith("-"))
+            params["new_string"] = "\n".join(line[1:] for line in lines if line.startswith("+"))
+        calls.append(("Edit", params))
+    return calls
+
+
+# -- Gemini CLI ----------------------------------------------------------------------------------
+
+
+def _gemini(raw: dict[str, Any], event: str) -> list[dict[str, Any]]:
+    payload = _base(raw, event, raw.get("session_id"), raw.get("cwd"))
+    if event == "Stop":
+        payload["last_assistant_message"] = str(raw.get("prompt_response") or "")
+    if event not in TOOL_EVENTS:
+        return [payload]
+    context = raw.get("mcp_context")
+    name = str(raw.get("tool_name") or "")
+    if isinstance(context, dict) and context.get("server_name") and context.get("tool_name"):
+        name = f"mcp__{context['server_name']}__{context['tool_name']}"
+    tool, params = _tool("gemini", name, raw.get("tool_input"))
+    if tool == "WebFetch" and "url" not in params:
+        found = _URL.search(str(params.get("prompt") or ""))
+        if found:
+            params["url"] = found.group(0)
+    payload.update(tool_name=tool, tool_input=params)
+    response = raw.get("tool_response")
+    error = response.get("error") if isinstance(response, dict) else None
+    if event == "PostToolUse" and error:
+        message = error.get("message") if isinstance(error, dict) else error
+        payload.update(hook_event_name="PostToolUseFailure", error=str(message or "failed"))
+        return [payload]
+    payload["tool_response"] = response
+    return [payload]
+
+
+# -- Cursor --------------------------------------------------------------------------------------
+
+
+def _cursor(raw: dict[str, Any], event: str) -> list[dict[str, Any]]:
+    roots = raw.get("workspace_roots")
+    cwd = roots[0] if isinstance(roots, list) and roots else raw.get("cwd")
+    payload = _base(raw, event, raw.get("conversation_id") or raw.get("session_id"), cwd)
+    native = raw["hook_event_name"]
+    if event == "Stop":
+        if raw.get("status", "completed") != "completed":
+            return []  # aborted or failed: nothing to hold the agent to
+        count = raw.get("loop_count")
+        payload["stop_hook_active"] = isinstance(count, int) and count > 0
+        payload.setdefault("last_assistant_message", "")
+    if event not in (*TOOL_EVENTS, "PostToolUseFailure"):
+        return [payload]
+    if native.endswith("ShellExecution"):
+        tool, params = "Bash", {"command": raw.get("command"), "cwd": raw.get("cwd")}
+    elif native == "beforeReadFile":
+        tool, params = "Read", {"file_path": raw.get("file_path")}
+    elif native == "afterFileEdit":
+        tool, params = "Edit", {"file_path": raw.get("file_path"), "edits": raw.get("edits")}
+    else:
+        name = str(raw.get("tool_name") or "")
+        if native.endswith("MCPExecution") or name.startswith("MCP:"):
+            server = raw.get("server_name") or raw.get("server") or "mcp"
+            name = f"mcp__{server}__{name.removeprefix('MCP:')}"
+        tool, params = _tool("cursor", name, _json(raw.get("tool_input")))
+    payload.update(tool_name=tool, tool_input=params)
+    if event == "PostToolUseFailure":
+        payload["error"] = str(raw.get("error_message") or raw.get("error") or "failed")
+    elif event == "PostToolUse":
+        keys = ("tool_output", "tool_response", "result_json", "output")
+        response = next((raw[k] for k in keys if k in raw), None)
+        if native == "afterShellExecution":
+            response = {"stdout": raw.get("output"), "exit_code": raw.get("exit_code")}
+        payload["tool_response"] = _json(response)
+    return [payload]
+
+
+_READERS: dict[str, Callable[[dict[str, Any], str], list[dict[str, Any]]]] = {
+    "codex": _codex,
+    "gemini": _gemini,
+    "cursor": _cursor,
+}
+
+
+# -- answers -------------------------------------------------------------------------------------
+
+
+def _joined(texts: list[str]) -> str | None:
+    seen = []
+    for text in texts:
+        if text and text not in seen:
+            seen.append(text)
+    return "\n\n".join(seen) or None
+
+
+def merged(outs: list[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """One Claude Code answer for the answers to the events of one call: denied when any is."""
+    given = [out for out in outs if out]
+    if len(given) <= 1:
+        return given[0] if given else None
+    spec = [out.get("hookSpecificOutput") or {} for out in given]
+    event = spec[0].get("hookEventName", "PreToolUse")
+    denied = [s["permissionDecisionReason"] for s in spec if s.get("permissionDecision") == "deny"]
+    out: dict[str, Any] = {}
+    if denied:
+        reason = _joined(denied)
+        out["hookSpecificOutput"] = {
+            "hookEventName": event,
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        }
+    else:
+        context = _joined([str(s.get("additionalContext") or "") for s in spec])
+        if context:
+            out["hookSpecificOutput"] = {"hookEventName": event, "additionalContext": context}
+    message = _joined([str(o.get("systemMessage") or "") for o in given])
+    if message:
+        out["systemMessage"] = message
+    return out or None
+
+
+def render(
+    harness: str, event: dict[str, Any], out: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """The answer to `event` (a payload from `events`) in the harness's format, from the guard's
+    Claude Code-shaped `out` (None: nothing to say)."""
+    if out is None or harness in ("claude", "codex"):
+        return out
+    spec = out.get("hookSpecificOutput") or {}
+    denied = (
+        spec.get("permissionDecisionReason") if spec.get("permissionDecision") == "deny" else None
+    )
+    context = spec.get("additionalContext")
+    blocked = out.get("reason") if out.get("decision") == "block" else None
+    message = out.get("systemMessage")
+    kind = event.get("hook_event_name")
+    native = event.get(NATIVE)
+    answer: dict[str, Any] = {}
+    if harness == "gemini":
+        if message or (context and kind == "PreToolUse"):
+            answer["systemMessage"] = _joined([message or "", context or ""])
+        if denied or blocked:
+            answer.update(decision="deny", reason=denied or blocked)
+        elif context and kind != "PreToolUse":
+            answer["hookSpecificOutput"] = {"hookEventName": native, "additionalContext": context}
+    elif kind == "PreToolUse":  # Cursor
+        if denied:
+            answer.update(permission="deny", user_message=denied, agent_message=denied)
+        elif context or message:
+            answer.update(permission="allow", agent_message=_joined([context or "", message or ""]))
+    elif kind in ("SessionStart", "PostToolUse") and context:
+        answer["additional_context"] = context
+    elif kind == "Stop" and blocked:
+        answer["followup_message"] = blocked
+    return answer or None
+
+
+def answer(
+    harness: str,
+    found: list[dict[str, Any]],
+    decide: Callable[[dict[str, Any]], dict[str, Any] | None],
+) -> dict[str, Any] | None:
+    """The harness's answer to an event read as `found`, each payload decided by `decide`."""
+    if not found:
+        return None
+    return render(harness, found[0], merged([decide(payload) for payload in found]))
+
+
+def error_text(harness: str, error: dict[str, Any]) -> str:
+    """The line a failed hook writes on stderr: JSON, except for Gemini CLI, which would read a
+    JSON object there as its answer (and so allow what exit 2 should block)."""
+    if harness == "gemini":
+        return f"tether guard: {error.get('code')}: {error.get('message')}"
+    return json.dumps({"error": error}, default=str)
