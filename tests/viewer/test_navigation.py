@@ -9,6 +9,7 @@ from typing import Any
 
 from playwright.sync_api import Locator, Page, expect
 
+from support.trees import SIGN_OFF_YAML
 from viewer.driver import EXAMPLES, ViewServer, answer, mark_document, same_document, tether
 
 LIVE_MS = 1000
@@ -238,3 +239,21 @@ def test_a_failed_action_says_why_on_its_row(page: Page, server: ViewServer, run
     page.goto(server.base + "?run=hello.json")
     morning = _row(page, answer(hello, "trace"), name="Morning_Greeting")
     expect(morning.locator(".why")).to_have_text('✗ judged false: “$VAR.time_of_day is "morning".”')
+
+
+def test_a_human_panel_stays_with_its_execution(
+    page: Page, server: ViewServer, hello: Path, runs: Path, tmp_path: Path
+) -> None:
+    tree = tmp_path / "sign-off.yaml"
+    tree.write_text(SIGN_OFF_YAML)
+    ship = runs / "ship.json"
+    tether("start", tree, ship)
+    answer(ship, "submit", "success")
+    answer(ship, "submit", "success", "--set", "notes=faster builds")
+    page.goto(server.base + "?run=ship.json")
+    expect(page.locator("#human")).to_be_visible()
+    page.locator("#side-runs a", has_text="hello.json").click()
+    expect(page.locator("#run-title")).to_have_text("hello-world 1.0.0")
+    expect(page.locator("#human")).to_be_hidden()
+    page.go_back()
+    expect(page.locator("#human")).to_contain_text("Read the release notes. Approve to publish.")

@@ -172,6 +172,8 @@ async function openRun(path) {
   document.querySelectorAll("#side-runs li").forEach((li) => markCurrent(li, li.dataset.path === path));
   $("#fork-help").hidden = true;
   $("#human").dataset.tokens = "";
+  $("#human").hidden = true;
+  $("#human").replaceChildren();
   $("#node").replaceChildren(el("p", { class: "muted" }, "Select a node in the tree."));
   for (const box of ["#var", "#const"]) $(box).replaceChildren();
   view.fit = true;
@@ -455,8 +457,8 @@ function boxAt(key) {
 
 // A fold or unfold leaves the node whose button was pressed where it was on the screen.
 function keepAnchor(anchor) {
-  const now = boxAt(anchor.key);
   if (view.fit) return;
+  const now = boxAt(anchor.key);
   view.x += now.x - anchor.x;
   view.y += now.y - anchor.y;
 }
@@ -482,12 +484,13 @@ function setupDiagram() {
   // while there is more of it to see, and the page otherwise.
   frame.addEventListener("wheel", (event) => {
     const rect = frame.getBoundingClientRect();
+    const unit = event.deltaMode === WheelEvent.DOM_DELTA_LINE ? 16 : 1;
     if (event.ctrlKey || event.metaKey) {
       event.preventDefault();
-      zoomBy(Math.exp(-event.deltaY / 300), event.clientX - rect.left, event.clientY - rect.top);
+      zoomBy(Math.exp((-event.deltaY * unit) / 300), event.clientX - rect.left, event.clientY - rect.top);
     } else if (view.width * view.scale > frame.clientWidth + 1 || view.height * view.scale > frame.clientHeight + 1) {
       event.preventDefault();
-      panBy(-event.deltaX, -event.deltaY);
+      panBy(-event.deltaX * unit, -event.deltaY * unit);
     }
   }, { passive: false });
   // A drag moves the tree (a click that moved is not a click on a node); two fingers zoom.
