@@ -27,7 +27,7 @@ GAP_Y = 44
 MARGIN = 14
 INDENT = 24  # a column of children sits this far right of its parent
 GAP_STACK = 12  # between the boxes of a column
-MAX_WIDTH = 1000  # wider than this, rows of actions become columns (see `layout`)
+MAX_WIDTH = 760  # the frame of a 1400-pixel page; wider, rows of actions become columns
 _NAME_CHARS = 23  # what fits on a box's name line at the style sheet's font size
 _META_CHARS = 30
 
