@@ -1,7 +1,8 @@
 """The gate in front of Tether's local HTTP servers: who may send a request, and how large.
 
-Owns the checks `tether mcp --http` (and a bot's server) and `tether guard serve` share. Each
-reads plain header values, so a Starlette app and an `http.server` handler run the same code:
+Owns the checks `tether mcp --http` (and a bot's server), `tether guard serve` and `tether view`
+share. Each reads plain header values, so a Starlette app and an `http.server` handler run the
+same code:
 
 - `Host` (421): a loopback name (`127.0.0.1`, `localhost`, `[::1]`), the bound address or a name
   given with `--allow-host`, with or without a numeric port. Anything else is refused, a Host
@@ -16,6 +17,8 @@ reads plain header values, so a Starlette app and an `http.server` handler run t
   post is refused before its body is read.
 
 It does not read bodies or send responses: callers turn a `Refusal` into their own response.
+A caller with its own rules for bodies (the viewer: a JSON body it reads itself, its own
+statuses) asks only `sender_refusal`.
 """
 
 from __future__ import annotations
@@ -118,6 +121,14 @@ class Gate:
         self, method: str, path: str, header: Callable[[str], str | None]
     ) -> Refusal | None:
         """Why this request may not go on, or None. `header(name)` reads one request header."""
+        refused = self.sender_refusal(path, header)
+        if refused is None and method == "POST":
+            refused = self.body_refusal(header)
+        return refused
+
+    def sender_refusal(self, path: str, header: Callable[[str], str | None]) -> Refusal | None:
+        """Why the sender may not ask: its Host, its Origin or its token (a server that judges
+        bodies by its own rules, as the viewer does, stops here)."""
         host = header("host") or ""
         if _authority(host) not in self.names:
             return Refusal(421, "forbidden", f"Host {host!r} is not served here")
@@ -136,8 +147,10 @@ class Gate:
                 given.strip().encode(), self.token
             ):
                 return Refusal(401, "forbidden", "missing or invalid bearer token")
-        if method != "POST":
-            return None
+        return None
+
+    def body_refusal(self, header: Callable[[str], str | None]) -> Refusal | None:
+        """Why a POST's body may not be read: its declared length or its content type."""
         length = header("content-length")
         if length is None:
             if self.length_required:

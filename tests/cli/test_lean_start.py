@@ -23,6 +23,20 @@ print(json.dumps([codes, heavy]), file=sys.stderr)
 """
 
 
+def _imports(commands: list[list[str]], heavy: tuple[str, ...]) -> tuple[list[int], list[str]]:
+    """Run CLI commands in a fresh interpreter: their exit codes and the `heavy` modules that
+    were loaded."""
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE.format(commands=json.dumps(commands), heavy=heavy)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    codes, loaded = json.loads(done.stderr.strip().splitlines()[-1])
+    return codes, loaded
+
+
 def test_step_commands_import_no_heavy_module(tmp_path: Path) -> None:
     trace = str(tmp_path / "run.json")
     rt = Runtime()
@@ -32,28 +46,25 @@ def test_step_commands_import_no_heavy_module(tmp_path: Path) -> None:
     rt.submit(trace, "success")
     # None of these reaches a `check` step (which would rightly load the CEL library).
     commands = [["next", trace], ["eval", trace, "true"], ["var", trace, "greeting", "hi"]]
-    done = subprocess.run(
-        [sys.executable, "-c", _PROBE.format(commands=json.dumps(commands), heavy=HEAVY)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    codes, heavy = json.loads(done.stderr.strip().splitlines()[-1])
-    assert codes == [0, 0, 0], done.stderr
-    assert heavy == []
+    assert _imports(commands, HEAVY) == ([0, 0, 0], [])
 
 
 def test_list_imports_no_heavy_module(tmp_path: Path) -> None:
     Runtime().start(HELLO, str(tmp_path / "run.json"))
     commands = [["list", str(tmp_path)], ["list", str(tmp_path), "--json"]]
-    done = subprocess.run(
-        [sys.executable, "-c", _PROBE.format(commands=json.dumps(commands), heavy=HEAVY)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    codes, heavy = json.loads(done.stderr.strip().splitlines()[-1])
-    assert codes == [0, 0], done.stderr
-    assert heavy == []
+    assert _imports(commands, HEAVY) == ([0, 0], [])
+
+
+HTTP_STACK = ("starlette", "uvicorn", "sse_starlette", "anyio", "h11", "httptools")
+
+
+def test_show_and_render_import_no_http_stack(tmp_path: Path) -> None:
+    """Only `tether view` serves: drawing an execution or a tree loads no web server."""
+    trace = str(tmp_path / "run.json")
+    Runtime().start(HELLO, trace)
+    commands = [
+        ["show", trace, "--no-color"],
+        ["render", trace, "-o", str(tmp_path / "run.svg")],
+        ["render", HELLO, "-o", str(tmp_path / "tree.svg")],
+    ]
+    assert _imports(commands, HTTP_STACK) == ([0, 0, 0], [])

@@ -49,12 +49,23 @@ def browser() -> Iterator[Browser]:
         chromium.close()
 
 
-@pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+def _page(browser: Browser, width: int, height: int) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     yield page
     context.close()
     assert errors == [], "the page raised errors"
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    """A page in a desktop browser window."""
+    yield from _page(browser, 1400, 1000)
+
+
+@pytest.fixture
+def narrow_page(browser: Browser) -> Iterator[Page]:
+    """A page 420 pixels wide, as on a phone."""
+    yield from _page(browser, 420, 900)

@@ -11,6 +11,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from playwright.sync_api import Page
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
 ARTIFACTS = REPO / "artifacts" / "viewer"
@@ -76,3 +78,12 @@ class ViewServer:
     def stop(self) -> int:
         self.process.send_signal(signal.SIGINT)
         return self.process.wait(timeout=10)
+
+
+def mark_document(page: Page) -> None:
+    """Leave a mark in the page's document; it survives updates but not a reload."""
+    page.evaluate("document.body.dataset.mark = 'same page'")
+
+
+def same_document(page: Page) -> None:
+    assert page.evaluate("document.body.dataset.mark") == "same page", "the page reloaded"

@@ -11,7 +11,15 @@ from playwright.sync_api import Page, expect
 
 from support.postgres import shared_server
 from tether.verbs import Runtime
-from viewer.driver import ARTIFACTS, EXAMPLES, ViewServer, answer, tether
+from viewer.driver import (
+    ARTIFACTS,
+    EXAMPLES,
+    ViewServer,
+    answer,
+    mark_document,
+    same_document,
+    tether,
+)
 
 LIVE_MS = 1000  # the page must show a commit within a second
 
@@ -21,15 +29,6 @@ def _node(page: Page, name: str) -> str:
     box = page.locator("#diagram g.node", has=page.locator("text.name", has_text=name))
     expect(box).to_have_count(1)
     return str(box.get_attribute("class"))
-
-
-def _mark_document(page: Page) -> None:
-    """Leave a mark in the document; it survives updates but not a reload."""
-    page.evaluate("document.body.dataset.mark = 'same page'")
-
-
-def _same_document(page: Page) -> None:
-    assert page.evaluate("document.body.dataset.mark") == "same page", "the page reloaded"
 
 
 def test_listing_shows_executions_and_new_ones_appear(
@@ -43,11 +42,11 @@ def test_listing_shows_executions_and_new_ones_appear(
     expect(rows.first).to_contain_text("1/5")
     expect(rows.first.locator("td.open-step")).to_have_text("Morning_Greeting evaluate")
     expect(page.locator("#live")).to_have_text("live")
-    _mark_document(page)
+    mark_document(page)
     tether("start", EXAMPLES / "code-review.yaml", runs / "review.json")
     expect(rows).to_have_count(2, timeout=3000)
     expect(page.locator("#runs tbody tr[data-path='review.json']")).to_contain_text("Code_Review")
-    _same_document(page)
+    same_document(page)
     page.screenshot(path=ARTIFACTS / "list.png")
     page.locator("a", has_text="hello.json").click()
     expect(page.locator("#run-title")).to_have_text("hello-world 1.0.0")
@@ -64,7 +63,7 @@ def test_run_page_follows_the_agent_without_a_reload(
     assert "st-not_reached" in _node(page, "Confirm_Greeting")
     expect(page.locator("#timeline li")).to_have_count(3)
     expect(page.locator("#var")).to_contain_text('"time_of_day": "evening"')
-    _mark_document(page)
+    mark_document(page)
 
     answer(hello, "eval", "false", "--note", "it is evening, not morning")
     committed = time.monotonic()
@@ -86,7 +85,7 @@ def test_run_page_follows_the_agent_without_a_reload(
     for name in ("Hello_World", "Evening_Greeting", "Confirm_Greeting"):
         assert "st-success" in _node(page, name)
     expect(page.locator("#timeline li")).to_have_count(9)
-    _same_document(page)
+    same_document(page)
     page.screenshot(path=ARTIFACTS / "done.png")
 
 
@@ -179,10 +178,10 @@ def test_a_database_lists_every_execution_and_one_opens_live(page: Page) -> None
         row = page.locator("#runs tbody tr[data-path='alpha']")
         expect(row.locator("td.open-step")).to_have_text("Determine_Time instruct")
         expect(page.locator("#live")).to_have_text("live")
-        _mark_document(page)
+        mark_document(page)
         rt.start(hello, f"{dsn}#gamma")
         expect(rows).to_have_count(3, timeout=3000)
-        _same_document(page)
+        same_document(page)
         page.screenshot(path=ARTIFACTS / "database-list.png")
 
         row.locator("a").click()
@@ -190,12 +189,12 @@ def test_a_database_lists_every_execution_and_one_opens_live(page: Page) -> None
         expect(page.locator("#live")).to_have_text("live")
         cursor = page.locator("#diagram g.node.cursor text.name")
         expect(cursor).to_have_text("Determine_Time")
-        _mark_document(page)
+        mark_document(page)
         rt.var_write(alpha, "time_of_day", "evening")
         rt.submit(alpha, "success")
         expect(cursor).to_have_text("Morning_Greeting", timeout=3000)
         expect(page.locator("#var")).to_contain_text('"time_of_day": "evening"')
-        _same_document(page)
+        same_document(page)
     finally:
         assert view.stop() == 0
 

@@ -6,9 +6,14 @@ from __future__ import annotations
 import json
 import os
 import time
+import urllib.error
 import urllib.request
+from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
+
+import pytest
 
 from viewer.driver import EXAMPLES, ViewServer, answer, tether
 
@@ -202,3 +207,74 @@ def test_a_linked_state_file_is_refused_even_when_it_stays_inside(
     assert rows["hello.json"]["tree"] == "hello-world"
     with urllib.request.urlopen(server.base + "api/events?path=alias.json", timeout=10) as stream:
         assert json.loads(stream.readline().decode()[len("data: ") :]) == {"value": None}
+
+
+def _value(stream: Any) -> Any:
+    """The value of the next event on an open stream (its blank line read too)."""
+    line = stream.readline()
+    assert stream.readline() == b"\n"
+    return json.loads(line.decode()[len("data: ") :])["value"]
+
+
+def test_every_page_hears_a_commit(server: ViewServer, hello: Path, runs: Path) -> None:
+    """One watcher reads for all the pages: each stream, on the execution or the listing, gets
+    the commit."""
+    with ExitStack() as streams:
+        followers = [
+            streams.enter_context(
+                urllib.request.urlopen(server.base + "api/events?path=hello.json", timeout=10)
+            )
+            for _ in range(4)
+        ]
+        listings = [
+            streams.enter_context(urllib.request.urlopen(server.base + "api/events", timeout=10))
+            for _ in range(2)
+        ]
+        assert [_value(s) for s in followers] == [3, 3, 3, 3]
+        assert [_value(s) for s in listings] == [1, 1]
+        answer(hello, "eval", "false")
+        assert [_value(s) for s in followers] == [4, 4, 4, 4]
+        assert [_value(s) for s in listings] == [1, 1], "the commit changed the listing"
+        tether("start", EXAMPLES / "deploy.yaml", runs / "deploy.json")
+        assert [_value(s) for s in listings] == [2, 2]
+
+
+def test_requests_from_elsewhere_are_refused_by_the_shared_gate(
+    server: ViewServer, hello: Path
+) -> None:
+    port = server.base.rstrip("/").rsplit(":", 1)[1]
+    assert server.get("/api/runs", host=f"localhost:{port}")[0] == 200
+    for host in (f"127.0.0.1.evil.example:{port}", f"localhost:{port}@evil.example", ""):
+        status, body = server.get("/api/runs", host=host)
+        assert (status, body["error"]["code"]) == (403, "forbidden"), host
+    request = urllib.request.Request(server.base + "api/runs")
+    request.add_header("Origin", "http://evil.example")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code == 403
+    assert json.loads(refused.value.read())["error"]["code"] == "forbidden"
+
+
+def test_fold_draws_a_subtree_folded_and_refuses_what_is_not_a_parent(
+    server: ViewServer, hello: Path
+) -> None:
+    status, doc = server.get("/api/run?path=hello.json&fold=1")
+    assert status == 200
+    assert "Morning_Greeting" not in doc["svg"] and "Confirm_Greeting" in doc["svg"]
+    assert 'class="fold folded holds-cursor" data-fold="1"' in doc["svg"]
+    assert [n["name"] for n in doc["nodes"]][3] == "Morning_Greeting", "the nodes are all sent"
+    status, past = server.get("/api/run?path=hello.json&at=1&fold=1")
+    assert status == 200 and 'class="fold folded" data-fold="1"' in past["svg"]
+    for fold in ("0", "9", "1,x", ","):
+        status, body = server.get(f"/api/run?path=hello.json&fold={quote(fold)}")
+        assert (status, body["error"]["code"]) == (400, "usage"), fold
+
+
+def test_stopping_the_server_ends_open_streams_cleanly(hello: Path, runs: Path) -> None:
+    view = ViewServer(runs)
+    try:
+        stream = urllib.request.urlopen(view.base + "api/events?path=hello.json", timeout=10)
+        assert _value(stream) == 3
+    finally:
+        assert view.stop() == 0
+    assert stream.read() == b"", "the stream ends as a complete response"

@@ -1,8 +1,10 @@
 """The viewer's web server: the page, its JSON API and live updates, for one place.
 
-Owns the HTTP surface on 127.0.0.1 (standard library `ThreadingHTTPServer`) over one place that
-holds executions — a folder, or a database (`postgresql://…` without `#name`) — listed and read
-through its store (`Store.list`, `Store.revision`), never by reading its files:
+Owns the HTTP surface on 127.0.0.1 (a Starlette app with sse-starlette's event streams, run by
+uvicorn; `tether.viewer.cli` imports this module only for `tether view`, so `show` and `render`
+never load the HTTP stack) over one place that holds executions — a folder, or a database
+(`postgresql://…` without `#name`) — listed and read through its store (`Store.list`,
+`Store.revision`), never by reading its files:
 
 - `/` the page and `/static/...` its assets, shipped inside the package (no CDN, no build step);
 - `/api/runs` the executions in the place (tree, status, phase, open step, progress, last
@@ -10,43 +12,59 @@ through its store (`Store.list`, `Store.revision`), never by reading its files:
   the database);
 - `/api/run?path=P` one execution: its nodes, trace, current snapshot and diagram (SVG);
   `&at=K` the snapshot and diagram after the first K trace entries (a replay, not a stored copy);
-  `&since=N&last_seq=S` only the trace entries after the N the page already holds;
-- `/api/events` and `/api/events?path=P` Server-Sent Events: a message when the listing changes
-  (the store's listing, read every second), or with the new revision when the execution commits
-  (its revision is read every 200 ms per stream; the page then fetches the new document).
-
+  `&since=N&last_seq=S` only the trace entries after the N the page already holds; `&fold=KEYS`
+  the diagram with the subtrees under those nodes (comma-separated keys) folded away;
+- `/api/events` and `/api/events?path=P` Server-Sent Events: a message when the listing changes,
+  or with the new revision when the execution commits. One watcher per server reads, once per
+  tick for all the pages, the revision of each execution some page follows (every 200 ms) and
+  the listing while a page shows it (every second), and wakes the streams whose value changed;
 - `POST /api/human` a person's answer to the open human step from the page (`{path, decision:
   approve | reject, note?, step?}`), through the verbs (`approve`/`reject`, `by: viewer`); the
   only request that writes.
 
-It confines every path it is asked for to the folder it serves: absolute paths, `..` and
-symbolic links that lead outside are refused with 403 and a JSON error, as are requests whose
-`Host` is not this server (DNS rebinding); in a database a path is only ever a name in it. The
-files beside a state file are the store's to find and refuse (a state file naming another file
-is `corrupt_execution`, 409). An execution that cannot be read or shown is reported on its own
-row of the listing; the others are still listed. A post is taken only from the server's own
-page: its `Origin` must be this server, and it must carry the per-server token written into the
-page (`X-Tether-Token`); anything else is refused with 403 before the body is read. It does not
-derive statuses (`tether.viewer.model`), draw (`tether.viewer.svg`) or parse command lines
-(`tether.viewer.cli`).
+Every request first passes the gate the other HTTP servers use (`tether.httpgate`: a `Host` that
+is not this machine's loopback name, which stops DNS rebinding, or an `Origin` from elsewhere is
+refused with 403 and a JSON error). It confines every path it is asked for to the folder it
+serves: absolute paths, `..` and symbolic links that lead outside are refused with 403; in a
+database a path is only ever a name in it. The files beside a state file are the store's to find
+and refuse (a state file naming another file is `corrupt_execution`, 409). An execution that
+cannot be read or shown is reported on its own row of the listing; the others are still listed.
+A post is taken only from the server's own page: its `Origin` must be this server, and it must
+carry the per-server token written into the page (`X-Tether-Token`); anything else is refused
+with 403 before the body is read. It does not derive statuses (`tether.viewer.model`), draw
+(`tether.viewer.svg`) or parse command lines (`tether.viewer.cli`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import secrets
+import socket
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any
-from urllib.parse import parse_qs, quote, urlsplit
+from urllib.parse import quote
+
+import anyio
+import anyio.to_thread
+import uvicorn
+from sse_starlette import EventSourceResponse
+from starlette.applications import Starlette
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tether.errors import TetherError
+from tether.httpgate import Gate
 from tether.store import path_of, scheme_of, store_for
 from tether.store.base import Summary
 from tether.tree.model import STEP_KINDS
@@ -54,8 +72,8 @@ from tether.viewer.model import Timeline, index_tree, progress, snapshot
 from tether.viewer.source import Execution, load_execution
 from tether.viewer.svg import render_svg
 
-POLL_SECONDS = 0.2
-LISTING_POLL_SECONDS = 1.0
+POLL_SECONDS = 0.2  # how often the watcher reads the revisions pages follow
+LISTING_TICKS = 5  # and the listing, every fifth tick (once a second)
 HEARTBEAT_SECONDS = 15.0
 _TYPES = {".html": "text/html", ".css": "text/css", ".js": "text/javascript"}
 _HTTP_STATUS = {
@@ -72,6 +90,11 @@ _CSP = (
     "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
     "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
+_HEADERS = {
+    "Cache-Control": "no-store",
+    "Content-Security-Policy": _CSP,
+    "X-Content-Type-Options": "nosniff",
+}
 
 
 def _assets() -> dict[str, bytes]:
@@ -101,7 +124,6 @@ class Viewer:
         self.assets = _assets()
         page = self.assets["index.html"]
         self.assets["index.html"] = page.replace(_TOKEN_PLACEHOLDER, self.token.encode())
-        self.stopping = threading.Event()
         self._lock = threading.Lock()
         self._cache: dict[str, _Cached] = {}
 
@@ -177,10 +199,10 @@ class Viewer:
         """The executions in the place, as its store lists them."""
         return self.store.list(self.where)
 
-    def revision_watch(self, rel: str) -> Callable[[], int | None]:
-        """A reader of the execution's revision, for its event stream (None while it cannot be
-        read: not started yet, corrupt, a database that is down)."""
-        uri = self.uri_of(rel)
+    def revision_reader(self, uri: str) -> Callable[[], int | None]:
+        """A reader of the revision of the execution at `uri` (from `uri_of`), for its event
+        stream (None while it cannot be read: not started yet, corrupt, a database that is
+        down)."""
 
         def revision() -> int | None:
             try:
@@ -197,6 +219,7 @@ class Viewer:
 
     def _document(self, rel: str, execution: Execution, query: dict[str, str]) -> dict[str, Any]:
         tree, trace, state = execution.tree, execution.trace, execution.state
+        folded = _folded(tree, query)
         at = _whole(query, "at")
         if at is not None:
             snap = snapshot(tree, state, trace, min(at, len(trace)))
@@ -206,7 +229,7 @@ class Viewer:
                 "total": len(trace),
                 "progress": progress(tree, snap),
                 "snapshot": snap.to_dict(),
-                "svg": render_svg(tree, snap),
+                "svg": render_svg(tree, snap, folded=folded, toggles=True),
             }
         snap = self._timeline(rel, execution).snapshot()
         since = _whole(query, "since") or 0
@@ -225,7 +248,7 @@ class Viewer:
             "trace": trace[offset:],
             "progress": progress(tree, snap),
             "snapshot": snap.to_dict(),
-            "svg": render_svg(tree, snap),
+            "svg": render_svg(tree, snap, folded=folded, toggles=True),
         }
 
     def _timeline(self, rel: str, execution: Execution) -> Timeline:
@@ -309,6 +332,21 @@ def _whole(query: dict[str, str], name: str) -> int | None:
     return int(text)
 
 
+def _folded(tree: dict[str, Any], query: dict[str, str]) -> frozenset[str]:
+    """The node keys of `fold` (comma-separated), each a node below the root with children."""
+    text = query.get("fold")
+    if not text:
+        return frozenset()
+    keys = frozenset(text.split(","))
+    parents = {key for key, node in index_tree(tree).items() if key and node.children}
+    unknown = sorted(keys - parents)
+    if unknown:
+        raise TetherError(
+            "usage", f"fold takes keys of nodes with children below the root, not {unknown[0]!r}"
+        )
+    return keys
+
+
 def _nodes(tree: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for node in index_tree(tree).values():
@@ -342,160 +380,237 @@ def _nodes(tree: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-    protocol_version = "HTTP/1.1"
+# -- the HTTP surface ------------------------------------------------------------------------------
 
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet: the terminal running `tether view` shows only its address."""
+_UNSET = object()
 
-    def do_GET(self) -> None:
-        self._answering(self._get)
 
-    def do_POST(self) -> None:
-        self.close_connection = True  # the body of a refused post is never read
-        self._answering(self._post)
+class Watcher:
+    """The server's one watcher: every tick it reads, once for all the pages, the revision of
+    each execution some page follows, and every `LISTING_TICKS` ticks the listing while some
+    page shows it; each stream wakes when a value changes. A key is an execution's URI, or None
+    for the listing. When the server stops (sse-starlette sets `stopping`), every stream ends
+    at the next tick, its response completed."""
 
-    def _answering(self, handle: Callable[[], None]) -> None:
-        """Run `handle`; whatever it raises becomes a JSON error with its HTTP status."""
+    def __init__(self) -> None:
+        self._readers: dict[str | None, Callable[[], Any]] = {}
+        self._streams: dict[str | None, int] = {}
+        self._values: dict[str | None, Any] = {}
+        self._changed = anyio.Event()
+        self.stopping = anyio.Event()
+        self._closed = False
+
+    async def follow(self, key: str | None, read: Callable[[], Any]) -> AsyncIterator[Any]:
+        """The value of `key` at once, then each new one, for as long as the caller listens."""
+        self._readers[key] = read
+        self._streams[key] = self._streams.get(key, 0) + 1
         try:
-            handle()
-        except TetherError as exc:
-            self._json({"error": exc.to_dict()}, _HTTP_STATUS.get(exc.code, HTTPStatus.CONFLICT))
-        except (BrokenPipeError, ConnectionResetError):
+            if key not in self._values:
+                self._values[key] = await anyio.to_thread.run_sync(read)
+            last: Any = _UNSET
+            while not self._closed:
+                value = self._values.get(key, last)
+                if value != last:
+                    last = value
+                    yield value
+                await self._changed.wait()
+        finally:
+            self._streams[key] -= 1
+            if not self._streams[key]:
+                for table in (self._streams, self._readers, self._values):
+                    table.pop(key, None)
+
+    async def run(self) -> None:
+        """Read what the streams follow, tick after tick, until cancelled."""
+        tick = 0
+        while not self._closed:
+            await anyio.sleep(POLL_SECONDS)
+            if self.stopping.is_set():
+                self._closed = True
+                self._wake()
+                return
+            tick += 1
+            due = [
+                (key, read)
+                for key, read in self._readers.items()
+                if key is not None or tick % LISTING_TICKS == 0
+            ]
+            if not due:
+                continue
+            fresh = await anyio.to_thread.run_sync(_read_all, due)
+            changed = False
+            for key, value in fresh:
+                if key in self._streams and self._values.get(key, _UNSET) != value:
+                    self._values[key] = value
+                    changed = True
+            if changed:
+                self._wake()
+
+    def _wake(self) -> None:
+        woken, self._changed = self._changed, anyio.Event()
+        woken.set()
+
+
+def _read_all(due: list[tuple[str | None, Callable[[], Any]]]) -> list[tuple[str | None, Any]]:
+    return [(key, read()) for key, read in due]
+
+
+class _Front:
+    """In front of every route: the shared gate's checks of who is asking (Host, Origin), each
+    refusal answered 403 as the viewer always has, and the headers every answer carries."""
+
+    def __init__(self, app: ASGIApp, gate: Gate) -> None:
+        self._app = app
+        self._gate = gate
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
             return
-        except Exception as exc:  # the page gets a JSON error rather than a dropped connection
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in _HEADERS.items():
+                    headers.setdefault(name, value)
+            await send(message)
+
+        refusal = self._gate.sender_refusal(scope["path"], Headers(scope=scope).get)
+        if refusal is not None:
+            response = _error(TetherError("forbidden", refusal.message))
+            await response(scope, receive, send_with_headers)
+            return
+        await self._app(scope, receive, send_with_headers)
+
+
+def _error(exc: TetherError) -> Response:
+    return _json({"error": exc.to_dict()}, _HTTP_STATUS.get(exc.code, HTTPStatus.CONFLICT))
+
+
+def _json(value: Any, status: int = HTTPStatus.OK) -> Response:
+    body = json.dumps(value, ensure_ascii=False).encode()
+    return Response(body, status, media_type="application/json; charset=utf-8")
+
+
+def _answering(
+    handle: Callable[[Request], Awaitable[Response]],
+) -> Callable[[Request], Awaitable[Response]]:
+    """`handle`, whatever it raises turned into a JSON error with its HTTP status (the page gets
+    a JSON error rather than a dropped connection)."""
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            return await handle(request)
+        except TetherError as exc:
+            return _error(exc)
+        except Exception as exc:
             error = {"code": "internal", "message": f"{type(exc).__name__}: {exc}"}
-            self._json({"error": error}, HTTPStatus.INTERNAL_SERVER_ERROR)
+            return _json({"error": error}, HTTPStatus.INTERNAL_SERVER_ERROR)
 
-    def _get(self) -> None:
-        url = urlsplit(self.path)
-        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
-        viewer = self.server.viewer
-        if not self._host_allowed():
-            raise TetherError("forbidden", "this server answers only on its own address")
-        if url.path in ("/", "/index.html"):
-            self._asset("index.html")
-        elif url.path.startswith("/static/"):
-            self._asset(url.path[len("/static/") :])
-        elif url.path == "/api/runs":
-            self._json(viewer.runs())
-        elif url.path == "/api/run":
-            self._json(viewer.run(query.get("path", ""), query))
-        elif url.path == "/api/events":
-            self._events(query.get("path"))
-        else:
-            raise TetherError("not_found", f"nothing at {url.path}")
+    return endpoint
 
-    def _post(self) -> None:
-        if urlsplit(self.path).path != "/api/human":
-            raise TetherError("not_found", f"nothing to post at {self.path}")
-        self._post_allowed()
-        self._json(self.server.viewer.answer_human(self._body()))
 
-    def _post_allowed(self) -> None:
-        """Refuse a post that does not come from this server's own page: another `Host` (DNS
-        rebinding), another or no `Origin` (another site, a script outside a browser), or
-        without the page's token."""
-        if not self._host_allowed():
-            raise TetherError("forbidden", "this server answers only on its own address")
-        if self.headers.get("Origin") not in self._origins():
+def build_app(viewer: Viewer, port: int) -> ASGIApp:
+    """The viewer's app for a server listening on 127.0.0.1:`port`."""
+    watcher = Watcher()
+    origins = (f"http://127.0.0.1:{port}", f"http://localhost:{port}")
+
+    async def page(request: Request) -> Response:
+        return _asset("index.html")
+
+    async def static(request: Request) -> Response:
+        return _asset(request.path_params["name"])
+
+    def _asset(name: str) -> Response:
+        body = viewer.assets.get(name)
+        if body is None:
+            raise TetherError("not_found", f"no asset {name!r}")
+        kind = _TYPES.get(os.path.splitext(name)[1], "application/octet-stream")
+        return Response(body, media_type=f"{kind}; charset=utf-8")
+
+    async def runs(request: Request) -> Response:
+        return _json(await anyio.to_thread.run_sync(viewer.runs))
+
+    async def run(request: Request) -> Response:
+        query = dict(request.query_params)
+        return _json(await anyio.to_thread.run_sync(viewer.run, query.get("path", ""), query))
+
+    async def events(request: Request) -> Response:
+        rel = request.query_params.get("path")
+        key: str | None = None
+        read: Callable[[], Any] = viewer.listing_signature
+        if rel is not None:
+            key = await anyio.to_thread.run_sync(viewer.uri_of, rel)
+            read = viewer.revision_reader(key)
+
+        async def stream() -> AsyncIterator[dict[str, str]]:
+            async for value in watcher.follow(key, read):
+                payload = len(value) if isinstance(value, tuple) else value
+                yield {"data": json.dumps({"value": payload})}
+
+        return EventSourceResponse(
+            stream(),
+            headers={"Content-Type": "text/event-stream"},
+            sep="\n",
+            ping=HEARTBEAT_SECONDS,
+            shutdown_event=watcher.stopping,
+            shutdown_grace_period=1.0,
+        )
+
+    async def human(request: Request) -> Response:
+        # Only from this server's own page: its exact Origin and the token written into it.
+        if request.headers.get("origin") not in origins:
             raise TetherError("forbidden", "answers are taken only from this viewer's own page")
-        token = self.headers.get("X-Tether-Token", "")
-        if not secrets.compare_digest(token.encode(), self.server.viewer.token.encode()):
+        token = request.headers.get("x-tether-token", "")
+        if not secrets.compare_digest(token.encode(), viewer.token.encode()):
             raise TetherError("forbidden", "answers are taken only from this viewer's own page")
-
-    def _body(self) -> Any:
-        kind = self.headers.get("Content-Type", "").split(";")[0].strip()
+        kind = request.headers.get("content-type", "").split(";")[0].strip()
         if kind != "application/json":
             raise TetherError("usage", "post a JSON body (Content-Type: application/json)")
-        length = self.headers.get("Content-Length", "")
+        length = request.headers.get("content-length", "")
         if not length.isdigit() or int(length) > MAX_POST_BYTES:
             raise TetherError(
                 "invalid_value", f"the body must give its length, at most {MAX_POST_BYTES} bytes"
             )
         try:
-            return json.loads(self.rfile.read(int(length)))
+            body = json.loads(await request.body())
         except (ValueError, UnicodeDecodeError):
             raise TetherError("invalid_json", "the body is not JSON") from None
+        return _json(await anyio.to_thread.run_sync(viewer.answer_human, body))
 
-    def _origins(self) -> tuple[str, ...]:
-        port = self.server.server_address[1]
-        return (f"http://127.0.0.1:{port}", f"http://localhost:{port}")
+    async def nothing(request: Request, exc: Exception) -> Response:
+        verb = "to post " if request.method == "POST" else ""
+        return _error(TetherError("not_found", f"nothing {verb}at {request.url.path}"))
 
-    def _host_allowed(self) -> bool:
-        host = self.headers.get("Host", "")
-        port = self.server.server_address[1]
-        return host in (f"127.0.0.1:{port}", f"localhost:{port}")
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(watcher.run)
+            yield
+            tasks.cancel_scope.cancel()
 
-    def _send(self, status: int, kind: str, body: bytes) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
-        self.send_header("Content-Security-Policy", _CSP)
-        self.send_header("X-Content-Type-Options", "nosniff")
-        self.end_headers()
-        self.wfile.write(body)
-
-    def _json(self, value: Any, status: int = HTTPStatus.OK) -> None:
-        body = json.dumps(value, ensure_ascii=False).encode()
-        self._send(status, "application/json; charset=utf-8", body)
-
-    def _asset(self, name: str) -> None:
-        body = self.server.viewer.assets.get(name)
-        if body is None:
-            raise TetherError("not_found", f"no asset {name!r}")
-        kind = _TYPES.get(os.path.splitext(name)[1], "application/octet-stream")
-        self._send(HTTPStatus.OK, f"{kind}; charset=utf-8", body)
-
-    def _events(self, rel: str | None) -> None:
-        viewer = self.server.viewer
-        signal: Callable[[], Any] = viewer.listing_signature
-        pause = LISTING_POLL_SECONDS
-        if rel is not None:
-            signal, pause = viewer.revision_watch(rel), POLL_SECONDS
-        self.send_response(HTTPStatus.OK)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-store")
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.close_connection = True
-        for data in _changes(signal, pause, viewer.stopping):
-            self.wfile.write(data)
-            self.wfile.flush()
+    routes = [
+        Route("/", _answering(page)),
+        Route("/index.html", _answering(page)),
+        Route("/static/{name}", _answering(static)),
+        Route("/api/runs", _answering(runs)),
+        Route("/api/run", _answering(run)),
+        Route("/api/events", _answering(events)),
+        Route("/api/human", _answering(human), methods=["POST"]),
+    ]
+    app = Starlette(routes=routes, exception_handlers={HTTPException: nothing}, lifespan=lifespan)
+    return _Front(app, Gate("127.0.0.1", None))
 
 
-def _changes(signal: Callable[[], Any], pause: float, stopping: threading.Event) -> Iterator[bytes]:
-    """Server-Sent Events: one when `signal()` changes (the first at once), a comment now and
-    then to keep the connection alive, until the server stops."""
-    last: Any = object()
-    quiet = 0.0
-    while not stopping.is_set():
-        value = signal()
-        if value != last:
-            last = value
-            quiet = 0.0
-            payload = value if not isinstance(value, tuple) else len(value)
-            yield f"data: {json.dumps({'value': payload})}\n\n".encode()
-        elif quiet >= HEARTBEAT_SECONDS:
-            quiet = 0.0
-            yield b": alive\n\n"
-        stopping.wait(pause)
-        quiet += pause
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-    def __init__(self, viewer: Viewer, port: int) -> None:
-        super().__init__(("127.0.0.1", port), _Handler)
-        self.viewer = viewer
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/"
+def _listen(port: int) -> socket.socket:
+    """A listening socket on 127.0.0.1 (port 0: any free one); connections made as soon as the
+    address is printed wait in its backlog until the server accepts them."""
+    try:
+        return socket.create_server(("127.0.0.1", port), backlog=128)
+    except OSError as exc:
+        raise TetherError(
+            "invalid_value", f"cannot listen on 127.0.0.1:{port}: {exc.strerror}", port=port
+        ) from None
 
 
 def serve(path: str, *, port: int = 0, ready: Callable[[Any], None]) -> None:
@@ -510,18 +625,20 @@ def serve(path: str, *, port: int = 0, ready: Callable[[Any], None]) -> None:
         raise TetherError("not_found", f"no execution at {path}", path=path)
     viewer = Viewer(where)
     count = len(viewer.executions())
-    try:
-        server = _Server(viewer, port)
-    except OSError as exc:
-        raise TetherError(
-            "invalid_value", f"cannot listen on 127.0.0.1:{port}: {exc.strerror}", port=port
-        ) from None
-    url = server.url + (f"?run={quote(opened)}" if opened else "")
+    sock = _listen(port)
+    bound = sock.getsockname()[1]
+    config = uvicorn.Config(
+        build_app(viewer, bound),
+        log_level="warning",
+        access_log=False,
+        ws="none",
+        timeout_graceful_shutdown=2,
+    )
+    url = f"http://127.0.0.1:{bound}/" + (f"?run={quote(opened)}" if opened else "")
     try:
         ready({"status": "serving", "url": url, "executions": count})
-        server.serve_forever(poll_interval=0.2)
+        asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
     except KeyboardInterrupt:
         pass
     finally:
-        viewer.stopping.set()
-        server.server_close()
+        sock.close()

@@ -1,10 +1,13 @@
 """The tree as a picture: the one layout of the diagram and its SVG.
 
 Owns where each node's box goes (a top-down tidy layout: every leaf gets its own column, a parent
-sits centred over its children) and the SVG markup of boxes, connectors and statuses, with its
-style sheet inside so a file written by `tether render` stands alone. The web page shows the same
-SVG, sent by the server, so the layout exists once. Each box carries `data-key` (the node's engine
-key) and classes for its type, status and the cursor, for the page to hook onto.
+sits centred over its children; in a tree wider than `MAX_WIDTH` the largest groups of actions
+are listed in a column under their parent instead) and the SVG markup of boxes, connectors and
+statuses, with its style sheet inside so a file written by `tether render` stands alone. The web
+page shows the same SVG, sent by the server, so the layout exists once. Each box carries
+`data-key` (the node's engine key) and classes for its type, status and the cursor, for the page
+to hook onto; for the page, a subtree can be folded away and each parent carries the button that
+folds it (`data-fold`).
 
 It does not derive statuses (`tether.viewer.model`) or write files (`tether.viewer.cli`).
 """
@@ -22,6 +25,9 @@ BOX_H = 66
 GAP_X = 22
 GAP_Y = 44
 MARGIN = 14
+INDENT = 24  # a column of children sits this far right of its parent
+GAP_STACK = 12  # between the boxes of a column
+MAX_WIDTH = 760  # the frame of a 1400-pixel page; wider, rows of actions become columns
 _NAME_CHARS = 23  # what fits on a box's name line at the style sheet's font size
 _META_CHARS = 30
 
@@ -47,6 +53,12 @@ STYLE = """
 .tether-tree .cursor .box { fill: #eaf2fe; stroke: #1a56db; stroke-width: 3; }
 .tether-tree .cursor .name { fill: #1a56db; }
 .tether-tree .selected .box { stroke: #7c3aed; stroke-width: 3; }
+.tether-tree .fold { cursor: pointer; }
+.tether-tree .fold rect { fill: #ffffff; stroke: #9aa5b1; stroke-width: 1.2; }
+.tether-tree .fold text { font-size: 12px; font-weight: 700; fill: #52606d; }
+.tether-tree .fold.folded rect { fill: #52606d; stroke: #52606d; }
+.tether-tree .fold.folded text { fill: #ffffff; font-size: 11px; }
+.tether-tree .fold.holds-cursor rect { fill: #1a56db; stroke: #1a56db; }
 """
 
 
@@ -56,34 +68,83 @@ class Box:
     y: float
 
 
-def layout(nodes: dict[str, Node]) -> tuple[dict[str, Box], float, float]:
-    """Each node's top-left corner, and the picture's width and height."""
+@dataclass
+class Layout:
+    """Where each shown node's box goes, which parents list their children in a column, and
+    the picture's size."""
+
+    boxes: dict[str, Box]
+    stacked: set[str]
+    width: float
+    height: float
+
+
+def layout(nodes: dict[str, Node], folded: frozenset[str] = frozenset()) -> Layout:
+    """A tidy layout (a parent centred over its children, each subtree in its own columns) of
+    the nodes not folded away. While the picture is wider than `MAX_WIDTH`, the parent with the
+    most children that are all leaves (a `parallel` last) lists them in a column below it
+    instead of a row, so a long row of actions stays legible at the page's width."""
+    stacked: set[str] = set()
+    while True:
+        shown = _place(nodes, folded, stacked)
+        if shown.width <= MAX_WIDTH:
+            return shown
+        groups = [
+            node
+            for key, node in nodes.items()
+            if key in shown.boxes
+            and key not in folded
+            and key not in stacked
+            and len(node.children) > 1
+            and all(not nodes[c].children or c in folded for c in node.children)
+        ]
+        if not groups:
+            return shown
+        best = max(groups, key=lambda n: (len(n.children), n.type != "parallel", -n.depth))
+        stacked.add(best.key)
+
+
+def _place(nodes: dict[str, Node], folded: frozenset[str], stacked: set[str]) -> Layout:
     boxes: dict[str, Box] = {}
-    column = 0
 
-    def place(key: str) -> float:
-        nonlocal column
+    def place(key: str, left: float) -> tuple[float, float]:
+        """Lay out the subtree of `key` from `left`: its box's centre and its right edge."""
         node = nodes[key]
-        if node.children:
-            centres = [place(child) for child in node.children]
-            centre = (centres[0] + centres[-1]) / 2
-        else:
-            centre = MARGIN + column * (BOX_W + GAP_X) + BOX_W / 2
-            column += 1
-        boxes[key] = Box(centre - BOX_W / 2, MARGIN + node.depth * (BOX_H + GAP_Y))
-        return centre
+        y = MARGIN + node.depth * (BOX_H + GAP_Y)
+        if not node.children or key in folded:
+            boxes[key] = Box(left, y)
+            return left + BOX_W / 2, left + BOX_W
+        if key in stacked:
+            boxes[key] = Box(left, y)
+            for i, child in enumerate(node.children):
+                boxes[child] = Box(left + INDENT, y + BOX_H + GAP_STACK + i * (BOX_H + GAP_STACK))
+            return left + BOX_W / 2, left + INDENT + BOX_W
+        centres, right = [], left - GAP_X
+        for child in node.children:
+            centre, right = place(child, right + GAP_X)
+            centres.append(centre)
+        centre = (centres[0] + centres[-1]) / 2
+        boxes[key] = Box(centre - BOX_W / 2, y)
+        return centre, right
 
-    place("")
-    depth = max(n.depth for n in nodes.values())
-    width = 2 * MARGIN + column * BOX_W + (column - 1) * GAP_X
-    height = 2 * MARGIN + (depth + 1) * BOX_H + depth * GAP_Y
-    return boxes, width, height
+    _, right = place("", MARGIN)
+    height = max(box.y for box in boxes.values()) + BOX_H + MARGIN
+    return Layout(boxes, stacked, right + MARGIN, height)
 
 
-def render_svg(tree: dict[str, Any], snap: Snapshot | None = None) -> str:
-    """The tree as a standalone SVG document; with `snap`, coloured by each node's status."""
+def render_svg(
+    tree: dict[str, Any],
+    snap: Snapshot | None = None,
+    *,
+    folded: frozenset[str] = frozenset(),
+    toggles: bool = False,
+) -> str:
+    """The tree as a standalone SVG document; with `snap`, coloured by each node's status.
+    The subtrees under the `folded` nodes are left out; with `toggles`, each parent below the
+    root carries a button to fold or unfold it (for the page)."""
     nodes = index_tree(tree)
-    boxes, width, height = layout(nodes)
+    shown = layout(nodes, folded)
+    boxes, width, height = shown.boxes, shown.width, shown.height
     cursor = set(snap.open_keys()) if snap is not None else set()
     title = escape(str(tree["name"]))
     parts = [
@@ -93,21 +154,54 @@ def render_svg(tree: dict[str, Any], snap: Snapshot | None = None) -> str:
         f"<style>{STYLE}</style>",
         '<g class="edges">',
     ]
-    for key, node in nodes.items():
-        for child in node.children:
-            parts.append(_edge(boxes[key], boxes[child]))
+    for key in boxes:
+        if key not in folded:
+            for child in nodes[key].children:
+                parts.append(_edge(boxes[key], boxes[child], key in shown.stacked))
     parts.append("</g>")
-    for key, node in nodes.items():
-        parts.append(_node(node, boxes[key], snap, key in cursor))
+    for key in boxes:
+        parts.append(_node(nodes[key], boxes[key], snap, key in cursor))
+    if toggles:
+        for key in boxes:
+            if key and nodes[key].children:
+                parts.append(_toggle(nodes, key, boxes[key], key in folded, shown, cursor))
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
 
 
-def _edge(parent: Box, child: Box) -> str:
+def _edge(parent: Box, child: Box, stacked: bool) -> str:
+    if stacked:
+        x1, y1 = parent.x + INDENT / 2, parent.y + BOX_H
+        return f'<path class="edge" d="M{x1:g} {y1:g} V{child.y + BOX_H / 2:g} H{child.x:g}"/>'
     x1, y1 = parent.x + BOX_W / 2, parent.y + BOX_H
     x2, y2 = child.x + BOX_W / 2, child.y
     mid = y1 + GAP_Y / 2
     return f'<path class="edge" d="M{x1:g} {y1:g} V{mid:g} H{x2:g} V{y2:g}"/>'
+
+
+def _toggle(
+    nodes: dict[str, Node], key: str, box: Box, folded: bool, shown: Layout, cursor: set[str]
+) -> str:
+    """The button on a parent's lower edge, where its connectors leave: "−" folds the subtree
+    away, "+N" (the N nodes hidden) brings it back; it is marked when the cursor is hidden."""
+    below = [k for k in nodes if k.startswith(f"{key}.")]
+    x = box.x + (INDENT / 2 if key in shown.stacked else BOX_W / 2)
+    y = box.y + BOX_H
+    if not folded:
+        label, width, what = "−", 16, f"Fold the {plural(len(below), 'node', 'nodes')} below"
+    else:
+        label = f"+{len(below)}"
+        width, what = 12 + 7 * len(label), f"Unfold {plural(len(below), 'node', 'nodes')}"
+    hidden = folded and any(k in cursor for k in below)
+    classes = "fold" + (" folded" if folded else "") + (" holds-cursor" if hidden else "")
+    return (
+        f'<g class="{classes}" data-fold="{key}" role="button" '
+        f'transform="translate({x - width / 2:g},{y - 8:g})">'
+        f"<title>{escape(what)}</title>"
+        f'<rect width="{width:g}" height="16" rx="8"/>'
+        f'<text x="{width / 2:g}" y="12" text-anchor="middle">{label}</text>'
+        "</g>"
+    )
 
 
 def _node(node: Node, box: Box, snap: Snapshot | None, is_cursor: bool) -> str:

@@ -38,11 +38,15 @@ async function getJSON(url) {
   return body;
 }
 
-function listen(url, onMessage) {
+// A stream of events from the server. The stream of what the page shows drives the "live"
+// mark, once `ready` (what else the page loads first) is; a stream with `ready` null does not.
+function listen(url, onMessage, ready = Promise.resolve()) {
   const live = $("#live");
   const source = new EventSource(url);
-  source.onopen = () => { live.textContent = "live"; live.className = "live on"; };
-  source.onerror = () => { live.textContent = "reconnecting…"; live.className = "live off"; };
+  if (ready) {
+    source.onopen = () => ready.then(() => { live.textContent = "live"; live.className = "live on"; });
+    source.onerror = () => { live.textContent = "reconnecting…"; live.className = "live off"; };
+  }
   source.onmessage = (event) => onMessage(JSON.parse(event.data).value);
   return source;
 }
@@ -70,14 +74,24 @@ function showError(message) {
 async function showList() {
   $("#list-view").hidden = false;
   $("#crumbs").replaceChildren(el("b", {}, "Executions"));
-  const refresh = async () => {
-    try { renderList(await getJSON("/api/runs")); } catch (error) { showError(error.message); }
-  };
-  await refresh();
-  listen("/api/events", refresh);
+  await refreshListing();
+  listen("/api/events", refreshListing);
   setInterval(() => document.querySelectorAll("[data-iso]").forEach((cell) => {
     cell.textContent = ago(cell.dataset.iso);
   }), 10000);
+}
+
+// The listing feeds the list page, or the side list beside an execution.
+async function refreshListing() {
+  let listing;
+  try {
+    listing = await getJSON("/api/runs");
+  } catch (error) {
+    if (!$("#list-view").hidden) showError(error.message);
+    return;
+  }
+  if (!$("#list-view").hidden) renderList(listing);
+  if (!$("#run-view").hidden) renderSide(listing);
 }
 
 function renderList(listing) {
@@ -109,37 +123,117 @@ function renderList(listing) {
 
 // -- one execution --------------------------------------------------------------------------------
 
-const run = {
-  path: null, revision: null, trace: [], total: 0, nodes: {}, order: [], at: 0,
-  following: true, selected: null, snap: null, loading: false, again: false, ticket: 0,
-  actualSize: false,
-};
+// What the page holds of the execution it shows; `freshRun` starts afresh for another one.
+const run = {};
+let listingLoaded = Promise.resolve(); // the side list's first load
+function freshRun(path) {
+  return {
+    path, revision: null, trace: [], total: 0, nodes: {}, order: [], at: 0, doc: null,
+    following: true, selected: null, snap: null, loading: false, again: false, ticket: 0,
+    folded: new Set(), anchor: null, source: null,
+  };
+}
 
 async function showRun(path) {
-  run.path = path;
   $("#run-view").hidden = false;
-  $("#crumbs").replaceChildren(el("a", { href: "/" }, "Executions"), " / ", el("b", {}, path));
+  $("#side-toggle").hidden = false;
   $("#legend").replaceChildren(...Object.entries(STATUS).map(([status, [glyph, label]]) =>
     el("i", { class: `st-${status}` }, `${glyph} ${label}`)));
+  $("#slider").addEventListener("input", () => moveTo(Number($("#slider").value)));
+  $("#to-live").addEventListener("click", () => moveTo(run.total));
+  $("#fork").addEventListener("click", showFork);
+  $("#side-toggle").addEventListener("click", () => showSide($("#run-view").dataset.side !== "open"));
+  $("#side-close").addEventListener("click", () => showSide(false));
+  showSide(!NARROW.matches);
+  setupDiagram();
+  window.addEventListener("popstate", () => {
+    const path = new URLSearchParams(location.search).get("run");
+    if (path === null) location.reload(); else if (path !== run.path) switchRun(path, false);
+  });
+  // The side list follows the listing; the page is live once it holds both.
+  let listed;
+  listingLoaded = new Promise((resolve) => { listed = resolve; });
+  listen("/api/events", () => refreshListing().then(listed), null);
   const at = new URLSearchParams(location.search).get("at");
   try {
-    await loadRun();
+    await openRun(path);
   } catch (error) {
     showError(error.message);
     return;
   }
   if (at !== null && Number(at) < run.total) await moveTo(Number(at));
-  $("#slider").addEventListener("input", () => moveTo(Number($("#slider").value)));
-  $("#to-live").addEventListener("click", () => moveTo(run.total));
-  $("#fork").addEventListener("click", showFork);
-  $("#zoom").addEventListener("click", () => {
-    run.actualSize = !run.actualSize;
-    $("#diagram").classList.toggle("actual", run.actualSize);
-    $("#zoom").textContent = run.actualSize ? "Fit" : "Actual size";
-  });
-  listen(`/api/events?path=${encodeURIComponent(path)}`, (revision) => {
+}
+
+// Show the execution at `path` in place of the one shown: its document, then its live stream.
+async function openRun(path) {
+  if (run.source) run.source.close();
+  Object.assign(run, freshRun(path));
+  $("#crumbs").replaceChildren(el("a", { href: "/" }, "Executions"), " / ", el("b", {}, path));
+  document.querySelectorAll("#side-runs li").forEach((li) => markCurrent(li, li.dataset.path === path));
+  $("#fork-help").hidden = true;
+  $("#human").dataset.tokens = "";
+  $("#human").hidden = true;
+  $("#human").replaceChildren();
+  $("#node").replaceChildren(el("p", { class: "muted" }, "Select a node in the tree."));
+  for (const box of ["#var", "#const"]) $(box).replaceChildren();
+  view.fit = true;
+  await loadRun();
+  run.source = listen(`/api/events?path=${encodeURIComponent(path)}`, (revision) => {
     if (revision !== run.revision) refreshRun();
-  });
+  }, listingLoaded);
+}
+
+// Another execution of the side list, without leaving the page.
+async function switchRun(path, push = true) {
+  if (push) history.pushState(null, "", `/?run=${encodeURIComponent(path)}`);
+  if (NARROW.matches) showSide(false);
+  try {
+    await openRun(path);
+  } catch (error) {
+    if (run.path !== path) return;
+    $("#run-title").textContent = path;
+    $("#run-description").textContent = "";
+    $("#run-facts").replaceChildren();
+    $("#timeline").replaceChildren();
+    $("#diagram").replaceChildren();
+    $("#human").hidden = true;
+    const banner = $("#run-banner");
+    banner.hidden = false;
+    banner.className = "banner failure";
+    banner.textContent = error.message;
+  }
+}
+
+// -- the side list of executions ------------------------------------------------------------------
+
+const NARROW = window.matchMedia("(max-width: 900px)");
+
+function showSide(open) {
+  $("#run-view").dataset.side = open ? "open" : "closed";
+  $("#side-toggle").setAttribute("aria-expanded", String(open));
+}
+
+function markCurrent(li, current) {
+  li.classList.toggle("current", current);
+  const link = li.querySelector("a");
+  if (current) link.setAttribute("aria-current", "page"); else link.removeAttribute("aria-current");
+}
+
+function renderSide(listing) {
+  $("#side-runs").replaceChildren(...listing.runs.map((item) => {
+    const meta = item.error
+      ? el("span", { class: "side-meta muted" }, "cannot be read")
+      : el("span", { class: "side-meta" }, el("span", { class: `dot ${item.status}`, title: item.status }),
+        `${item.tree} · ${item.progress.settled}/${item.progress.actions}`);
+    const link = el("a", {
+      href: `/?run=${encodeURIComponent(item.path)}`,
+      title: item.error || `${item.tree} · ${item.status} · ${item.phase}`,
+      onclick: (event) => { event.preventDefault(); if (item.path !== run.path) switchRun(item.path); },
+    }, el("span", { class: "side-name" }, item.path), meta);
+    const li = el("li", { "data-path": item.path }, link);
+    markCurrent(li, item.path === run.path);
+    return li;
+  }));
 }
 
 async function refreshRun() {
@@ -157,12 +251,15 @@ async function refreshRun() {
 }
 
 async function loadRun() {
-  const query = new URLSearchParams({ path: run.path });
+  const path = run.path;
+  const query = new URLSearchParams({ path });
   if (run.trace.length) {
     query.set("since", run.trace.length);
     query.set("last_seq", run.trace[run.trace.length - 1].seq);
   }
+  if (run.folded.size) query.set("fold", [...run.folded].join(","));
   const doc = await getJSON(`/api/run?${query}`);
+  if (path !== run.path) return;
   const kept = doc.trace_offset ? run.trace.slice(0, doc.trace_offset) : [];
   const rebuilt = doc.trace_offset === 0;
   run.trace = kept.concat(doc.trace);
@@ -191,8 +288,9 @@ async function moveTo(at) {
     return;
   }
   const query = new URLSearchParams({ path: run.path, at });
+  if (run.folded.size) query.set("fold", [...run.folded].join(","));
   const doc = await getJSON(`/api/run?${query}`);
-  if (ticket === run.ticket) showSnapshot(doc);
+  if (ticket === run.ticket && query.get("path") === run.path) showSnapshot(doc);
 }
 
 function renderTitle(doc) {
@@ -213,8 +311,7 @@ function showSnapshot(doc) {
   if (run.following) url.searchParams.delete("at"); else url.searchParams.set("at", snap.at);
   history.replaceState(null, "", url);
   const diagram = $("#diagram");
-  diagram.innerHTML = doc.svg;
-  diagram.classList.toggle("actual", run.actualSize);
+  drawDiagram(doc.svg);
   diagram.classList.toggle("past", !run.following);
   diagram.querySelectorAll("g.node").forEach((g) => {
     g.addEventListener("click", () => select(g.dataset.key));
@@ -272,6 +369,176 @@ function renderPosition() {
   document.querySelectorAll("#timeline li").forEach((li, index) => {
     li.classList.toggle("future", index >= run.at);
     li.classList.toggle("at", index === run.at - 1);
+  });
+}
+
+// -- the diagram: pan, zoom and fold ---------------------------------------------------------------
+
+// Which part of the tree the frame shows: `x`, `y` the tree's point at its top-left corner,
+// `scale` screen pixels per unit of the tree. `fit` follows the frame until the reader moves.
+const view = { x: 0, y: 0, scale: 1, fit: true, width: 0, height: 0 };
+const ZOOM = { min: 0.1, max: 4, step: 1.25 };
+
+// Put a new picture in the frame and show it as the reader left the last one.
+function drawDiagram(svgText) {
+  const frame = $("#diagram");
+  frame.innerHTML = svgText;
+  const svg = frame.querySelector("svg");
+  const width = Number(svg.getAttribute("width"));
+  const height = Number(svg.getAttribute("height"));
+  svg.removeAttribute("width");
+  svg.removeAttribute("height");
+  svg.setAttribute("preserveAspectRatio", "xMinYMin meet");
+  const resized = width !== view.width || height !== view.height;
+  Object.assign(view, { width, height });
+  if (resized) sizeFrame();
+  if (run.anchor) keepAnchor(run.anchor);
+  run.anchor = null;
+  if (view.fit) fitView(); else showView();
+}
+
+// The frame is as tall as the tree at its fitting scale, within bounds.
+function sizeFrame() {
+  const frame = $("#diagram");
+  const most = Math.max(220, window.innerHeight * (NARROW.matches ? 0.55 : 0.7));
+  const scale = Math.min(1, frame.clientWidth / view.width);
+  frame.style.height = `${Math.round(Math.min(most, Math.max(160, view.height * scale)))}px`;
+}
+
+function fitView() {
+  const frame = $("#diagram");
+  const scale = Math.min(1, frame.clientWidth / view.width, frame.clientHeight / view.height);
+  Object.assign(view, {
+    scale, fit: true,
+    x: (view.width - frame.clientWidth / scale) / 2,
+    y: (view.height - frame.clientHeight / scale) / 2,
+  });
+  showView();
+}
+
+// At least a corner of the tree stays in the frame, however far it is dragged.
+function showView() {
+  const svg = $("#diagram svg");
+  if (!svg) return;
+  const frame = $("#diagram");
+  const w = frame.clientWidth / view.scale;
+  const h = frame.clientHeight / view.scale;
+  const keep = 48 / view.scale;
+  view.x = Math.min(Math.max(view.x, keep - w), view.width - keep);
+  view.y = Math.min(Math.max(view.y, keep - h), view.height - keep);
+  svg.setAttribute("viewBox", `${view.x} ${view.y} ${w} ${h}`);
+  $("#zoom-level").textContent = `${Math.round(view.scale * 100)}%`;
+}
+
+// Zoom by `factor` about the point (px, py) of the frame (its centre by default).
+function zoomBy(factor, px, py) {
+  const frame = $("#diagram");
+  const cx = px ?? frame.clientWidth / 2;
+  const cy = py ?? frame.clientHeight / 2;
+  const scale = Math.min(ZOOM.max, Math.max(ZOOM.min, view.scale * factor));
+  Object.assign(view, {
+    x: view.x + cx / view.scale - cx / scale,
+    y: view.y + cy / view.scale - cy / scale,
+    scale, fit: false,
+  });
+  showView();
+}
+
+function panBy(dx, dy) {
+  Object.assign(view, { x: view.x - dx / view.scale, y: view.y - dy / view.scale, fit: false });
+  showView();
+}
+
+function boxAt(key) {
+  const g = document.querySelector(`#diagram g.node[data-key="${CSS.escape(key)}"]`);
+  const [x, y] = g.getAttribute("transform").slice("translate(".length, -1).split(",").map(Number);
+  return { key, x, y };
+}
+
+// A fold or unfold leaves the node whose button was pressed where it was on the screen.
+function keepAnchor(anchor) {
+  if (view.fit) return;
+  const now = boxAt(anchor.key);
+  view.x += now.x - anchor.x;
+  view.y += now.y - anchor.y;
+}
+
+function toggleFold(key) {
+  if (run.folded.has(key)) run.folded.delete(key); else run.folded.add(key);
+  run.anchor = boxAt(key);
+  if (run.following) refreshRun(); else moveTo(run.at);
+}
+
+function setupDiagram() {
+  const frame = $("#diagram");
+  $("#zoom-in").addEventListener("click", () => zoomBy(ZOOM.step));
+  $("#zoom-out").addEventListener("click", () => zoomBy(1 / ZOOM.step));
+  $("#zoom-fit").addEventListener("click", fitView);
+  $("#zoom-actual").addEventListener("click", () => zoomBy(1 / view.scale));
+  window.addEventListener("resize", () => { sizeFrame(); if (view.fit) fitView(); else showView(); });
+  frame.addEventListener("click", (event) => {
+    const fold = event.target.closest("g.fold");
+    if (fold) toggleFold(fold.dataset.fold);
+  });
+  // Ctrl + scroll (a pinch on a touchpad) zooms about the pointer; scrolling moves the tree
+  // while there is more of it to see, and the page otherwise.
+  frame.addEventListener("wheel", (event) => {
+    const rect = frame.getBoundingClientRect();
+    const unit = event.deltaMode === WheelEvent.DOM_DELTA_LINE ? 16 : 1;
+    if (event.ctrlKey || event.metaKey) {
+      event.preventDefault();
+      zoomBy(Math.exp((-event.deltaY * unit) / 300), event.clientX - rect.left, event.clientY - rect.top);
+    } else if (view.width * view.scale > frame.clientWidth + 1 || view.height * view.scale > frame.clientHeight + 1) {
+      event.preventDefault();
+      panBy(-event.deltaX * unit, -event.deltaY * unit);
+    }
+  }, { passive: false });
+  // A drag moves the tree (a click that moved is not a click on a node); two fingers zoom.
+  const pointers = new Map();
+  let moved = false;
+  frame.addEventListener("pointerdown", (event) => {
+    if (event.button !== 0) return;
+    pointers.set(event.pointerId, { x: event.clientX, y: event.clientY });
+    if (pointers.size === 1) moved = false;
+  });
+  frame.addEventListener("pointermove", (event) => {
+    const last = pointers.get(event.pointerId);
+    if (!last) return;
+    const now = { x: event.clientX, y: event.clientY };
+    if (pointers.size === 2) {
+      const [a, b] = [...pointers.entries()].map(([id, p]) => (id === event.pointerId ? now : p));
+      const [c, d] = [...pointers.values()];
+      const rect = frame.getBoundingClientRect();
+      const apart = Math.hypot(a.x - b.x, a.y - b.y) / Math.max(1, Math.hypot(c.x - d.x, c.y - d.y));
+      zoomBy(apart, (a.x + b.x) / 2 - rect.left, (a.y + b.y) / 2 - rect.top);
+      moved = true;
+    } else if (moved || Math.hypot(now.x - last.x, now.y - last.y) > 4) {
+      if (!moved) frame.setPointerCapture(event.pointerId);
+      moved = true;
+      frame.classList.add("dragging");
+      panBy(now.x - last.x, now.y - last.y);
+    } else {
+      return;
+    }
+    pointers.set(event.pointerId, now);
+  });
+  const release = (event) => {
+    pointers.delete(event.pointerId);
+    if (!pointers.size) frame.classList.remove("dragging");
+  };
+  frame.addEventListener("pointerup", release);
+  frame.addEventListener("pointercancel", release);
+  frame.addEventListener("click", (event) => {
+    if (moved) { event.stopPropagation(); moved = false; }
+  }, true);
+  frame.addEventListener("keydown", (event) => {
+    const keys = {
+      "+": () => zoomBy(ZOOM.step), "=": () => zoomBy(ZOOM.step), "-": () => zoomBy(1 / ZOOM.step),
+      "0": fitView, "1": () => zoomBy(1 / view.scale),
+      ArrowLeft: () => panBy(60, 0), ArrowRight: () => panBy(-60, 0),
+      ArrowUp: () => panBy(0, 60), ArrowDown: () => panBy(0, -60),
+    };
+    if (keys[event.key]) { event.preventDefault(); keys[event.key](); }
   });
 }
 
@@ -377,6 +644,39 @@ function describe(entry) {
   return parts;
 }
 
+// Why an answer made its action fail, said on the answer's own row: the check that was false
+// (or could not be evaluated) among those its commit ran, the statement judged false, the
+// failure reported, or the person's rejection.
+function why(index) {
+  const entry = run.trace[index];
+  const failed = entry.outcome === "action_failed" || entry.outcome === "evaluation_failed"
+    || (entry.kind === "human" && entry.outcome === "failure");
+  if (!failed || !entry.cursor) return null;
+  const key = entry.cursor.path.join(".");
+  for (let next = index + 1; next < run.trace.length && run.trace[next].kind === "check"; next += 1) {
+    const check = run.trace[next];
+    if (!check.cursor || check.cursor.path.join(".") !== key) continue;
+    if (check.outcome === "failed") {
+      return el("span", { class: "why" }, "✗ check ", el("code", {}, check.submitted), " is false");
+    }
+    if (check.outcome === "error") {
+      return el("span", { class: "why" }, "✗ check ", el("code", {}, check.submitted),
+        ` could not be evaluated${check.note ? `: ${check.note}` : ""}`);
+    }
+  }
+  const step = (run.nodes[key] || { steps: [] }).steps[entry.cursor.step];
+  if (entry.kind === "evaluate") {
+    return el("span", { class: "why" }, "✗ judged false: ", step ? `“${step.text}”` : "");
+  }
+  if (entry.kind === "instruct" && entry.submitted === "failure") {
+    return el("span", { class: "why" }, "✗ the agent reported failure");
+  }
+  if (entry.kind === "human") {
+    return el("span", { class: "why" }, `✗ rejected by a person (from the ${entry.by})`);
+  }
+  return null;
+}
+
 function renderTimeline(from, rebuilt) {
   const list = $("#timeline");
   if (rebuilt) list.replaceChildren();
@@ -386,7 +686,7 @@ function renderTimeline(from, rebuilt) {
       el("span", { class: "seq" }, `#${entry.seq}`),
       el("span", { class: "ts", title: entry.ts }, (entry.ts || "").slice(11, 19)),
       el("span", {}, el("span", { class: `chip k-${entry.kind}` }, entry.kind.replace("_", " "))),
-      el("span", { class: "what" }, describe(entry)));
+      el("span", { class: "what" }, describe(entry), why(index)));
   });
   list.append(...rows);
   if (run.following && rows.length) list.scrollTop = list.scrollHeight;
