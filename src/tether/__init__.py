@@ -7,7 +7,10 @@ and `tether.TetherError`.
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 
 __version__ = "0.1.0"
 __all__ = ["Runtime", "TetherError", "load_tree"]

@@ -7,7 +7,10 @@ CLI exit-code class. It does not format output: the CLI and the MCP server each 
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 
 # Exit-code classes, listed in the README.
 EXIT_OK = 0

@@ -24,14 +24,16 @@ import math
 import os
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from tether.engine import core
 from tether.engine.varpath import parse_path, read_path
 from tether.errors import TetherError
 from tether.store import path_of, scheme_of, store_for
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from tether.store.base import Store
 
 Clock = Callable[[], str]

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Any
 
 from tether.cli.args import Command, Parsed
 from tether.cli.output import emit, report, run_command
 from tether.errors import EXIT_OK, EXIT_USAGE, TetherError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _STEP = ("--step",)
 _NOTE = ("--note", "--note-file")

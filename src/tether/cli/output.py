@@ -13,11 +13,13 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TextIO
 
 from tether.errors import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, TetherError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, TextIO
+
     from tether.cli.args import Command, Parsed
 
 Handler = Callable[["Parsed"], int]

@@ -15,7 +15,6 @@ Pure: no I/O, no clock; the caller passes `now` and the tool records.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from tether.engine.names import (
     CHILD,
@@ -57,6 +56,10 @@ from tether.engine.ticking import (
 )
 from tether.engine.varpath import write_path
 from tether.errors import TetherError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SUBMIT_STATUSES = (SUCCESS, FAILURE, RUNNING)
 

@@ -10,7 +10,10 @@ It does not own what the values mean (the ticking in `tether.engine.ticking`, th
 
 from __future__ import annotations
 
-from typing import Final
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Final
+
 
 # What a node's tick yields, and what an `events` entry says of a node that finished.
 RUNNING: Final = "running"

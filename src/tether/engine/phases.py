@@ -15,7 +15,6 @@ Pure: no I/O, no clock.
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from tether.engine.names import (
     COMPLETE,
@@ -30,6 +29,10 @@ from tether.engine.names import (
 )
 from tether.engine.protocol import GATE_NAME, PROTOCOL_TEXT
 from tether.errors import TetherError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA_VERSION = 1
 

@@ -15,7 +15,6 @@ CEL library is loaded only when a tree uses a condition.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from tether.engine.names import (
     CHILD,
@@ -37,6 +36,10 @@ from tether.engine.names import (
 from tether.engine.phases import settle
 from tether.errors import TetherError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 # An evaluator of CEL conditions: (expression, var, const, tools, names) -> bool, raising an
 # exception whose str() is the reason when the expression cannot be evaluated. `tools` is what
 # the expression sees as TOOLS: the tool calls recorded during the enclosing action's attempt,
@@ -44,8 +47,9 @@ from tether.errors import TetherError
 # sees: ITEM, ITEM_INDEX, ITEMS inside a `for_each` (empty elsewhere). Injected so the engine
 # stays pure and the CEL library is loaded only when a tree uses `check`, `when` or `repeat`. A
 # `for_each` list is evaluated by `default_list`, loaded the same way.
+# (`object` for any JSON value: the alias is evaluated when the module loads, without `typing`.)
 Condition = Callable[
-    [str, dict[str, Any], dict[str, Any], list[dict[str, Any]], dict[str, Any]], bool
+    [str, dict[str, object], dict[str, object], list[dict[str, object]], dict[str, object]], bool
 ]
 
 

@@ -7,9 +7,12 @@ accepted and dropped) and its errors. It does not decide who may write (the engi
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from tether.errors import TetherError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _PREFIXES = ("$VAR.", "$LOCAL.", "$CONST.", "$GLOBAL.")
 

@@ -11,32 +11,19 @@ It also owns what a listing says of an execution (`Summary`: its name and URI, t
 phase, open step, revision and last update, or why it cannot be read), built from the state by
 one function for every store, so that the file store, the memory store and PostgreSQL list alike.
 
-It also owns the one JSON encoding every store writes (`encode`): standard JSON only, so that a
-NaN or an infinity that slipped past the verbs is refused rather than stored in a form that other
-readers (the viewer's page, PostgreSQL) cannot parse.
+The JSON encoding every store writes is `tether.store.encode`, kept out of this module so that
+a step on the file store loads neither `typing` nor `dataclasses` (`tests/cli/test_lean_start.py`).
 """
 
 from __future__ import annotations
 
 import builtins
-import json
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from tether.errors import TetherError
-
-
-def encode(value: Any, *, indent: int | None = None) -> str:
-    """`value` as standard JSON text (compact unless `indent`); `invalid_value` for a NaN or an
-    infinity, which JSON cannot hold."""
-    try:
-        if indent is None:
-            return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-        return json.dumps(value, ensure_ascii=False, allow_nan=False, indent=indent)
-    except ValueError as exc:
-        raise TetherError("invalid_value", f"not storable as JSON: {exc}") from None
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,6 @@ import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from tether.errors import TetherError
 from tether.files import (
@@ -66,8 +65,13 @@ from tether.files import (
     write_atomic,
 )
 from tether.locking import locked
-from tether.store import path_of
-from tether.store.base import Summary, encode, wanted
+from tether.store import encode, path_of
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from tether.store.base import Summary
 
 _REQUIRED = ("schema_version", "status", "revision", "var", "const", "open", "runtime", "trace")
 # The files of an execution at BASE, by the part of their name after BASE.
@@ -171,6 +175,8 @@ class FileStore:
         return int(_read_state(path_of(uri))["revision"])
 
     def list(self, where: str, *, status: str | None = None) -> builtins.list[Summary]:
+        from tether.store.base import Summary, wanted  # not on a step's path: see its docstring
+
         folder = path_of(where)
         out = []
         for name in _execution_names(folder):

@@ -2,7 +2,7 @@
 
 Owns an in-process map from URI to (state, tree, trace), guarded by one lock per URI so that
 threads see the same serialised, all-or-nothing commits as the file store gives processes. Values
-are stored as JSON text (standard JSON, `tether.store.base.encode`), so no caller can change a
+are stored as JSON text (standard JSON, `tether.store.encode`), so no caller can change a
 stored document by mutating what it was given.
 `list("memory://")` lists every execution of the process, by the name after `memory://`.
 It does not interpret the state.
@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tether.errors import TetherError
-from tether.store.base import Summary, encode, wanted
+from tether.store import encode
+from tether.store.base import Summary, wanted
 
 _PREFIX = "memory://"
 

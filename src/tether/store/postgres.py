@@ -51,7 +51,8 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from tether.errors import TetherError
-from tether.store.base import Summary, encode, wanted
+from tether.store import encode
+from tether.store.base import Summary, wanted
 
 SCHEMA_VERSION = 1
 _SCHEMES = ("postgresql", "postgres")
