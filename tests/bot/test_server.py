@@ -19,13 +19,13 @@ from bot.botkit import EXAMPLE_FOLDER, EXAMPLE_TREE, action, bot, phase
 from bot.test_surface import EXAMPLE_NAMES
 from support.locks import held_lock, wait_until_waiting
 from support.servers import HttpServer, start_server
-from tether.bot.server import build_server, main
 from tether.bot.session import BotSession
 from tether.errors import EXIT_INVALID, EXIT_USAGE
+from tether.mcp.bot import build_server, main
 from tether.verbs import Runtime
 
 pytestmark = pytest.mark.anyio
-SERVE = [sys.executable, "-m", "tether.bot.server"]
+SERVE = [sys.executable, "-m", "tether.mcp.bot"]
 _LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
 
 

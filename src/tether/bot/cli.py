@@ -3,7 +3,7 @@
 Owns the options of `tether bot tools TREE` (a tree file or a bot folder) and `tether bot build
 FOLDER -o TREE`, and their JSON output; errors are printed like every other `tether` command's.
 It does not own the surface (`tether.bot.surface`), the folder format (`tether.bot.folder`) or
-serving the tools (`tether.bot.server`).
+serving the tools (`tether.mcp.bot`).
 """
 
 from __future__ import annotations

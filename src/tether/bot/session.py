@@ -16,7 +16,7 @@ is not closed: nothing moves, and the answer (`incomplete`) names what is left.
 Restart reloads the tree file and, when it changed, swaps the execution's embedded tree through
 `Runtime.replace_tree`, which refuses a tree the execution no longer fits.
 
-It does not own tool names or the bot shape (`tether.bot.surface`), MCP (`tether.bot.server`) or
+It does not own tool names or the bot shape (`tether.bot.surface`), MCP (`tether.mcp.bot`) or
 the runtime itself (`tether.verbs`).
 """
 

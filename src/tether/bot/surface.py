@@ -9,7 +9,7 @@ name a client shows (`mcp__<server>__<tool>`, at most 64 characters) fits, short
 deterministically and never colliding.
 
 It does not run anything (`tether.bot.session` does, over the verbs), read bot folders
-(`tether.bot.folder`) or speak MCP (`tether.bot.server`). It imports nothing but the errors.
+(`tether.bot.folder`) or speak MCP (`tether.mcp.bot`). It imports nothing but the errors.
 """
 
 from __future__ import annotations

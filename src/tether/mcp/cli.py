@@ -72,7 +72,7 @@ INSTALL = Command(
 
 def main(argv: list[str]) -> int:
     if "--bot" in argv:
-        from tether.bot.server import main as serve_bot
+        from tether.mcp.bot import main as serve_bot
 
         return serve_bot(argv)
     if argv[:1] == ["install"]:
