@@ -1,10 +1,14 @@
-"""Benchmark of the MCP server: tool-call round trips over stdio and HTTP, and HTTP throughput.
+"""Benchmark of the MCP server: start-up, tool-call round trips over stdio and HTTP, and HTTP
+throughput.
 
-The walk is DESIGN's: a sequence of 20 one-step actions, gate included, driven as next_step +
-submit pairs on the file store. Round trips are timed per call, with the SDK's client (what an
-agent pays) and with a bare JSON-RPC client (the server's share). Throughput: N concurrent
-clients over HTTP, each driving its own execution on the file store. Prints a table; asserts
-nothing. Usage: python bench/mcp_bench.py [--walks N] [--clients N] [--rounds N]
+Start-up is what a client waits for before its first call: `tether mcp` spawned over stdio by
+the official SDK client and initialized (the client's own handshake, its `server/discover` probe
+included), p50 of N starts. The walk is DESIGN's: a sequence of 20 one-step actions, gate
+included, driven as next_step + submit pairs on the file store. Round trips are timed per call,
+with the SDK's client (what an agent pays) and with a bare JSON-RPC client (the server's share).
+Throughput: N concurrent clients over HTTP, each driving its own execution on the file store.
+Prints a table; asserts nothing.
+Usage: python bench/mcp_bench.py [--starts N] [--start-only] [--walks N] [--clients N] [--rounds N]
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -27,6 +32,9 @@ from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 
 SERVE = [sys.executable, "-m", "tether.cli.main", "mcp"]
+# What a client configures: the installed command (the SDK's client runs it with a default
+# environment, which leaves out PYTHONPATH: pass ours, so a checkout's code is what is measured).
+TETHER = str(Path(sys.executable).with_name("tether"))
 ACTIONS = 20
 
 Call = Callable[[str, dict[str, Any]], Awaitable[Any]]
@@ -178,8 +186,24 @@ async def throughput(url: str, clients: int, rounds: int) -> tuple[float, float,
     return steps / elapsed, calls / elapsed, steps
 
 
+async def start_ms(root: Path, starts: int) -> tuple[float, float]:
+    """p50 and p95 of `tether mcp` spawned over stdio and initialized by the SDK's client."""
+    params = StdioServerParameters(
+        command=TETHER, args=["mcp", "--root", str(root)], env=dict(os.environ)
+    )
+    samples = []
+    for _ in range(starts):
+        started = time.perf_counter()
+        async with Client(params) as client:
+            samples.append(time.perf_counter() - started)
+            assert client.server_info is not None and client.server_info.name == "tether"
+    return percentiles(samples)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--starts", type=int, default=20, help="stdio starts timed")
+    parser.add_argument("--start-only", action="store_true", help="time the start-up only")
     parser.add_argument("--walks", type=int, default=25, help="walks per latency row")
     parser.add_argument("--clients", type=int, default=16, help="concurrent HTTP clients")
     parser.add_argument("--rounds", type=int, default=3, help="walks per throughput client")
@@ -188,8 +212,18 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         write_tree(root)
+        start_p50, start_p95 = await start_ms(root, options.starts)
+        print(
+            f"MCP stdio start, `tether mcp` spawned and initialized by the SDK client, "
+            f"{options.starts} starts: p50 {start_p50:.0f} ms, p95 {start_p95:.0f} ms "
+            "(target: 150 ms)"
+        )
+        if options.start_only:
+            return
 
-        params = StdioServerParameters(command=SERVE[0], args=[*SERVE[1:], "--root", folder])
+        params = StdioServerParameters(
+            command=SERVE[0], args=[*SERVE[1:], "--root", folder], env=dict(os.environ)
+        )
         async with Client(params) as client:
             await latency("stdio, SDK client", sdk_call(client), options.walks, rows)
             call = sdk_call(client)
