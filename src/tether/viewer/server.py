@@ -638,7 +638,9 @@ def serve(path: str, *, port: int = 0, ready: Callable[[Any], None]) -> None:
     try:
         ready({"status": "serving", "url": url, "executions": count})
         asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        # Ctrl-C is a clean stop, also when it lands before uvicorn has put in its own signal
+        # handlers: asyncio.run then cancels the server's task instead.
         pass
     finally:
         sock.close()
