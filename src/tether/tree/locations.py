@@ -261,7 +261,36 @@ class _Loader(_Composer, _SafeLoader):  # type: ignore[misc]
         self.flows = []
 
 
+class _PythonLoader(_Composer, yaml.SafeLoader):
+    """`_Composer` on PyYAML's own parser, which reads tokens as the composer asks for them.
+    The libyaml of newer PyYAML wheels scans a flow collection to its end before the first
+    event and refuses one nested past its own limit (1,000) there; this loader finds where the
+    text first passes `MAX_DEPTH` instead, so a depth refusal reads the same whoever made it."""
+
+    def __init__(self, text: str) -> None:
+        yaml.SafeLoader.__init__(self, text)
+        self.anchors = {}
+        self.depth = 0
+        self.flows = []
+
+
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp)
+
+
+def _depth_refusal(exc: yaml.YAMLError, text: str) -> yaml.YAMLError:
+    """`exc`, or `_too_deep` where `exc` is the parser's own nesting limit."""
+    if "maximum nesting depth" not in str(getattr(exc, "problem", "")):
+        return exc
+    loader = _PythonLoader(text)
+    try:
+        loader.get_single_node()
+    except _Refused as refused:
+        return refused
+    except yaml.YAMLError:
+        pass
+    finally:
+        loader.dispose()
+    return _too_deep(getattr(exc, "problem_mark", None))
 
 
 def parse(text: str, display: str, *, as_json: bool) -> Document:
@@ -285,7 +314,8 @@ def parse(text: str, display: str, *, as_json: bool) -> Document:
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as exc:
-        _raise_yaml(exc, display, text, loader.flows[-1] if loader.flows else None)
+        refused = _depth_refusal(exc, text)
+        _raise_yaml(refused, display, text, loader.flows[-1] if loader.flows else None)
     finally:
         loader.dispose()
     return Document(data, Locator(node), display)
