@@ -68,6 +68,23 @@ def test_numbers_give_the_order_and_are_dropped_from_names(
     assert [a["name"] for a in phases[0]["children"]] == ["a", "b"]
 
 
+def test_folders_without_a_number_follow_the_numbered_ones_by_name(
+    make_bot: Callable[[Files], Path],
+) -> None:
+    root = make_bot(
+        {
+            "review/b/instructions.md": "b",
+            "review/1_first/instructions.md": "first",
+            "review/a/instructions.md": "a",
+            "2_build/1_only/instructions.md": "only",
+            "archive/1_only/instructions.md": "only",
+        }
+    )
+    phases = build_tree(root)["root"]["children"]
+    assert [p["name"] for p in phases] == ["build", "archive", "review"]
+    assert [a["name"] for a in phases[2]["children"]] == ["first", "a", "b"]
+
+
 def test_files_give_instructions_criteria_checks_writes_description_and_triggers(
     make_bot: Callable[[Files], Path],
 ) -> None:
@@ -101,7 +118,11 @@ def test_files_give_instructions_criteria_checks_writes_description_and_triggers
 @pytest.mark.parametrize(
     ("files", "where", "problem"),
     [
-        ({"shape/1_a/instructions.md": "x"}, "shape", "is not numbered: name each phase folder"),
+        (
+            {"1_shape/1_a/instructions.md": "x", "shape/1_a/instructions.md": "y"},
+            "shape",
+            "claims the phase name 'shape' of 1_shape",
+        ),
         (
             {"1_p/1_a/instructions.md": "x", "1_p/01_b/instructions.md": "y"},
             "1_p/1_a",
@@ -135,7 +156,7 @@ def test_files_give_instructions_criteria_checks_writes_description_and_triggers
         ({"README.md": "hi", "1_p/1_a/instructions.md": "x"}, "README.md", "is not a bot file"),
     ],
     ids=[
-        "unnumbered",
+        "same_name",
         "same_number",
         "unknown_file",
         "no_instructions",

@@ -1,8 +1,9 @@
 """Bot folders: a bot written as folders and files, and its build into a tree file.
 
-Owns the folder layout and its strict reading. A bot folder holds numbered phase folders
-(`1_shape/`, `2_discover/`), each holding numbered action folders (`1_frame_the_goal/`); the
-number gives the order and is dropped from the name. Files give the rest:
+Owns the folder layout and its strict reading. A bot folder holds phase folders (`1_shape/`,
+`2_discover/`), each holding action folders (`1_frame_the_goal/`); a number prefix gives the
+order and is dropped from the name, and folders without one follow the numbered ones by name.
+Files give the rest:
 
 - in any of the three levels: `description.md` (what it is for) and `triggers.txt` (phrases a
   person might say to ask for it, one per line);
@@ -49,7 +50,7 @@ def build_tree(folder: str | Path) -> dict[str, Any]:
     _files(root, COMMON_FILES, subfolders=True)
     phases = [_phase(path, phase) for path, phase in _numbered(root, "phase")]
     if not phases:
-        raise _bad(root, "holds no phase folders (numbered sub-folders such as 1_shape/)")
+        raise _bad(root, "holds no phase folders (sub-folders such as 1_shape/)")
     tree: dict[str, Any] = {"name": name}
     description = _text(root / "description.md")
     if description is not None:
@@ -85,7 +86,7 @@ def _phase(folder: Path, name: str) -> dict[str, Any]:
     _files(folder, COMMON_FILES, subfolders=True)
     actions = [_action(path, action) for path, action in _numbered(folder, "action")]
     if not actions:
-        raise _bad(folder, "holds no action folders (numbered sub-folders such as 1_gather/)")
+        raise _bad(folder, "holds no action folders (sub-folders such as 1_gather/)")
     node: dict[str, Any] = {"type": "sequence", "name": name, "children": actions}
     _describe(node, folder)
     return node
@@ -124,22 +125,26 @@ def _describe(node: dict[str, Any], folder: Path) -> None:
 
 
 def _numbered(folder: Path, what: str) -> list[tuple[Path, str]]:
-    """The numbered sub-folders of `folder` in order, with their names (prefix dropped)."""
-    found: dict[int, tuple[Path, str]] = {}
+    """The sub-folders of `folder` in order, with their names: the numbered ones (`N_name`, the
+    prefix dropped) by number, then the unnumbered ones by name, as agile_bot finds a folder by
+    its exact name or by its name after the prefix. Two folders claiming one number or one name
+    are refused."""
+    numbered: dict[int, tuple[Path, str]] = {}
+    named: dict[str, Path] = {}
     for path in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
         match = _NUMBERED.match(path.name)
-        if match is None:
-            raise _bad(
-                path,
-                f"is not numbered: name each {what} folder N_name (such as 1_{path.name}) "
-                "so that the number gives the order",
-            )
-        number, name = int(match.group(1)), match.group(2)
-        if number in found:
-            raise _bad(path, f"has the same number as {found[number][0].name}; numbers give order")
+        name = match.group(2) if match else path.name
         _check_name(name, path, f"the {what} name")
-        found[number] = (path, name)
-    return [found[n] for n in sorted(found)]
+        if name in named:
+            raise _bad(path, f"claims the {what} name {name!r} of {named[name].name}")
+        named[name] = path
+        if match is not None:
+            number = int(match.group(1))
+            if number in numbered:
+                raise _bad(path, f"has the same number as {numbered[number][0].name}")
+            numbered[number] = (path, name)
+    unnumbered = sorted((name, path) for name, path in named.items() if path.name == name)
+    return [numbered[n] for n in sorted(numbered)] + [(path, name) for name, path in unnumbered]
 
 
 def _files(folder: Path, allowed: tuple[str, ...], *, subfolders: bool) -> None:
