@@ -291,12 +291,17 @@ def test_gemini_calls_are_evidence_under_claude_code_names(project: Path, run: s
     rt = Runtime()
     rt.submit(run, "success")
     rt.submit(run, "success")  # Test is open: its check wants a Bash pytest run that passed
+
     # As Gemini CLI 0.61 sends them (tests/field/test_gemini_cli.py): a failing command sets no
-    # `error`, its exit code is a section of `llmContent`, written only when it is not 0.
-    failed = {"llmContent": "Output: 1 failed\nExit Code: 1\nProcess Group PGID: 7"}
+    # `error`, its exit code is a section of `llmContent`, written only when it is not 0, and
+    # the whole is wrapped as untrusted.
+    def shell(text: str) -> dict[str, str]:
+        return {"llmContent": f"<untrusted_context>\n{text}\n</untrusted_context>"}
+
+    failed = shell("Output: 1 failed\nExit Code: 1\nProcess Group PGID: 7")
     broken = {"llmContent": "", "returnDisplay": "", "error": {"message": "spawn failed"}}
-    moved = {"llmContent": "Command moved to background (PID: 9). Output hidden."}
-    passed = {"llmContent": "Output: 5 passed\nProcess Group PGID: 8", "returnDisplay": "5 passed"}
+    moved = shell("Command moved to background (PID: 9). Output hidden.")
+    passed = shell("Output: Exit Code: 1 is what it printed\n5 passed\nProcess Group PGID: 8")
     for response in (failed, broken, moved, passed):
         hx.answer(
             project,

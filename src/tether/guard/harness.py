@@ -111,6 +111,7 @@ PARAMS: dict[str, dict[str, str]] = {
 }
 _GEMINI_SECTION = re.compile(r"^(Error|Exit Code|Signal|Background PIDs|Process Group PGID): ")
 _GEMINI_CANCELLED = re.compile(r"Command was (automatically )?cancelled")
+_GEMINI_UNTRUSTED = re.compile(r"<untrusted_context>\n(.*)\n</untrusted_context>", re.DOTALL)
 _PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+?)[ \t]*$", re.MULTILINE)
 _URL = re.compile(r"https?://[^\s\"'<>]+")
 
@@ -251,12 +252,15 @@ def _gemini_response(tool: str, response: Any) -> Any:
     `Exit Code:` written only when not 0, `Signal:`, ...; tools/shell.ts), read from the end:
     `exit_code` (0 when there is none), `is_error` for an error or a signal, `stdout`. A
     command cancelled is `interrupted`; one moved to the background, or an `Error:` line the
-    end does not account for, says nothing either way."""
+    end does not account for, says nothing either way. Gemini CLI 0.61 wraps the text in
+    `<untrusted_context>` (`wrapUntrusted`), which is read through."""
     if not isinstance(response, dict):
         return response
     if tool != "Bash":
         return {**response, "success": True}
     text = response.get("llmContent")
+    if isinstance(text, str) and (wrapped := _GEMINI_UNTRUSTED.fullmatch(text)):
+        text = wrapped[1]
     if not isinstance(text, str) or not text.startswith("Output: "):
         cancelled = isinstance(text, str) and _GEMINI_CANCELLED.match(text)
         return {**response, "interrupted": True} if cancelled else response
