@@ -128,6 +128,8 @@ def test_evidence_is_ok_only_on_a_sign_of_success_and_the_tools_check_decides_on
     submit = shell(f"tether submit {TRACE} success")
     script = [
         shell(f"tether resume {TRACE}"),
+        [Call("read_file", {"file_path": "missing.py"})],  # fails: Gemini CLI sets `error`
+        [Call("read_file", {"file_path": "calc.py"})],
         shell(PYTEST),  # fails: exit 1
         submit,  # refused by the check: no passing pytest run yet
         [Call("replace", fix)],
@@ -139,7 +141,13 @@ def test_evidence_is_ok_only_on_a_sign_of_success_and_the_tools_check_decides_on
         result = run(project, home, model, "Run the tests and fix what fails.")
     assert result.code == 0, result.stderr
     tools = [(e["tool"], e["ok"]) for e in entries(project, "tool")]
-    assert tools == [("Bash", False), ("Edit", True), ("Bash", True)]
+    assert tools == [
+        ("Read", False),
+        ("Read", True),
+        ("Bash", False),
+        ("Edit", True),
+        ("Bash", True),
+    ]
     checks = [c["outcome"] for c in entries(project, "check") if c["name"] == "Test"]
     assert checks == ["failed", "passed"]
     first = next(r for r in model.function_responses() if "Retrying" in json.dumps(r))

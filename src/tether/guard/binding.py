@@ -17,8 +17,10 @@ event:
   person answers a human step; read by `shell.answers_for_a_person`, wrappers and nested
   commands included); then the `tools` policy of each open step (`steptools`); a call no open
   step allows is denied with the reason.
-- `PostToolUse`, `PostToolUseFailure`: auto-binding, then evidence: every call but Tether's own
-  is recorded through the `record_tool` verb (a `tool` entry).
+- `PostToolUse`, `PostToolUseFailure`: auto-binding (by a call that did not fail; with no sign
+  of success, only to the execution its answer names), then evidence: every call but Tether's
+  own is recorded through the `record_tool` verb (a `tool` entry, `ok` as `hooks.tool_ok` read
+  it: true, false or null).
 
 Every read and write of the execution goes through the verb layer (`tether.verbs.Runtime`),
 which, like the policy matching (`steptools`), is imported only when a session is bound or a

@@ -17,10 +17,18 @@ What each mapping follows:
 - Gemini CLI: https://geminicli.com/docs/hooks/reference and its source
   (`packages/core/src/hooks/types.ts`, `core/coreToolHookTriggers.ts`,
   `tools/definitions/base-declarations.ts`). `BeforeTool` has no context field, so a warning
-  before a call reaches the user (`systemMessage`), not the model.
+  before a call reaches the user (`systemMessage`), not the model. Seen in the real Gemini CLI
+  0.61 (tests/field/test_gemini_cli.py), beyond the documentation: a failing shell command's
+  `AfterTool` sets no `tool_response.error`, its exit code is only a section of `llmContent`,
+  and `llmContent` comes wrapped in `<untrusted_context>` (`_gemini_response` reads through).
 - Cursor: https://cursor.com/docs/agent/hooks, read through third-party notes (the primary page
   was not available in full): answers are `permission`/`agent_message`, `additional_context`
-  and `followup_message`; `stop` cannot refuse, it queues a follow-up message.
+  and `followup_message`; `stop` cannot refuse, it queues a follow-up message. There is no
+  Cursor command line to try here, so it stays on those payloads.
+
+What a harness gave as a sign of how a call went is written into the Claude Code-shaped
+`tool_response` (`exit_code`, `is_error`, `success`, `interrupted`), where `hooks.tool_ok` reads
+it; a response given no sign makes the evidence `ok: null`.
 
 The project of an event (where a relative `--config` is found and relative traces resolve) is
 the nearest folder at or above its working folder (Cursor: its first workspace root) holding the
