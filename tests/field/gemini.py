@@ -120,8 +120,9 @@ def installed() -> Path:
 
 
 def run(project: Path, home: Path, model: GeminiModel, prompt: str, timeout: int = 180) -> Run:
-    """`gemini -p PROMPT` headless in `project`, with `home` as a fresh HOME, talking to `model`.
-    The project's hooks load (`GEMINI_CLI_TRUST_WORKSPACE`), and `tether` on PATH is this one."""
+    """`gemini -p PROMPT` headless in `project`, with `home` as a fresh HOME (the guard's state
+    lands under it), talking to `model`. The project's hooks load (`GEMINI_CLI_TRUST_WORKSPACE`),
+    and `tether` on PATH is the one beside this interpreter."""
     settings = home / ".gemini" / "settings.json"
     settings.parent.mkdir(parents=True, exist_ok=True)
     settings.write_text(json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}))
@@ -133,8 +134,11 @@ def run(project: Path, home: Path, model: GeminiModel, prompt: str, timeout: int
         "GEMINI_CLI_TRUST_WORKSPACE": "true",
         "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
     }
+    # Nothing of the machine's own: no other credentials, no state or configuration elsewhere.
     for name in ("GOOGLE_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_GENAI_USE_VERTEXAI"):
         env.pop(name, None)
+    for name in [n for n in env if n.startswith(("XDG_", "TETHER_GUARD_"))]:
+        del env[name]
     done = subprocess.run(
         [str(installed()), "-p", prompt, "--output-format", "stream-json", "--yolo"],
         cwd=project,
