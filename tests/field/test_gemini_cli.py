@@ -1,16 +1,16 @@
 """Tether's guard inside a real Gemini CLI 0.61, driven headless against the scripted model.
 
 Each test sets a project up as a user would (`tether init`, then `tether guard install gemini`
-in the bound-feature example it writes, whose guard binds a session to the execution it starts,
-refuses a stop 3 times in a row and records evidence), runs `gemini -p` once, and asserts what a
-user would notice: the execution's trace, the files on disk, and what the model was told (the
-request bodies the scripted model kept). Gemini CLI has no `tether mcp install` target, so its
-sessions bind through the shell (`tether start`, `tether resume`) or the configured `trace`.
+and `tether mcp install --target gemini` in the bound-feature example it writes, whose guard
+binds a session to the execution it starts, refuses a stop 3 times in a row and records
+evidence), runs `gemini -p` once, and asserts what a user would notice: the execution's trace,
+the files on disk, and what the model was told (the request bodies the scripted model kept).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -37,21 +37,26 @@ def shell(command: str) -> list[Call]:
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """`tether init` in a fresh folder, then Gemini CLI's hooks installed in the bound-feature
-    example it wrote."""
-    installed()
-    tether(tmp_path, "init", str(tmp_path))
-    project = tmp_path / "examples" / "bound-feature"
-    tether(project, "guard", "install", "gemini")
-    return project
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A HOME of the test's own, and this installation first on PATH, for every command the
+    test runs as the user (an install never reaches the machine's own configuration)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("PATH", os.path.dirname(TETHER) + os.pathsep + os.environ["PATH"])
+    return home
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    return home
+def project(tmp_path: Path, home: Path) -> Path:
+    """`tether init` in a fresh folder, then Gemini CLI's hooks and Tether's MCP server
+    installed in the bound-feature example it wrote."""
+    installed()
+    tether(tmp_path, "init", str(tmp_path))
+    project = tmp_path / "examples" / "bound-feature"
+    assert tether(project, "guard", "install", "gemini")["launch"]["how"] == "path"
+    assert tether(project, "mcp", "install", "--target", "gemini")["scope"] == "project"
+    return project
 
 
 def walk_to(project: Path, step: str) -> None:
@@ -87,6 +92,17 @@ def test_a_shell_start_binds_the_session_and_its_stops_are_refused_up_to_the_cap
         assert "Accept the protocol first: submit success" in reason
     assert "Stop let through after 3 refusals in a row" in result.stderr  # told to the user
     assert result.of("result")[-1]["status"] == "success"
+
+
+def test_an_mcp_start_binds_the_session(project: Path, home: Path) -> None:
+    start = {"tree_uri": "feature.yaml", "trace_output": TRACE}
+    script = [[Call("mcp_tether_start_execution", start)], Text("Started.")]
+    with GeminiModel(script) as model:
+        result = run(project, home, model, "Start the feature workflow.")
+    assert result.code == 0, result.stderr
+    assert [b["via"] for b in bindings(home)] == ["mcp"]
+    assert [s["outcome"] for s in entries(project, "stop")] == ["refused"] * 3 + ["allowed"]
+    assert any(t.endswith(REFUSED.format(1)) for t in model.user_texts())
 
 
 def test_a_call_outside_the_step_policy_is_denied_and_the_file_is_left_as_it_was(
