@@ -542,7 +542,7 @@ class Runtime:
         return self._answer(trace, core.Stop(cap))
 
     def record_tool(
-        self, trace: str, tool: str, input: Any, *, ok: bool, step: str | None = None
+        self, trace: str, tool: str, input: Any, *, ok: bool | None, step: str | None = None
     ) -> dict[str, Any]:
         """Record a tool call the agent made while a step was open (a `tool` entry); every
         string of `input` is cut at `EVIDENCE_TEXT` characters, and marked where cut."""

@@ -19,7 +19,7 @@ def _verify(w: Walk) -> None:
     assert verify(w.tree, w.state, w.trace) == []
 
 
-def tool(w: Walk, name: str, ok: bool = True, step: str | None = None, **params: Any) -> Any:
+def tool(w: Walk, name: str, ok: bool | None = True, step: str | None = None, **params: Any) -> Any:
     return w.apply(core.ToolCall(name, params, ok, step))
 
 
@@ -179,6 +179,21 @@ def test_a_failed_test_run_is_no_evidence() -> None:
     tool(w, "Bash", ok=False, command="pytest")
     assert w.submit("success")["status"] == "action_failed"
     assert "note" not in w.trace[-1]  # TOOLS was not empty, the check was simply false
+    _verify(w)
+
+
+@pytest.mark.parametrize(
+    "check",
+    [TESTED, "TOOLS.all(t, t.ok)", "TOOLS.filter(t, t.ok).size() > 0", "TOOLS.exists(t, t.ok)"],
+)
+def test_a_run_of_unknown_outcome_is_kept_as_such_and_read_as_not_ok(check: str) -> None:
+    """A harness that gave no sign either way: the entry says null, and a check reads it as
+    not ok (false, not an expression error), whatever form the check takes."""
+    w = Walk(tree(seq("S", action("Test", ins("Run the tests."), chk(check)))))
+    tool(w, "Bash", ok=None, command="pytest")
+    assert next(e for e in w.trace if e["kind"] == "tool")["ok"] is None
+    assert w.submit("success")["status"] == "action_failed"
+    assert w.trace[-1]["outcome"] == "failed"  # false, not "error"
     _verify(w)
 
 

@@ -291,9 +291,18 @@ def test_gemini_calls_are_evidence_under_claude_code_names(project: Path, run: s
     rt = Runtime()
     rt.submit(run, "success")
     rt.submit(run, "success")  # Test is open: its check wants a Bash pytest run that passed
-    failed = {"llmContent": "", "returnDisplay": "", "error": {"message": "exit 1"}}
-    passed = {"llmContent": "5 passed", "returnDisplay": "5 passed"}
-    for response in (failed, passed):
+
+    # As Gemini CLI 0.61 sends them (tests/field/test_gemini_cli.py): a failing command sets no
+    # `error`, its exit code is a section of `llmContent`, written only when it is not 0, and
+    # the whole is wrapped as untrusted.
+    def shell(text: str) -> dict[str, str]:
+        return {"llmContent": f"<untrusted_context>\n{text}\n</untrusted_context>"}
+
+    failed = shell("Output: 1 failed\nExit Code: 1\nProcess Group PGID: 7")
+    broken = {"llmContent": "", "returnDisplay": "", "error": {"message": "spawn failed"}}
+    moved = shell("Command moved to background (PID: 9). Output hidden.")
+    passed = shell("Output: Exit Code: 1 is what it printed\n5 passed\nProcess Group PGID: 8")
+    for response in (failed, broken, moved, passed):
         hx.answer(
             project,
             "gemini",
@@ -306,7 +315,8 @@ def test_gemini_calls_are_evidence_under_claude_code_names(project: Path, run: s
             ),
         )
     tools = entries(run, "tool")
-    assert [(t["tool"], t["ok"]) for t in tools] == [("Bash", False), ("Bash", True)]
+    assert [t["ok"] for t in tools] == [False, False, None, True]
+    assert {t["tool"] for t in tools} == {"Bash"}
     assert rt.submit(run, "success")["status"] == "action_complete"
     assert rt.next(run) == {"status": "done"}
     verified(run)
@@ -443,6 +453,31 @@ def test_cursor_tools_meet_the_policy_and_are_evidence(project: Path, run: str) 
     assert out["permission"] == "deny" and "Edit may not run" in out["agent_message"]
     read = hx.cursor("beforeReadFile", project, file_path=str(project / "app.py"), content="x")
     assert hx.answer(project, "cursor", read) == {}
+    verified(run)
+
+
+def test_cursor_evidence_claims_only_what_its_payload_says(project: Path, run: str) -> None:
+    """Cursor has no command line to run here, so this follows its documented payloads
+    (https://cursor.com/docs/agent/hooks): a failed call is `postToolUseFailure`, so a
+    `postToolUse` of a file tool is a success; a shell command's payload carries its output
+    only (`afterShellExecution`: `command`, `output`), so without an exit code its outcome is
+    unknown (null), and a check reads it as not ok."""
+    app = str(project / "app.py")
+    calls = [
+        ("postToolUse", "Read", {"path": app}, {"tool_output": json.dumps({"content": "x"})}),
+        ("postToolUse", "Shell", {"command": "make"}, {"tool_output": "make: done"}),
+        ("postToolUseFailure", "Read", {"path": "/nope"}, {"error_message": "no such file"}),
+        ("afterShellExecution", "", {}, {"command": "pytest", "output": "5 passed"}),
+    ]
+    for event, name, params, more in calls:
+        fields = {"tool_name": name, "tool_input": params} if name else {}
+        hx.answer(project, "cursor", hx.cursor(event, project, **fields, **more))
+    assert [(t["tool"], t["ok"]) for t in entries(run, "tool")] == [
+        ("Read", True),
+        ("Bash", None),
+        ("Read", False),
+        ("Bash", None),
+    ]
     verified(run)
 
 

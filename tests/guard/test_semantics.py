@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tether.guard import Guard
-from tether.guard.state import SessionState
+from tether.guard.state import SessionState, outcome
 from tether.guard.triggers import Trigger, canonical
 
 
@@ -122,6 +122,42 @@ def test_a_failed_call_does_not_count_as_a_read(dev):
     assert s.state.tool_calls_this_turn == 1
     assert s.state.history[-1] == ["read", "/missing.py", False]
     assert "read_before_edit" in s.pre_tool("Edit", {"file_path": "/missing.py"}).rules
+
+
+def test_a_call_of_unknown_outcome_ran_and_is_recorded_as_unknown(dev):
+    """No sign either way (`ok` None): the history says so, and the call counts as one that
+    ran (the file was read) where a failed one would not."""
+    s = dev.session()
+    s.post_tool("Read", {"file_path": "/a.py"}, "the text")
+    assert s.state.history[-1] == ["read", "/a.py", None]
+    assert list(s.state.sets["read_files"]) == ["/a.py"]
+    s.post_tool("Read", {"file_path": "/b.py"}, {"exit_code": 0})
+    s.post_tool("Read", {"file_path": "/c.py"}, "the text", ok=True)  # the caller read it
+    s.post_tool("Read", {"file_path": "/d.py"}, {"is_error": True}, ok=None)
+    assert [h[2] for h in s.state.history] == [None, True, True, False]
+    assert "/d.py" not in s.state.sets["read_files"]
+
+
+@pytest.mark.parametrize(
+    ("response", "ok"),
+    [
+        (None, None),
+        ("5 passed", None),
+        ({}, None),
+        ({"interrupted": False, "stdout": ""}, None),  # Claude Code's Bash: no sign by itself
+        ({"exit_code": True}, None),  # a boolean is no exit code
+        ({"exit_code": 0}, True),
+        ({"success": True}, True),
+        ({"isError": False, "content": []}, True),
+        ({"exit_code": 2}, False),
+        ({"returncode": 0, "exitCode": 1}, False),
+        ({"success": True, "is_error": True}, False),  # a sign of failure wins
+        ({"interrupted": True}, False),
+        ({"error": "boom"}, False),
+    ],
+)
+def test_a_response_says_how_a_call_went_only_by_a_sign(response, ok):
+    assert outcome(response) is ok
 
 
 def test_a_failed_call_runs_no_post_rules(dev):

@@ -54,6 +54,8 @@ def installer(
         ("cursor", "user", "home/.cursor/mcp.json", "mcpServers"),
         ("vscode", "project", "project/.vscode/mcp.json", "servers"),
         ("vscode", "user", "home/.config/Code/User/mcp.json", "servers"),
+        ("gemini", "project", "project/.gemini/settings.json", "mcpServers"),
+        ("gemini", "user", "home/.gemini/settings.json", "mcpServers"),
         ("claude-desktop", "user", "home/.config/Claude/claude_desktop_config.json", "mcpServers"),
     ],
 )

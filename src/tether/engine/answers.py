@@ -186,13 +186,14 @@ class Stop:
 
 
 class ToolCall:
-    """A tool call the agent made while a step was open (`ok`: it did not fail), recorded as a
+    """A tool call the agent made while a step was open (`ok`: true on a sign of success from
+    the harness, false on a sign of failure, None with neither), recorded as a
     `tool` entry against the open step named by `step` (else the first). An open action whose
     `check` steps read `TOOLS` keeps it for them until the action's attempt ends."""
 
     __slots__ = ("input", "ok", "step", "tool")
 
-    def __init__(self, tool: str, input: Any, ok: bool, step: str | None = None) -> None:
+    def __init__(self, tool: str, input: Any, ok: bool | None, step: str | None = None) -> None:
         self.tool = tool
         self.input = input
         self.ok = ok
@@ -269,11 +270,12 @@ def tools_since(state: dict[str, Any]) -> int | None:
 
 
 def tool_records(entries: Iterable[dict[str, Any]], since: int | None) -> list[dict[str, Any]]:
-    """What checks see of the `tool` entries with `seq >= since`: `{tool, input, ok, seq}`."""
+    """What checks see of the `tool` entries with `seq >= since`: `{tool, input, ok, seq}`,
+    where `ok` is true only for an entry recorded `ok: true` (unknown reads as not ok)."""
     if since is None:
         return []
     return [
-        {"tool": e["tool"], "input": e.get("input"), "ok": e["ok"], "seq": e["seq"]}
+        {"tool": e["tool"], "input": e.get("input"), "ok": e["ok"] is True, "seq": e["seq"]}
         for e in entries
         if e["kind"] == "tool" and e["seq"] >= since
     ]
@@ -459,8 +461,8 @@ def _tool_call(tree: dict[str, Any], state: dict[str, Any], answer: ToolCall, no
         step=req["step"],
         tool=answer.tool,
         input=answer.input,
-        ok=bool(answer.ok),
     )
+    entry["ok"] = answer.ok  # null too: the harness gave no sign either way
     for r in state["open"]:
         if r["path"] is not None and reads_tools(node_at(tree, r["path"])):
             frame = state["runtime"][node_key(r["path"])]

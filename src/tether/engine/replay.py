@@ -127,7 +127,7 @@ def answer_of(entry: dict[str, Any], state: dict[str, Any]) -> Answer | None:
         return Stop(int(entry["cap"]))
     if kind == "tool":
         token = _token_at(state, entry.get("cursor"))
-        return ToolCall(str(entry["tool"]), entry.get("input"), bool(entry["ok"]), token)
+        return ToolCall(str(entry["tool"]), entry.get("input"), entry["ok"], token)
     token = _token_at(state, entry.get("cursor"))
     if kind == "evaluate":
         return Eval(bool(entry["submitted"]), entry.get("note"), token)

@@ -17,8 +17,10 @@ event:
   person answers a human step; read by `shell.answers_for_a_person`, wrappers and nested
   commands included); then the `tools` policy of each open step (`steptools`); a call no open
   step allows is denied with the reason.
-- `PostToolUse`, `PostToolUseFailure`: auto-binding, then evidence: every call but Tether's own
-  is recorded through the `record_tool` verb (a `tool` entry).
+- `PostToolUse`, `PostToolUseFailure`: auto-binding (by a call that did not fail; with no sign
+  of success, only to the execution its answer names), then evidence: every call but Tether's
+  own is recorded through the `record_tool` verb (a `tool` entry, `ok` as `hooks.tool_ok` read
+  it: true, false or null).
 
 Every read and write of the execution goes through the verb layer (`tether.verbs.Runtime`),
 which, like the policy matching (`steptools`), is imported only when a session is bound or a
@@ -78,21 +80,6 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def failed(response: Any) -> bool:
-    """Whether a tool response reports an error or a non-zero exit code."""
-    if not isinstance(response, dict):
-        return False
-    if response.get("is_error") or response.get("isError") or response.get("error"):
-        return True
-    if response.get("success") is False or response.get("interrupted") is True:
-        return True
-    for key in ("exit_code", "exitCode", "returncode", "returnCode"):
-        code = response.get(key)
-        if isinstance(code, int) and not isinstance(code, bool) and code != 0:
-            return True
-    return False
-
-
 def result_uri(response: Any) -> str | None:
     """The `uri` a start or resume answered with, however the harness wrapped the result: the
     object itself, MCP structured content, text blocks, or a shell tool's stdout."""
@@ -120,12 +107,14 @@ def result_uri(response: Any) -> str | None:
     return None
 
 
-def started(tool: str, params: dict[str, Any], response: Any, project: str) -> Binding | None:
-    """The execution a successful call started, resumed or forked through Tether, if it did: an
+def started(
+    tool: str, params: dict[str, Any], response: Any, project: str, ok: bool | None
+) -> Binding | None:
+    """The execution a call that did not fail started, resumed or forked through Tether: an
     MCP tool named `…start_execution` / `…resume_execution` / `…fork_execution` on any server,
     or a shell line running `tether start TREE TRACE` / `tether resume TRACE` / `tether fork
-    TRACE NEW` (the fork is the one bound). The URI is the one the call answered with, else its
-    argument resolved against the project."""
+    TRACE NEW` (the fork is the one bound). The URI is the one the call answered with, else,
+    when the call is known to have succeeded (`ok`), its argument resolved against the project."""
     if tool.startswith("mcp__"):
         name = tool.rsplit("__", 1)[-1]
         if name not in ("start_execution", "resume_execution", "fork_execution"):
@@ -146,7 +135,8 @@ def started(tool: str, params: dict[str, Any], response: Any, project: str) -> B
         if given is None:
             return None
         via = "shell"
-    uri = result_uri(response) or (resolve(given, project) if isinstance(given, str) else None)
+    known = resolve(given, project) if ok and isinstance(given, str) else None
+    uri = result_uri(response) or known
     if uri is None or uri.startswith("memory:"):  # a memory execution lives in another process
         return None
     return Binding(uri, via)
@@ -324,12 +314,13 @@ class Binder:
         params: dict[str, Any],
         response: Any,
         *,
-        ok: bool,
+        ok: bool | None,
     ) -> None:
         """Bind the session to an execution it started or resumed (`bind: auto`), else record
-        the call as evidence in the bound execution (`evidence`), unless it is Tether's own."""
-        if ok and self.settings["bind"] == "auto":
-            found = started(tool, params, response, project)
+        the call as evidence in the bound execution (`evidence`), unless it is Tether's own.
+        `ok`: how the call went, None when the harness gave no sign (`hooks.tool_ok`)."""
+        if ok is not False and self.settings["bind"] == "auto":
+            found = started(tool, params, response, project, ok)
             if found is not None:
                 self.bind(session_id, found)
                 return

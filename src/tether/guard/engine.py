@@ -11,8 +11,9 @@ Pinned semantics:
 - `pre_tool` rules see the state before the call; `pre_tool` changes no tracked state, whatever
   it decides (a blocked call never ran).
 - `post_tool` first records the call (sets, counters, flags, counts, streak, history), then runs
-  the `post_tool` rules against the updated state. A failed call (`error` given) counts as a call
-  but adds to no set, moves no counter or flag, and runs no `post_tool` rule.
+  the `post_tool` rules against the updated state. A failed call (`error` given, or `ok` false)
+  counts as a call but adds to no set, moves no counter or flag, and runs no `post_tool` rule; a
+  call with no sign either way (`ok` null) ran, and counts as one that did.
 - A turn is one user message (`on_user_message`); `step` counts model steps separately: a step
   begins with the model's first text or tool call after a user message or a tool result.
 - Every fired rule is recorded in the session's violations.
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from tether.guard.conditions import POST, PRE, TEXT, Context, References
 from tether.guard.messages import injected
 from tether.guard.rules import Rule
-from tether.guard.state import SessionState, Tracking
+from tether.guard.state import SessionState, Tracking, outcome
 from tether.guard.triggers import canonical
 
 if TYPE_CHECKING:
@@ -302,13 +303,19 @@ class GuardSession:
         result: Any = None,
         error: Any = None,
         explain: bool = False,
+        ok: bool | None = None,
     ) -> Decision:
-        """Record a call that ran (or failed, when `error` is given), then run post rules."""
-        ok = error is None or error is False
+        """Record a call, then run post rules unless it failed. It failed when `error` is given;
+        else it went as `ok` says when the caller read that (`hooks.tool_ok`), else as `result`
+        says (`state.outcome`: None when it says nothing)."""
+        if error is not None and error is not False:
+            ok = False
+        elif ok is None:
+            ok = outcome(result)
         self.record(self.guard.tracking.tool_event(tool, params, ok, self.cwd))
         decision = Decision(POST, tool)
         rules = self.guard.rules_for(POST, tool)
-        if not ok or not rules:
+        if ok is False or not rules:
             return decision
         ctx = self._context(POST, tool, params=params, result=result)
         return self._run(decision, rules, ctx, explain)

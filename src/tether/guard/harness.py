@@ -17,10 +17,18 @@ What each mapping follows:
 - Gemini CLI: https://geminicli.com/docs/hooks/reference and its source
   (`packages/core/src/hooks/types.ts`, `core/coreToolHookTriggers.ts`,
   `tools/definitions/base-declarations.ts`). `BeforeTool` has no context field, so a warning
-  before a call reaches the user (`systemMessage`), not the model.
+  before a call reaches the user (`systemMessage`), not the model. Seen in the real Gemini CLI
+  0.61 (tests/field/test_gemini_cli.py), beyond the documentation: a failing shell command's
+  `AfterTool` sets no `tool_response.error`, its exit code is only a section of `llmContent`,
+  and `llmContent` comes wrapped in `<untrusted_context>` (`_gemini_response` reads through).
 - Cursor: https://cursor.com/docs/agent/hooks, read through third-party notes (the primary page
   was not available in full): answers are `permission`/`agent_message`, `additional_context`
-  and `followup_message`; `stop` cannot refuse, it queues a follow-up message.
+  and `followup_message`; `stop` cannot refuse, it queues a follow-up message. There is no
+  Cursor command line to try here, so it stays on those payloads.
+
+What a harness gave as a sign of how a call went is written into the Claude Code-shaped
+`tool_response` (`exit_code`, `is_error`, `success`, `interrupted`), where `hooks.tool_ok` reads
+it; a response given no sign makes the evidence `ok: null`.
 
 The project of an event (where a relative `--config` is found and relative traces resolve) is
 the nearest folder at or above its working folder (Cursor: its first workspace root) holding the
@@ -36,11 +44,9 @@ from collections.abc import Callable
 from typing import Any
 
 from tether.guard.cli import DEFAULT_CONFIG
-from tether.guard.hooks import TOOL_EVENTS
+from tether.guard.hooks import NATIVE, TOOL_EVENTS
 
 HARNESSES = ("claude", "codex", "gemini", "cursor")
-# The harness's own name of the event, kept in the Claude Code-shaped payload for `render`.
-NATIVE = "harness_event"
 CODEX_EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop")
 EVENTS: dict[str, dict[str, str]] = {
     "codex": {name: name for name in (*CODEX_EVENTS, "SubagentStop")},
@@ -111,6 +117,9 @@ PARAMS: dict[str, dict[str, str]] = {
     "gemini": {"dir_path": "path", "allow_multiple": "replace_all", "include_pattern": "glob"},
     "cursor": {"path": "file_path", "target_file": "file_path", "contents": "content"},
 }
+_GEMINI_SECTION = re.compile(r"^(Error|Exit Code|Signal|Background PIDs|Process Group PGID): ")
+_GEMINI_CANCELLED = re.compile(r"Command was (automatically )?cancelled")
+_GEMINI_UNTRUSTED = re.compile(r"<untrusted_context>\n(.*)\n</untrusted_context>", re.DOTALL)
 _PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+?)[ \t]*$", re.MULTILINE)
 _URL = re.compile(r"https?://[^\s\"'<>]+")
 
@@ -239,8 +248,41 @@ def _gemini(raw: dict[str, Any], event: str) -> list[dict[str, Any]]:
         message = error.get("message") if isinstance(error, dict) else error
         payload.update(hook_event_name="PostToolUseFailure", error=str(message or "failed"))
         return [payload]
-    payload["tool_response"] = response
+    payload["tool_response"] = _gemini_response(tool, response) if event == "PostToolUse" else None
     return [payload]
+
+
+def _gemini_response(tool: str, response: Any) -> Any:
+    """Gemini CLI's `AfterTool` response of a call that set no `error`, with Claude Code's signs
+    beside its own keys. A tool sets `error` when its call fails (`ToolResult.error`,
+    tools/tools.ts), so any other tool's call is `success: true`; but a shell command that
+    exits non-zero sets none. The shell's `llmContent` is `Output: ...` then sections (`Error:`,
+    `Exit Code:` written only when not 0, `Signal:`, ...; tools/shell.ts), read from the end:
+    `exit_code` (0 when there is none), `is_error` for an error or a signal, `stdout`. A
+    command cancelled is `interrupted`; one moved to the background, or an `Error:` line the
+    end does not account for, says nothing either way. Gemini CLI 0.61 wraps the text in
+    `<untrusted_context>` (`wrapUntrusted`), which is read through."""
+    if not isinstance(response, dict):
+        return response
+    if tool != "Bash":
+        return {**response, "success": True}
+    text = response.get("llmContent")
+    if isinstance(text, str) and (wrapped := _GEMINI_UNTRUSTED.fullmatch(text)):
+        text = wrapped[1]
+    if not isinstance(text, str) or not text.startswith("Output: "):
+        cancelled = isinstance(text, str) and _GEMINI_CANCELLED.match(text)
+        return {**response, "interrupted": True} if cancelled else response
+    lines = text.split("\n")
+    sections: dict[str, str] = {}
+    while len(lines) > 1 and (head := _GEMINI_SECTION.match(lines[-1])):
+        sections.setdefault(head[1], lines.pop()[head.end() :])
+    out = {**response, "stdout": "\n".join(lines).removeprefix("Output: ")}
+    if sections.keys() & {"Error", "Signal"}:
+        return {**out, "is_error": True}
+    code = sections.get("Exit Code", "0")
+    if not code.lstrip("-").isdigit() or re.search(r"^Error: ", out["stdout"], re.MULTILINE):
+        return out
+    return {**out, "exit_code": int(code)}
 
 
 # -- Cursor --------------------------------------------------------------------------------------
@@ -279,8 +321,18 @@ def _cursor(raw: dict[str, Any], event: str) -> list[dict[str, Any]]:
         response = next((raw[k] for k in keys if k in raw), None)
         if native == "afterShellExecution":
             response = {"stdout": raw.get("output"), "exit_code": raw.get("exit_code")}
-        payload["tool_response"] = _json(response)
+        payload["tool_response"] = _cursor_response(tool, native, _json(response))
     return [payload]
+
+
+def _cursor_response(tool: str, native: str, response: Any) -> Any:
+    """Cursor's response with Claude Code's signs: a failed call comes as `postToolUseFailure`,
+    so `postToolUse` (and `afterFileEdit`) of any tool but the shell is `success: true`; a shell
+    command, whose documented payload carries its output only, has a sign only when its output
+    gives an exit code (`afterShellExecution`'s `exit_code` where sent)."""
+    if tool == "Bash" or native not in ("postToolUse", "afterFileEdit"):
+        return response
+    return {**(response if isinstance(response, dict) else {"content": response}), "success": True}
 
 
 _READERS: dict[str, Callable[[dict[str, Any], str], list[dict[str, Any]]]] = {

@@ -10,7 +10,8 @@ carry it). It does not parse configuration or talk HTTP (the CLI and `serve` do)
 - `UserPromptSubmit`: `on_user_message(prompt)`; the directive as `additionalContext`.
 - `PreToolUse`: `pre_tool(tool_name, tool_input)`; a block is `permissionDecision: deny` with
   the reason, a warning or reminder is `additionalContext`.
-- `PostToolUse`: `post_tool(tool_name, tool_input, tool_response)`; `additionalContext`.
+- `PostToolUse`: `post_tool(tool_name, tool_input, tool_response, ok=tool_ok(payload))`;
+  `additionalContext`. How the call went is read once (`tool_ok`) for the rules and the evidence.
 - `PostToolUseFailure`: `post_tool(..., error=error)`; no output (no rule runs on a failure).
 - `Stop`, `SubagentStop`: `on_text(last_assistant_message)`; `decision: block` with the reason,
   except when `stop_hook_active` (the model is already continuing because of a stop hook).
@@ -29,14 +30,18 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from tether.guard.binding import Binder, failed, project_dir
+from tether.guard.binding import Binder, project_dir
 from tether.guard.engine import Decision, Guard
 from tether.guard.session_store import SessionStore
+from tether.guard.state import outcome
 
 TAIL_BYTES = 256 * 1024
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
 SESSION_EVENTS = ("UserPromptSubmit", *TOOL_EVENTS, "Stop", "SubagentStop")
 EVENTS = ("SessionStart", *SESSION_EVENTS, "SessionEnd")
+# The harness's own name of the event, set by `harness.events` on a payload of another harness:
+# a payload without it is Claude Code's.
+NATIVE = "harness_event"
 
 
 def _entries_backwards(path: str) -> Iterator[dict[str, Any]]:
@@ -109,6 +114,17 @@ def last_assistant_text(transcript: str) -> str:
     return ""
 
 
+def tool_ok(payload: dict[str, Any]) -> bool | None:
+    """How a call went (DESIGN: evidence never claims more than it saw): False for
+    `PostToolUseFailure`, else what its response says (`state.outcome`, which an adapter of
+    another harness fills in where that harness gave a sign), else True for Claude Code's own
+    `PostToolUse` (it sends `PostToolUseFailure` for a call that failed), else None."""
+    if payload.get("hook_event_name") == "PostToolUseFailure":
+        return False
+    ok = outcome(payload.get("tool_response"))
+    return True if ok is None and NATIVE not in payload else ok
+
+
 def _context(event: str, text: str) -> dict[str, Any]:
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
 
@@ -172,10 +188,9 @@ def handle(
             ):
                 session.note_text()
             decision = session.pre_tool(tool, params)
-        elif event == "PostToolUse":
-            decision = session.post_tool(tool, params, response)
-        elif event == "PostToolUseFailure":
-            decision = session.post_tool(tool, params, error=payload.get("error") or "failed")
+        elif event in ("PostToolUse", "PostToolUseFailure"):
+            ok = tool_ok(payload)
+            decision = session.post_tool(tool, params, response, payload.get("error"), ok=ok)
         else:
             said = payload.get("last_assistant_message")
             if not isinstance(said, str):
@@ -198,7 +213,6 @@ def handle(
             }
         }
     if event in ("PostToolUse", "PostToolUseFailure"):
-        ok = event == "PostToolUse" and not failed(response)
         binder.post_tool(session_id, project, tool, params, response, ok=ok)
         return _tool_output(event, decision) if event == "PostToolUse" else None
     rules = decision.text if decision.firings and not payload.get("stop_hook_active") else None

@@ -2,7 +2,8 @@
 
 Owns: reading a transcript in order and turning its entries into guard calls: a typed user
 message starts a turn, an assistant text block is `on_text`, a `tool_use` block is `pre_tool`,
-the matching `tool_result` is `post_tool` (with `error` when it is marked `is_error`). Sub-agent
+the matching `tool_result` is `post_tool` (with `error` when it is marked `is_error`; how the
+call went is read as the hooks read Claude Code's `PostToolUse`, `hooks.tool_ok`). Sub-agent
 entries (`isSidechain`) run in their own session, keyed by their `agentId`. It returns every
 decision, in order, with the line it came from. It does not judge whether the recorded agent
 obeyed: a call the rules would have blocked still ran in the recording, so its result is
@@ -21,7 +22,7 @@ from typing import Any
 
 from tether.errors import TetherError
 from tether.guard.engine import Decision, Guard, GuardSession
-from tether.guard.hooks import assistant_text, is_user_prompt
+from tether.guard.hooks import assistant_text, is_user_prompt, tool_ok
 from tether.guard.sandbox import Sandbox
 
 
@@ -126,9 +127,11 @@ def _replay(
                 continue
             result = entry.get("toolUseResult", block.get("content"))
             error = (block.get("content") or "error") if block.get("is_error") else None
-            decision = session.post_tool(call[0], call[1], result, error=error, explain=explain)
+            event = "PostToolUseFailure" if error else "PostToolUse"
+            ok = tool_ok({"hook_event_name": event, "tool_response": result})
+            decision = session.post_tool(call[0], call[1], result, error, explain, ok)
             note(number, "post_tool", decision, agent)
-            sandbox.post_tool(project, call[0], call[1], block.get("content"), error is None)
+            sandbox.post_tool(project, call[0], call[1], block.get("content"), ok)
     stopped(project)
     report: dict[str, Any] = {"transcript": transcript, "decisions": out, "counts": counts}
     executions = sandbox.report()

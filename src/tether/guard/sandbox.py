@@ -68,7 +68,7 @@ class Sandbox:
         return self.binder.stop(SESSION, project)
 
     def post_tool(
-        self, project: str, tool: str, params: dict[str, Any], result: Any, ok: bool
+        self, project: str, tool: str, params: dict[str, Any], result: Any, ok: bool | None
     ) -> None:
         """A call that ran: Tether's own is made again on the replay's executions, any other
         is evidence."""

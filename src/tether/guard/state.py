@@ -9,9 +9,11 @@ Events (plain JSON objects):
 
 - `{"e": "user", "text": ...}`: a user message starts a new turn.
 - `{"e": "text", "text": ...}`: the model produced text.
-- `{"e": "tool", "tool", "ok", "target", "add", "inc", "reset", "set", "unset"}`: a tool call
-  that ran; `ok: false` for a failed call, which counts as a call but changes no set, counter or
-  flag. The effects are computed when the event is made, so replay needs no configuration.
+- `{"e": "tool", "tool", "ok", "target", "add", "inc", "reset", "set", "unset"}`: a tool call.
+  `ok` is true on a sign of success from the harness, false on a sign of failure, null when it
+  gave neither (`outcome` reads a response; `hooks.tool_ok` an event). A failed call counts as a
+  call but changes no set, counter or flag; a call of unknown outcome ran, so its effects apply.
+  The effects are computed when the event is made, so replay needs no configuration.
 - `{"e": "decision", "rule", "action", "phase"}`: a rule fired (recorded in `violations`).
 """
 
@@ -34,6 +36,25 @@ DEFAULT_TARGET_KEYS: tuple[str, ...] = (
 )
 HISTORY_LIMIT = 50
 VIOLATION_LIMIT = 50
+
+
+def outcome(response: Any) -> bool | None:
+    """What a tool response (Claude Code's shape, which each harness's adapter gives) says of
+    how the call went: False on a sign of failure (`is_error`, `isError`, `error`, `success:
+    false`, `interrupted`, a non-zero exit code), True on a sign of success (`success: true`,
+    `is_error: false`, `isError: false`, an exit code of 0), None when it says neither."""
+    if not isinstance(response, dict):
+        return None
+    if response.get("is_error") or response.get("isError") or response.get("error"):
+        return False
+    if response.get("success") is False or response.get("interrupted") is True:
+        return False
+    codes = [response.get(k) for k in ("exit_code", "exitCode", "returncode", "returnCode")]
+    codes = [c for c in codes if isinstance(c, int) and not isinstance(c, bool)]
+    if any(codes):
+        return False
+    said = (response.get("success"), response.get("is_error"), response.get("isError"))
+    return True if codes or said[0] is True or False in said[1:] else None
 
 
 def _is_path_key(key: str) -> bool:
@@ -159,16 +180,17 @@ class Tracking:
         return found
 
     def tool_event(
-        self, tool: str, params: dict[str, Any], ok: bool, cwd: str | None
+        self, tool: str, params: dict[str, Any], ok: bool | None, cwd: str | None
     ) -> dict[str, Any]:
-        """The event recording a call of `tool` that ran (`ok`) or failed."""
+        """The event recording a call of `tool` that succeeded (`ok`), failed, or ran with no
+        sign either way (None)."""
         event: dict[str, Any] = {
             "e": "tool",
             "tool": canonical(tool),
             "ok": ok,
             "target": extract_target(params, DEFAULT_TARGET_KEYS, cwd),
         }
-        if not ok:
+        if ok is False:
             return event
         fx = self.effects_for(tool)
         add = {}

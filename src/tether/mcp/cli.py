@@ -55,8 +55,8 @@ INSTALL = Command(
     "register the stdio server in an MCP client's configuration (other servers are kept)",
     values=("--target", "--scope", "--name", "--dir", "--root", "--command"),
     help=(
-        "--target T   claude-code (.mcp.json), claude-desktop, cursor (.cursor/mcp.json) or\n"
-        "             vscode (.vscode/mcp.json)\n"
+        "--target T   claude-code (.mcp.json), claude-desktop, cursor (.cursor/mcp.json),\n"
+        "             vscode (.vscode/mcp.json) or gemini (.gemini/settings.json)\n"
         "--scope S    project (default; files under --dir), user (files under your home) or,\n"
         "             for claude-code, local (this project's entry in ~/.claude.json)\n"
         "--name N     the server's name in the file (default tether)\n"

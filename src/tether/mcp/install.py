@@ -1,6 +1,7 @@
 """Registering Tether's MCP server with a client: writing or merging its configuration file.
 
-Owns where each client keeps its MCP servers (Claude Code, Claude Desktop, Cursor, VS Code; per
+Owns where each client keeps its MCP servers (Claude Code, Claude Desktop, Cursor, VS Code,
+Gemini CLI; per
 project, per user, and Claude Code's local scope: one project's entry in the user's own file),
 the entry written for Tether, and the merge: the file's other servers and other keys are kept as
 they are, an unreadable file is refused rather than overwritten, and the file is replaced
@@ -23,10 +24,10 @@ from typing import Any
 from tether.errors import TetherError
 from tether.files import write_atomic
 
-TARGETS = ("claude-code", "claude-desktop", "cursor", "vscode")
+TARGETS = ("claude-code", "claude-desktop", "cursor", "vscode", "gemini")
 SCOPES = ("project", "local", "user")
 # Where an entry that must not be shared goes instead of the project's file.
-PRIVATE_SCOPE = {"claude-code": "local", "cursor": "user", "vscode": "user"}
+PRIVATE_SCOPE = {"claude-code": "local", "cursor": "user", "vscode": "user", "gemini": "user"}
 
 
 @dataclass(frozen=True)
@@ -65,9 +66,9 @@ def config_path(plan: Install) -> Path:
         return _app_config_dir(home) / "Claude" / "claude_desktop_config.json"
     if plan.target == "claude-code":
         return plan.project / ".mcp.json" if plan.scope == "project" else home / ".claude.json"
-    if plan.target == "cursor":
+    if plan.target in ("cursor", "gemini"):
         base = plan.project if plan.scope == "project" else home
-        return base / ".cursor" / "mcp.json"
+        return base / (".cursor/mcp.json" if plan.target == "cursor" else ".gemini/settings.json")
     if plan.scope == "project":
         return plan.project / ".vscode" / "mcp.json"
     return _app_config_dir(home) / "Code" / "User" / "mcp.json"

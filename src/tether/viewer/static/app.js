@@ -638,7 +638,8 @@ function describe(entry) {
   } else if (entry.submitted !== undefined) {
     parts.push(el("code", {}, String(entry.submitted)), " ");
   }
-  const result = entry.kind === "tool" ? (entry.ok ? "ran" : "failed") : entry.outcome;
+  const ran = { true: "ran", false: "failed", null: "outcome_unknown" };
+  const result = entry.kind === "tool" ? ran[entry.ok] : entry.outcome;
   parts.push("→ ", outcome(result));
   if (entry.note) parts.push(el("span", { class: "note" }, entry.note));
   return parts;
