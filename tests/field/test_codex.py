@@ -1,0 +1,160 @@
+"""Tether's guard inside a real Codex 0.171.0, driven headless against a scripted model.
+
+Each test installs what a user installs (`tether init`, `tether guard install codex`) and runs
+`codex exec` in the project, its model a `ScriptedModel` speaking the Responses API on
+127.0.0.1. The model's requests are kept, so a test asserts what the model was told (a refused
+stop, a denied call's output, injected context); the execution's trace says what the guard
+recorded. The harness comes from scripts/install-test-deps-harnesses.
+
+How Codex is run: a fresh HOME whose `.codex/config.toml` names the scripted server as its
+provider (`wire_api = "responses"`) and trusts the project; model `gpt-5.5`, one Codex knows,
+so it declares `apply_patch` (as a freeform tool); `~/.profile` puts `tether` on the PATH of the
+login shell `exec_command` runs, as an installed `tether` would be.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from field.openai_responses import OpenAIResponses
+from field.scripted import Call, Request, Text, Turn
+
+ROOT = Path(__file__).resolve().parents[2]
+CODEX = ROOT / ".cache" / "harnesses" / "node_modules" / ".bin" / "codex"
+BIN = Path(sys.executable).parent
+TRACE = "runs/feature.json"
+
+
+def sh(command: str) -> Call:
+    return Call("exec_command", {"cmd": command})
+
+
+def patch(*lines: str) -> Call:
+    return Call("apply_patch", {"input": "\n".join(["*** Begin Patch", *lines, "*** End Patch"])})
+
+
+@dataclass
+class Session:
+    requests: list[Request]
+    events: list[dict[str, Any]]
+
+    def told(self) -> list[str]:
+        """What the model was told in the last call: the text of every message (any role) and
+        every tool output, in order."""
+        body = [r.body for r in self.requests if r.path.endswith("/responses")][-1]
+        texts = []
+        for item in body["input"]:
+            if item.get("type") == "message":
+                texts += [part.get("text", "") for part in item["content"]]
+            elif item.get("type", "").endswith("call_output"):
+                texts.append(str(item.get("output")))
+        return texts
+
+    def calls(self) -> int:
+        return sum(r.path.endswith("/responses") for r in self.requests)
+
+
+def _env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "OPENAI_"))}
+    path = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    return {**env, "HOME": str(home), "CODEX_HOME": str(home / ".codex"), "PATH": path}
+
+
+def tether(project: Path, *args: str) -> Any:
+    done = subprocess.run(
+        [str(BIN / "tether"), *args],
+        cwd=project,
+        env=_env(project.parent / "home"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads(done.stdout) if done.stdout.strip() else None
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """The bound-feature example as `tether init` writes it, a git repository with Codex's hooks
+    installed by `tether guard install codex`."""
+    if not CODEX.exists():
+        pytest.fail(f"Codex is not installed at {CODEX}: run scripts/install-test-deps-harnesses")
+    home = tmp_path / "home"
+    (home / ".codex").mkdir(parents=True)
+    (home / ".profile").write_text(f'export PATH="{BIN}:$PATH"\n')
+    tether(tmp_path, "init", str(tmp_path / "init"))
+    root = tmp_path / "init" / "examples" / "bound-feature"
+    here = tmp_path / "project"
+    root.rename(here)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], cwd=here, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=here, check=True)
+    subprocess.run([*git, "commit", "-qm", "start"], cwd=here, check=True)
+    installed = tether(here, "guard", "install", "codex")
+    assert installed["file"] == ".codex/hooks.json"
+    return here
+
+
+def codex(project: Path, script: list[Turn], prompt: str = "work", resume: bool = False) -> Session:
+    """One `codex exec` (or `codex exec resume --last`) in `project` against `script`."""
+    home = project.parent / "home"
+    with OpenAIResponses(script) as model:
+        (home / ".codex" / "config.toml").write_text(
+            'model = "gpt-5.5"\nmodel_provider = "scripted"\n'
+            "[model_providers.scripted]\n"
+            f'name = "scripted"\nbase_url = "{model.url}/v1"\nwire_api = "responses"\n'
+            f'[projects."{project}"]\ntrust_level = "trusted"\n'
+        )
+        flags = ["--json", "--dangerously-bypass-approvals-and-sandbox"]
+        flags.append("--dangerously-bypass-hook-trust")
+        command = [str(CODEX), "exec", *(["resume", "--last"] if resume else []), *flags, prompt]
+        done = subprocess.run(
+            command,
+            cwd=project,
+            env=_env(home),
+            capture_output=True,
+            text=True,
+            timeout=180,
+            stdin=subprocess.DEVNULL,
+        )
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+        return Session(list(model.requests), events)
+
+
+def entries(project: Path, kind: str) -> list[dict[str, Any]]:
+    return [e for e in tether(project, "trace", TRACE) if e.get("kind") == kind]
+
+
+def walk_to(project: Path, step: str) -> None:
+    """Drive the example's execution, from outside any session, until `step` is open."""
+    tether(project, "start", "feature.yaml", TRACE)
+    answers = {"Understand": ["--set", "plan=keep add"], "Review": ["--set", "review=fine"]}
+    current = tether(project, "next", TRACE)
+    while current["name"] != step:
+        tether(project, "submit", TRACE, "success", *answers.get(current["name"], []))
+        current = tether(project, "next", TRACE)
+
+
+# -- binding and stop ------------------------------------------------------------------------
+
+
+def test_a_shell_start_binds_and_stops_are_refused_up_to_the_cap(project: Path) -> None:
+    said = ["done", "done, really", "nothing left", "stopping"]
+    run = codex(project, [[sh(f"tether start feature.yaml {TRACE}")], *map(Text, said)])
+
+    refusals = [t for t in run.told() if "Stop refused" in t]
+    assert len(refusals) == 3
+    for n, text in enumerate(refusals, 1):
+        assert "is still running" in text and "'Acknowledge_Protocol'" in text
+        assert f"Stop refused {n} of 3 times in a row" in text
+    assert run.calls() == 5  # the fourth stop went through: the model was not asked again
+    assert [e["outcome"] for e in entries(project, "stop")] == ["refused"] * 3 + ["allowed"]
