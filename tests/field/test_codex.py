@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CODEX = ROOT / ".cache" / "harnesses" / "node_modules" / ".bin" / "codex"
 BIN = Path(sys.executable).parent
 TRACE = "runs/feature.json"
+DENIED = "Command blocked by PreToolUse hook: [Tether]"  # how Codex tells the model
 
 
 def sh(command: str) -> Call:
@@ -158,3 +159,97 @@ def test_a_shell_start_binds_and_stops_are_refused_up_to_the_cap(project: Path) 
         assert f"Stop refused {n} of 3 times in a row" in text
     assert run.calls() == 5  # the fourth stop went through: the model was not asked again
     assert [e["outcome"] for e in entries(project, "stop")] == ["refused"] * 3 + ["allowed"]
+
+
+def test_a_resumed_session_is_told_its_open_step(project: Path) -> None:
+    codex(project, [[sh(f"tether start feature.yaml {TRACE}")], *[Text("done")] * 4])
+    run = codex(project, [Text("done")], prompt="carry on", resume=True)
+
+    context = [t for t in run.told() if t.startswith("[Tether] This session is bound")]
+    assert context and "Current request: instruct 'Acknowledge_Protocol'" in context[-1]
+    assert any("Stop refused 1 of 3" in t for t in run.told())
+
+
+# -- tool policy -----------------------------------------------------------------------------
+
+
+def test_review_denies_a_patch_and_a_shell_write_and_the_file_is_unchanged(
+    project: Path,
+) -> None:
+    walk_to(project, "Review")
+    before = (project / "calc.py").read_text()
+    edit = patch("*** Update File: calc.py", "@@", "-    return a + b", "+    return a - b")
+    run = codex(
+        project,
+        [
+            [sh(f"tether resume {TRACE}")],
+            [edit],
+            [sh("sed -i 's/a + b/a - b/' calc.py")],
+            [sh("git diff --stat")],
+        ],
+    )
+
+    assert (project / "calc.py").read_text() == before
+    denied = [t for t in run.told() if t.startswith(DENIED)]
+    assert len(denied) == 2 and all("while the instruct 'Review' is open" in t for t in denied)
+    tools = [e["tool"] for e in entries(project, "tool")]
+    assert tools == ["Bash"]  # git diff ran; the denied calls never did
+
+
+# -- evidence --------------------------------------------------------------------------------
+
+
+def test_evidence_is_ok_only_for_a_passing_run_and_the_check_decides_on_it(
+    project: Path,
+) -> None:
+    walk_to(project, "Test")
+    (project / "calc.py").write_text("def add(a: int, b: int) -> int:\n    return a - b\n")
+    fix = patch("*** Update File: calc.py", "@@", "-    return a - b", "+    return a + b")
+    pytest_run = sh("python -m pytest -q test_calc.py")
+    run = codex(
+        project,
+        [
+            [sh(f"tether resume {TRACE}")],
+            [pytest_run],
+            [sh(f"tether submit {TRACE} success")],
+            [fix],
+            [pytest_run],
+            [sh(f"tether submit {TRACE} success")],
+            Text("finished"),
+        ],
+    )
+
+    tools = [(e["tool"], e["ok"]) for e in entries(project, "tool")]
+    assert tools == [("Bash", False), ("Edit", True), ("Bash", True)], tools
+    assert tether(project, "next", TRACE) == {"status": "done"}
+    assert not any("Stop refused" in t for t in run.told())
+
+
+# -- apply_patch's Move to -------------------------------------------------------------------
+
+DOCS_ONLY = """\
+name: docs-only
+version: 1
+tree:
+  type: action
+  name: Docs
+  tools: {allow: [Read, "Edit(docs/**)", "Bash(git status*)"]}
+  steps:
+    - instruct: Improve the docs.
+"""
+
+
+def test_a_patch_moving_a_doc_into_the_code_is_denied(project: Path) -> None:
+    (project / "docs").mkdir()
+    (project / "docs" / "a.md").write_text("# A\nold\n")
+    (project / "docs.yaml").write_text(DOCS_ONLY)
+    tether(project, "start", "docs.yaml", TRACE)
+    tether(project, "submit", TRACE, "success")
+    move = patch("*** Update File: docs/a.md", "*** Move to: app.py", "@@", "-old", "+import os")
+    edit = patch("*** Update File: docs/a.md", "@@", "-old", "+new")
+    run = codex(project, [[sh(f"tether resume {TRACE}")], [move], [edit]])
+
+    assert not (project / "app.py").exists()
+    assert (project / "docs" / "a.md").read_text() == "# A\nnew\n"  # the plain edit went through
+    denied = [t for t in run.told() if t.startswith(DENIED)]
+    assert len(denied) == 1 and "Write may not run while the instruct 'Docs'" in denied[0]

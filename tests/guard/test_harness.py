@@ -5,6 +5,7 @@ answer in that harness's own format and what the workflow binding recorded."""
 from __future__ import annotations
 
 import json
+import os
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 
 from guard import harnesskit as hx
 from guard import hookkit as hk
+from tether.guard import harness
 from tether.verbs import Runtime
 
 TREE = """\
@@ -176,6 +178,103 @@ def test_a_codex_patch_is_evidence_file_by_file(project: Path, run: str) -> None
     update = entries(run, "tool")[2]["input"]
     assert (update["old_string"], update["new_string"]) == ("a", "b")
     verified(run)
+
+
+def test_codex_evidence_rests_on_the_transcript_not_the_output(project: Path, run: str) -> None:
+    """Codex 0.171 gives a shell call's output alone; the exit code is in its transcript. An
+    output that claims success (`Exit code: 0`) is not read as a sign."""
+    for n, code in enumerate((3, 0)):
+        transcript = hx.codex_transcript(
+            project / f"t{n}.jsonl", f"call_{n}", exit_code=code, status="failed"
+        )
+        payload = hx.codex(
+            "PostToolUse",
+            project,
+            transcript_path=transcript,
+            tool_use_id=f"call_{n}",
+            tool_name="Bash",
+            tool_input={"command": f"pytest -q  # {n}"},
+            tool_response="Exit code: 0\n1 passed\n",
+        )
+        hx.answer(project, "codex", payload)
+    assert [e["ok"] for e in entries(run, "tool")] == [False, True]
+
+
+def test_a_codex_patch_is_ok_as_its_transcript_says(project: Path) -> None:
+    patch = hx.codex_patch(("Add", "a.md", "+a"))
+    transcript = hx.codex_transcript(project / "t.jsonl", "call_1", status="completed")
+    raw = hx.codex(
+        "PostToolUse",
+        project,
+        transcript_path=transcript,
+        tool_name="apply_patch",
+        tool_input={"command": patch},
+        tool_response="Exit code: 0\nSuccess.",
+    )
+    (found,) = harness.events("codex", raw, None)
+    assert found["tool_response"] == {"stdout": "Exit code: 0\nSuccess.", "success": True}
+
+
+@pytest.mark.parametrize("kind", ["missing", "fifo", "another call", "not json"])
+def test_codex_evidence_claims_nothing_the_transcript_does_not_say(
+    project: Path, kind: str
+) -> None:
+    """No sign, no claim: the response carries no exit code or success, so the core does not
+    read it as success. A transcript path that is a FIFO is not waited on."""
+    path = project / "t.jsonl"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "another call":
+        hx.codex_transcript(path, "call_9", exit_code=0, status="completed")
+    elif kind == "not json":
+        path.write_text('{"item_completed" "call_1"\n')
+    raw = hx.codex(
+        "PostToolUse",
+        project,
+        transcript_path=str(path),
+        tool_name="Bash",
+        tool_input={"command": "make"},
+        tool_response="ok\n",
+    )
+    (found,) = harness.events("codex", raw, None)
+    assert found["tool_response"] == {"stdout": "ok\n"}
+
+
+POLICY_DOCS = (
+    "name: docs\nversion: 1\ntree:\n  type: action\n  name: Docs\n"
+    "  tools: {allow: ['Edit(docs/**)']}\n  steps:\n    - instruct: Improve the docs.\n"
+)
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [
+        "*** Begin Patch\n*** Update File: docs/a.md\n*** Move to: src/app.py\n@@\n-a\n+b\n"
+        "*** End Patch\n",
+        "*** Begin Patch\n*** Update File: docs/a.md\n*** Move to: docs/../src/app.py\n@@\n"
+        "-a\n+b\n*** End Patch\n",
+        # Codex reads an indented header as a file of the patch.
+        "*** Begin Patch\n*** Update File: docs/a.md\n@@\n-a\n+b\n  *** Add File: src/app.py\n"
+        "+b\n*** End Patch\n",
+    ],
+    ids=["move", "move climbing out", "indented header"],
+)
+def test_a_codex_patch_writing_outside_the_allowed_folder_is_denied(
+    project: Path, patch: str
+) -> None:
+    configure(project, BOUND)
+    (project / "docs.yaml").write_text(POLICY_DOCS)
+    rt = Runtime()
+    rt.submit(
+        rt.start(str(project / "docs.yaml"), str(project / "runs/feature.json"))["uri"], "success"
+    )
+    call = {"tool_name": "apply_patch", "tool_input": {"command": patch}}
+    out = hx.answer(project, "codex", hx.codex("PreToolUse", project, **call))
+    reason = out["hookSpecificOutput"]["permissionDecisionReason"]
+    assert "Write may not run while the instruct 'Docs' is open" in reason
+    plain = hx.codex_patch(("Update", "docs/a.md", "@@\n-a\n+b"))
+    call = {"tool_name": "apply_patch", "tool_input": {"command": plain}}
+    assert hx.answer(project, "codex", hx.codex("PreToolUse", project, **call)) == {}
 
 
 # -- Gemini CLI ----------------------------------------------------------------------------------

@@ -13,7 +13,16 @@ What each mapping follows:
 - Codex: https://developers.openai.com/codex/hooks and the schemas in
   https://github.com/openai/codex/tree/main/codex-rs/hooks/schema/generated. Events, fields and
   answers are Claude Code's; edits come as `apply_patch`, whose patch is read into one `Write`
-  (`*** Add File:`) or `Edit` (`*** Update File:`, `*** Delete File:`) event per file.
+  (`*** Add File:`) or `Edit` (`*** Update File:`, `*** Delete File:`) event per file, and a
+  `Write` of the destination of an update's `*** Move to:`, so both paths meet the policy.
+  What Codex 0.171 really does, where it differs from its documentation: a header indented by
+  spaces still names a file of the patch (read so here too); `transcript_path` is the session's
+  JSONL transcript, not null; a shell call's or a patch's `PostToolUse` `tool_response` is a
+  bare string, no exit code, so how the call ended is read from the transcript (its
+  `item_completed` event: a command's `exit_code`, a patch's `status`) into a Claude Code-shaped
+  `{"stdout", "exit_code"}` or `{"stdout", "success"}`, and left without a sign when the
+  transcript does not say; `PostToolUse` does not fire for a patch that fails to apply or a
+  command still running when `exec_command` yields.
 - Gemini CLI: https://geminicli.com/docs/hooks/reference and its source
   (`packages/core/src/hooks/types.ts`, `core/coreToolHookTriggers.ts`,
   `tools/definitions/base-declarations.ts`). `BeforeTool` has no context field, so a warning
@@ -32,6 +41,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -111,7 +121,12 @@ PARAMS: dict[str, dict[str, str]] = {
     "gemini": {"dir_path": "path", "allow_multiple": "replace_all", "include_pattern": "glob"},
     "cursor": {"path": "file_path", "target_file": "file_path", "contents": "content"},
 }
-_PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+?)[ \t]*$", re.MULTILINE)
+# Codex reads a file header indented too (a `*** Move to:` only at the start of its line).
+_PATCH_FILE = re.compile(r"^[ \t]*\*\*\* (Add|Update|Delete) File: (.+?)[ \t]*$", re.MULTILINE)
+_PATCH_MOVE = re.compile(r"^[ \t]*\*\*\* Move to: (.+?)[ \t]*$", re.MULTILINE)
+# A call's end is read from the last 4 MiB of Codex's transcript, for up to half a second.
+_TRANSCRIPT_TAIL = 4 << 20
+_TRANSCRIPT_TRIES = 10
 _URL = re.compile(r"https?://[^\s\"'<>]+")
 
 
@@ -181,12 +196,50 @@ def _tool(harness: str, name: str, params: Any) -> tuple[str, dict[str, Any]]:
 
 def _codex(raw: dict[str, Any], event: str) -> list[dict[str, Any]]:
     payload = {k: v for k, v in raw.items() if k != "transcript_path"}  # not Claude Code's format
+    response = raw.get("tool_response")
+    if event == "PostToolUse" and isinstance(response, str):
+        sign = _outcome(raw.get("transcript_path"), raw.get("tool_use_id"))
+        payload["tool_response"] = {"stdout": response, **sign}
     if payload.get("tool_name") != "apply_patch":
         return [payload]
     params = payload.get("tool_input")
     text = params.get("command") if isinstance(params, dict) else params
     cwd = str(raw.get("cwd") or os.getcwd())
     return [{**payload, "tool_name": tool, "tool_input": p} for tool, p in _patch(str(text), cwd)]
+
+
+def _outcome(transcript: Any, call: Any) -> dict[str, Any]:
+    """How a call ended, as Codex recorded it in the session's transcript (its `PostToolUse`
+    gives a shell call's output alone): the `exit_code` of a command, else the `success` of a
+    patch, from the `item_completed` event of the call. Nothing when the transcript does not
+    say; Codex writes the event before the hook runs, so a missing one is waited for briefly."""
+    if not (isinstance(transcript, str) and isinstance(call, str) and os.path.isfile(transcript)):
+        return {}
+    needle = json.dumps(call).encode()
+    for _ in range(_TRANSCRIPT_TRIES):
+        try:
+            with open(transcript, "rb") as file:
+                file.seek(max(0, os.fstat(file.fileno()).st_size - _TRANSCRIPT_TAIL))
+                lines = file.read().splitlines()
+        except OSError:
+            return {}
+        for line in reversed(lines):
+            if needle not in line or b'"item_completed"' not in line:
+                continue
+            try:
+                item = json.loads(line)["payload"]["item"]
+            except (ValueError, KeyError, TypeError):
+                continue
+            if not isinstance(item, dict) or item.get("id") != call:
+                continue
+            code, status = item.get("exit_code"), item.get("status")
+            if isinstance(code, int) and not isinstance(code, bool):
+                return {"exit_code": code}
+            if status in ("completed", "failed", "declined"):
+                return {"success": status == "completed"}
+            return {}
+        time.sleep(0.05)
+    return {}
 
 
 def _patch(text: str, cwd: str) -> list[tuple[str, dict[str, Any]]]:
@@ -211,6 +264,11 @@ def _patch(text: str, cwd: str) -> list[tuple[str, dict[str, Any]]]:
             params["old_string"] = "\n".join(line[1:] for line in lines if line.startswith("-"))
             params["new_string"] = "\n".join(line[1:] for line in lines if line.startswith("+"))
         calls.append(("Edit", params))
+        for move in _PATCH_MOVE.finditer(section):  # the file is written there, and gone here
+            to = os.path.normpath(os.path.join(cwd, move.group(1)))
+            calls.append(
+                ("Write", {**params, "file_path": to, "content": params.get("new_string", "")})
+            )
     return calls
 
 
