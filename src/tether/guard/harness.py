@@ -22,7 +22,8 @@ What each mapping follows:
   `item_completed` event: a command's `exit_code`, a patch's `status`) into a Claude Code-shaped
   `{"stdout", "exit_code"}` or `{"stdout", "success"}`, and left without a sign when the
   transcript does not say; `PostToolUse` does not fire for a patch that fails to apply or a
-  command still running when `exec_command` yields.
+  command still running when `exec_command` yields, and `write_stdin` (what is typed into a
+  running command, such as an interactive `bash`) fires no hook at all.
 - Gemini CLI: https://geminicli.com/docs/hooks/reference and its source
   (`packages/core/src/hooks/types.ts`, `core/coreToolHookTriggers.ts`,
   `tools/definitions/base-declarations.ts`). `BeforeTool` has no context field, so a warning
