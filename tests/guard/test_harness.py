@@ -181,11 +181,12 @@ def test_a_codex_patch_is_evidence_file_by_file(project: Path, run: str) -> None
 
 
 def test_codex_evidence_rests_on_the_transcript_not_the_output(project: Path, run: str) -> None:
-    """Codex 0.171 gives a shell call's output alone; the exit code is in its transcript. An
-    output that claims success (`Exit code: 0`) is not read as a sign."""
+    """Codex 0.171 gives a shell call's output alone; the exit code is in its transcript (its
+    line longer than the first span read from the end). An output that claims success
+    (`Exit code: 0`) is not read as a sign."""
     for n, code in enumerate((3, 0)):
         transcript = hx.codex_transcript(
-            project / f"t{n}.jsonl", f"call_{n}", exit_code=code, status="failed"
+            project / f"t{n}.jsonl", f"call_{n}", exit_code=code, aggregated_output="x" * 300_000
         )
         payload = hx.codex(
             "PostToolUse",

@@ -216,23 +216,9 @@ def _outcome(transcript: Any, call: Any) -> dict[str, Any]:
     say; Codex writes the event before the hook runs, so a missing one is waited for briefly."""
     if not (isinstance(transcript, str) and isinstance(call, str) and os.path.isfile(transcript)):
         return {}
-    needle = json.dumps(call).encode()
     for _ in range(_TRANSCRIPT_TRIES):
-        try:
-            with open(transcript, "rb") as file:
-                file.seek(max(0, os.fstat(file.fileno()).st_size - _TRANSCRIPT_TAIL))
-                lines = file.read().splitlines()
-        except OSError:
-            return {}
-        for line in reversed(lines):
-            if needle not in line or b'"item_completed"' not in line:
-                continue
-            try:
-                item = json.loads(line)["payload"]["item"]
-            except (ValueError, KeyError, TypeError):
-                continue
-            if not isinstance(item, dict) or item.get("id") != call:
-                continue
+        item = _completed(transcript, call)
+        if item is not None:
             code, status = item.get("exit_code"), item.get("status")
             if isinstance(code, int) and not isinstance(code, bool):
                 return {"exit_code": code}
@@ -241,6 +227,32 @@ def _outcome(transcript: Any, call: Any) -> dict[str, Any]:
             return {}
         time.sleep(0.05)
     return {}
+
+
+def _completed(transcript: str, call: str) -> dict[str, Any] | None:
+    """The item of the `item_completed` event of `call` among the transcript's last lines,
+    read from the end in growing spans (None: not there)."""
+    needle, span = json.dumps(call).encode(), 1 << 16
+    try:
+        with open(transcript, "rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            while True:
+                span = min(span, size, _TRANSCRIPT_TAIL)
+                file.seek(size - span)
+                lines = file.read(span).splitlines()
+                for line in reversed(lines[1:] if span < size else lines):  # the first: cut
+                    if needle in line and b'"item_completed"' in line:
+                        try:
+                            item = json.loads(line)["payload"]["item"]
+                        except (ValueError, KeyError, TypeError):
+                            continue
+                        if isinstance(item, dict) and item.get("id") == call:
+                            return item
+                if span >= min(size, _TRANSCRIPT_TAIL):
+                    return None
+                span *= 4
+    except OSError:
+        return None
 
 
 def _patch(text: str, cwd: str) -> list[tuple[str, dict[str, Any]]]:
