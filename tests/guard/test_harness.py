@@ -220,8 +220,8 @@ def test_a_codex_patch_is_ok_as_its_transcript_says(project: Path) -> None:
 def test_codex_evidence_claims_nothing_the_transcript_does_not_say(
     project: Path, kind: str
 ) -> None:
-    """No sign, no claim: the response carries no exit code or success, so the core does not
-    read it as success. A transcript path that is a FIFO is not waited on."""
+    """No sign, no claim: the response stays Codex's bare output, with no exit code or success
+    for the core to read as success. A transcript path that is a FIFO is not waited on."""
     path = project / "t.jsonl"
     if kind == "fifo":
         os.mkfifo(path)
@@ -238,7 +238,7 @@ def test_codex_evidence_claims_nothing_the_transcript_does_not_say(
         tool_response="ok\n",
     )
     (found,) = harness.events("codex", raw, None)
-    assert found["tool_response"] == {"stdout": "ok\n"}
+    assert found["tool_response"] == "ok\n"
 
 
 POLICY_DOCS = (

@@ -20,8 +20,8 @@ What each mapping follows:
   JSONL transcript, not null; a shell call's or a patch's `PostToolUse` `tool_response` is a
   bare string, no exit code, so how the call ended is read from the transcript (its
   `item_completed` event: a command's `exit_code`, a patch's `status`) into a Claude Code-shaped
-  `{"stdout", "exit_code"}` or `{"stdout", "success"}`, and left without a sign when the
-  transcript does not say; `PostToolUse` does not fire for a patch that fails to apply or a
+  `{"stdout", "exit_code"}` or `{"stdout", "success"}`, and left the bare string, no sign of
+  success, when the transcript does not say; `PostToolUse` does not fire for a patch that fails to apply or a
   command still running when `exec_command` yields, and `write_stdin` (what is typed into a
   running command, such as an interactive `bash`) fires no hook at all.
 - Gemini CLI: https://geminicli.com/docs/hooks/reference and its source
@@ -200,7 +200,7 @@ def _codex(raw: dict[str, Any], event: str) -> list[dict[str, Any]]:
     response = raw.get("tool_response")
     if event == "PostToolUse" and isinstance(response, str):
         sign = _outcome(raw.get("transcript_path"), raw.get("tool_use_id"))
-        payload["tool_response"] = {"stdout": response, **sign}
+        payload["tool_response"] = {"stdout": response, **sign} if sign else response
     if payload.get("tool_name") != "apply_patch":
         return [payload]
     params = payload.get("tool_input")
