@@ -23,7 +23,11 @@ What each mapping follows:
   `{"stdout", "exit_code"}` or `{"stdout", "success"}`, and left the bare string, no sign of
   success, when the transcript does not say; `PostToolUse` does not fire for a patch that fails to apply or a
   command still running when `exec_command` yields, and `write_stdin` (what is typed into a
-  running command, such as an interactive `bash`) fires no hook at all.
+  running command, such as an interactive `bash`) fires no hook at all. A denial reaches the
+  model as the call's output ("Command blocked by PreToolUse hook: REASON"), a refused stop's
+  reason as a user message, context as a developer message; `codex exec` shows the user no
+  `systemMessage`. A sub-agent's events carry the parent's `session_id` (and its own
+  `agent_id` and transcript), so the binding holds it too.
 - Gemini CLI: https://geminicli.com/docs/hooks/reference and its source
   (`packages/core/src/hooks/types.ts`, `core/coreToolHookTriggers.ts`,
   `tools/definitions/base-declarations.ts`). `BeforeTool` has no context field, so a warning
