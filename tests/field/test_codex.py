@@ -104,14 +104,22 @@ def project(tmp_path: Path) -> Path:
     return here
 
 
-def codex(project: Path, script: list[Turn], prompt: str = "work", resume: bool = False) -> Session:
-    """One `codex exec` (or `codex exec resume --last`) in `project` against `script`."""
+def codex(
+    project: Path,
+    script: list[Turn],
+    prompt: str = "work",
+    resume: bool = False,
+    subagent: list[Turn] | None = None,
+    model: str = "gpt-5.5",
+) -> Session:
+    """One `codex exec` (or `codex exec resume --last`) in `project` against `script`, a
+    sub-agent's model calls against `subagent`."""
     home = project.parent / "home"
-    with OpenAIResponses(script) as model:
+    with OpenAIResponses(script, subagent) as server:
         (home / ".codex" / "config.toml").write_text(
-            'model = "gpt-5.5"\nmodel_provider = "scripted"\n'
+            f'model = "{model}"\nmodel_provider = "scripted"\n'
             "[model_providers.scripted]\n"
-            f'name = "scripted"\nbase_url = "{model.url}/v1"\nwire_api = "responses"\n'
+            f'name = "scripted"\nbase_url = "{server.url}/v1"\nwire_api = "responses"\n'
             f'[projects."{project}"]\ntrust_level = "trusted"\n'
         )
         flags = ["--json", "--dangerously-bypass-approvals-and-sandbox"]
@@ -128,7 +136,7 @@ def codex(project: Path, script: list[Turn], prompt: str = "work", resume: bool 
         )
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-        return Session(list(model.requests), events)
+        return Session(list(server.requests), events)
 
 
 def entries(project: Path, kind: str) -> list[dict[str, Any]]:
@@ -197,6 +205,27 @@ def test_review_denies_a_patch_and_a_shell_write_and_the_file_is_unchanged(
 
 
 # -- evidence --------------------------------------------------------------------------------
+
+
+def test_a_sub_agents_test_run_is_the_sessions_evidence(project: Path) -> None:
+    """A sub-agent's events carry its parent's session: its passing pytest, read from its own
+    transcript, satisfies the step's check. (`gpt-5-codex`: a model whose sub-agent tools
+    Codex declares up front rather than behind its tool search.)"""
+    walk_to(project, "Test")
+    parent = [
+        [sh(f"tether resume {TRACE}")],
+        [Call("spawn_agent", {"message": "Run the tests."})],
+        [Call("wait_agent", {"timeout_ms": 60000})],
+        [sh(f"tether submit {TRACE} success")],
+        Text("finished"),
+    ]
+    child = [[sh("python -m pytest -q test_calc.py")], Text("1 passed")]
+    run = codex(project, parent, subagent=child, model="gpt-5-codex")
+
+    tools = [(e["tool"], e["input"].get("command"), e["ok"]) for e in entries(project, "tool")]
+    assert ("Bash", "python -m pytest -q test_calc.py", True) in tools, tools
+    assert tether(project, "next", TRACE) == {"status": "done"}
+    assert not any("Stop refused" in t for t in run.told())
 
 
 def test_evidence_is_ok_only_for_a_passing_run_and_the_check_decides_on_it(

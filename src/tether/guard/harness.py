@@ -27,7 +27,8 @@ What each mapping follows:
   model as the call's output ("Command blocked by PreToolUse hook: REASON"), a refused stop's
   reason as a user message, context as a developer message; `codex exec` shows the user no
   `systemMessage`. A sub-agent's events carry the parent's `session_id` (and its own
-  `agent_id` and transcript), so the binding holds it too.
+  `agent_id` and transcript), so the binding holds it too; its sub-agent tools keep Codex's
+  names, which 0.171 spells unevenly (`spawn_agent`, but `multi_agent_v1wait_agent`).
 - Gemini CLI: https://geminicli.com/docs/hooks/reference and its source
   (`packages/core/src/hooks/types.ts`, `core/coreToolHookTriggers.ts`,
   `tools/definitions/base-declarations.ts`). `BeforeTool` has no context field, so a warning
