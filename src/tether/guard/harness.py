@@ -15,20 +15,23 @@ What each mapping follows:
   answers are Claude Code's; edits come as `apply_patch`, whose patch is read into one `Write`
   (`*** Add File:`) or `Edit` (`*** Update File:`, `*** Delete File:`) event per file, and a
   `Write` of the destination of an update's `*** Move to:`, so both paths meet the policy.
-  What Codex 0.171 really does, where it differs from its documentation: a header indented by
-  spaces still names a file of the patch (read so here too); `transcript_path` is the session's
-  JSONL transcript, not null; a shell call's or a patch's `PostToolUse` `tool_response` is a
-  bare string, no exit code, so how the call ended is read from the transcript (its
-  `item_completed` event: a command's `exit_code`, a patch's `status`) into a Claude Code-shaped
-  `{"stdout", "exit_code"}` or `{"stdout", "success"}`, and left the bare string, no sign of
-  success, when the transcript does not say; `PostToolUse` does not fire for a patch that fails to apply or a
-  command still running when `exec_command` yields, and `write_stdin` (what is typed into a
-  running command, such as an interactive `bash`) fires no hook at all. A denial reaches the
-  model as the call's output ("Command blocked by PreToolUse hook: REASON"), a refused stop's
-  reason as a user message, context as a developer message; `codex exec` shows the user no
-  `systemMessage`. A sub-agent's events carry the parent's `session_id` (and its own
-  `agent_id` and transcript), so the binding holds it too; its sub-agent tools keep Codex's
-  names, which 0.171 spells unevenly (`spawn_agent`, but `multi_agent_v1wait_agent`).
+  What Codex 0.171 really does (seen in tests/field/test_codex.py; it wins over its docs):
+  - `transcript_path` is the session's JSONL transcript, not null. A shell call's or a patch's
+    `PostToolUse` `tool_response` is a bare string, no exit code: how the call ended is read
+    from the transcript (its `item_completed` event: a command's `exit_code`, a patch's
+    `status`) into a Claude Code-shaped `{"stdout", "exit_code"}` or `{"stdout", "success"}`;
+    when the transcript does not say, the bare string stays, no sign of success.
+  - A patch's file header indented by spaces still names a file (read so here too).
+  - No `PostToolUse` for a patch that fails to apply or a command still running when
+    `exec_command` yields; no hook at all for `write_stdin` (what is typed into a running
+    command, such as an interactive `bash`); a patch run through the shell (`apply_patch
+    <<'EOF'`), which Codex applies itself, comes as `Bash` alone.
+  - A denial reaches the model as the call's output ("Command blocked by PreToolUse hook:
+    REASON"), a refused stop's reason as a user message, context as a developer message;
+    `codex exec` shows the user no `systemMessage`.
+  - A sub-agent's events carry the parent's `session_id` (with its own `agent_id` and
+    transcript), so the binding holds it too; its tools keep Codex's names, spelled unevenly
+    (`spawn_agent`, but `multi_agent_v1wait_agent`).
 - Gemini CLI: https://geminicli.com/docs/hooks/reference and its source
   (`packages/core/src/hooks/types.ts`, `core/coreToolHookTriggers.ts`,
   `tools/definitions/base-declarations.ts`). `BeforeTool` has no context field, so a warning
