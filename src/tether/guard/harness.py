@@ -130,7 +130,8 @@ PARAMS: dict[str, dict[str, str]] = {
     "gemini": {"dir_path": "path", "allow_multiple": "replace_all", "include_pattern": "glob"},
     "cursor": {"path": "file_path", "target_file": "file_path", "contents": "content"},
 }
-# Codex reads a file header indented too (a `*** Move to:` only at the start of its line).
+# Codex reads a file header indented too. It reads `*** Move to:` only at the start of a line;
+# read indented as well, it can only add a path to hold to the policy.
 _PATCH_FILE = re.compile(r"^[ \t]*\*\*\* (Add|Update|Delete) File: (.+?)[ \t]*$", re.MULTILINE)
 _PATCH_MOVE = re.compile(r"^[ \t]*\*\*\* Move to: (.+?)[ \t]*$", re.MULTILINE)
 # A call's end is read from the last 4 MiB of Codex's transcript, for up to half a second.
