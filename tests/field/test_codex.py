@@ -35,7 +35,9 @@ DENIED = "Command blocked by PreToolUse hook: [Tether]"  # how Codex tells the m
 
 
 def sh(command: str) -> Call:
-    return Call("exec_command", {"cmd": command})
+    """A shell call that waits for its command as long as Codex allows (30 s): one still running
+    when `exec_command` yields has no `PostToolUse`, so no evidence, on a loaded machine too."""
+    return Call("exec_command", {"cmd": command, "yield_time_ms": 30000})
 
 
 def patch(*lines: str) -> Call:
@@ -45,7 +47,6 @@ def patch(*lines: str) -> Call:
 @dataclass
 class Session:
     requests: list[Request]
-    events: list[dict[str, Any]]
 
     def told(self) -> list[str]:
         """What the model was told in the last call: the text of every message (any role) and
@@ -135,8 +136,7 @@ def codex(
             stdin=subprocess.DEVNULL,
         )
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-        events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-        return Session(list(server.requests), events)
+        return Session(list(server.requests))
 
 
 def entries(project: Path, kind: str) -> list[dict[str, Any]]:
