@@ -112,9 +112,11 @@ def codex(
     resume: bool = False,
     subagent: list[Turn] | None = None,
     model: str = "gpt-5.5",
+    trusted: bool = True,
 ) -> Session:
     """One `codex exec` (or `codex exec resume --last`) in `project` against `script`, a
-    sub-agent's model calls against `subagent`."""
+    sub-agent's model calls against `subagent`; `trusted`: with the hooks' review bypassed,
+    as a user who trusted them in `/hooks` has them run."""
     home = project.parent / "home"
     with OpenAIResponses(script, subagent) as server:
         (home / ".codex" / "config.toml").write_text(
@@ -124,7 +126,7 @@ def codex(
             f'[projects."{project}"]\ntrust_level = "trusted"\n'
         )
         flags = ["--json", "--dangerously-bypass-approvals-and-sandbox"]
-        flags.append("--dangerously-bypass-hook-trust")
+        flags += ["--dangerously-bypass-hook-trust"] if trusted else []
         command = [str(CODEX), "exec", *(["resume", "--last"] if resume else []), *flags, prompt]
         done = subprocess.run(
             command,
@@ -167,6 +169,17 @@ def test_a_shell_start_binds_and_stops_are_refused_up_to_the_cap(project: Path) 
         assert f"Stop refused {n} of 3 times in a row" in text
     assert run.calls() == 5  # the fourth stop went through: the model was not asked again
     assert [e["outcome"] for e in entries(project, "stop")] == ["refused"] * 3 + ["allowed"]
+
+
+def test_untrusted_hooks_do_not_run_and_install_says_so(project: Path) -> None:
+    """Codex skips a project's hooks it has not been told to trust, without a word: the start
+    binds nothing and the stop goes through. `tether guard install codex` says how to trust."""
+    run = codex(project, [[sh(f"tether start feature.yaml {TRACE}")], Text("done")], trusted=False)
+
+    assert run.calls() == 2 and not any("[Tether]" in t for t in run.told())
+    assert entries(project, "stop") == []
+    said = tether(project, "guard", "install", "codex")["before_it_runs"]
+    assert "/hooks" in said and "--dangerously-bypass-hook-trust" in said
 
 
 def test_a_resumed_session_is_told_its_open_step(project: Path) -> None:
