@@ -275,23 +275,29 @@ version: 1
 tree:
   type: action
   name: Docs
-  tools: {allow: [Read, "Edit(docs/**)", "Bash(git status*)"]}
+  tools: {allow: [Read, Bash, "Edit(docs/**)"]}
   steps:
     - instruct: Improve the docs.
 """
 
 
-def test_a_patch_moving_a_doc_into_the_code_is_denied(project: Path) -> None:
+def test_a_patch_writing_outside_docs_is_denied_by_either_route(project: Path) -> None:
+    """Under `Edit(docs/**)` (the shell allowed), a patch that moves a doc into the code is
+    denied, and so is one run through the shell, which Codex applies itself; a plain edit of
+    the doc goes through."""
     (project / "docs").mkdir()
     (project / "docs" / "a.md").write_text("# A\nold\n")
     (project / "docs.yaml").write_text(DOCS_ONLY)
     tether(project, "start", "docs.yaml", TRACE)
     tether(project, "submit", TRACE, "success")
     move = patch("*** Update File: docs/a.md", "*** Move to: app.py", "@@", "-old", "+import os")
+    body = "*** Begin Patch\n*** Add File: ../app.py\n+x\n*** End Patch"
+    shell = sh(f"cd docs && apply_patch <<'EOF'\n{body}\nEOF\n")
     edit = patch("*** Update File: docs/a.md", "@@", "-old", "+new")
-    run = codex(project, [[sh(f"tether resume {TRACE}")], [move], [edit]])
+    run = codex(project, [[sh(f"tether resume {TRACE}")], [move], [shell], [edit]])
 
     assert not (project / "app.py").exists()
-    assert (project / "docs" / "a.md").read_text() == "# A\nnew\n"  # the plain edit went through
+    assert (project / "docs" / "a.md").read_text() == "# A\nnew\n"
     denied = [t for t in run.told() if t.startswith(DENIED)]
-    assert len(denied) == 1 and "Write may not run while the instruct 'Docs'" in denied[0]
+    assert len(denied) == 2
+    assert all("Write may not run while the instruct 'Docs'" in t for t in denied)

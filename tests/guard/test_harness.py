@@ -278,6 +278,50 @@ def test_a_codex_patch_writing_outside_the_allowed_folder_is_denied(
     assert hx.answer(project, "codex", hx.codex("PreToolUse", project, **call)) == {}
 
 
+SHELL_DOCS = POLICY_DOCS.replace("['Edit(docs/**)']", "[Bash, 'Edit(docs/**)']")
+
+
+def _heredoc(prefix: str, *lines: str) -> str:
+    return (
+        f"{prefix}apply_patch <<'EOF'\n*** Begin Patch\n"
+        + "\n".join(lines)
+        + "\n*** End Patch\nEOF\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("command", "denied"),
+    [
+        (_heredoc("cd docs && ", "*** Add File: ../src/app.py", "+x"), "Write"),
+        (
+            _heredoc("", "*** Update File: docs/a.md", "*** Move to: src/app.py", "@@", "-a", "+b"),
+            "Write",
+        ),
+        (_heredoc("cd src; cd ../docs && ", "*** Update File: a.md", "@@", "-a", "+b"), "Edit"),
+        (_heredoc("cd docs && ", "*** Update File: a.md", "@@", "-a", "+b"), None),
+    ],
+    ids=["cd then climb out", "move", "where the shell is, unknown", "inside docs"],
+)
+def test_a_patch_through_codexs_shell_is_held_to_the_policy_as_its_files(
+    project: Path, command: str, denied: str | None
+) -> None:
+    """Codex applies `[cd DIR &&] apply_patch <<'EOF'` itself, reported as Bash alone: a step
+    that allows the shell still holds the patch's files to `Edit(docs/**)`."""
+    configure(project, BOUND)
+    (project / "docs.yaml").write_text(SHELL_DOCS)
+    rt = Runtime()
+    rt.submit(
+        rt.start(str(project / "docs.yaml"), str(project / "runs/feature.json"))["uri"], "success"
+    )
+    call = {"tool_name": "Bash", "tool_input": {"command": command}}
+    out = hx.answer(project, "codex", hx.codex("PreToolUse", project, **call))
+    if denied is None:
+        assert out == {}
+    else:
+        reason = out["hookSpecificOutput"]["permissionDecisionReason"]
+        assert f"{denied} may not run while the instruct 'Docs' is open" in reason
+
+
 # -- Gemini CLI ----------------------------------------------------------------------------------
 
 

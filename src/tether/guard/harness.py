@@ -14,7 +14,8 @@ What each mapping follows:
   https://github.com/openai/codex/tree/main/codex-rs/hooks/schema/generated. Events, fields and
   answers are Claude Code's; edits come as `apply_patch`, whose patch is read into one `Write`
   (`*** Add File:`) or `Edit` (`*** Update File:`, `*** Delete File:`) event per file, and a
-  `Write` of the destination of an update's `*** Move to:`, so both paths meet the policy.
+  `Write` of the destination of an update's `*** Move to:`, so both paths meet the policy; a
+  `Bash` line that hands `apply_patch` a patch gets the same events beside its own.
   What Codex 0.171 really does (seen in tests/field/test_codex.py; it wins over its docs):
   - `transcript_path` is the session's JSONL transcript, not null. A shell call's or a patch's
     `PostToolUse` `tool_response` is a bare string, no exit code: how the call ended is read
@@ -24,8 +25,9 @@ What each mapping follows:
   - A patch's file header indented by spaces still names a file (read so here too).
   - No `PostToolUse` for a patch that fails to apply or a command still running when
     `exec_command` yields; no hook at all for `write_stdin` (what is typed into a running
-    command, such as an interactive `bash`); a patch run through the shell (`apply_patch
-    <<'EOF'`), which Codex applies itself, comes as `Bash` alone.
+    command, such as an interactive `bash`).
+  - A patch run through the shell (`[cd DIR &&] apply_patch <<'EOF'`), which Codex applies
+    itself, comes as `Bash` alone, with no `PostToolUse`: its files are read here too.
   - A denial reaches the model as the call's output ("Command blocked by PreToolUse hook:
     REASON"), a refused stop's reason as a user message, context as a developer message;
     `codex exec` shows the user no `systemMessage`.
@@ -134,6 +136,10 @@ PARAMS: dict[str, dict[str, str]] = {
 # read indented as well, it can only add a path to hold to the policy.
 _PATCH_FILE = re.compile(r"^[ \t]*\*\*\* (Add|Update|Delete) File: (.+?)[ \t]*$", re.MULTILINE)
 _PATCH_MOVE = re.compile(r"^[ \t]*\*\*\* Move to: (.+?)[ \t]*$", re.MULTILINE)
+_SHELL_PATCH = re.compile(
+    r"\b(?:apply_patch|applypatch)\b.*?(\*\*\* Begin Patch\n.*?(?:\*\*\* End Patch|\Z))", re.DOTALL
+)
+_SHELL_CD = re.compile(r"\s*cd\s+('[^']*'|\"[^\"]*\"|[^\s;&|]+)\s*&&")
 # A call's end is read from the last 4 MiB of Codex's transcript, for up to half a second.
 _TRANSCRIPT_TAIL = 4 << 20
 _TRANSCRIPT_TRIES = 10
@@ -210,12 +216,27 @@ def _codex(raw: dict[str, Any], event: str) -> list[dict[str, Any]]:
     if event == "PostToolUse" and isinstance(response, str):
         sign = _outcome(raw.get("transcript_path"), raw.get("tool_use_id"))
         payload["tool_response"] = {"stdout": response, **sign} if sign else response
-    if payload.get("tool_name") != "apply_patch":
-        return [payload]
     params = payload.get("tool_input")
-    text = params.get("command") if isinstance(params, dict) else params
+    text = str(params.get("command") if isinstance(params, dict) else params)
     cwd = str(raw.get("cwd") or os.getcwd())
-    return [{**payload, "tool_name": tool, "tool_input": p} for tool, p in _patch(str(text), cwd)]
+    if payload.get("tool_name") == "apply_patch":
+        return [{**payload, "tool_name": tool, "tool_input": p} for tool, p in _patch(text, cwd)]
+    shell = _shell_patch(text, cwd) if payload.get("tool_name") == "Bash" else []
+    return [payload, *({**payload, "tool_name": tool, "tool_input": p} for tool, p in shell)]
+
+
+def _shell_patch(command: str, cwd: str) -> list[tuple[str, dict[str, Any]]]:
+    """The files of a patch a shell line hands `apply_patch` (Codex applies `[cd DIR &&]
+    apply_patch <<'EOF'` itself, as a patch), read as a patch's are, against DIR; as one Edit
+    naming no file when another `cd` may have moved the shell first."""
+    found = _SHELL_PATCH.search(command)
+    if found is None:
+        return []
+    before = command[: found.start(1)]
+    cd = _SHELL_CD.match(before)
+    if len(re.findall(r"\b(?:cd|pushd|popd)\b", before)) > (1 if cd else 0):
+        return [("Edit", {"patch": found.group(1)})]
+    return _patch(found.group(1), os.path.join(cwd, cd.group(1).strip("'\"")) if cd else cwd)
 
 
 def _outcome(transcript: Any, call: Any) -> dict[str, Any]:
