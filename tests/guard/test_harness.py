@@ -322,6 +322,27 @@ def test_a_patch_through_codexs_shell_is_held_to_the_policy_as_its_files(
         assert f"{denied} may not run while the instruct 'Docs' is open" in reason
 
 
+def test_codex_patch_reading_stays_linear_on_long_lines(project: Path) -> None:
+    """A header padded with 200,000 spaces and a shell line of 20,000 `apply_patch` words are
+    read at once (a lazy path before `[ \\t]*$` took minutes on them)."""
+    pad = " " * 200_000
+    patch = (
+        f"*** Begin Patch\n*** Add File: a{pad}b{pad}\n+x\n"
+        f"*** Update File: c\n*** Move to: d{pad}\n"
+    )
+    raw = hx.codex("PreToolUse", project, tool_name="apply_patch", tool_input={"command": patch})
+    found = harness.events("codex", raw, None)
+    paths = [(e["tool_name"], e["tool_input"]["file_path"]) for e in found]
+    assert paths == [
+        ("Write", str(project / f"a{pad}b")),
+        ("Edit", str(project / "c")),
+        ("Write", str(project / "d")),
+    ]
+    shell = "apply_patch " * 20_000
+    raw = hx.codex("PreToolUse", project, tool_name="Bash", tool_input={"command": shell})
+    assert [e["tool_name"] for e in harness.events("codex", raw, None)] == ["Bash"]
+
+
 # -- Gemini CLI ----------------------------------------------------------------------------------
 
 

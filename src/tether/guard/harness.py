@@ -133,12 +133,11 @@ PARAMS: dict[str, dict[str, str]] = {
     "cursor": {"path": "file_path", "target_file": "file_path", "contents": "content"},
 }
 # Codex reads a file header indented too. It reads `*** Move to:` only at the start of a line;
-# read indented as well, it can only add a path to hold to the policy.
-_PATCH_FILE = re.compile(r"^[ \t]*\*\*\* (Add|Update|Delete) File: (.+?)[ \t]*$", re.MULTILINE)
-_PATCH_MOVE = re.compile(r"^[ \t]*\*\*\* Move to: (.+?)[ \t]*$", re.MULTILINE)
-_SHELL_PATCH = re.compile(
-    r"\b(?:apply_patch|applypatch)\b.*?(\*\*\* Begin Patch\n.*?(?:\*\*\* End Patch|\Z))", re.DOTALL
-)
+# read indented as well, it can only add a path to hold to the policy. (Paths are taken to the
+# line's end and stripped in code: a lazy group before `[ \t]*$` is quadratic on long lines.)
+_PATCH_FILE = re.compile(r"^[ \t]*\*\*\* (Add|Update|Delete) File: ([^\n]+)", re.MULTILINE)
+_PATCH_MOVE = re.compile(r"^[ \t]*\*\*\* Move to: ([^\n]+)", re.MULTILINE)
+_APPLY_PATCH = re.compile(r"\b(?:apply_patch|applypatch)\b")
 _SHELL_CD = re.compile(r"\s*cd\s+('[^']*'|\"[^\"]*\"|[^\s;&|]+)\s*&&")
 # A call's end is read from the last 4 MiB of Codex's transcript, for up to half a second.
 _TRANSCRIPT_TAIL = 4 << 20
@@ -229,14 +228,16 @@ def _shell_patch(command: str, cwd: str) -> list[tuple[str, dict[str, Any]]]:
     """The files of a patch a shell line hands `apply_patch` (Codex applies `[cd DIR &&]
     apply_patch <<'EOF'` itself, as a patch), read as a patch's are, against DIR; as one Edit
     naming no file when another `cd` may have moved the shell first."""
-    found = _SHELL_PATCH.search(command)
-    if found is None:
+    start = command.find("*** Begin Patch")
+    before = command[: max(start, 0)]
+    if start < 0 or not _APPLY_PATCH.search(before):
         return []
-    before = command[: found.start(1)]
+    end = command.find("*** End Patch", start)
+    text = command[start : end + len("*** End Patch")] if end >= 0 else command[start:]
     cd = _SHELL_CD.match(before)
     if len(re.findall(r"\b(?:cd|pushd|popd)\b", before)) > (1 if cd else 0):
-        return [("Edit", {"patch": found.group(1)})]
-    return _patch(found.group(1), os.path.join(cwd, cd.group(1).strip("'\"")) if cd else cwd)
+        return [("Edit", {"patch": text})]
+    return _patch(text, os.path.join(cwd, cd.group(1).strip("'\"")) if cd else cwd)
 
 
 def _outcome(transcript: Any, call: Any) -> dict[str, Any]:
@@ -296,7 +297,7 @@ def _patch(text: str, cwd: str) -> list[tuple[str, dict[str, Any]]]:
         section = text[head.start() : end].split("\n*** End Patch", 1)[0]
         lines = section.splitlines()[1:]
         params: dict[str, Any] = {
-            "file_path": os.path.normpath(os.path.join(cwd, head.group(2))),
+            "file_path": os.path.normpath(os.path.join(cwd, head.group(2).rstrip(" \t"))),
             "patch": section,
         }
         if head.group(1) == "Add":
@@ -308,7 +309,7 @@ def _patch(text: str, cwd: str) -> list[tuple[str, dict[str, Any]]]:
             params["new_string"] = "\n".join(line[1:] for line in lines if line.startswith("+"))
         calls.append(("Edit", params))
         for move in _PATCH_MOVE.finditer(section):  # the file is written there, and gone here
-            to = os.path.normpath(os.path.join(cwd, move.group(1)))
+            to = os.path.normpath(os.path.join(cwd, move.group(1).rstrip(" \t")))
             calls.append(
                 ("Write", {**params, "file_path": to, "content": params.get("new_string", "")})
             )
