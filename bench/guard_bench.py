@@ -5,8 +5,9 @@ table of medians and tails against the targets (decision p50 < 50 µs and p99 < 
 profile plus 50 custom rules; hook < 80 ms per event; serve round trip < 2 ms). The hook and
 serve rows come twice: unbound, and for a session bound to an execution (its `workflow.trace`),
 where each PreToolUse reads the open step's tool policy and each PostToolUse records a `tool`
-entry into the trace. One more hook row runs Gemini CLI's events through its adapter
-(`--harness gemini`).
+entry into the trace. Two more hook rows run Gemini CLI's events through its adapter
+(`--harness gemini`) and Codex's (`--harness codex`: a shell call, whose end the adapter reads
+from a 2 MB transcript).
 
 The hook is timed as Claude Code runs it: a fresh process per event, the payload on stdin, with
 the package's bytecode cached as it is in an installed package (the first runs warm it up).
@@ -159,6 +160,18 @@ def _event(n: int, work: Path, harness: str) -> dict[str, Any]:
     """The n-th event of the hook benchmark: an Edit, before then after the call, as Claude Code
     sends it, or as Gemini CLI sends its `replace` (BeforeTool, AfterTool)."""
     path = str(work / "a.py")
+    if harness == "codex":
+        return {
+            "session_id": "bench-codex",
+            "transcript_path": _codex_transcript(work),
+            "cwd": str(work),
+            "hook_event_name": "PreToolUse" if n % 2 == 0 else "PostToolUse",
+            "model": "gpt-5.5",
+            "tool_name": "Bash",
+            "tool_use_id": f"call_{n // 2}",
+            "tool_input": {"command": "pytest -q"},
+            "tool_response": "1 passed\n",
+        }
     if harness == "gemini":
         return {
             "session_id": "bench-gemini",
@@ -181,6 +194,26 @@ def _event(n: int, work: Path, harness: str) -> dict[str, Any]:
         "tool_input": {"file_path": path, "old_string": "a", "new_string": "b"},
         "tool_response": {"filePath": path},
     }
+
+
+def _codex_transcript(work: Path) -> str:
+    """A Codex transcript of 2 MB whose last lines record the end of each benchmark call."""
+    path = work / "codex.jsonl"
+    if not path.exists():
+        filler = {"type": "response_item", "payload": {"type": "message", "text": "x" * 2000}}
+        ends = [
+            {
+                "type": "event_msg",
+                "payload": {
+                    "type": "item_completed",
+                    "item": {"type": "CommandExecution", "id": f"call_{n}", "exit_code": 0},
+                },
+            }
+            for n in range(1000)
+        ]
+        lines = [filler] * 1000 + ends
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return str(path)
 
 
 def bench_hook(
@@ -325,8 +358,9 @@ def main() -> None:
         for label, config in configs.items():
             for name, values in bench_hook(args.hooks, work, config, label).items():
                 rows.append(row(name, "ms", values, "-" if "pass" in name else "< 80 ms"))
-        for name, values in bench_hook(args.hooks, work, configs[""], "", "gemini").items():
-            rows.append(row(name, "ms", values, "< 80 ms"))
+        for harness in ("gemini", "codex"):
+            for name, values in bench_hook(args.hooks, work, configs[""], "", harness).items():
+                rows.append(row(name, "ms", values, "< 80 ms"))
         for label, config in configs.items():
             times = bench_serve(args.requests, work, config)
             rows.append(row(f"serve round trip (keep-alive){label}", "ms", times, "< 2 ms"))

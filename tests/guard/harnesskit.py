@@ -6,6 +6,9 @@
   null), `cwd`, `hook_event_name`, `model`; turn events `turn_id`; tool events `tool_name`,
   `tool_use_id`, `tool_input` (`Bash` and `apply_patch` put their text in `command`), and
   `PostToolUse` adds `tool_response`; `Stop` has `stop_hook_active`, `last_assistant_message`.
+  As Codex 0.171 really sends them: `transcript_path` names the session's JSONL transcript,
+  and a shell call's or a patch's `tool_response` is a bare string; how the call ended is in
+  the transcript's `item_completed` event for it (`codex_transcript`).
 - Gemini CLI (https://geminicli.com/docs/hooks/reference, `packages/core/src/hooks/types.ts`):
   `session_id`, `transcript_path`, `cwd`, `hook_event_name`, `timestamp`; `BeforeTool` has
   `tool_name`, `tool_input` and, for MCP tools, `mcp_context` (`server_name`, `tool_name`);
@@ -52,6 +55,26 @@ def codex_patch(*files: tuple[str, str, str]) -> str:
         parts.extend(body.splitlines())
     parts.append("*** End Patch")
     return "\n".join(parts) + "\n"
+
+
+def codex_transcript(path: Path, call: str, **item: Any) -> str:
+    """A Codex transcript (as 0.171 writes it) whose last line says call `call` ended with
+    `item` (a command: `exit_code`, `status`; a patch: `status`); returns its path."""
+    lines = [
+        {"type": "session_meta", "payload": {"id": SESSION}},
+        {"type": "response_item", "payload": {"type": "function_call", "call_id": call}},
+        {
+            "type": "event_msg",
+            "payload": {
+                "type": "item_completed",
+                "thread_id": SESSION,
+                "turn_id": "turn-1",
+                "item": {"type": "CommandExecution", "id": call, **item},
+            },
+        },
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return str(path)
 
 
 def gemini(event: str, cwd: Path | str, **fields: Any) -> dict[str, Any]:

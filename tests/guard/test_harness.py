@@ -5,6 +5,7 @@ answer in that harness's own format and what the workflow binding recorded."""
 from __future__ import annotations
 
 import json
+import os
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 
 from guard import harnesskit as hx
 from guard import hookkit as hk
+from tether.guard import harness
 from tether.verbs import Runtime
 
 TREE = """\
@@ -176,6 +178,169 @@ def test_a_codex_patch_is_evidence_file_by_file(project: Path, run: str) -> None
     update = entries(run, "tool")[2]["input"]
     assert (update["old_string"], update["new_string"]) == ("a", "b")
     verified(run)
+
+
+def test_codex_evidence_rests_on_the_transcript_not_the_output(project: Path, run: str) -> None:
+    """Codex 0.171 gives a shell call's output alone; the exit code is in its transcript (its
+    line longer than the first span read from the end). An output that claims success
+    (`Exit code: 0`) is not read as a sign."""
+    for n, code in enumerate((3, 0)):
+        transcript = hx.codex_transcript(
+            project / f"t{n}.jsonl", f"call_{n}", exit_code=code, aggregated_output="x" * 300_000
+        )
+        payload = hx.codex(
+            "PostToolUse",
+            project,
+            transcript_path=transcript,
+            tool_use_id=f"call_{n}",
+            tool_name="Bash",
+            tool_input={"command": f"pytest -q  # {n}"},
+            tool_response="Exit code: 0\n1 passed\n",
+        )
+        hx.answer(project, "codex", payload)
+    assert [e["ok"] for e in entries(run, "tool")] == [False, True]
+
+
+def test_a_codex_patch_is_ok_as_its_transcript_says(project: Path) -> None:
+    patch = hx.codex_patch(("Add", "a.md", "+a"))
+    transcript = hx.codex_transcript(project / "t.jsonl", "call_1", status="completed")
+    raw = hx.codex(
+        "PostToolUse",
+        project,
+        transcript_path=transcript,
+        tool_name="apply_patch",
+        tool_input={"command": patch},
+        tool_response="Exit code: 0\nSuccess.",
+    )
+    (found,) = harness.events("codex", raw, None)
+    assert found["tool_response"] == {"stdout": "Exit code: 0\nSuccess.", "success": True}
+
+
+@pytest.mark.parametrize("kind", ["missing", "fifo", "another call", "not json"])
+def test_codex_evidence_claims_nothing_the_transcript_does_not_say(
+    project: Path, kind: str
+) -> None:
+    """No sign, no claim: the response stays Codex's bare output, with no exit code or success
+    for the core to read as success. A transcript path that is a FIFO is not waited on."""
+    path = project / "t.jsonl"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "another call":
+        hx.codex_transcript(path, "call_9", exit_code=0, status="completed")
+    elif kind == "not json":
+        path.write_text('{"item_completed" "call_1"\n')
+    raw = hx.codex(
+        "PostToolUse",
+        project,
+        transcript_path=str(path),
+        tool_name="Bash",
+        tool_input={"command": "make"},
+        tool_response="ok\n",
+    )
+    (found,) = harness.events("codex", raw, None)
+    assert found["tool_response"] == "ok\n"
+
+
+POLICY_DOCS = (
+    "name: docs\nversion: 1\ntree:\n  type: action\n  name: Docs\n"
+    "  tools: {allow: ['Edit(docs/**)']}\n  steps:\n    - instruct: Improve the docs.\n"
+)
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [
+        "*** Begin Patch\n*** Update File: docs/a.md\n*** Move to: src/app.py\n@@\n-a\n+b\n"
+        "*** End Patch\n",
+        "*** Begin Patch\n*** Update File: docs/a.md\n*** Move to: docs/../src/app.py\n@@\n"
+        "-a\n+b\n*** End Patch\n",
+        # Codex reads an indented header as a file of the patch.
+        "*** Begin Patch\n*** Update File: docs/a.md\n@@\n-a\n+b\n  *** Add File: src/app.py\n"
+        "+b\n*** End Patch\n",
+    ],
+    ids=["move", "move climbing out", "indented header"],
+)
+def test_a_codex_patch_writing_outside_the_allowed_folder_is_denied(
+    project: Path, patch: str
+) -> None:
+    configure(project, BOUND)
+    (project / "docs.yaml").write_text(POLICY_DOCS)
+    rt = Runtime()
+    rt.submit(
+        rt.start(str(project / "docs.yaml"), str(project / "runs/feature.json"))["uri"], "success"
+    )
+    call = {"tool_name": "apply_patch", "tool_input": {"command": patch}}
+    out = hx.answer(project, "codex", hx.codex("PreToolUse", project, **call))
+    reason = out["hookSpecificOutput"]["permissionDecisionReason"]
+    assert "Write may not run while the instruct 'Docs' is open" in reason
+    plain = hx.codex_patch(("Update", "docs/a.md", "@@\n-a\n+b"))
+    call = {"tool_name": "apply_patch", "tool_input": {"command": plain}}
+    assert hx.answer(project, "codex", hx.codex("PreToolUse", project, **call)) == {}
+
+
+SHELL_DOCS = POLICY_DOCS.replace("['Edit(docs/**)']", "[Bash, 'Edit(docs/**)']")
+
+
+def _heredoc(prefix: str, *lines: str) -> str:
+    return (
+        f"{prefix}apply_patch <<'EOF'\n*** Begin Patch\n"
+        + "\n".join(lines)
+        + "\n*** End Patch\nEOF\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("command", "denied"),
+    [
+        (_heredoc("cd docs && ", "*** Add File: ../src/app.py", "+x"), "Write"),
+        (
+            _heredoc("", "*** Update File: docs/a.md", "*** Move to: src/app.py", "@@", "-a", "+b"),
+            "Write",
+        ),
+        (_heredoc("cd src; cd ../docs && ", "*** Update File: a.md", "@@", "-a", "+b"), "Edit"),
+        (_heredoc("cd docs && ", "*** Update File: a.md", "@@", "-a", "+b"), None),
+    ],
+    ids=["cd then climb out", "move", "where the shell is, unknown", "inside docs"],
+)
+def test_a_patch_through_codexs_shell_is_held_to_the_policy_as_its_files(
+    project: Path, command: str, denied: str | None
+) -> None:
+    """Codex applies `[cd DIR &&] apply_patch <<'EOF'` itself, reported as Bash alone: a step
+    that allows the shell still holds the patch's files to `Edit(docs/**)`."""
+    configure(project, BOUND)
+    (project / "docs.yaml").write_text(SHELL_DOCS)
+    rt = Runtime()
+    rt.submit(
+        rt.start(str(project / "docs.yaml"), str(project / "runs/feature.json"))["uri"], "success"
+    )
+    call = {"tool_name": "Bash", "tool_input": {"command": command}}
+    out = hx.answer(project, "codex", hx.codex("PreToolUse", project, **call))
+    if denied is None:
+        assert out == {}
+    else:
+        reason = out["hookSpecificOutput"]["permissionDecisionReason"]
+        assert f"{denied} may not run while the instruct 'Docs' is open" in reason
+
+
+def test_codex_patch_reading_stays_linear_on_long_lines(project: Path) -> None:
+    """A header padded with 200,000 spaces and a shell line of 20,000 `apply_patch` words are
+    read at once (a lazy path before `[ \\t]*$` took minutes on them)."""
+    pad = " " * 200_000
+    patch = (
+        f"*** Begin Patch\n*** Add File: a{pad}b{pad}\n+x\n"
+        f"*** Update File: c\n*** Move to: d{pad}\n"
+    )
+    raw = hx.codex("PreToolUse", project, tool_name="apply_patch", tool_input={"command": patch})
+    found = harness.events("codex", raw, None)
+    paths = [(e["tool_name"], e["tool_input"]["file_path"]) for e in found]
+    assert paths == [
+        ("Write", str(project / f"a{pad}b")),
+        ("Edit", str(project / "c")),
+        ("Write", str(project / "d")),
+    ]
+    shell = "apply_patch " * 20_000
+    raw = hx.codex("PreToolUse", project, tool_name="Bash", tool_input={"command": shell})
+    assert [e["tool_name"] for e in harness.events("codex", raw, None)] == ["Bash"]
 
 
 # -- Gemini CLI ----------------------------------------------------------------------------------

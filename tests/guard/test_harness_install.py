@@ -110,6 +110,17 @@ def test_codex_groups_carry_a_matcher_on_tool_events_only(
     assert set(json.loads((project / FILES["codex"]).read_text())) == {"hooks"}
 
 
+def test_codex_install_says_its_hooks_run_only_once_trusted(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Codex runs untrusted project hooks not at all, and silently (tests/field/test_codex.py)."""
+    _, out, _ = cli(capsys, "install", "codex")
+    assert "/hooks" in out["before_it_runs"] and "unguarded" in out["before_it_runs"]
+    assert "--dangerously-bypass-hook-trust" in out["before_it_runs"]
+    _, gemini, _ = cli(capsys, "install", "gemini")
+    assert "before_it_runs" not in gemini
+
+
 def test_gemini_counts_its_timeout_in_milliseconds(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

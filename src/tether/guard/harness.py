@@ -13,7 +13,27 @@ What each mapping follows:
 - Codex: https://developers.openai.com/codex/hooks and the schemas in
   https://github.com/openai/codex/tree/main/codex-rs/hooks/schema/generated. Events, fields and
   answers are Claude Code's; edits come as `apply_patch`, whose patch is read into one `Write`
-  (`*** Add File:`) or `Edit` (`*** Update File:`, `*** Delete File:`) event per file.
+  (`*** Add File:`) or `Edit` (`*** Update File:`, `*** Delete File:`) event per file, and a
+  `Write` of the destination of an update's `*** Move to:`, so both paths meet the policy; a
+  `Bash` line that hands `apply_patch` a patch gets the same events beside its own.
+  What Codex 0.171 really does (seen in tests/field/test_codex.py; it wins over its docs):
+  - `transcript_path` is the session's JSONL transcript, not null. A shell call's or a patch's
+    `PostToolUse` `tool_response` is a bare string, no exit code: how the call ended is read
+    from the transcript (its `item_completed` event: a command's `exit_code`, a patch's
+    `status`) into a Claude Code-shaped `{"stdout", "exit_code"}` or `{"stdout", "success"}`;
+    when the transcript does not say, the bare string stays, no sign of success.
+  - A patch's file header indented by spaces still names a file (read so here too).
+  - No `PostToolUse` for a patch that fails to apply or a command still running when
+    `exec_command` yields; no hook at all for `write_stdin` (what is typed into a running
+    command, such as an interactive `bash`).
+  - A patch run through the shell (`[cd DIR &&] apply_patch <<'EOF'`), which Codex applies
+    itself, comes as `Bash` alone, with no `PostToolUse`: its files are read here too.
+  - A denial reaches the model as the call's output ("Command blocked by PreToolUse hook:
+    REASON"), a refused stop's reason as a user message, context as a developer message;
+    `codex exec` shows the user no `systemMessage`.
+  - A sub-agent's events carry the parent's `session_id` (with its own `agent_id` and
+    transcript), so the binding holds it too; its tools keep Codex's names, spelled unevenly
+    (`spawn_agent`, but `multi_agent_v1wait_agent`).
 - Gemini CLI: https://geminicli.com/docs/hooks/reference and its source
   (`packages/core/src/hooks/types.ts`, `core/coreToolHookTriggers.ts`,
   `tools/definitions/base-declarations.ts`). `BeforeTool` has no context field, so a warning
@@ -40,6 +60,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -120,7 +141,16 @@ PARAMS: dict[str, dict[str, str]] = {
 _GEMINI_SECTION = re.compile(r"^(Error|Exit Code|Signal|Background PIDs|Process Group PGID): ")
 _GEMINI_CANCELLED = re.compile(r"Command was (automatically )?cancelled")
 _GEMINI_UNTRUSTED = re.compile(r"<untrusted_context>\n(.*)\n</untrusted_context>", re.DOTALL)
-_PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+?)[ \t]*$", re.MULTILINE)
+# Codex reads a file header indented too. It reads `*** Move to:` only at the start of a line;
+# read indented as well, it can only add a path to hold to the policy. (Paths are taken to the
+# line's end and stripped in code: a lazy group before `[ \t]*$` is quadratic on long lines.)
+_PATCH_FILE = re.compile(r"^[ \t]*\*\*\* (Add|Update|Delete) File: ([^\n]+)", re.MULTILINE)
+_PATCH_MOVE = re.compile(r"^[ \t]*\*\*\* Move to: ([^\n]+)", re.MULTILINE)
+_APPLY_PATCH = re.compile(r"\b(?:apply_patch|applypatch)\b")
+_SHELL_CD = re.compile(r"\s*cd\s+('[^']*'|\"[^\"]*\"|[^\s;&|]+)\s*&&")
+# A call's end is read from the last 4 MiB of Codex's transcript, for up to half a second.
+_TRANSCRIPT_TAIL = 4 << 20
+_TRANSCRIPT_TRIES = 10
 _URL = re.compile(r"https?://[^\s\"'<>]+")
 
 
@@ -190,12 +220,79 @@ def _tool(harness: str, name: str, params: Any) -> tuple[str, dict[str, Any]]:
 
 def _codex(raw: dict[str, Any], event: str) -> list[dict[str, Any]]:
     payload = {k: v for k, v in raw.items() if k != "transcript_path"}  # not Claude Code's format
-    if payload.get("tool_name") != "apply_patch":
-        return [payload]
+    response = raw.get("tool_response")
+    if event == "PostToolUse" and isinstance(response, str):
+        sign = _outcome(raw.get("transcript_path"), raw.get("tool_use_id"))
+        payload["tool_response"] = {"stdout": response, **sign} if sign else response
     params = payload.get("tool_input")
-    text = params.get("command") if isinstance(params, dict) else params
+    text = str(params.get("command") if isinstance(params, dict) else params)
     cwd = str(raw.get("cwd") or os.getcwd())
-    return [{**payload, "tool_name": tool, "tool_input": p} for tool, p in _patch(str(text), cwd)]
+    if payload.get("tool_name") == "apply_patch":
+        return [{**payload, "tool_name": tool, "tool_input": p} for tool, p in _patch(text, cwd)]
+    shell = _shell_patch(text, cwd) if payload.get("tool_name") == "Bash" else []
+    return [payload, *({**payload, "tool_name": tool, "tool_input": p} for tool, p in shell)]
+
+
+def _shell_patch(command: str, cwd: str) -> list[tuple[str, dict[str, Any]]]:
+    """The files of a patch a shell line hands `apply_patch` (Codex applies `[cd DIR &&]
+    apply_patch <<'EOF'` itself, as a patch), read as a patch's are, against DIR; as one Edit
+    naming no file when another `cd` may have moved the shell first."""
+    start = command.find("*** Begin Patch")
+    before = command[: max(start, 0)]
+    if start < 0 or not _APPLY_PATCH.search(before):
+        return []
+    end = command.find("*** End Patch", start)
+    text = command[start : end + len("*** End Patch")] if end >= 0 else command[start:]
+    cd = _SHELL_CD.match(before)
+    if len(re.findall(r"\b(?:cd|pushd|popd)\b", before)) > (1 if cd else 0):
+        return [("Edit", {"patch": text})]
+    return _patch(text, os.path.join(cwd, cd.group(1).strip("'\"")) if cd else cwd)
+
+
+def _outcome(transcript: Any, call: Any) -> dict[str, Any]:
+    """How a call ended, as Codex recorded it in the session's transcript (its `PostToolUse`
+    gives a shell call's output alone): the `exit_code` of a command, else the `success` of a
+    patch, from the `item_completed` event of the call. Nothing when the transcript does not
+    say; Codex writes the event before the hook runs, so a missing one is waited for briefly."""
+    if not (isinstance(transcript, str) and isinstance(call, str) and os.path.isfile(transcript)):
+        return {}
+    for _ in range(_TRANSCRIPT_TRIES):
+        item = _completed(transcript, call)
+        if item is not None:
+            code, status = item.get("exit_code"), item.get("status")
+            if isinstance(code, int) and not isinstance(code, bool):
+                return {"exit_code": code}
+            if status in ("completed", "failed", "declined"):
+                return {"success": status == "completed"}
+            return {}
+        time.sleep(0.05)
+    return {}
+
+
+def _completed(transcript: str, call: str) -> dict[str, Any] | None:
+    """The item of the `item_completed` event of `call` among the transcript's last lines,
+    read from the end in growing spans (None: not there)."""
+    needle, span = json.dumps(call).encode(), 1 << 16
+    try:
+        with open(transcript, "rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            while True:
+                span = min(span, size, _TRANSCRIPT_TAIL)
+                file.seek(size - span)
+                lines = file.read(span).splitlines()
+                for line in reversed(lines[1:] if span < size else lines):  # the first: cut
+                    if needle in line and b'"item_completed"' in line:
+                        try:
+                            item = json.loads(line)["payload"]["item"]
+                        except (ValueError, KeyError, TypeError):
+                            continue
+                        if isinstance(item, dict) and item.get("id") == call:
+                            return item
+                if span >= min(size, _TRANSCRIPT_TAIL):
+                    return None
+                span *= 4
+    except OSError:
+        return None
 
 
 def _patch(text: str, cwd: str) -> list[tuple[str, dict[str, Any]]]:
@@ -209,7 +306,7 @@ def _patch(text: str, cwd: str) -> list[tuple[str, dict[str, Any]]]:
         section = text[head.start() : end].split("\n*** End Patch", 1)[0]
         lines = section.splitlines()[1:]
         params: dict[str, Any] = {
-            "file_path": os.path.normpath(os.path.join(cwd, head.group(2))),
+            "file_path": os.path.normpath(os.path.join(cwd, head.group(2).rstrip(" \t"))),
             "patch": section,
         }
         if head.group(1) == "Add":
@@ -220,6 +317,11 @@ def _patch(text: str, cwd: str) -> list[tuple[str, dict[str, Any]]]:
             params["old_string"] = "\n".join(line[1:] for line in lines if line.startswith("-"))
             params["new_string"] = "\n".join(line[1:] for line in lines if line.startswith("+"))
         calls.append(("Edit", params))
+        for move in _PATCH_MOVE.finditer(section):  # the file is written there, and gone here
+            to = os.path.normpath(os.path.join(cwd, move.group(1).rstrip(" \t")))
+            calls.append(
+                ("Write", {**params, "file_path": to, "content": params.get("new_string", "")})
+            )
     return calls
 
 

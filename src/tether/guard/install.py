@@ -181,6 +181,13 @@ HARNESS_FILES = {
     "cursor": os.path.join(".cursor", "hooks.json"),
 }
 _TIMEOUTS = {"codex": HOOK_TIMEOUT, "gemini": HOOK_TIMEOUT * 1000, "cursor": HOOK_TIMEOUT}
+# What a harness needs before it runs the hooks, where it runs none, unguarded, without a word.
+BEFORE_IT_RUNS = {
+    "codex": "Codex runs a project's hooks only in a trusted project and once you trust them in "
+    "its /hooks review (again after each change of the file); until then every session runs "
+    "unguarded and Codex says nothing. codex exec runs them unreviewed only with "
+    "--dangerously-bypass-hook-trust",
+}
 
 
 def harness_command(harness: str, config: str, command: str, on_error: str | None) -> str:
@@ -271,6 +278,8 @@ def install_harness(
         "command": line,
         **_configured(path, config, None, on_error),
     }
+    if harness in BEFORE_IT_RUNS:
+        out["before_it_runs"] = BEFORE_IT_RUNS[harness]
     if not portable:
         out["note"] = (
             f"the command {command} is a path on this machine, and {path} is the project's "
