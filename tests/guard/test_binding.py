@@ -641,6 +641,17 @@ def test_status_shows_the_configured_trace(project: Path, run: str) -> None:
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "bound-feature"
 
 
+def searched(project: Path) -> None:
+    """Claude Code, which has no Grep or Glob tool, may search through its shell under the
+    open step's policy, and may not remove a file."""
+    for command in ("grep -rn 'a + b' .", "rg -n add", "git status"):
+        call = hk.pre(project, "Bash", {"command": command})
+        assert decision(hk.hook_json(project, call)) != "deny", command
+    assert decision(hk.hook_json(project, hk.pre(project, "Bash", {"command": "rm calc.py"}))) == (
+        "deny"
+    )
+
+
 def test_the_example_project_holds_an_agent_to_its_tree(tmp_path: Path) -> None:
     project = tmp_path / "bound-feature"
     shutil.copytree(EXAMPLE, project)
@@ -653,11 +664,13 @@ def test_the_example_project_holds_an_agent_to_its_tree(tmp_path: Path) -> None:
     rt.submit(uri, "success")
     edit = {"file_path": str(project / "calc.py"), "old_string": "a + b", "new_string": "b + a"}
     assert decision(hk.hook_json(project, hk.pre(project, "Edit", edit))) == "deny"
+    searched(project)
     rt.var_write(uri, "plan", "swap the operands")
     rt.submit(uri, "success")
     assert decision(hk.hook_json(project, hk.pre(project, "Edit", edit))) != "deny"
     rt.submit(uri, "success")
     assert decision(hk.hook_json(project, hk.pre(project, "Edit", edit))) == "deny"
+    searched(project)
     rt.var_write(uri, "review", "fine")
     rt.submit(uri, "success")
     assert "Retrying" in rt.submit(uri, "success")["message"]  # no test run: no evidence

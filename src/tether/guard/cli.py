@@ -49,7 +49,16 @@ _HOOK_HELP = (
     "                  codex, gemini or cursor"
 )
 
-CHECK = Command("guard check", "validate a configuration and list its active rules", ("CONFIG",), 1)
+CHECK = Command(
+    "guard check",
+    "validate a configuration and list its active rules",
+    ("CONFIG",),
+    1,
+    repeated=("--tree",),
+    help="--tree TREE       also check the tools policies of this tree file (repeatable)",
+)
+# Claude Code ends a turn itself after this many blocked stops in a row.
+CLAUDE_CODE_STOP_CAP = 9
 PROMPT = Command(
     "guard prompt",
     "print the system-prompt section of a configuration",
@@ -191,6 +200,49 @@ def _classifier_warnings(plan: dict[str, Any]) -> list[dict[str, Any]]:
     return []
 
 
+def _stop_cap_warnings(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    cap = plan["workflow"]["max_stop_blocks"]
+    if cap <= CLAUDE_CODE_STOP_CAP:
+        return []
+    message = (
+        f"max_stop_blocks is {cap}, but Claude Code ends a turn itself after "
+        f"{CLAUDE_CODE_STOP_CAP} blocked stops in a row: no stop is refused more often there "
+        "unless CLAUDE_CODE_STOP_HOOK_BLOCK_CAP in Claude Code's environment raises its cap"
+    )
+    return [{"path": "workflow.max_stop_blocks", "message": message}]
+
+
+def _policy_warnings(trees: list[str]) -> list[dict[str, Any]]:
+    """An entry of a tree's `tools` policy naming a tool no supported harness has (a bare
+    name; `mcp__server__tool`, dotted names and `*` are left alone)."""
+    from tether.guard.harness import tool_names
+    from tether.guard.triggers import canonical
+    from tether.tree.load import load_tree
+
+    known = {canonical(n) for names in tool_names().values() for n in names}
+    out = []
+    for file in trees:
+        stack = [(load_tree(file).data["root"], "")]
+        while stack:
+            node, above = stack.pop()
+            where = f"{above}/{node['name']}"
+            stack.extend((child, where) for child in reversed(node.get("children", [])))
+            for key, entries in node.get("tools", {}).items():
+                for i, entry in enumerate(entries):
+                    name = entry.split("(", 1)[0]
+                    if name == "*" or "." in name or "__" in name or canonical(name) in known:
+                        continue
+                    message = (
+                        f"{name!r} is a tool of none of Claude Code, Codex, Gemini CLI and Cursor "
+                        "(by Claude Code's names: Bash, Read, Edit, Write, ...); an MCP tool is "
+                        "written mcp__server__tool"
+                    )
+                    out.append(
+                        {"file": file, "path": f"{where}/tools/{key}/{i}", "message": message}
+                    )
+    return out
+
+
 def cmd_check(p: Parsed) -> int:
     from tether.guard.engine import Guard
 
@@ -213,7 +265,12 @@ def cmd_check(p: Parsed) -> int:
             "tracking": {k: sorted(v) for k, v in guard.plan["tracking"].items()},
             "classifier": guard.classifier is not None,
             "workflow": guard.plan["workflow"],
-            "warnings": [*guard.warnings, *_classifier_warnings(guard.plan)],
+            "warnings": [
+                *guard.warnings,
+                *_classifier_warnings(guard.plan),
+                *_stop_cap_warnings(guard.plan),
+                *_policy_warnings(p.multi.get("--tree", [])),
+            ],
         }
     )
     return EXIT_OK
