@@ -355,14 +355,10 @@ class Runtime:
     # -- the loop ------------------------------------------------------------------------------
 
     def next(self, trace: str, *, all: bool = False) -> Any:
-        """The open request (every open request with `all`); once the execution is over,
-        exactly `{"status": "done"}` or `{"status": "failure"}`, as abtree and behaviors-sh
-        answer (why it failed is in `get`, and was in the answer that ended it)."""
+        """The open request (every open request with `all`), or the terminal status
+        (`core.current`, which also builds every answer's `next`)."""
         store, uri = self._store(trace)
         state = store.load(uri)
-        if state["status"] != "running":
-            ended = {"status": core.current(state)["status"]}
-            return [ended] if all else ended
         return core.all_open(state) if all else core.current(state)
 
     def eval(
