@@ -105,7 +105,7 @@ INSTALL = Command(
     "                  .cursor/hooks.json)\n"
     f"--config FILE     configuration file (default {DEFAULT_CONFIG}; created when missing)\n"
     "--command CMD     how hooks invoke tether (default: tether when it is on PATH, uvx --from\n"
-    "                  tether-bt tether under uvx, else this installation's full path)\n"
+    "                  SOURCE tether under uvx, else this installation's full path)\n"
     "--http URL        claude: install http hooks posting to this URL (see `serve`)\n"
     "--on-error MODE   block or allow, written into the hook command and a new configuration\n"
     "                  (default: the configuration's on_error, else block)",
