@@ -65,7 +65,7 @@ def test_check_warns_about_a_classifier_without_brain(tmp_path, capsys):
     assert "no brain is configured" in out["warnings"][0]["message"]
 
 
-@pytest.mark.parametrize(("cap", "warned"), [(3, False), (9, False), (10, True), (50, True)])
+@pytest.mark.parametrize(("cap", "warned"), [(3, False), (8, False), (9, True), (50, True)])
 def test_check_warns_when_max_stop_blocks_passes_claude_codes_own_cap(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], cap: int, warned: bool
 ) -> None:
@@ -75,7 +75,8 @@ def test_check_warns_when_max_stop_blocks_passes_claude_codes_own_cap(
     found = [w for w in out["warnings"] if w["path"] == "workflow.max_stop_blocks"]
     assert bool(found) is warned
     if warned:
-        assert "after 9 blocked stops" in found[0]["message"]
+        assert "at the 9th stop blocked in a row" in found[0]["message"]
+        assert "keep it at 8 or less" in found[0]["message"]
         assert "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP" in found[0]["message"]
 
 

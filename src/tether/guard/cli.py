@@ -57,7 +57,8 @@ CHECK = Command(
     repeated=("--tree",),
     help="--tree TREE       also check the tools policies of this tree file (repeatable)",
 )
-# Claude Code ends a turn itself after this many blocked stops in a row.
+# Claude Code ends a turn itself at this blocked stop in a row (2.1.332), without showing the
+# agent that refusal: a `max_stop_blocks` of this or more never lets a stop through there.
 CLAUDE_CODE_STOP_CAP = 9
 PROMPT = Command(
     "guard prompt",
@@ -202,12 +203,13 @@ def _classifier_warnings(plan: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _stop_cap_warnings(plan: dict[str, Any]) -> list[dict[str, Any]]:
     cap = plan["workflow"]["max_stop_blocks"]
-    if cap <= CLAUDE_CODE_STOP_CAP:
+    if cap < CLAUDE_CODE_STOP_CAP:
         return []
     message = (
-        f"max_stop_blocks is {cap}, but Claude Code ends a turn itself after "
-        f"{CLAUDE_CODE_STOP_CAP} blocked stops in a row: no stop is refused more often there "
-        "unless CLAUDE_CODE_STOP_HOOK_BLOCK_CAP in Claude Code's environment raises its cap"
+        f"max_stop_blocks is {cap}, but Claude Code ends a turn itself at the "
+        f"{CLAUDE_CODE_STOP_CAP}th stop blocked in a row, so there the cap is never reached and "
+        f"no stop is let through: keep it at {CLAUDE_CODE_STOP_CAP - 1} or less, or raise "
+        "Claude Code's own limit with CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"
     )
     return [{"path": "workflow.max_stop_blocks", "message": message}]
 
