@@ -484,9 +484,7 @@ class Runtime:
     def fork(self, trace: str, new: str, *, at: int, same_tokens: bool = False) -> dict[str, Any]:
         """A new execution at `new` (any store) whose trace is the first `at` entries of
         `trace`'s, its state derived by replaying them (`tether.engine.replay.fork`); `trace` is
-        not changed. `new` records `forked_from: {uri, at}`. Refuses a `new` that exists. Its
-        step tokens are its own, unless `same_tokens` (a replay's copy, which must take the
-        tokens a recorded session answered the original with)."""
+        not changed. `new` records `forked_from: {uri, at}`. Refuses a `new` that exists."""
         import secrets
 
         from tether.engine.replay import fork
@@ -507,6 +505,8 @@ class Runtime:
             entries,
             at,
             uri=new_uri,
+            # Its own step tokens, unless `same_tokens`: a replay's copy (guard.sandbox) takes
+            # the tokens a recorded session answered the original with.
             salt=stored["salt"] if same_tokens else secrets.token_hex(4),
             now=self._clock(),
             condition=self._condition,
