@@ -355,14 +355,10 @@ class Runtime:
     # -- the loop ------------------------------------------------------------------------------
 
     def next(self, trace: str, *, all: bool = False) -> Any:
-        """The open request (every open request with `all`); once the execution is over,
-        exactly `{"status": "done"}` or `{"status": "failure"}`, as abtree and behaviors-sh
-        answer (why it failed is in `get`, and was in the answer that ended it)."""
+        """The open request (every open request with `all`), or the terminal status
+        (`core.current`, which also builds every answer's `next`)."""
         store, uri = self._store(trace)
         state = store.load(uri)
-        if state["status"] != "running":
-            ended = {"status": core.current(state)["status"]}
-            return [ended] if all else ended
         return core.all_open(state) if all else core.current(state)
 
     def eval(
@@ -485,7 +481,7 @@ class Runtime:
             "differences": diffs,
         }
 
-    def fork(self, trace: str, new: str, *, at: int) -> dict[str, Any]:
+    def fork(self, trace: str, new: str, *, at: int, same_tokens: bool = False) -> dict[str, Any]:
         """A new execution at `new` (any store) whose trace is the first `at` entries of
         `trace`'s, its state derived by replaying them (`tether.engine.replay.fork`); `trace` is
         not changed. `new` records `forked_from: {uri, at}`. Refuses a `new` that exists."""
@@ -509,7 +505,9 @@ class Runtime:
             entries,
             at,
             uri=new_uri,
-            salt=secrets.token_hex(4),
+            # Its own step tokens, unless `same_tokens`: a replay's copy (guard.sandbox) takes
+            # the tokens a recorded session answered the original with.
+            salt=stored["salt"] if same_tokens else secrets.token_hex(4),
             now=self._clock(),
             condition=self._condition,
         )

@@ -86,8 +86,9 @@ def test_after_a_jump_every_result_says_how_many_actions_were_closed_and_skipped
     assert done["status"] == "done"
     assert Runtime().get(session.state)["status"] == "complete"
     assert done["actions"] == {"closed": 2, "skipped": 10, "total": 12}
-    assert "only 2 of 12 actions were closed; 10 were skipped: shape.identify_users," in (
-        done["message"]
+    assert (
+        "only 2 of 12 actions were closed; 10 were skipped: shape.identify_users,"
+        in (done["message"])
     )
     assert session.resume()["actions"] == done["actions"]
 
@@ -291,3 +292,33 @@ def test_a_tree_that_is_no_bot_is_refused_before_anything_is_stored(tmp_path: Pa
     error = _fails(session.resume, "invalid_tree")
     assert str(hello) in error.message and "is not a bot" in error.message
     assert not state.exists()
+
+
+def test_a_deleted_state_file_says_which_files_remain_and_how_to_start_over(
+    session: BotSession, tmp_path: Path
+) -> None:
+    session.close()
+    state = tmp_path / "run.json"
+    state.unlink()  # what a user does to start over
+    for _ in range(2):  # never a not_found, and the same answer each time
+        with pytest.raises(TetherError) as caught:
+            session.resume()
+        assert caught.value.code == "already_exists"
+        message = caught.value.message
+        assert "run.json.trace.jsonl" in message and "run.json.tree.json" in message
+        assert "state file was deleted" in message and "to start over, remove them" in message
+    assert not state.exists()  # nothing was touched
+    for name in caught.value.details["files"]:
+        (tmp_path / name).unlink()
+    assert session.resume()["action"] == "gather_context"  # started over
+    assert Runtime().verify(session.state)["ok"] is True
+
+
+def test_a_start_that_loses_a_race_to_another_server_goes_on(example: Path, tmp_path: Path) -> None:
+    state = str(tmp_path / "run.json")
+    one, other = (
+        BotSession(Runtime(), str(example), state),
+        BotSession(Runtime(), str(example), state),
+    )
+    Runtime().start(str(example), state)  # the other server started it between get and start
+    assert one.resume()["action"] == other.resume()["action"] == "gather_context"

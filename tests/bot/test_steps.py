@@ -46,8 +46,7 @@ def test_close_is_refused_while_a_human_step_is_to_come(
     with pytest.raises(TetherError) as again:
         session.close()
     assert again.value.code == "human_only"
-    assert Runtime().reject(session.state, note="not today")["next"] == {
-        "status": "failure",
-        "message": Runtime().get(session.state)["failure"],
-    }
+    rejected = Runtime().reject(session.state, note="not today")
+    assert rejected["next"] == {"status": "failure"} == Runtime().next(session.state)
+    assert "The workflow has failed" in rejected["message"]
     assert Runtime().verify(session.state)["ok"] is True

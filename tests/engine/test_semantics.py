@@ -188,7 +188,7 @@ def test_check_that_cannot_be_evaluated_fails_with_reason_in_trace() -> None:
     entry = w.trace[-1]
     assert entry["kind"] == "check" and entry["outcome"] == "error"
     assert "missing" in entry["note"]
-    assert "could not be evaluated" in w.next()["message"]
+    assert "could not be evaluated" in w.state["failure"]
     _verify(w)
 
 

@@ -90,8 +90,7 @@ def test_stop_is_refused_then_let_through_after_the_cap(project: Path, run: str)
     for n, out in enumerate(outputs[:3], 1):
         assert out is not None and out["decision"] == "block"
         reason = out["reason"]
-        assert "instruct 'Implement': Write the code for the feature." in reason
-        assert "Keep it small" not in reason  # the first line of the text only
+        assert "instruct 'Implement': Write the code for the feature. Keep it small. Do" in reason
         assert "submit success" in reason and run in reason
         assert f"refused {n} of 3 times" in reason
     assert outputs[3] is not None and "decision" not in outputs[3]
@@ -103,6 +102,47 @@ def test_stop_is_refused_then_let_through_after_the_cap(project: Path, run: str)
     again = hk.hook_json(project, hk.stop(project))
     assert again is not None and "refused 1 of 3 times" in again["reason"]
     verified(run)
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        # a sentence wrapped over lines: the whole sentence, its lines joined
+        (
+            "Write the failing test for the feature\nin tests/test_feature.py, then run it.",
+            ": Write the failing test for the feature in tests/test_feature.py, then run it. Do",
+        ),
+        # too long for the reason: the whole sentences that fit
+        (
+            "Write the failing test for the feature\nin tests/test_feature.py, then run it.\n"
+            + "Keep it small and do not touch anything else. " * 5,
+            ": Write the failing test for the feature in tests/test_feature.py, then run it. "
+            "Keep it small and do not touch anything else. Keep",
+        ),
+        # a numbered list: "1." is no sentence end
+        ("1. Run the suite\n2. Fix what fails.", ": 1. Run the suite 2. Fix what fails. Do"),
+        # a sentence longer than the reason allows: cut at a word and marked
+        ("Rewrite " + "every module " * 30 + "today.", ": Rewrite every module"),
+    ],
+)
+def test_a_stop_reason_shows_whole_sentences_or_marks_the_cut(
+    project: Path, text: str, shown: str
+) -> None:
+    indented = "\n".join("            " + line for line in text.splitlines())
+    tree = TREE.replace(
+        "            Write the code for the feature.\n            Keep it small.", indented
+    )
+    (project / "feature.yaml").write_text(tree)
+    rt = Runtime()
+    uri = rt.start(str(project / "feature.yaml"), str(project / "runs" / "feature.json"))["uri"]
+    rt.submit(uri, "success")
+    out = hk.hook_json(project, hk.stop(project))
+    assert out is not None
+    reason = out["reason"]
+    assert shown in reason
+    assert "\n" not in reason
+    opened = reason.split("'Implement': ", 1)[1].split(" Do the work", 1)[0]
+    assert opened.endswith((".", "…")) and len(opened) <= 200
 
 
 def test_an_answer_starts_the_count_again(project: Path, run: str) -> None:
@@ -601,6 +641,17 @@ def test_status_shows_the_configured_trace(project: Path, run: str) -> None:
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "bound-feature"
 
 
+def searched(project: Path) -> None:
+    """Claude Code, which has no Grep or Glob tool, may search through its shell under the
+    open step's policy, and may not remove a file."""
+    for command in ("grep -rn 'a + b' .", "rg -n add", "git status"):
+        call = hk.pre(project, "Bash", {"command": command})
+        assert decision(hk.hook_json(project, call)) != "deny", command
+    assert decision(hk.hook_json(project, hk.pre(project, "Bash", {"command": "rm calc.py"}))) == (
+        "deny"
+    )
+
+
 def test_the_example_project_holds_an_agent_to_its_tree(tmp_path: Path) -> None:
     project = tmp_path / "bound-feature"
     shutil.copytree(EXAMPLE, project)
@@ -613,11 +664,13 @@ def test_the_example_project_holds_an_agent_to_its_tree(tmp_path: Path) -> None:
     rt.submit(uri, "success")
     edit = {"file_path": str(project / "calc.py"), "old_string": "a + b", "new_string": "b + a"}
     assert decision(hk.hook_json(project, hk.pre(project, "Edit", edit))) == "deny"
+    searched(project)
     rt.var_write(uri, "plan", "swap the operands")
     rt.submit(uri, "success")
     assert decision(hk.hook_json(project, hk.pre(project, "Edit", edit))) != "deny"
     rt.submit(uri, "success")
     assert decision(hk.hook_json(project, hk.pre(project, "Edit", edit))) == "deny"
+    searched(project)
     rt.var_write(uri, "review", "fine")
     rt.submit(uri, "success")
     assert "Retrying" in rt.submit(uri, "success")["message"]  # no test run: no evidence

@@ -64,6 +64,27 @@ def test_search_before_read_after_three_blind_reads():
     assert s.pre_tool("Read", {"file_path": "/f3"}).rules == []
 
 
+@pytest.mark.parametrize(
+    "command", ["rg -n parse src", "grep -rn 'def parse' .", "cd src && git grep parse", "fd conf"]
+)
+def test_a_search_in_the_shell_counts_as_a_search(command):
+    # Claude Code 2.1 has no Grep or Glob tool: it searches through Bash.
+    s = only("search_before_read")
+    for i in range(3):
+        s.post_tool("Read", {"file_path": f"/f{i}"}, {})
+    s.post_tool("Bash", {"command": command}, {})
+    assert s.pre_tool("Read", {"file_path": "/f3"}).rules == []
+
+
+def test_a_shell_command_that_only_names_grep_is_no_search():
+    s = only("search_before_read")
+    for i in range(3):
+        s.post_tool("Read", {"file_path": f"/f{i}"}, {})
+    for command in ("cat grep.txt", "echo rgb", "pip install ripgrep"):
+        s.post_tool("Bash", {"command": command}, {})
+    assert s.pre_tool("Read", {"file_path": "/f3"}).rules == ["search_before_read"]
+
+
 def test_search_before_read_threshold_follows_max_blind_reads():
     s = only("search_before_read", max_blind_reads=1)
     s.post_tool("Read", {"file_path": "/a"}, {})

@@ -65,6 +65,84 @@ def test_check_warns_about_a_classifier_without_brain(tmp_path, capsys):
     assert "no brain is configured" in out["warnings"][0]["message"]
 
 
+@pytest.mark.parametrize(("cap", "warned"), [(3, False), (8, False), (9, True), (50, True)])
+def test_check_warns_when_max_stop_blocks_passes_claude_codes_own_cap(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], cap: int, warned: bool
+) -> None:
+    config = write(tmp_path / "g.yaml", f"workflow:\n  max_stop_blocks: {cap}\n")
+    code, out, _ = cli(capsys, "check", config)
+    assert code == 0 and out["workflow"]["max_stop_blocks"] == cap
+    found = [w for w in out["warnings"] if w["path"] == "workflow.max_stop_blocks"]
+    assert bool(found) is warned
+    if warned:
+        assert "at the 9th stop blocked in a row" in found[0]["message"]
+        assert "keep it at 8 or less" in found[0]["message"]
+        assert "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP" in found[0]["message"]
+
+
+POLICY_TREE = """\
+name: policies
+version: 1
+tree:
+  type: sequence
+  name: Top
+  tools:
+    allow: [Read, read, Grep, Glob, "Bash(rg *)", Agent, Task, TodoWrite, WebFetch, LS, Serch,
+            mcp__github__search, filesystem.edit, "*", run_shell_command]
+  children:
+    - type: action
+      name: Look
+      tools: {deny: ["Reed(*.md)", "Edit(src/**)", NotebookEdit]}
+      steps:
+        - instruct: Look.
+"""
+
+
+def test_check_warns_on_a_policy_entry_no_harness_has(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write(tmp_path / "g.yaml", "profile: dev\n")
+    tree = tmp_path / "t.yaml"
+    tree.write_text(POLICY_TREE)
+    code, out, _ = cli(capsys, "check", config, "--tree", str(tree))
+    assert code == 0
+    warned = {(w["path"], w["message"].split("'")[1]) for w in out["warnings"]}
+    # Claude Code's names of every harness's tools pass, whatever the case, as do MCP tools,
+    # dotted names and `*`; a typo does not, in allow or deny, with or without an argument.
+    # Gemini's own name of its shell is not a name rules and policies use.
+    assert warned == {
+        ("/Top/tools/allow/10", "Serch"),
+        ("/Top/tools/allow/14", "run_shell_command"),
+        ("/Top/Look/tools/deny/0", "Reed"),
+    }
+    assert all(w["file"] == str(tree) for w in out["warnings"])
+    assert "mcp__server__tool" in out["warnings"][0]["message"]
+
+
+def test_the_example_trees_name_only_tools_harnesses_have(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo = Path(__file__).resolve().parents[2]
+    examples = repo / "examples"
+    trees = [
+        str(p) for p in [*examples.glob("*.yaml"), examples / "bound-feature" / "feature.yaml"]
+    ]
+    args = [a for tree in trees for a in ("--tree", tree)]
+    code, out, _ = cli(capsys, "check", str(repo / "examples" / "guard" / "coding.yaml"), *args)
+    assert code == 0 and out["warnings"] == []
+
+
+def test_check_of_a_broken_tree_says_where(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write(tmp_path / "g.yaml", "profile: dev\n")
+    tree = tmp_path / "t.yaml"
+    tree.write_text(POLICY_TREE.replace("NotebookEdit", "[NotebookEdit]"))
+    code, _, err = cli(capsys, "check", config, "--tree", str(tree))
+    assert code == 3 and err["error"]["code"] == "invalid_tree"
+    assert err["error"]["line"] == 12
+
+
 def test_check_reports_errors_as_json_with_exit_code(tmp_path, capsys):
     config = write(tmp_path / "g.yaml", "profile: dev\nrules:\n  nope: true\n")
     code, out, err = cli(capsys, "check", config)

@@ -211,7 +211,7 @@ def test_a_command_that_names_this_machine_is_written_and_said(
     code, out, _ = cli(capsys, "install", "codex", "--command", mine)
     assert code == 0
     assert out["launch"]["portable"] is False
-    assert "is a path on this machine" in out["note"] and "uvx" in out["note"]
+    assert "names a path on this machine" in out["note"] and "pipx install ." in out["note"]
     assert out["file"] == str(FILES["codex"])
 
 

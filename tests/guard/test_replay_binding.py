@@ -220,3 +220,85 @@ def test_a_recorded_fork_is_replayed_in_memory_and_bound(project: Path, via: str
     assert [e["kind"] for e in fork["entries"]] == ["stop"]  # bound: its stop was refused
     assert recorded[f"file://{project}/runs/f.json"]["entries"] == []
     assert not (project / "runs").exists()
+
+
+def _earlier_session(project: Path, run: str) -> dict[str, Any]:
+    """An execution an earlier session started and took past its gate and `Implement`; the
+    answer a resume gave at that point."""
+    from tether.verbs import Runtime
+
+    rt = Runtime()
+    rt.start(str(project / "feature.yaml"), str(project / run))
+    rt.submit(str(project / run), "success")
+    return rt.resume(str(project / run))
+
+
+@pytest.mark.parametrize("via", ["shell", "mcp"])
+def test_a_session_that_resumes_an_execution_it_did_not_start_is_replayed(
+    project: Path, via: str
+) -> None:
+    """The session resumes an execution started before it: replay binds it to an in-memory
+    copy of that execution as it stood when resumed, and leaves the file as it is."""
+    resumed = _earlier_session(project, "runs/f.json")
+    step = resumed["current"]["step"]
+    t = Transcript(project)
+    t.prompt("Carry on with the feature.")
+    if via == "shell":
+        t.call("Bash", {"command": "tether resume runs/f.json"}, json.dumps(resumed))
+        t.call("Bash", {"command": f"tether submit runs/f.json success --step {step}"}, "{}")
+    else:
+        trace = {"trace_output": "runs/f.json"}
+        t.call("mcp__tether__resume_execution", trace, mcp(resumed))
+        t.call("mcp__tether__submit", {**trace, "status": "success", "step": step}, mcp({}))
+    edit = {"file_path": str(project / "app.py"), "old_string": "a", "new_string": "b"}
+    t.call("Edit", edit, "ok")  # during Review
+    t.say("Done.")  # stops in the middle of Review
+    before = (project / "runs" / "f.json").read_bytes()
+    # the real execution went on after the resume; replay starts where the resume found it
+    from tether.verbs import Runtime
+
+    Runtime().submit(str(project / "runs" / "f.json"), "success", step=step)
+    Runtime().submit(str(project / "runs" / "f.json"), "success")
+    after = (project / "runs" / "f.json").read_bytes()
+    out = replay(project, t.write())
+
+    assert (project / "runs" / "f.json").read_bytes() == after != before  # never written
+    rows = [(d["event"], d["action"]) for d in out["decisions"] if "workflow" in d]
+    assert rows == [("pre_tool", "block"), ("stop", "block")]
+    edit_row, stop_row = (d for d in out["decisions"] if "workflow" in d)
+    assert "Edit may not run while the instruct 'Review' is open" in edit_row["workflow"]
+    assert "instruct 'Review'" in stop_row["workflow"]
+    (execution,) = out["executions"]
+    assert execution["recorded"] == f"file://{project}/runs/f.json"
+    assert execution["current"]["name"] == "Review" and execution["verified"]
+    assert [(e["kind"], e["name"]) for e in execution["entries"]] == [
+        ("tool", "Review"),
+        ("stop", "Review"),
+    ]
+
+
+@pytest.mark.parametrize("recorded", [True, False])
+@pytest.mark.parametrize("where", ["../outside/f.json", "link/f.json", "link"])
+def test_replay_reads_no_resumed_execution_outside_the_project(
+    tmp_path: Path, where: str, recorded: bool
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".tether").mkdir()
+    (project / ".tether" / "guard.yaml").write_text("workflow:\n  bind: auto\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "feature.yaml").write_text(TREE)
+    resumed = _earlier_session(outside, "f.json")
+    if where == "link":  # the state file itself is a link out of the project
+        (project / "link").symlink_to(outside / "f.json")
+    else:
+        (project / "link").symlink_to(outside)
+    t = Transcript(project)
+    t.prompt("go")
+    answer = json.dumps(resumed) if recorded else "{}"  # the answer names the file outside
+    t.call("Bash", {"command": f"tether resume {where}"}, answer)
+    t.say("Done.")
+    out = replay(project, t.write())
+    assert "executions" not in out  # nothing was read from outside the project
+    assert all("workflow" not in d for d in out["decisions"])

@@ -1,11 +1,11 @@
 """What `tether mcp install` and `tether guard install claude` write survives leaving this machine.
 
 Project files (`.mcp.json`, `.cursor/mcp.json`, `.vscode/mcp.json`, `.claude/settings.json`)
-are committed by teams, so they may name `tether` (on PATH) or `uvx --from tether-bt tether`,
-never a path of this machine; when only a path will do, the entry goes to the user's own files
-(`~/.claude.json` under the project, `.claude/settings.local.json`, the user's client config)
-and the output says so. Each case runs the real command in a fresh process with its own PATH,
-home and uv cache.
+are committed by teams, so they may name `tether` (on PATH) or `uvx --from tether-bt tether`
+(after a release), never a path of this machine; when only a path will do, the entry goes to
+the user's own files (`~/.claude.json` under the project, `.claude/settings.local.json`, the
+user's client config) and the output says so. Each case runs the real command in a fresh process
+with its own PATH, home and uv cache.
 """
 
 from __future__ import annotations
@@ -137,12 +137,24 @@ def test_an_explicit_scope_or_settings_file_is_kept(tmp_path: Path) -> None:
     }
 
 
+def _checkout() -> str:
+    """The folder this Tether was installed from (an editable install of a checkout), as PEP
+    610's direct_url.json of the installed distribution records it."""
+    from importlib import metadata
+
+    url = json.loads(metadata.distribution("tether-bt").read_text("direct_url.json") or "")["url"]
+    assert url.startswith("file://")
+    return url[len("file://") :]
+
+
 @pytest.mark.parametrize("cache", ["UV_CACHE_DIR", "XDG_CACHE_HOME"])
-def test_under_uvx_the_uvx_command_is_written_never_the_cache_path(
+def test_under_uvx_the_uvx_command_names_its_source_never_the_cache_path(
     tmp_path: Path, cache: str
 ) -> None:
     # uvx runs tools from environments inside uv's cache; this interpreter's environment is
-    # made to sit inside the cache by naming its parent folder as the cache.
+    # made to sit inside the cache by naming its parent folder as the cache. It was installed
+    # from a checkout, as `uvx --from PATH` would be (no release is on the package index), so
+    # the command names that folder and goes only to the user's own files.
     parent = str(Path(sys.prefix).resolve().parent)
     if cache == "XDG_CACHE_HOME":
         (tmp_path / "cache").mkdir()
@@ -152,15 +164,22 @@ def test_under_uvx_the_uvx_command_is_written_never_the_cache_path(
         env = {cache: parent}
     machine = Machine(tmp_path, f"{BIN}:{SYSTEM_PATH}", **env)
     outs = machine.install_everything()
-    uvx = "uvx --from tether-bt tether"
-    assert all(o["launch"] == {"how": "uvx", "command": uvx, "portable": True} for o in outs)
-    assert machine.json(".mcp.json")["mcpServers"]["tether"] == {
+    checkout = _checkout()
+    assert (Path(checkout) / "src" / "tether" / "cli" / "launch.py").is_file()
+    uvx = f"uvx --from {checkout} tether"
+    assert all(o["launch"] == {"how": "uvx", "command": uvx, "portable": False} for o in outs)
+    assert all("names a path on this machine" in o["note"] for o in outs)
+    assert all("pipx install ." in o["note"] for o in outs)
+    for name in PROJECT_FILES:
+        assert not (machine.project / name).exists(), name
+    project_entry = machine.json(".claude.json", machine.home)["projects"][str(machine.project)]
+    assert project_entry["mcpServers"]["tether"] == {
         "type": "stdio",
         "command": "uvx",
-        "args": ["--from", "tether-bt", "tether", "mcp"],
+        "args": ["--from", checkout, "tether", "mcp"],
     }
-    assert _hook_commands(machine.json(".claude/settings.json")) == {f"{uvx} {HOOK_TAIL}"}
-    assert machine.machine_paths_in_project_files() == []
+    assert _hook_commands(machine.json(".claude/settings.local.json")) == {f"{uvx} {HOOK_TAIL}"}
+    assert sys.prefix not in json.dumps(project_entry)
 
 
 def test_claude_desktop_gets_the_project_as_root_and_a_full_command(tmp_path: Path) -> None:

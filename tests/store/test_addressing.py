@@ -51,7 +51,8 @@ def test_a_database_uri_without_its_driver_says_how_to_install_it(
     with pytest.raises(TetherError) as err:
         Runtime().next("postgresql://u@127.0.0.1:1/db#run")
     assert err.value.code == "store_unavailable"
-    assert "pip install 'tether-bt[postgres]'" in err.value.message
+    assert "in a checkout of Tether, pip install '.[postgres]'" in err.value.message
+    assert "after a release: pip install 'tether-bt[postgres]'" in err.value.message
 
 
 def test_a_tree_swap_in_the_file_store_leaves_the_usual_files(tmp_path: Path) -> None:

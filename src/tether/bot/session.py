@@ -60,8 +60,8 @@ class BotSession:
             surface_of(tree.data, tree.source)  # refuse a tree that is no bot before storing it
             try:
                 self.runtime.start(self.tree, self.state)
-            except TetherError as race:
-                if race.code != "already_exists":
+            except TetherError as race:  # another server started it, unless files are left over
+                if race.code != "already_exists" or "files" in race.details:
                     raise
             doc = self.runtime.get(self.state)
         if doc["status"] == "running" and not doc["protocol_accepted"]:

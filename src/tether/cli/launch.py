@@ -5,8 +5,10 @@ command can go in a file a team commits (it names nothing of this machine) or mu
 user's own files. In order:
 
 - `--command C` as given (split like a shell would); portable unless it is an absolute path;
-- `uvx --from tether-bt tether` when Tether runs under uvx (its environment is in uv's cache,
-  which `uv cache clean` deletes, so that path must never be written);
+- `uvx --from SOURCE tether` when Tether runs under uvx (its environment is in uv's cache,
+  which `uv cache clean` deletes, so that path must never be written), SOURCE being where uvx
+  took it from (PEP 610's `direct_url.json`): a checkout's folder or a wheel (a path on this
+  machine: not portable), a URL, or `tether-bt` from the package index (after a release);
 - `tether` when the `tether` found on PATH is this installation;
 - else the absolute path of this installation's script: not portable, so installers write it
   only to the user's or the local scope, never to a project file (and `tether` when there is
@@ -18,15 +20,19 @@ the install commands, never on the step path.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
 import sys
 from dataclasses import dataclass
+from urllib.parse import unquote, urlparse
 
 # The distribution's name on the package index (the command and the package are `tether`).
 DISTRIBUTION = "tether-bt"
 PATH, UVX, ABSOLUTE, GIVEN = "path", "uvx", "absolute", "given"
+# What an installer's note tells the user to do for a command that may be shared.
+SHAREABLE = "put tether on PATH (in a checkout of Tether: pipx install . or uv tool install .)"
 
 
 @dataclass(frozen=True)
@@ -80,6 +86,24 @@ def under_uvx() -> bool:
     )
 
 
+def installed_from() -> str | None:
+    """Where this distribution was installed from when not from the package index (PEP 610):
+    a local folder or file as its path, a repository as `VCS+URL`, else the URL."""
+    from importlib import metadata
+
+    try:
+        data = json.loads(metadata.distribution(DISTRIBUTION).read_text("direct_url.json") or "")
+        url = data["url"]
+    except (metadata.PackageNotFoundError, ValueError, TypeError, KeyError):
+        return None
+    if not isinstance(url, str):
+        return None
+    if url.startswith("file:"):
+        return unquote(urlparse(url).path)
+    vcs = data.get("vcs_info")
+    return f"{vcs['vcs']}+{url}" if isinstance(vcs, dict) and "vcs" in vcs else url
+
+
 def _on_path_is_this() -> bool:
     found = shutil.which("tether")
     mine = script()
@@ -102,7 +126,9 @@ def launch(given: str | None = None, *, shell_path: bool = True) -> Launch:
         return Launch(words, GIVEN, not os.path.isabs(words[0]))
     if under_uvx():
         uvx = "uvx" if shell_path else shutil.which("uvx") or "uvx"
-        return Launch((uvx, "--from", DISTRIBUTION, "tether"), UVX, not os.path.isabs(uvx))
+        source = installed_from() or DISTRIBUTION
+        local = os.path.isabs(uvx) or os.path.isabs(source)
+        return Launch((uvx, "--from", source, "tether"), UVX, not local)
     if shell_path and _on_path_is_this():
         return Launch(("tether",), PATH, True)
     mine = script()

@@ -111,14 +111,13 @@ def pristine(state: dict[str, Any]) -> dict[str, Any]:
 
 
 def current(state: dict[str, Any]) -> dict[str, Any]:
-    """The response of `next`: the first open request, or the terminal status."""
+    """The response of `next`, and the `next` of every answer: the first open request, or
+    exactly `{"status": "done"}` or `{"status": "failure"}`, as abtree and behaviors-sh answer
+    (why it failed is the state's `failure`, and the message of the answer that ended it)."""
     if state["status"] == COMPLETE:
         return {"status": "done"}
     if state["status"] == FAILED:
-        out: dict[str, Any] = {"status": FAILURE}
-        if state.get("failure"):
-            out["message"] = state["failure"]
-        return out
+        return {"status": FAILURE}
     return dict(state["open"][0])
 
 

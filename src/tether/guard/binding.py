@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tether.errors import TetherError
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 
 CONTEXT_LIMIT = 1000
 _TEXT_KEYS = ("instruction", "expression", "prompt")
+_SENTENCE_END = re.compile(r"(?<=[^\d\s])[.!?](?=\s|$)")  # not "1." of a list
 
 
 class Binding(NamedTuple):
@@ -67,12 +69,20 @@ def resolve(trace: str, project: str) -> str:
     return "file://" + os.path.normpath(os.path.join(project, os.path.expanduser(trace)))
 
 
-def first_line(request: dict[str, Any]) -> str:
-    """The first line of a request's text (its instruction, expression or prompt)."""
+def gist(request: dict[str, Any], limit: int) -> str:
+    """A request's text (its instruction, expression or prompt) with its lines joined, in at
+    most `limit` characters: whole when it fits, else its whole sentences that fit, else cut at
+    a word and marked `…`; so it never stops mid-sentence and runs into the words after it."""
     for key in _TEXT_KEYS:
         text = request.get(key)
         if isinstance(text, str) and text.strip():
-            return text.strip().splitlines()[0]
+            flat = " ".join(text.split())
+            if len(flat) <= limit:
+                return flat
+            ends = [m.end() for m in _SENTENCE_END.finditer(flat, 0, limit)]
+            if ends:
+                return flat[: ends[-1]]
+            return flat[: limit - 1].rsplit(" ", 1)[0].rstrip(",;:") + "…"
     return ""
 
 
@@ -253,7 +263,7 @@ class Binder:
         lines = [
             head,
             f"Current request: {current['type']} {current['name']!r} (step {current['step']}).",
-            _cut(first_line(current), 400)
+            gist(current, 400)
             if current.get("path") is not None
             else "Read the protocol (MCP next_step, or tether next) and accept it: submit success.",
             _ONLY_A_PERSON + " Tell the user what it asks and wait."
@@ -375,9 +385,7 @@ _ONLY_A_PERSON = (
 
 def _for_a_person(trace: str, requests: list[dict[str, Any]]) -> str:
     """What the user is told when the agent stops while the execution waits on them."""
-    asks = "; ".join(
-        f"{r['name']!r} asks: {_cut(first_line(r), 200)} (step {r['step']})" for r in requests
-    )
+    asks = "; ".join(f"{r['name']!r} asks: {gist(r, 200)} (step {r['step']})" for r in requests)
     return (
         f"[Tether] The execution {trace} waits on a person, so the agent may stop. {asks}. "
         f"Answer it with `tether approve {trace}` or `tether reject {trace}` (with --step when "
@@ -387,7 +395,7 @@ def _for_a_person(trace: str, requests: list[dict[str, Any]]) -> str:
 
 def _open_step(trace: str, current: dict[str, Any]) -> str:
     # The protocol gate's text is the protocol itself: its name says enough.
-    text = _cut(first_line(current), 200) if current.get("path") is not None else ""
+    text = gist(current, 200) if current.get("path") is not None else ""
     return (
         f"[Tether] The execution {trace} is still running; its open step is the "
         f"{current['type']} {current['name']!r}" + (f": {text}" if text else ".")

@@ -49,7 +49,17 @@ _HOOK_HELP = (
     "                  codex, gemini or cursor"
 )
 
-CHECK = Command("guard check", "validate a configuration and list its active rules", ("CONFIG",), 1)
+CHECK = Command(
+    "guard check",
+    "validate a configuration and list its active rules",
+    ("CONFIG",),
+    1,
+    repeated=("--tree",),
+    help="--tree TREE       also check the tools policies of this tree file (repeatable)",
+)
+# Claude Code ends a turn itself at this blocked stop in a row (2.1.332), without showing the
+# agent that refusal: a `max_stop_blocks` of this or more never lets a stop through there.
+CLAUDE_CODE_STOP_CAP = 9
 PROMPT = Command(
     "guard prompt",
     "print the system-prompt section of a configuration",
@@ -96,7 +106,7 @@ INSTALL = Command(
     "                  .cursor/hooks.json)\n"
     f"--config FILE     configuration file (default {DEFAULT_CONFIG}; created when missing)\n"
     "--command CMD     how hooks invoke tether (default: tether when it is on PATH, uvx --from\n"
-    "                  tether-bt tether under uvx, else this installation's full path)\n"
+    "                  SOURCE tether under uvx, else this installation's full path)\n"
     "--http URL        claude: install http hooks posting to this URL (see `serve`)\n"
     "--on-error MODE   block or allow, written into the hook command and a new configuration\n"
     "                  (default: the configuration's on_error, else block)",
@@ -191,6 +201,50 @@ def _classifier_warnings(plan: dict[str, Any]) -> list[dict[str, Any]]:
     return []
 
 
+def _stop_cap_warnings(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    cap = plan["workflow"]["max_stop_blocks"]
+    if cap < CLAUDE_CODE_STOP_CAP:
+        return []
+    message = (
+        f"max_stop_blocks is {cap}, but Claude Code ends a turn itself at the "
+        f"{CLAUDE_CODE_STOP_CAP}th stop blocked in a row, so there the cap is never reached and "
+        f"no stop is let through: keep it at {CLAUDE_CODE_STOP_CAP - 1} or less, or raise "
+        "Claude Code's own limit with CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"
+    )
+    return [{"path": "workflow.max_stop_blocks", "message": message}]
+
+
+def _policy_warnings(trees: list[str]) -> list[dict[str, Any]]:
+    """An entry of a tree's `tools` policy naming a tool no supported harness has (a bare
+    name; `mcp__server__tool`, dotted names and `*` are left alone)."""
+    from tether.guard.harness import tool_names
+    from tether.guard.triggers import canonical
+    from tether.tree.load import load_tree
+
+    known = {canonical(n) for names in tool_names().values() for n in names}
+    out = []
+    for file in trees:
+        stack = [(load_tree(file).data["root"], "")]
+        while stack:
+            node, above = stack.pop()
+            where = f"{above}/{node['name']}"
+            stack.extend((child, where) for child in reversed(node.get("children", [])))
+            for key, entries in node.get("tools", {}).items():
+                for i, entry in enumerate(entries):
+                    name = entry.split("(", 1)[0]
+                    if name == "*" or "." in name or "__" in name or canonical(name) in known:
+                        continue
+                    message = (
+                        f"{name!r} is a tool of none of Claude Code, Codex, Gemini CLI and Cursor "
+                        "(by Claude Code's names: Bash, Read, Edit, Write, ...); an MCP tool is "
+                        "written mcp__server__tool"
+                    )
+                    out.append(
+                        {"file": file, "path": f"{where}/tools/{key}/{i}", "message": message}
+                    )
+    return out
+
+
 def cmd_check(p: Parsed) -> int:
     from tether.guard.engine import Guard
 
@@ -213,7 +267,12 @@ def cmd_check(p: Parsed) -> int:
             "tracking": {k: sorted(v) for k, v in guard.plan["tracking"].items()},
             "classifier": guard.classifier is not None,
             "workflow": guard.plan["workflow"],
-            "warnings": [*guard.warnings, *_classifier_warnings(guard.plan)],
+            "warnings": [
+                *guard.warnings,
+                *_classifier_warnings(guard.plan),
+                *_stop_cap_warnings(guard.plan),
+                *_policy_warnings(p.multi.get("--tree", [])),
+            ],
         }
     )
     return EXIT_OK

@@ -4,7 +4,8 @@ in each one's own format.
 Owns, for each harness other than Claude Code: which of its hook events the guard answers and as
 which Claude Code event (`EVENTS`; `INSTALLED` are the ones `tether guard install` writes), its
 tool names and parameters as Claude Code's (`TOOLS`, `PARAMS`: so rules, `tools` policies and
-`TOOLS` checks written with `Bash`, `Edit`, `Read` apply unchanged), the payload read as one or
+`TOOLS` checks written with `Bash`, `Edit`, `Read` apply unchanged), every harness's tools by
+those names (`tool_names`, Claude Code's own included), the payload read as one or
 more Claude Code payloads (`events`), and the guard's Claude Code-shaped answer written in the
 harness's format (`render`, `answer`). It decides nothing (`hooks.handle` does) and writes no
 configuration (`install`). Claude Code's payloads and answers pass through unchanged.
@@ -132,6 +133,28 @@ TOOLS: dict[str, dict[str, str]] = {
         "WebSearch": "WebSearch",
     },
 }
+# Claude Code's own tools: 2.1.332's, as its requests to the model list them (deferred ones
+# included), and those of an interactive session. It has no Grep, Glob or LS: it searches
+# through Bash.
+CLAUDE_CODE_TOOLS = (
+    *("Agent", "Bash", "Edit", "Read", "Write", "Skill", "ToolSearch", "WebFetch", "WebSearch"),
+    *("NotebookEdit", "TodoWrite", "AskUserQuestion", "EnterPlanMode", "ExitPlanMode"),
+    *("Workflow", "ListAgents", "ReportFindings", "ScheduleWakeup", "SendMessage", "Monitor"),
+    *("TaskStop", "CronCreate", "CronDelete", "CronList", "EnterWorktree", "ExitWorktree"),
+)
+# What Codex's hooks report: its shell as Bash, apply_patch as Write or Edit (MCP tools aside).
+CODEX_TOOLS = ("Bash", "Write", "Edit")
+
+
+def tool_names() -> dict[str, tuple[str, ...]]:
+    """Each supported harness's tools, by the Claude Code names rules and policies use."""
+    return {
+        "claude": CLAUDE_CODE_TOOLS,
+        "codex": CODEX_TOOLS,
+        **{h: tuple(sorted(set(TOOLS[h].values()))) for h in ("gemini", "cursor")},
+    }
+
+
 # A parameter's Claude Code name, added beside the harness's own when the call lacks it.
 PARAMS: dict[str, dict[str, str]] = {
     "codex": {},

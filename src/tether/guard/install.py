@@ -24,7 +24,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from tether.cli.launch import Launch
+from tether.cli.launch import SHAREABLE, Launch
 from tether.errors import TetherError
 from tether.files import write_atomic
 from tether.guard.failsafe import mode
@@ -90,9 +90,9 @@ def settings_file(given: str | None, command: Launch, http: bool) -> tuple[str, 
     if http or command.portable:
         return SHARED_SETTINGS, None
     note = (
-        f"the command {command.command} is a path on this machine, so the hooks went to "
-        f"{LOCAL_SETTINGS} (yours alone), not {SHARED_SETTINGS} (shared); for shared hooks, put "
-        "tether on PATH (pipx install tether-bt) or run it with uvx (uvx --from tether-bt tether)"
+        f"the command {command.shell()} names a path on this machine, so the hooks went to "
+        f"{LOCAL_SETTINGS} (yours alone), not {SHARED_SETTINGS} (shared); for shared hooks, "
+        f"{SHAREABLE}"
     )
     return LOCAL_SETTINGS, note
 
@@ -282,9 +282,8 @@ def install_harness(
         out["before_it_runs"] = BEFORE_IT_RUNS[harness]
     if not portable:
         out["note"] = (
-            f"the command {command} is a path on this machine, and {path} is the project's "
-            "(there is no file of one project's hooks for you alone): before you share it, put "
-            "tether on PATH (pipx install tether-bt) or run it with uvx (uvx --from tether-bt "
-            "tether), and install again"
+            f"the command {command} names a path on this machine, and {path} is the project's "
+            "(there is no file of one project's hooks for you alone): before you share it, "
+            f"{SHAREABLE}, and install again"
         )
     return out

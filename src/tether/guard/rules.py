@@ -28,6 +28,8 @@ TEST_COMMANDS = (
 BASH_FILE_COMMANDS = (
     r"(^|[;&|(]|\s)(cat|head|tail|less|more|bat|sed|awk)\s|(^|[;&|(]|\s)perl\s+-\w*[pi]"
 )
+# A search in the shell: Claude Code 2.1 has no Grep or Glob tool and searches this way.
+SHELL_SEARCH = r"(^|[;&|(]|\s)(rg|grep|egrep|fgrep|ag|ack|git\s+grep|fd)\s"
 BLIND_EXPLORATION = r"\bfind\s+\.|\bls\s+-\w*R|(^|[;&|]\s*)tree\b|\bdir\s+/s\b"
 DESTRUCTIVE_SQL = r"\bdrop\s+(table|database)\b|\btruncate\s+table\b"
 UNSURE = r"\b(not sure|unsure|don'?t know|do not know|uncertain|can'?t remember|cannot remember)\b"
@@ -42,7 +44,11 @@ DEFAULT_TRACKING: dict[str, dict[str, dict[str, Any]]] = {
         },
     },
     "counters": {
-        "reads_since_search": {"increment_on": ["read"], "reset_on": ["grep", "glob", "search"]},
+        "reads_since_search": {
+            "increment_on": ["read"],
+            "reset_on": ["grep", "glob", "search"],
+            "reset_when": [{"tool": "bash", "param": "command", "matches": SHELL_SEARCH}],
+        },
         "changes_since_test": {
             "increment_on": ["edit", "write"],
             "reset_when": [{"tool": "bash", "param": "command", "matches": TEST_COMMANDS}],

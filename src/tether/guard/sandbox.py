@@ -8,17 +8,20 @@ through the same verbs. The session is bound to them as it was (`bind: auto`), a
 over a scratch state folder then answers each event as the hooks would: the context at each
 prompt, a `deny` for a call outside the open step's policy, evidence for each call, a refused
 `Stop` where a turn ended. So a transcript tests the whole feature, and nothing is read but the
-tree files it starts from, inside the project (the transcript's `cwd`), and nothing written
-outside a scratch folder.
+tree files it starts from and the executions it resumes, inside the project (the transcript's
+`cwd`), and nothing written outside a scratch folder.
 
-The configured `trace` is not replayed (it names a real execution, which replay never writes),
-nor an execution the transcript only resumes without having started it. It does not read the
-transcript (`replay`) or decide anything itself (`binding`).
+An execution the transcript resumes without having started it (a session that goes on with
+an earlier one's work) is copied into memory as it stood when resumed, read only from a file
+inside the project, and replayed there like the others. The configured `trace` is not replayed
+(it names a real execution, which replay never writes). It does not read the transcript
+(`replay`) or decide anything itself (`binding`).
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import shutil
 import tempfile
@@ -44,6 +47,22 @@ def _in(project: str, tree: str) -> str | None:
     path = os.path.realpath(os.path.join(project, named))
     root = os.path.realpath(project)
     return path if os.path.commonpath([path, root]) == root else None
+
+
+def _opened(result: Any) -> int | None:
+    """The trace seq at which the request a recorded resume answered with was opened (the
+    fourth part of its step token), when the answer was recorded."""
+    if isinstance(result, list):  # an MCP result's text blocks
+        result = next((b.get("text") for b in result if isinstance(b, dict)), None)
+    if isinstance(result, str):
+        try:
+            result = json.loads(result)
+        except ValueError:
+            return None
+    current = result.get("current") if isinstance(result, dict) else None
+    step = current.get("step") if isinstance(current, dict) else None
+    parts = step.rsplit(":", 2) if isinstance(step, str) else []
+    return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else None
 
 
 class Sandbox:
@@ -80,7 +99,7 @@ class Sandbox:
             for words in simple_commands(str(params.get("command"))) or []:
                 args = tether_args(words)
                 if args:
-                    self._shell(project, args)
+                    self._shell(project, args, result)
 
     def _replayed(self, name: str, given: Any, project: str, result: Any = None) -> str | None:
         """The replay's URI for the execution a call names (a new one for a start)."""
@@ -89,7 +108,29 @@ class Sandbox:
         if name in ("start", "start_execution"):
             return self._fresh(given, project, result)
         recorded = (name in _OPENERS and result_uri(result)) or resolve(given, project)
+        if recorded not in self.executions and name in ("resume", "resume_execution"):
+            return self._copy(recorded, project, result)
         return self.executions.get(recorded)
+
+    def _copy(self, recorded: str, project: str, result: Any) -> str | None:
+        """An in-memory copy of an execution the transcript resumes without having started it,
+        read only from a file inside the project (never through a link out of it): its trace
+        up to the opening of the request the resume answered with (all of it when the answer
+        was not recorded), taking the step tokens the session answered it with."""
+        path = _in(project, recorded) if recorded.startswith("file:") else None
+        if path is None:
+            return None
+        runtime = self.binder.runtime
+        try:
+            entries = runtime.trace(path)
+            opened = _opened(result)
+            at = len(entries) if opened is None else sum(e["seq"] < opened for e in entries)
+            copy = f"memory://tether-replay-{os.getpid()}-{next(_counter)}"
+            runtime.fork(path, copy, at=at, same_tokens=True)
+        except TetherError:
+            return None
+        self.executions[recorded] = copy
+        return copy
 
     def _fresh(self, given: Any, project: str, result: Any = None) -> str | None:
         """A new in-memory execution standing for the one a start or a fork made, so a
@@ -123,7 +164,7 @@ class Sandbox:
         if made and name in (*_OPENERS, *_FORKS):
             self._bind(trace, "mcp")
 
-    def _shell(self, project: str, args: list[str]) -> None:
+    def _shell(self, project: str, args: list[str], result: Any) -> None:
         from tether.cli.args import parse
         from tether.cli.main import COMMANDS, HANDLERS
 
@@ -134,7 +175,7 @@ class Sandbox:
             parsed = parse(command, args[1:])
         except TetherError:
             return
-        trace = self._replayed(args[0], parsed.args.get("TRACE"), project)
+        trace = self._replayed(args[0], parsed.args.get("TRACE"), project, result)
         if trace is None:
             return
         parsed.args["TRACE"] = trace

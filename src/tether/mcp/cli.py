@@ -64,8 +64,8 @@ INSTALL = Command(
         "--root R     pass --root R to the server, relative to --dir in a project file\n"
         "             (claude-desktop: default --dir, since it starts servers in /)\n"
         "--command C  the command the client runs (default: tether when it is on PATH, uvx\n"
-        "             --from tether-bt tether under uvx, else this installation's full path,\n"
-        "             which goes to the local or user scope, never into a project file)"
+        "             --from SOURCE tether under uvx, else this installation's full path; one\n"
+        "             naming this machine goes to the local or user scope, never a project file)"
     ),
 )
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from tether.cli.launch import SHAREABLE
 from tether.errors import TetherError
 from tether.files import write_atomic
 
@@ -115,9 +116,9 @@ def placed(plan: Install) -> tuple[Install, str | None]:
         return plan, None
     scope = PRIVATE_SCOPE[plan.target]
     note = (
-        f"the command {plan.command} is a path on this machine, so the entry went to the "
-        f"{scope} scope, not the project's shared file; for a project entry, put tether on "
-        "PATH (pipx install tether-bt) or run it with uvx (uvx --from tether-bt tether ...)"
+        f"the command {shlex.join([plan.command, *plan.args])} names a path on this machine, so "
+        f"the entry went to the {scope} scope, not the project's shared file; for a project "
+        f"entry, {SHAREABLE}"
     )
     return replace(plan, scope=scope), note
 

@@ -88,8 +88,8 @@ def store_for(uri: str) -> Store:
             raise TetherError(
                 "store_unavailable",
                 f"{scheme}:// executions need the PostgreSQL driver ({exc.name} is not "
-                "installed): pip install 'tether-bt[postgres]' (from a checkout: "
-                "pip install -e '.[postgres]')",
+                "installed): in a checkout of Tether, pip install '.[postgres]' (after a release: "
+                "pip install 'tether-bt[postgres]')",
                 uri=uri,
             ) from None
         store = PostgresStore()

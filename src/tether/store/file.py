@@ -118,8 +118,9 @@ class FileStore:
                 raise TetherError(
                     "already_exists",
                     f"files of an execution are at {path} without its state ({', '.join(present)}"
-                    "), perhaps from a start that was interrupted; they were left as they are: "
-                    "remove them or choose another path",
+                    "), left by a start that was interrupted or because the state file was "
+                    "deleted; they were left as they are: to start over, remove them, or choose "
+                    "another path",
                     path=path,
                     files=present,
                 )
