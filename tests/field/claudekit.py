@@ -41,10 +41,23 @@ def claude_binary() -> str:
     return str(CLAUDE)
 
 
+def home(project: Path) -> Path:
+    """The fresh HOME of the project's test: Claude Code's and every `tether` call's."""
+    folder = project.parent / "home"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
 def tether(project: Path, *args: str, check: bool = True) -> Any:
-    """`tether ARGS` in the project; its JSON answer (stdout), or the completed process."""
+    """`tether ARGS` in the project, with its HOME; the JSON answer, or the completed process."""
     done = subprocess.run(
-        [TETHER, *args], cwd=project, capture_output=True, text=True, timeout=60, check=False
+        [TETHER, *args],
+        cwd=project,
+        env={**os.environ, "HOME": str(home(project))},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     if not check:
         return done
@@ -122,8 +135,6 @@ def claude(
     env: dict[str, str] | None = None,
 ) -> Run:
     """One headless Claude Code turn in `project` against `model`."""
-    home = project.parent / "home"
-    home.mkdir(exist_ok=True)
     session = session or str(uuid.uuid4())
     resume = "--resume" in args
     command = [
@@ -142,7 +153,7 @@ def claude(
     done = subprocess.run(
         command,
         cwd=project,
-        env=environment(home, model, **(env or {})),
+        env=environment(home(project), model, **(env or {})),
         capture_output=True,
         text=True,
         timeout=240,

@@ -1,9 +1,13 @@
 """The real Claude Code 2.1.332, headless, against a scripted model: Tether installed with its own
-commands holds the session to its workflow (docs/workflow-guard.md)."""
+commands (`tether init`, `tether guard install claude`, `tether mcp install`) holds the session to
+its workflow, as docs/workflow-guard.md says. Each test asserts on what a user would notice: the
+execution's trace, the files, and what the model was told (the request bodies the server kept)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
 
 from field import claudekit as ck
 from field.anthropic import AnthropicModel, said, tool_results
@@ -17,24 +21,147 @@ tree:
   name: Report
   steps:
     - instruct: Write the weekly report to report.md.
-      writes: [report]
 """
+
+REVIEW = """\
+name: review
+version: 1
+tree:
+  type: action
+  name: Review
+  tools:
+    allow: [Read, Agent, "Bash(git diff*)"]
+    deny: [Edit, Write]
+  steps:
+    - instruct: Review calc.py and write what you found to $VAR.review.
+"""
+
+CHECKED = """\
+name: checked
+version: 1
+tree:
+  type: action
+  name: Test
+  retries: 1
+  steps:
+    - instruct: Run the checks with sh check.sh and fix what fails.
+    - check: TOOLS.exists(t, t.tool == "Bash" && t.input.command.contains("check.sh") && t.ok)
+"""
+
+HUMAN = """\
+name: release
+version: 1
+tree:
+  type: action
+  name: Release
+  steps:
+    - human: Approve the release notes.
+"""
+
+CALC = "def add(a, b):\n    return a + b\n"
 
 
 def bash(command: str) -> Call:
     return Call("Bash", {"command": command, "description": "run"})
 
 
+def start(tree: str) -> list[list[Call]]:
+    """The agent starts the execution from the shell and accepts the protocol."""
+    return [[bash(f"tether start {tree} run.json")], [bash("tether submit run.json success")]]
+
+
+def edit(path: Path) -> list[list[Call]]:
+    """The agent reads a file, then edits it (Claude Code edits only a file it has read)."""
+    return [
+        [Call("Read", {"file_path": str(path)})],
+        [Call("Edit", {"file_path": str(path), "old_string": "a + b", "new_string": "a - b"})],
+    ]
+
+
+def refusals(model: AnthropicModel) -> list[str]:
+    """The Stop refusals the model was shown by its last turn, in order: what follows
+    "Stop hook feedback:" in a user message (Claude Code's wording)."""
+    marker = "Stop hook feedback:"
+    return [
+        text.split(marker, 1)[1].strip()
+        for message in model.turns[-1].body["messages"]
+        if message["role"] == "user" and marker in (text := said_in(message))
+    ]
+
+
+def said_in(message: dict[str, Any]) -> str:
+    """The text of one message of a request."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    return "\n".join(b.get("text", "") for b in content if isinstance(b, dict))
+
+
 def test_a_shell_start_binds_and_stops_are_refused_up_to_the_cap(tmp_path: Path) -> None:
     project = ck.project(tmp_path, "      max_stop_blocks: 3\n", trees={"report.yaml": REPORT})
-    script = [[bash("tether start report.yaml run.json")], [bash("tether submit run.json success")], Text("All done.")]
-    with AnthropicModel(script) as model:
+    with AnthropicModel([*start("report.yaml"), Text("All done.")]) as model:
         run = ck.claude(project, model)
     assert run.result["subtype"] == "success", run.result
-    entries = ck.trace(project, "run.json")
-    stops = ck.kinds(entries, "stop")
+    stops = ck.kinds(ck.trace(project, "run.json"), "stop")
     assert [s["outcome"] for s in stops] == ["refused"] * 3 + ["allowed"], stops
-    asked = model.turns
-    for request in asked[3:6]:
-        assert "Stop hook feedback" in said(request)
-        assert "'Report'" in said(request)
+    shown = refusals(model)
+    assert len(shown) == 3, shown
+    for text in shown:
+        assert "[Tether] The execution" in text and "'Report'" in text, text
+        assert "Write the weekly report to report.md." in text, text
+
+
+def test_claude_code_ends_the_turn_itself_after_nine_refused_stops(tmp_path: Path) -> None:
+    project = ck.project(tmp_path, "      max_stop_blocks: 20\n", trees={"report.yaml": REPORT})
+    with AnthropicModel([*start("report.yaml"), Text("All done.")]) as model:
+        run = ck.claude(project, model)
+    stops = ck.kinds(ck.trace(project, "run.json"), "stop")
+    # Claude Code's own cap (CLAUDE_CODE_STOP_HOOK_BLOCK_CAP) ends the turn at the ninth block in
+    # a row: that refusal is recorded but never shown to the model, and no tenth stop comes, so a
+    # max_stop_blocks above 8 is never reached and its let-through stop never happens.
+    assert [s["outcome"] for s in stops] == ["refused"] * 9, stops
+    assert len(refusals(model)) == 8
+    told = [e["content"] for e in run.events if e.get("subtype") == "informational"]
+    assert any(
+        "9 consecutive times" in text and "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP" in text for text in told
+    ), told
+    assert run.result["subtype"] == "success", run.result
+
+
+def test_an_edit_outside_the_steps_policy_is_denied_and_the_file_kept(tmp_path: Path) -> None:
+    project = ck.project(tmp_path, trees={"review.yaml": REVIEW, "calc.py": CALC})
+    calc = project / "calc.py"
+    with AnthropicModel([*start("review.yaml"), *edit(calc), Text("Reviewed.")]) as model:
+        ck.claude(project, model)
+    assert calc.read_text() == CALC
+    denied = tool_results(model.turns[4])[-1]
+    assert denied["is_error"], denied
+    assert "[Tether] Edit may not run while the instruct 'Review' is open" in denied["text"]
+    tools = [e["tool"] for e in ck.kinds(ck.trace(project, "run.json"), "tool")]
+    assert tools == ["Read"], tools
+
+
+def test_evidence_is_ok_for_a_passing_command_and_not_for_a_failing_one(tmp_path: Path) -> None:
+    project = ck.project(
+        tmp_path, trees={"checked.yaml": CHECKED, "check.sh": "test -f fixed\n"}
+    )
+    script = [
+        *start("checked.yaml"),
+        [bash("sh check.sh")],
+        [bash("tether submit run.json success")],
+        [bash("touch fixed")],
+        [bash("sh check.sh")],
+        [bash("tether submit run.json success")],
+        Text("Checks pass."),
+    ]
+    with AnthropicModel(script) as model:
+        run = ck.claude(project, model)
+    entries = ck.trace(project, "run.json")
+    runs = [(e["input"]["command"], e["ok"]) for e in ck.kinds(entries, "tool")]
+    assert runs == [("sh check.sh", False), ("touch fixed", True), ("sh check.sh", True)], runs
+    checks = [e["outcome"] for e in ck.kinds(entries, "check")]
+    assert checks == ["failed", "passed"], checks
+    assert ck.tether(project, "get", "run.json")["status"] == "complete"
+    # What Claude Code 2.1.332 fires for a failing Bash command: PostToolUseFailure.
+    fired = [h["hook_event"] for h in run.hooks() if h["hook_event"].startswith("PostToolUse")]
+    assert fired.count("PostToolUseFailure") == 1, fired
