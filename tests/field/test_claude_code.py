@@ -165,3 +165,75 @@ def test_evidence_is_ok_for_a_passing_command_and_not_for_a_failing_one(tmp_path
     # What Claude Code 2.1.332 fires for a failing Bash command: PostToolUseFailure.
     fired = [h["hook_event"] for h in run.hooks() if h["hook_event"].startswith("PostToolUse")]
     assert fired.count("PostToolUseFailure") == 1, fired
+
+
+def test_a_resumed_session_is_told_its_current_request(tmp_path: Path) -> None:
+    project = ck.project(tmp_path, "      max_stop_blocks: 1\n", trees={"report.yaml": REPORT})
+    with AnthropicModel([*start("report.yaml"), Text("Later.")]) as first:
+        run = ck.claude(project, first)
+    with AnthropicModel([Text("Resuming.")]) as second:
+        resumed = ck.claude(project, second, "Carry on.", "--resume", run.session)
+    started = resumed.hooks("SessionStart")
+    assert [h["hook_name"] for h in started] == ["SessionStart:resume"], started
+    context = said(second.turns[0])
+    assert f"[Tether] This session is bound to the execution file://{project}/run.json" in context
+    assert "Current request: instruct 'Report'" in context
+    assert "Write the weekly report to report.md." in context
+
+
+def test_an_mcp_start_binds_the_session(tmp_path: Path) -> None:
+    project = ck.project(tmp_path, "      max_stop_blocks: 1\n", trees={"report.yaml": REPORT})
+    ck.tether(project, "mcp", "install", "--target", "claude-code")
+    script = [
+        [Call("ToolSearch", {"query": "select:mcp__tether__start_execution,mcp__tether__submit"})],
+        [Call("mcp__tether__start_execution", {"tree_uri": "report.yaml", "trace_output": "run.json"})],
+        [Call("mcp__tether__submit", {"trace_output": "run.json", "status": "success"})],
+        Text("Stopping."),
+    ]
+    with AnthropicModel(script) as model:
+        run = ck.claude(project, model, tools=f"{ck.TOOLS} mcp__tether")
+    assert run.result["subtype"] == "success", run.result
+    entries = ck.trace(project, "run.json")
+    assert [e["kind"] for e in entries][:1] == ["protocol"], entries
+    assert [s["outcome"] for s in ck.kinds(entries, "stop")] == ["refused", "allowed"]
+    assert "'Report'" in refusals(model)[0]
+
+
+def test_a_human_step_lets_the_agent_stop_and_denies_its_own_approve(tmp_path: Path) -> None:
+    project = ck.project(tmp_path, trees={"release.yaml": HUMAN})
+    script = [*start("release.yaml"), [bash("tether approve run.json")], Text("Over to you.")]
+    with AnthropicModel(script) as model:
+        run = ck.claude(project, model)
+    denied = tool_results(model.turns[3])[-1]
+    assert denied["is_error"], denied
+    assert "is a person's answer, not an agent's" in denied["text"], denied
+    execution = ck.tether(project, "get", "run.json")
+    assert execution["status"] == "running" and execution["cursor"] is not None
+    assert refusals(model) == []
+    assert [s["outcome"] for s in ck.kinds(ck.trace(project, "run.json"), "stop")] == ["allowed"]
+    assert len(run.hooks("Stop")) == 1
+    assert "waits on a person" in str(run.events), run.events[-3:]
+
+
+def test_a_sub_agent_is_held_to_the_same_policy(tmp_path: Path) -> None:
+    project = ck.project(tmp_path, trees={"review.yaml": REVIEW, "calc.py": CALC})
+    calc = project / "calc.py"
+    agent = Call(
+        "Agent",
+        {
+            "description": "Fix calc",
+            "prompt": "Fix calc.py.",
+            "subagent_type": "general-purpose",
+            "run_in_background": False,  # so that its turns come in the script's order
+        },
+    )
+    script = [*start("review.yaml"), [agent], *edit(calc), Text("Could not."), Text("Reviewed.")]
+    with AnthropicModel(script) as model:
+        ck.claude(project, model)
+    assert calc.read_text() == CALC
+    sub = model.turns[3]  # the sub-agent's first turn: its own conversation
+    assert "Fix calc.py." in said(sub) and tool_results(sub) == []
+    denied = tool_results(model.turns[5])[-1]
+    assert "[Tether] Edit may not run while the instruct 'Review' is open" in denied["text"]
+    tools = [e["tool"] for e in ck.kinds(ck.trace(project, "run.json"), "tool")]
+    assert tools == ["Read", "Agent"], tools
