@@ -31,7 +31,12 @@ def _events(model: str, turn: Turn) -> list[tuple[str, dict[str, Any]]]:
     else:
         for call in turn:
             blocks.append(
-                {"type": "tool_use", "id": f"toolu_{next(_ids):06d}", "name": call.name, "input": {}}
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_{next(_ids):06d}",
+                    "name": call.name,
+                    "input": {},
+                }
             )
             deltas.append({"type": "input_json_delta", "partial_json": json.dumps(call.input)})
     stop = "end_turn" if isinstance(turn, Text) else "tool_use"
@@ -56,14 +61,24 @@ def _events(model: str, turn: Turn) -> list[tuple[str, dict[str, Any]]]:
     ]
     for index, (block, delta) in enumerate(zip(blocks, deltas, strict=True)):
         events += [
-            ("content_block_start", {"type": "content_block_start", "index": index, "content_block": block}),
-            ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}),
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": block},
+            ),
+            (
+                "content_block_delta",
+                {"type": "content_block_delta", "index": index, "delta": delta},
+            ),
             ("content_block_stop", {"type": "content_block_stop", "index": index}),
         ]
     events += [
         (
             "message_delta",
-            {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": usage},
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop, "stop_sequence": None},
+                "usage": usage,
+            },
         ),
         ("message_stop", {"type": "message_stop"}),
     ]
@@ -110,7 +125,9 @@ class AnthropicModel(ScriptedModel):
         if path == "/v1/messages/count_tokens":
             return Reply(chunks=[json.dumps({"input_tokens": 100}).encode()])
         if request.method != "POST" or path != "/v1/messages":
-            return Reply(status=404, chunks=[b'{"type":"error","error":{"type":"not_found_error"}}'])
+            return Reply(
+                status=404, chunks=[b'{"type":"error","error":{"type":"not_found_error"}}']
+            )
         turn = self.next_turn() if is_turn(request) else Text("Scripted session")
         model = str(body.get("model") or "claude-scripted")
         if not body.get("stream"):
@@ -131,7 +148,9 @@ def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(_text(b.get("text") or b.get("content")) for b in content if isinstance(b, dict))
+        return "\n".join(
+            _text(b.get("text") or b.get("content")) for b in content if isinstance(b, dict)
+        )
     return ""
 
 

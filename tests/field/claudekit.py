@@ -168,6 +168,16 @@ def claude(
     return Run(done.returncode, events, done.stderr, session)
 
 
+def run_claude_command(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`claude ARGS` (`plugin validate`, `plugin install`, ...) with the test's HOME."""
+    folder = tmp / "home"
+    folder.mkdir(exist_ok=True)
+    env = {**os.environ, "HOME": str(folder), "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+    return subprocess.run(
+        [claude_binary(), *args], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
 def trace(project: Path, uri: str) -> list[dict[str, Any]]:
     """The execution's trace entries."""
     return list(tether(project, "trace", uri))

@@ -5,7 +5,7 @@ execution's trace, the files, and what the model was told (the request bodies th
 
 from __future__ import annotations
 
-import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -142,9 +142,7 @@ def test_an_edit_outside_the_steps_policy_is_denied_and_the_file_kept(tmp_path: 
 
 
 def test_evidence_is_ok_for_a_passing_command_and_not_for_a_failing_one(tmp_path: Path) -> None:
-    project = ck.project(
-        tmp_path, trees={"checked.yaml": CHECKED, "check.sh": "test -f fixed\n"}
-    )
+    project = ck.project(tmp_path, trees={"checked.yaml": CHECKED, "check.sh": "test -f fixed\n"})
     script = [
         *start("checked.yaml"),
         [bash("sh check.sh")],
@@ -186,7 +184,12 @@ def test_an_mcp_start_binds_the_session(tmp_path: Path) -> None:
     ck.tether(project, "mcp", "install", "--target", "claude-code")
     script = [
         [Call("ToolSearch", {"query": "select:mcp__tether__start_execution,mcp__tether__submit"})],
-        [Call("mcp__tether__start_execution", {"tree_uri": "report.yaml", "trace_output": "run.json"})],
+        [
+            Call(
+                "mcp__tether__start_execution",
+                {"tree_uri": "report.yaml", "trace_output": "run.json"},
+            )
+        ],
         [Call("mcp__tether__submit", {"trace_output": "run.json", "status": "success"})],
         Text("Stopping."),
     ]
@@ -237,3 +240,76 @@ def test_a_sub_agent_is_held_to_the_same_policy(tmp_path: Path) -> None:
     assert "[Tether] Edit may not run while the instruct 'Review' is open" in denied["text"]
     tools = [e["tool"] for e in ck.kinds(ck.trace(project, "run.json"), "tool")]
     assert tools == ["Read", "Agent"], tools
+
+
+def test_the_plugin_validates_and_its_hooks_hold_the_session(tmp_path: Path) -> None:
+    checked = ck.run_claude_command(tmp_path, "plugin", "validate", str(ck.REPO))
+    assert checked.returncode == 0 and "Validation passed" in checked.stdout, checked.stdout
+    project = ck.project(tmp_path, install=False, trees={"review.yaml": REVIEW, "calc.py": CALC})
+    calc = project / "calc.py"
+    with AnthropicModel([*start("review.yaml"), *edit(calc), Text("Reviewed.")]) as model:
+        run = ck.claude(project, model, "Review it.", "--plugin-dir", str(ck.REPO))
+    assert calc.read_text() == CALC
+    assert "[Tether] Edit may not run" in tool_results(model.turns[4])[-1]["text"]
+    assert [e["tool"] for e in ck.kinds(ck.trace(project, "run.json"), "tool")] == ["Read"]
+    assert [s["outcome"] for s in ck.kinds(ck.trace(project, "run.json"), "stop")][:1] == [
+        "refused"
+    ]
+    assert run.result["subtype"] == "success", run.result
+
+
+def test_the_plugin_and_installed_hooks_handle_each_event_once(tmp_path: Path) -> None:
+    project = ck.project(
+        tmp_path,
+        "      max_stop_blocks: 3\n",
+        trees={"review.yaml": REVIEW, "calc.py": CALC},
+    )
+    calc = project / "calc.py"
+    with AnthropicModel([*start("review.yaml"), *edit(calc), Text("Reviewed.")]) as model:
+        run = ck.claude(project, model, "Review it.", "--plugin-dir", str(ck.REPO))
+    # Both copies ran: two PreToolUse hooks for each of the four calls.
+    assert len(run.hooks("PreToolUse")) == 8, [h["hook_name"] for h in run.hooks()]
+    entries = ck.trace(project, "run.json")
+    assert [e["tool"] for e in ck.kinds(entries, "tool")] == ["Read"]
+    assert [s["outcome"] for s in ck.kinds(entries, "stop")] == ["refused"] * 3 + ["allowed"]
+    shown = refusals(model)
+    assert len(shown) == 3 and all(text.count("[Tether]") == 1 for text in shown), shown
+    assert "[Tether] Edit may not run" in tool_results(model.turns[4])[-1]["text"]
+    assert calc.read_text() == CALC
+    told = [h["output"] for h in run.hooks("SessionStart") if "systemMessage" in h["output"]]
+    assert len(told) == 1 and "Tether's hooks run twice" in told[0], run.hooks("SessionStart")
+    assert ".claude/settings.local.json" in told[0]
+
+
+def test_guard_install_says_when_the_plugin_is_enabled(tmp_path: Path) -> None:
+    project = ck.project(tmp_path, install=False, trees={})
+    for args in (("marketplace", "add", str(ck.REPO)), ("install", "tether@tether")):
+        done = ck.run_claude_command(tmp_path, "plugin", *args)
+        assert done.returncode == 0, done.stdout + done.stderr
+    said = ck.tether(project, "guard", "install", "claude")
+    assert "Tether's hooks run twice" in said["installed_twice"], said
+    assert str(ck.home(project) / ".claude" / "settings.json") in said["installed_twice"]
+
+
+def test_a_plugin_that_cannot_start_tether_blocks_tool_calls(tmp_path: Path) -> None:
+    plugin = tmp_path / "plugin"
+    (plugin / "scripts").mkdir(parents=True)
+    shutil.copytree(ck.REPO / ".claude-plugin", plugin / ".claude-plugin")
+    shutil.copy2(ck.REPO / "scripts" / "claude-plugin", plugin / "scripts" / "claude-plugin")
+    project = ck.project(tmp_path, install=False, trees={})
+    made = project / "notes.md"
+    script = [[Call("Write", {"file_path": str(made), "content": "unguarded"})], Text("Done.")]
+    with AnthropicModel(script) as model:
+        run = ck.claude(
+            project,
+            model,
+            "Write notes.",
+            "--plugin-dir",
+            str(plugin),
+            env={"PATH": "/usr/bin:/bin"},
+        )
+    assert not made.exists()
+    blocked = tool_results(model.turns[1])[-1]
+    assert blocked["is_error"] and "cannot start tether" in blocked["text"], blocked
+    told = [h["output"] for h in run.hooks("SessionStart")]
+    assert any("cannot start tether" in text for text in told), told
