@@ -15,6 +15,8 @@ import os
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -166,6 +168,30 @@ def claude(
         except ValueError:
             continue
     return Run(done.returncode, events, done.stderr, session)
+
+
+@contextmanager
+def serving(project: Path) -> Iterator[str]:
+    """`tether guard serve` for the project on a free port, with the test's HOME; yields the
+    hook URL it prints."""
+    server = subprocess.Popen(
+        [TETHER, "guard", "serve", "--port", "0"],
+        cwd=project,
+        env={**os.environ, "HOME": str(home(project))},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert server.stdout is not None and server.stderr is not None
+    try:
+        line = server.stdout.readline()
+        assert line, server.stderr.read()
+        yield str(json.loads(line)["hook"])
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+        server.stdout.close()
+        server.stderr.close()
 
 
 def run_claude_command(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:

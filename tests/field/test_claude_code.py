@@ -5,6 +5,7 @@ execution's trace, the files, and what the model was told (the request bodies th
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -313,3 +314,26 @@ def test_a_plugin_that_cannot_start_tether_blocks_tool_calls(tmp_path: Path) -> 
     assert blocked["is_error"] and "cannot start tether" in blocked["text"], blocked
     told = [h["output"] for h in run.hooks("SessionStart")]
     assert any("cannot start tether" in text for text in told), told
+
+
+def test_guard_serve_holds_the_session_over_http_hooks(tmp_path: Path) -> None:
+    project = ck.project(
+        tmp_path,
+        "      max_stop_blocks: 2\n",
+        install=False,
+        trees={"review.yaml": REVIEW, "calc.py": CALC},
+    )
+    calc = project / "calc.py"
+    with ck.serving(project) as url:
+        installed = ck.tether(project, "guard", "install", "claude", "--http", url)
+        settings = json.loads((project / installed["settings"]).read_text())
+        handlers = [h for gs in settings["hooks"].values() for g in gs for h in g["hooks"]]
+        assert {h["type"] for h in handlers} == {"http"} and {h["url"] for h in handlers} == {url}
+        with AnthropicModel([*start("review.yaml"), *edit(calc), Text("Reviewed.")]) as model:
+            ck.claude(project, model, "Review it.")
+    assert calc.read_text() == CALC
+    assert "[Tether] Edit may not run" in tool_results(model.turns[4])[-1]["text"]
+    entries = ck.trace(project, "run.json")
+    assert [e["tool"] for e in ck.kinds(entries, "tool")] == ["Read"]
+    assert [s["outcome"] for s in ck.kinds(entries, "stop")] == ["refused", "refused", "allowed"]
+    assert len(refusals(model)) == 2
