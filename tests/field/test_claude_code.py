@@ -282,14 +282,19 @@ def test_the_plugin_and_installed_hooks_handle_each_event_once(tmp_path: Path) -
     assert ".claude/settings.local.json" in told[0]
 
 
-def test_guard_install_says_when_the_plugin_is_enabled(tmp_path: Path) -> None:
-    project = ck.project(tmp_path, install=False, trees={})
+def test_init_and_guard_install_say_when_the_plugin_is_enabled(tmp_path: Path) -> None:
+    ck.home(tmp_path / "project")
     for args in (("marketplace", "add", str(ck.REPO)), ("install", "tether@tether")):
         done = ck.run_claude_command(tmp_path, "plugin", *args)
         assert done.returncode == 0, done.stdout + done.stderr
+    enabled = str(ck.home(tmp_path / "project") / ".claude" / "settings.json")
+    project = ck.project(tmp_path, install=False, trees={})
+    init = ck.tether(project, "init", "again")
+    assert not any("guard install" in line for line in init["next"]), init["next"]
+    assert f"Tether's Claude Code plugin (enabled in {enabled})" in init["note"], init["note"]
     said = ck.tether(project, "guard", "install", "claude")
     assert "Tether's hooks run twice" in said["installed_twice"], said
-    assert str(ck.home(project) / ".claude" / "settings.json") in said["installed_twice"]
+    assert enabled in said["installed_twice"]
 
 
 def test_a_plugin_that_cannot_start_tether_blocks_tool_calls(tmp_path: Path) -> None:

@@ -81,17 +81,28 @@ def _init(p: Parsed) -> int:
             created.append(relative.replace(os.sep, "/"))
         else:
             skipped.append({"path": relative.replace(os.sep, "/"), "reason": reason})
+    from pathlib import Path
+
+    from tether.guard.install import plugin_enabled
+
+    plugin = plugin_enabled(Path(root))
+    hooks = f"Tether's Claude Code plugin (enabled in {plugin})" if plugin else "the guard"
     emit(
         {
             "dir": root,
             "created": created,
             "skipped": skipped,
-            "next": _next_commands(),
+            "next": _next_commands()[: 2 if plugin else 3],
             "run_next_in": root,
             "note": (
-                f"{GUARD_CONFIG} has a workflow section (bind: auto, stop: block): with the "
-                "guard installed, a Claude Code session is bound to the execution it starts and "
-                "is not let stop while a step is open"
+                f"{GUARD_CONFIG} has a workflow section (bind: auto, stop: block): with "
+                f"{hooks} installed, a Claude Code session is bound to the execution it starts "
+                "and is not let stop while a step is open"
+                + (
+                    " (the plugin runs the guard's hooks: do not install them too)"
+                    if plugin
+                    else ""
+                )
             ),
         }
     )
@@ -144,7 +155,8 @@ def _create(root: str, relative: str, data: bytes) -> str | None:
 
 
 def _next_commands() -> list[str]:
-    """The three commands to run next, spelt the way this installation is started."""
+    """The three commands to run next, spelt the way this installation is started (the last
+    installs the guard's hooks, which Tether's plugin, when enabled, runs already)."""
     from tether.cli.launch import ABSOLUTE, UVX, launch
 
     how = launch()
@@ -164,9 +176,7 @@ def _install_skill(p: Parsed) -> int:
 
     target = p.options.get("--target")
     if target not in ("claude", "agents"):
-        raise TetherError(
-            "usage", f"install skill needs --target claude or agents, got {target!r}"
-        )
+        raise TetherError("usage", f"install skill needs --target claude or agents, got {target!r}")
     project = Path(p.options.get("--dir", ".")).resolve()
     if not project.is_dir():
         raise TetherError("not_found", f"--dir {project} is not a folder", path=str(project))
