@@ -196,19 +196,16 @@ def handle(
     event = payload.get("hook_event_name", "")
     session_id = str(payload.get("session_id") or "default")
     project = project_dir(payload)
+    said = _installed_twice(project) if event == "SessionStart" else None
+    told = {"systemMessage": said} if said else {}
     key = delivery(payload)
     if key is not None and not store.first_delivery(session_id, key):
-        said = _installed_twice(project) if event == "SessionStart" else None
-        return {"systemMessage": said} if said else None
+        return told or None
     if binder is None:
         binder = Binder(guard.plan["workflow"], store.root)
     if event == "SessionStart":
         text = _joined(guard.session_context(), binder.context(session_id, project))
-        said = _installed_twice(project)
-        return {
-            **(_context(event, text) if text else {}),
-            **({"systemMessage": said} if said else {}),
-        } or None
+        return {**(_context(event, text) if text else {}), **told} or None
     if event == "SessionEnd":
         store.end(session_id)
         return None
