@@ -282,13 +282,18 @@ def test_the_plugin_and_installed_hooks_handle_each_event_once(tmp_path: Path) -
     assert ".claude/settings.local.json" in told[0]
 
 
-def test_init_and_guard_install_say_when_the_plugin_is_enabled(tmp_path: Path) -> None:
+def test_the_plugin_added_from_a_clone_guards_and_init_and_install_say_so(tmp_path: Path) -> None:
     ck.home(tmp_path / "project")
     for args in (("marketplace", "add", str(ck.REPO)), ("install", "tether@tether")):
         done = ck.run_claude_command(tmp_path, "plugin", *args)
         assert done.returncode == 0, done.stdout + done.stderr
     enabled = str(ck.home(tmp_path / "project") / ".claude" / "settings.json")
-    project = ck.project(tmp_path, install=False, trees={})
+    project = ck.project(tmp_path, install=False, trees={"review.yaml": REVIEW, "calc.py": CALC})
+    calc = project / "calc.py"
+    with AnthropicModel([*start("review.yaml"), *edit(calc), Text("Reviewed.")]) as model:
+        ck.claude(project, model, "Review it.")  # the plugin's copy runs, with no release
+    assert calc.read_text() == CALC
+    assert "[Tether] Edit may not run" in tool_results(model.turns[4])[-1]["text"]
     init = ck.tether(project, "init", "again")
     assert not any("guard install" in line for line in init["next"]), init["next"]
     assert f"Tether's Claude Code plugin (enabled in {enabled})" in init["note"], init["note"]
