@@ -22,12 +22,16 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+# Each tool call its own id, as the harness gives it (one event is handled once per id).
+CALLS = itertools.count(1)
 
 SESSION = "0199b0a4-6c1e-7d52-9f3a-2b4c6d8e0f12"
 
@@ -43,7 +47,7 @@ def codex(event: str, cwd: Path | str, **fields: Any) -> dict[str, Any]:
     if event != "SessionStart":
         out["turn_id"] = "turn-1"
     if event in ("PreToolUse", "PostToolUse"):
-        out.update(permission_mode="default", tool_use_id="call_1")
+        out.update(permission_mode="default", tool_use_id=f"call_{next(CALLS)}")
     return {**out, **fields}
 
 

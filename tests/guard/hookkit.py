@@ -10,6 +10,7 @@ notes on agent hooks): every event carries `session_id`, `transcript_path`, `cwd
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -19,6 +20,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+# Each tool call its own id, as the harness gives it (one event is handled once per id).
+CALLS = itertools.count(1)
 
 SESSION = "8d0c2a5e-1f3b-4c6d-9e7f-0a1b2c3d4e5f"
 
@@ -44,7 +48,12 @@ def prompt(cwd: Path | str, text: str, **kw: Any) -> dict[str, Any]:
 
 def pre(cwd: Path | str, tool: str, tool_input: dict[str, Any], **kw: Any) -> dict[str, Any]:
     return event(
-        "PreToolUse", cwd, tool_name=tool, tool_input=tool_input, tool_use_id="toolu_01", **kw
+        "PreToolUse",
+        cwd,
+        tool_name=tool,
+        tool_input=tool_input,
+        tool_use_id=f"toolu_{next(CALLS):04d}",
+        **kw,
     )
 
 
@@ -57,7 +66,7 @@ def post(
         tool_name=tool,
         tool_input=tool_input,
         tool_response=response,
-        tool_use_id="toolu_01",
+        tool_use_id=f"toolu_{next(CALLS):04d}",
         **kw,
     )
 
@@ -70,7 +79,7 @@ def failure(
         cwd,
         tool_name=tool,
         tool_input=tool_input,
-        tool_use_id="toolu_01",
+        tool_use_id=f"toolu_{next(CALLS):04d}",
         error=error,
         **kw,
     )

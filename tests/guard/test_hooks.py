@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -16,6 +17,9 @@ from tether.guard import Guard
 from tether.guard.hooks import handle
 from tether.guard.session_store import SessionStore
 from tether.guard.state import SessionState
+
+# Each tool call its own id, as the harness gives it (one event is handled once per id).
+CALLS = itertools.count(1)
 
 DATA = Path(__file__).parent / "data"
 SESSION = "5f1c7d2e-8a4b-4c3d-9e2f-1a2b3c4d5e6f"
@@ -35,7 +39,12 @@ def payload(event: str, cwd: str, **fields: Any) -> dict[str, Any]:
 
 def pre(cwd: str, tool: str, tool_input: dict[str, Any], **kw: Any) -> dict[str, Any]:
     return payload(
-        "PreToolUse", cwd, tool_name=tool, tool_input=tool_input, tool_use_id="toolu_01ABC", **kw
+        "PreToolUse",
+        cwd,
+        tool_name=tool,
+        tool_input=tool_input,
+        tool_use_id=f"toolu_{next(CALLS):04d}",
+        **kw,
     )
 
 
@@ -48,7 +57,7 @@ def post(
         tool_name=tool,
         tool_input=tool_input,
         tool_response=response,
-        tool_use_id="toolu_01ABC",
+        tool_use_id=f"toolu_{next(CALLS):04d}",
         **kw,
     )
 

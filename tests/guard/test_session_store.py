@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tether.guard import Guard
-from tether.guard.session_store import SNAPSHOT_EVERY, SessionStore
+from tether.guard.session_store import KEPT_DELIVERIES, SNAPSHOT_EVERY, SessionStore
 from tether.guard.state import SessionState
 
 
@@ -77,3 +77,20 @@ def test_agents_are_kept_apart(tmp_path):
     assert store.state("s", "sub/agent:1").total_tool_calls == 1
     store.end("s")
     assert store.state("s", "sub/agent:1").total_tool_calls == 0
+
+
+def test_an_event_is_delivered_once_per_session_and_the_record_stays_bounded(tmp_path):
+    store = SessionStore(str(tmp_path))
+    assert store.first_delivery("s", "PreToolUse toolu_1")
+    assert not store.first_delivery("s", "PreToolUse toolu_1")
+    assert not SessionStore(str(tmp_path)).first_delivery("s", "PreToolUse toolu_1")  # a process
+    assert store.first_delivery("other", "PreToolUse toolu_1")  # sessions are apart
+    assert store.first_delivery("s", "PreToolUse toolu_1\nPreToolUse toolu_2")  # one key a line
+    assert store.first_delivery("s", "PreToolUse toolu_2")
+    for i in range(2 * KEPT_DELIVERIES):
+        assert store.first_delivery("s", f"k{i}")
+    delivered = tmp_path / "sessions" / "s" / "delivered"
+    assert len(delivered.read_bytes().splitlines()) <= 2 * KEPT_DELIVERIES
+    assert not store.first_delivery("s", f"k{2 * KEPT_DELIVERIES - 1}")  # the recent are kept
+    store.end("s")
+    assert store.first_delivery("s", "PreToolUse toolu_1")  # a session that ended starts afresh

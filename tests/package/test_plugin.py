@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
-import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -49,6 +47,9 @@ REPO = Path(__file__).resolve().parents[2]
 PLUGIN = json.loads((REPO / ".claude-plugin" / "plugin.json").read_text(encoding="utf-8"))
 MARKET = json.loads((REPO / ".claude-plugin" / "marketplace.json").read_text(encoding="utf-8"))
 SKILL = REPO / "skills" / "tether" / "SKILL.md"
+LAUNCHER = "${CLAUDE_PLUGIN_ROOT}/scripts/claude-plugin"
+# This installation's `tether` on PATH, as after `pipx install` of a clone.
+ON_PATH = f"{Path(sys.executable).parent}:/usr/bin:/bin"
 
 KEBAB = r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$"
 SEMVER = r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?$"
@@ -220,17 +221,9 @@ def test_the_plugin_installs_the_guards_hooks_and_the_mcp_server() -> None:
         assert group.get("matcher") == ("*" if event in TOOL_EVENTS else None)
         (handler,) = group["hooks"]
         assert handler["timeout"] == 30
-        assert handler["command"].endswith(f"tether guard hook --config {GUARD_CONFIG}"), handler[
-            "command"
-        ]
+        assert handler["command"] == f'"{LAUNCHER}" hook', handler["command"]
     server = PLUGIN["mcpServers"]["tether"]
-    assert [server["command"], *server["args"]] == [
-        "uvx",
-        "--from",
-        f"tether-bt=={__version__}",
-        "tether",
-        "mcp",
-    ]
+    assert [server["command"], *server["args"]] == [LAUNCHER, "mcp"]
 
 
 def test_the_skill_has_the_frontmatter_claude_code_loads() -> None:
@@ -246,33 +239,22 @@ def test_the_skill_has_the_frontmatter_claude_code_loads() -> None:
     assert "## Drive a tree" in body and "## Write a tree" in body
 
 
-@pytest.fixture
-def uvx(tmp_path: Path) -> Path:
-    """A folder with a `uvx` that runs the named command from this installation: the plugin's
-    commands run as written, with no package index needed."""
-    folder = tmp_path / "bin"
-    folder.mkdir()
-    script = folder / "uvx"
-    script.write_text(
-        "#!/bin/sh\n"
-        '[ "$1" = --from ] || exit 64\n'
-        "shift 2\n"
-        "name=$1; shift\n"
-        f'exec {shlex.quote(str(Path(sys.executable).parent))}/"$name" "$@"\n'
-    )
-    script.chmod(script.stat().st_mode | stat.S_IXUSR)
-    return folder
+def _launched(command: str, root: Path) -> list[str]:
+    """A plugin command as Claude Code runs it: `${CLAUDE_PLUGIN_ROOT}` is the plugin's folder."""
+    return ["sh", "-c", command.replace("${CLAUDE_PLUGIN_ROOT}", str(root))]
 
 
-def _hook(command: str, project: Path, uvx: Path, payload: dict[str, Any]) -> Any:
+def _hook(
+    command: str, project: Path, payload: dict[str, Any], root: Path = REPO, path: str = ON_PATH
+) -> Any:
     env = {
         **os.environ,
-        "PATH": f"{uvx}:/usr/bin:/bin",
+        "PATH": path,
         "CLAUDE_PROJECT_DIR": str(project),
         "TETHER_GUARD_STATE": str(project / "state"),
     }
     return subprocess.run(
-        ["sh", "-c", command],
+        _launched(command, root),
         input=json.dumps(payload),
         env=env,
         capture_output=True,
@@ -283,7 +265,7 @@ def _hook(command: str, project: Path, uvx: Path, payload: dict[str, Any]) -> An
 
 
 def test_the_plugins_hook_guards_a_project_with_a_guard_config_and_no_other(
-    tmp_path: Path, uvx: Path
+    tmp_path: Path,
 ) -> None:
     command = PLUGIN["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
     project = tmp_path / "project"
@@ -297,12 +279,12 @@ def test_the_plugins_hook_guards_a_project_with_a_guard_config_and_no_other(
         "tool_input": {"command": "rm -rf /"},
         "tool_use_id": "t1",
     }
-    quiet = _hook(command, project, uvx, payload)
+    quiet = _hook(command, project, payload)
     assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")
     assert list(project.iterdir()) == []
     (project / ".tether").mkdir()
     (project / ".tether" / "guard.yaml").write_text("security:\n  behavior:\n    profile: dev\n")
-    guarded = _hook(command, project, uvx, payload)
+    guarded = _hook(command, project, payload)
     assert guarded.returncode == 0, guarded.stderr
     decision = json.loads(guarded.stdout)["hookSpecificOutput"]
     assert decision["permissionDecision"] == "deny"
@@ -310,12 +292,12 @@ def test_the_plugins_hook_guards_a_project_with_a_guard_config_and_no_other(
 
 
 @pytest.mark.anyio
-async def test_the_plugins_mcp_server_starts_and_initialises(tmp_path: Path, uvx: Path) -> None:
+async def test_the_plugins_mcp_server_starts_and_initialises(tmp_path: Path) -> None:
     server = PLUGIN["mcpServers"]["tether"]
     params = StdioServerParameters(
-        command=str(uvx / server["command"]),
+        command=server["command"].replace("${CLAUDE_PLUGIN_ROOT}", str(REPO)),
         args=server["args"],
-        env={**os.environ, "PATH": f"{uvx}:/usr/bin:/bin"},
+        env={**os.environ, "PATH": ON_PATH},
         cwd=str(tmp_path),
     )
     async with Client(params) as client:
@@ -326,3 +308,26 @@ async def test_the_plugins_mcp_server_starts_and_initialises(tmp_path: Path, uvx
             "drive_tree",
             "write_tree",
         ]
+
+
+def test_a_plugin_that_cannot_start_tether_blocks_tool_calls_and_says_why(tmp_path: Path) -> None:
+    root = tmp_path / "plugin"  # a copy with no .venv, run where no tether is on PATH
+    (root / "scripts").mkdir(parents=True)
+    (root / "scripts" / "claude-plugin").write_bytes(
+        (REPO / "scripts" / "claude-plugin").read_bytes()
+    )
+    (root / "scripts" / "claude-plugin").chmod(0o755)
+    project = tmp_path / "project"
+    (project / ".tether").mkdir(parents=True)
+    command = PLUGIN["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    base = {"session_id": "s1", "cwd": str(project), "transcript_path": str(tmp_path / "t")}
+    pre = {**base, "hook_event_name": "PreToolUse", "tool_name": "Write", "tool_input": {}}
+    assert _hook(command, project, pre, root, "/usr/bin:/bin").returncode == 0  # no config
+    (project / ".tether" / "guard.yaml").write_text("security:\n  behavior:\n    profile: dev\n")
+    blocked = _hook(command, project, pre, root, "/usr/bin:/bin")
+    assert blocked.returncode == 2 and blocked.stdout == "", blocked
+    assert "cannot start tether" in blocked.stderr and str(root) in blocked.stderr
+    stop = {**base, "hook_event_name": "Stop", "stop_hook_active": False}
+    told = _hook(command, project, stop, root, "/usr/bin:/bin")
+    assert told.returncode == 0, told
+    assert "cannot start tether" in json.loads(told.stdout)["systemMessage"]

@@ -81,18 +81,15 @@ def _init(p: Parsed) -> int:
             created.append(relative.replace(os.sep, "/"))
         else:
             skipped.append({"path": relative.replace(os.sep, "/"), "reason": reason})
+    commands, note = _next_steps(root)
     emit(
         {
             "dir": root,
             "created": created,
             "skipped": skipped,
-            "next": _next_commands(),
+            "next": commands,
             "run_next_in": root,
-            "note": (
-                f"{GUARD_CONFIG} has a workflow section (bind: auto, stop: block): with the "
-                "guard installed, a Claude Code session is bound to the execution it starts and "
-                "is not let stop while a step is open"
-            ),
+            "note": note,
         }
     )
     return EXIT_OK
@@ -143,17 +140,31 @@ def _create(root: str, relative: str, data: bytes) -> str | None:
     return None
 
 
-def _next_commands() -> list[str]:
-    """The three commands to run next, spelt the way this installation is started."""
+def _next_steps(root: str) -> tuple[list[str], str]:
+    """The commands to run next, spelt the way this installation is started, and a note on the
+    guard: when Tether's Claude Code plugin is enabled, it runs the guard's hooks, so installing
+    them is left out."""
+    from pathlib import Path
+
     from tether.cli.launch import ABSOLUTE, UVX, launch
+    from tether.guard.install import plugin_enabled
 
     how = launch()
     tether = how.shell() if how.how in (UVX, ABSOLUTE) else "tether"
-    return [
+    plugin = plugin_enabled(Path(root))
+    hooks = f"Tether's Claude Code plugin (enabled in {plugin})" if plugin else "the guard"
+    note = (
+        f"{GUARD_CONFIG} has a workflow section (bind: auto, stop: block): with {hooks} "
+        "installed, a Claude Code session is bound to the execution it starts and is not let "
+        "stop while a step is open"
+    )
+    commands = [
         f"{tether} start examples/hello-world.yaml run.json",
         f"{tether} submit run.json success",
-        f"{tether} guard install claude",
     ]
+    if plugin:
+        return commands, note + " (the plugin runs the guard's hooks: do not install them too)"
+    return [*commands, f"{tether} guard install claude"], note
 
 
 # -- install skill ------------------------------------------------------------------------------
@@ -164,9 +175,7 @@ def _install_skill(p: Parsed) -> int:
 
     target = p.options.get("--target")
     if target not in ("claude", "agents"):
-        raise TetherError(
-            "usage", f"install skill needs --target claude or agents, got {target!r}"
-        )
+        raise TetherError("usage", f"install skill needs --target claude or agents, got {target!r}")
     project = Path(p.options.get("--dir", ".")).resolve()
     if not project.is_dir():
         raise TetherError("not_found", f"--dir {project} is not a folder", path=str(project))

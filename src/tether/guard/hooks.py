@@ -17,6 +17,11 @@ carry it). It does not parse configuration or talk HTTP (the CLI and `serve` do)
   except when `stop_hook_active` (the model is already continuing because of a stop hook).
 - `SessionEnd`: the session's stored state is forgotten.
 
+An event is handled once however many hooks deliver it (the plugin's and `tether guard install`'s,
+say): `delivery` names it (a tool call by its `tool_use_id`, a prompt by its `prompt_id`, a stop
+by the transcript's last assistant entry, a start by its source and the transcript's size), and a
+repeat gets no answer (`SessionStore.first_delivery`).
+
 A session bound to an execution (`binding`) also gets, on top of the rules: its current request
 as context at `SessionStart` and `UserPromptSubmit`, a `deny` for a call outside the open step's
 `tools` policy at `PreToolUse`, its calls recorded as evidence at `PostToolUse` and
@@ -125,6 +130,54 @@ def tool_ok(payload: dict[str, Any]) -> bool | None:
     return True if ok is None and NATIVE not in payload else ok
 
 
+def last_assistant_uuid(transcript: str) -> str | None:
+    """The `uuid` of the transcript's last assistant entry (Claude Code writes it before `Stop`)."""
+    for entry in _entries_backwards(transcript):
+        if entry.get("type") == "assistant" and isinstance(entry.get("uuid"), str):
+            return str(entry["uuid"])
+    return None
+
+
+def delivery(payload: dict[str, Any]) -> str | None:
+    """What makes this event one, whichever hook delivers it (None: nothing does)."""
+    event = payload.get("hook_event_name", "")
+    if event in TOOL_EVENTS:
+        call = payload.get("tool_use_id")
+        params = payload.get("tool_input")
+        target = params.get("file_path") if isinstance(params, dict) else None
+        return f"{event} {call} {payload.get('tool_name')} {target}" if call else None
+    if event == "UserPromptSubmit":
+        prompt = payload.get("prompt_id")
+        return f"{event} {prompt}" if prompt else None
+    transcript = payload.get("agent_transcript_path") or payload.get("transcript_path")
+    if not isinstance(transcript, str) or not transcript:
+        return None
+    if event in ("Stop", "SubagentStop"):
+        entry = last_assistant_uuid(transcript)
+        return f"{event} {payload.get('agent_id')} {entry}" if entry else None
+    if event == "SessionStart":
+        try:
+            size = os.stat(transcript).st_size
+        except OSError:
+            size = 0
+        return f"{event} {payload.get('source')} {size}"
+    return None
+
+
+def _installed_twice(project: str) -> str | None:
+    """When run by Tether's plugin (its launcher sets `TETHER_CLAUDE_PLUGIN`) in a project that
+    also has the guard's hooks installed: what to tell the user."""
+    plugin = os.environ.get("TETHER_CLAUDE_PLUGIN")
+    if not plugin:
+        return None
+    from pathlib import Path
+
+    from tether.guard.install import installed_hooks, twice
+
+    hooks = installed_hooks(Path(project))
+    return twice(hooks, f"loaded from {plugin}") if hooks else None
+
+
 def _context(event: str, text: str) -> dict[str, Any]:
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
 
@@ -153,16 +206,22 @@ def handle(
     store: SessionStore,
     binder: Binder | None = None,
 ) -> dict[str, Any] | None:
-    """The hook output for one payload, or None when there is nothing to say. `binder` holds
-    the workflow binding (made from the guard's `workflow` settings when not given)."""
+    """The hook output for one payload, or None when there is nothing to say (or another hook
+    delivered the same event first). `binder` holds the workflow binding (made from the guard's
+    `workflow` settings when not given)."""
     event = payload.get("hook_event_name", "")
     session_id = str(payload.get("session_id") or "default")
+    project = project_dir(payload)
+    said = _installed_twice(project) if event == "SessionStart" else None
+    told = {"systemMessage": said} if said else {}
+    key = delivery(payload)
+    if key is not None and not store.first_delivery(session_id, key):
+        return told or None
     if binder is None:
         binder = Binder(guard.plan["workflow"], store.root)
-    project = project_dir(payload)
     if event == "SessionStart":
         text = _joined(guard.session_context(), binder.context(session_id, project))
-        return _context(event, text) if text else None
+        return {**(_context(event, text) if text else {}), **told} or None
     if event == "SessionEnd":
         store.end(session_id)
         return None

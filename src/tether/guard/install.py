@@ -13,7 +13,11 @@ whose command is a path on this machine go to `.claude/settings.local.json` inst
 (`settings_file`). Codex, Gemini CLI and Cursor get command hooks running `tether guard hook
 --harness NAME` (`install_harness`); they have no file of one project's hooks for one user, so a
 command that is a path on this machine is written to the project's file, and the output says so.
-It does not choose the command (`tether.cli.launch`) or run hooks.
+Tether's Claude Code plugin runs the same hooks: installing them beside an enabled plugin is
+said (`plugin_enabled`, read from `enabledPlugins` in the user's and the project's settings), and
+the plugin's hooks say so when they find these installed (`installed_hooks`); either way each
+event is handled once (`tether.guard.hooks`). It does not choose the command
+(`tether.cli.launch`) or run hooks.
 """
 
 from __future__ import annotations
@@ -82,6 +86,55 @@ def _ours(handler: Any, entry: dict[str, Any], command: str) -> bool:
     return str(handler.get("command", "")).startswith(f"{command} guard hook ")
 
 
+CLAUDE_FILES = (SHARED_SETTINGS, LOCAL_SETTINGS)
+PLUGIN = "tether"  # the plugin's name in .claude-plugin/plugin.json
+
+
+def _settings(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def plugin_enabled(project: Path) -> str | None:
+    """The settings file that enables Tether's Claude Code plugin for `project`, if one does."""
+    files = [Path.home() / ".claude" / "settings.json", *(project / f for f in CLAUDE_FILES)]
+    for path in files:
+        enabled = _settings(path).get("enabledPlugins")
+        if isinstance(enabled, dict) and any(
+            on is True and str(name).split("@")[0] == PLUGIN for name, on in enabled.items()
+        ):
+            return str(path)
+    return None
+
+
+def installed_hooks(project: Path) -> str | None:
+    """The project's Claude Code settings file holding the guard's own hooks, if one does."""
+    for name in CLAUDE_FILES:
+        hooks = _settings(project / name).get("hooks")
+        groups = hooks.values() if isinstance(hooks, dict) else []
+        for group in (g for gs in groups if isinstance(gs, list) for g in gs):
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            for handler in handlers if isinstance(handlers, list) else []:
+                if isinstance(handler, dict) and (
+                    " guard hook " in f"{handler.get('command', '')} "
+                    or str(handler.get("url", "")).endswith("/hook")
+                ):
+                    return name
+    return None
+
+
+def twice(hooks: str, plugin: str) -> str:
+    """What the user is told when the plugin and installed hooks both run."""
+    return (
+        f"Tether's hooks run twice: installed in {hooks} and by the Tether plugin ({plugin}). "
+        "Each event is still handled once, but keep one: remove the guard's entries from "
+        f"{hooks}, or disable the plugin (/plugin)."
+    )
+
+
 def settings_file(given: str | None, command: Launch, http: bool) -> tuple[str, str | None]:
     """The settings file to write, and why when it is not the one asked for: the shared project
     file, unless the hook command is a path on this machine (then the local settings)."""
@@ -141,11 +194,13 @@ def install_claude(
         added.append(event)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(str(path), json.dumps(data, indent=2) + "\n")
+    plugin = plugin_enabled(path.resolve().parent.parent)
     return {
         "settings": str(path),
         "added": added,
         "updated": sorted(set(updated), key=EVENTS.index),
         **_configured(path, config, http, on_error),
+        **({"installed_twice": twice(str(path), f"enabled in {plugin}")} if plugin else {}),
     }
 
 

@@ -10,6 +10,10 @@ log is a `tether.appendlog` log: a torn last line (a crash mid-write) is skipped
 cut off before the next append, so no later event is lost with it. It does not decide anything:
 callers get a `GuardSession` over the loaded state, and every event it records is appended to the
 log on exit.
+
+It also keeps which events of a session were delivered (`first_delivery`): when several hooks
+deliver one event (the plugin's and the installed ones), the first is handled and the others
+are not, so one event is recorded and counted once.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from tether.guard.state import SessionState
 
 _SAFE = re.compile(r"[^A-Za-z0-9_-]")
 SNAPSHOT_EVERY = 64
+KEPT_DELIVERIES = 256  # the last delivered events of a session that a repeat is checked against
 
 
 class _Loaded(NamedTuple):
@@ -108,6 +113,28 @@ class SessionStore:
         finally:
             locking.unlock(handle.fileno())
             handle.close()
+
+    def first_delivery(self, session_id: str, key: str) -> bool:
+        """Whether the event `key` of the session is delivered for the first time (and note that
+        it was): the session's `delivered` file, a key a line, is its own lock; it keeps the last
+        `KEPT_DELIVERIES` keys."""
+        path = os.path.join(self.folder(session_id), "delivered")
+        try:
+            handle = open(path, "a+b")  # noqa: SIM115 (closed by the with below)
+        except FileNotFoundError:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            handle = open(path, "a+b")  # noqa: SIM115
+        line = key.replace("\n", " ").encode()
+        with handle, locking.locked(handle.fileno()):
+            handle.seek(0)
+            keys = handle.read().splitlines()
+            if line in keys:
+                return False
+            if len(keys) >= 2 * KEPT_DELIVERIES:
+                handle.truncate(0)
+                handle.write(b"".join(k + b"\n" for k in keys[-KEPT_DELIVERIES:]))
+            handle.write(line + b"\n")
+        return True
 
     def state(self, session_id: str, agent_id: str | None = None) -> SessionState:
         """The stored state of a session (an empty state when there is none)."""

@@ -1,0 +1,349 @@
+"""The real Claude Code 2.1.332, headless, against a scripted model: Tether installed with its own
+commands (`tether init`, `tether guard install claude`, `tether mcp install`) holds the session to
+its workflow, as docs/workflow-guard.md says. Each test asserts on what a user would notice: the
+execution's trace, the files, and what the model was told (the request bodies the server kept)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from field import claudekit as ck
+from field.anthropic import AnthropicModel, said, tool_results
+from field.scripted import Call, Text
+
+REPORT = """\
+name: report
+version: 1
+tree:
+  type: action
+  name: Report
+  steps:
+    - instruct: Write the weekly report to report.md.
+"""
+
+REVIEW = """\
+name: review
+version: 1
+tree:
+  type: action
+  name: Review
+  tools:
+    allow: [Read, Agent, "Bash(git diff*)"]
+    deny: [Edit, Write]
+  steps:
+    - instruct: Review calc.py and write what you found to $VAR.review.
+"""
+
+CHECKED = """\
+name: checked
+version: 1
+tree:
+  type: action
+  name: Test
+  retries: 1
+  steps:
+    - instruct: Run the checks with sh check.sh and fix what fails.
+    - check: TOOLS.exists(t, t.tool == "Bash" && t.input.command.contains("check.sh") && t.ok)
+"""
+
+HUMAN = """\
+name: release
+version: 1
+tree:
+  type: action
+  name: Release
+  steps:
+    - human: Approve the release notes.
+"""
+
+CALC = "def add(a, b):\n    return a + b\n"
+
+
+def bash(command: str) -> Call:
+    return Call("Bash", {"command": command, "description": "run"})
+
+
+def start(tree: str) -> list[list[Call]]:
+    """The agent starts the execution from the shell and accepts the protocol."""
+    return [[bash(f"tether start {tree} run.json")], [bash("tether submit run.json success")]]
+
+
+def edit(path: Path) -> list[list[Call]]:
+    """The agent reads a file, then edits it (Claude Code edits only a file it has read)."""
+    return [
+        [Call("Read", {"file_path": str(path)})],
+        [Call("Edit", {"file_path": str(path), "old_string": "a + b", "new_string": "a - b"})],
+    ]
+
+
+def refusals(model: AnthropicModel) -> list[str]:
+    """The Stop refusals the model was shown by its last turn, in order: what follows
+    "Stop hook feedback:" in a user message (Claude Code's wording)."""
+    marker = "Stop hook feedback:"
+    return [
+        text.split(marker, 1)[1].strip()
+        for message in model.turns[-1].body["messages"]
+        if message["role"] == "user" and marker in (text := said_in(message))
+    ]
+
+
+def said_in(message: dict[str, Any]) -> str:
+    """The text of one message of a request."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    return "\n".join(b.get("text", "") for b in content if isinstance(b, dict))
+
+
+def test_a_shell_start_binds_and_stops_are_refused_up_to_the_cap(tmp_path: Path) -> None:
+    project = ck.project(tmp_path, "      max_stop_blocks: 3\n", trees={"report.yaml": REPORT})
+    with AnthropicModel([*start("report.yaml"), Text("All done.")]) as model:
+        run = ck.claude(project, model)
+    assert run.result["subtype"] == "success", run.result
+    stops = ck.kinds(ck.trace(project, "run.json"), "stop")
+    assert [s["outcome"] for s in stops] == ["refused"] * 3 + ["allowed"], stops
+    shown = refusals(model)
+    assert len(shown) == 3, shown
+    for text in shown:
+        assert "[Tether] The execution" in text and "'Report'" in text, text
+        assert "Write the weekly report to report.md." in text, text
+
+
+def test_claude_code_ends_the_turn_itself_after_nine_refused_stops(tmp_path: Path) -> None:
+    project = ck.project(tmp_path, "      max_stop_blocks: 20\n", trees={"report.yaml": REPORT})
+    with AnthropicModel([*start("report.yaml"), Text("All done.")]) as model:
+        run = ck.claude(project, model)
+    stops = ck.kinds(ck.trace(project, "run.json"), "stop")
+    # Claude Code's own cap (CLAUDE_CODE_STOP_HOOK_BLOCK_CAP) ends the turn at the ninth block in
+    # a row: that refusal is recorded but never shown to the model, and no tenth stop comes, so a
+    # max_stop_blocks above 8 is never reached and its let-through stop never happens.
+    assert [s["outcome"] for s in stops] == ["refused"] * 9, stops
+    assert len(refusals(model)) == 8
+    told = [e["content"] for e in run.events if e.get("subtype") == "informational"]
+    assert any(
+        "9 consecutive times" in text and "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP" in text for text in told
+    ), told
+    assert run.result["subtype"] == "success", run.result
+
+
+def test_an_edit_outside_the_steps_policy_is_denied_and_the_file_kept(tmp_path: Path) -> None:
+    project = ck.project(tmp_path, trees={"review.yaml": REVIEW, "calc.py": CALC})
+    calc = project / "calc.py"
+    with AnthropicModel([*start("review.yaml"), *edit(calc), Text("Reviewed.")]) as model:
+        ck.claude(project, model)
+    assert calc.read_text() == CALC
+    denied = tool_results(model.turns[4])[-1]
+    assert denied["is_error"], denied
+    assert "[Tether] Edit may not run while the instruct 'Review' is open" in denied["text"]
+    tools = [e["tool"] for e in ck.kinds(ck.trace(project, "run.json"), "tool")]
+    assert tools == ["Read"], tools
+
+
+def test_evidence_is_ok_for_a_passing_command_and_not_for_a_failing_one(tmp_path: Path) -> None:
+    project = ck.project(tmp_path, trees={"checked.yaml": CHECKED, "check.sh": "test -f fixed\n"})
+    script = [
+        *start("checked.yaml"),
+        [bash("sh check.sh")],
+        [bash("tether submit run.json success")],
+        [bash("touch fixed")],
+        [bash("sh check.sh")],
+        [bash("tether submit run.json success")],
+        Text("Checks pass."),
+    ]
+    with AnthropicModel(script) as model:
+        run = ck.claude(project, model)
+    entries = ck.trace(project, "run.json")
+    runs = [(e["input"]["command"], e["ok"]) for e in ck.kinds(entries, "tool")]
+    assert runs == [("sh check.sh", False), ("touch fixed", True), ("sh check.sh", True)], runs
+    checks = [e["outcome"] for e in ck.kinds(entries, "check")]
+    assert checks == ["failed", "passed"], checks
+    assert ck.tether(project, "get", "run.json")["status"] == "complete"
+    # What Claude Code 2.1.332 fires for a failing Bash command: PostToolUseFailure.
+    fired = [h["hook_event"] for h in run.hooks() if h["hook_event"].startswith("PostToolUse")]
+    assert fired.count("PostToolUseFailure") == 1, fired
+
+
+def test_a_resumed_session_is_told_its_current_request(tmp_path: Path) -> None:
+    project = ck.project(tmp_path, "      max_stop_blocks: 1\n", trees={"report.yaml": REPORT})
+    with AnthropicModel([*start("report.yaml"), Text("Later.")]) as first:
+        run = ck.claude(project, first)
+    with AnthropicModel([Text("Resuming.")]) as second:
+        resumed = ck.claude(project, second, "Carry on.", "--resume", run.session)
+    started = resumed.hooks("SessionStart")
+    assert [h["hook_name"] for h in started] == ["SessionStart:resume"], started
+    context = said(second.turns[0])
+    assert f"[Tether] This session is bound to the execution file://{project}/run.json" in context
+    assert "Current request: instruct 'Report'" in context
+    assert "Write the weekly report to report.md." in context
+
+
+def test_an_mcp_start_binds_the_session(tmp_path: Path) -> None:
+    project = ck.project(tmp_path, "      max_stop_blocks: 1\n", trees={"report.yaml": REPORT})
+    ck.tether(project, "mcp", "install", "--target", "claude-code")
+    script = [
+        [Call("ToolSearch", {"query": "select:mcp__tether__start_execution,mcp__tether__submit"})],
+        [
+            Call(
+                "mcp__tether__start_execution",
+                {"tree_uri": "report.yaml", "trace_output": "run.json"},
+            )
+        ],
+        [Call("mcp__tether__submit", {"trace_output": "run.json", "status": "success"})],
+        Text("Stopping."),
+    ]
+    with AnthropicModel(script) as model:
+        run = ck.claude(project, model, tools=f"{ck.TOOLS} mcp__tether")
+    assert run.result["subtype"] == "success", run.result
+    entries = ck.trace(project, "run.json")
+    assert [e["kind"] for e in entries][:1] == ["protocol"], entries
+    assert [s["outcome"] for s in ck.kinds(entries, "stop")] == ["refused", "allowed"]
+    assert "'Report'" in refusals(model)[0]
+
+
+def test_a_human_step_lets_the_agent_stop_and_denies_its_own_approve(tmp_path: Path) -> None:
+    project = ck.project(tmp_path, trees={"release.yaml": HUMAN})
+    script = [*start("release.yaml"), [bash("tether approve run.json")], Text("Over to you.")]
+    with AnthropicModel(script) as model:
+        run = ck.claude(project, model)
+    denied = tool_results(model.turns[3])[-1]
+    assert denied["is_error"], denied
+    assert "is a person's answer, not an agent's" in denied["text"], denied
+    execution = ck.tether(project, "get", "run.json")
+    assert execution["status"] == "running" and execution["cursor"] is not None
+    assert refusals(model) == []
+    assert [s["outcome"] for s in ck.kinds(ck.trace(project, "run.json"), "stop")] == ["allowed"]
+    assert len(run.hooks("Stop")) == 1
+    assert "waits on a person" in str(run.events), run.events[-3:]
+
+
+def test_a_sub_agent_is_held_to_the_same_policy(tmp_path: Path) -> None:
+    project = ck.project(tmp_path, trees={"review.yaml": REVIEW, "calc.py": CALC})
+    calc = project / "calc.py"
+    agent = Call(
+        "Agent",
+        {
+            "description": "Fix calc",
+            "prompt": "Fix calc.py.",
+            "subagent_type": "general-purpose",
+            "run_in_background": False,  # so that its turns come in the script's order
+        },
+    )
+    script = [*start("review.yaml"), [agent], *edit(calc), Text("Could not."), Text("Reviewed.")]
+    with AnthropicModel(script) as model:
+        ck.claude(project, model)
+    assert calc.read_text() == CALC
+    sub = model.turns[3]  # the sub-agent's first turn: its own conversation
+    assert "Fix calc.py." in said(sub) and tool_results(sub) == []
+    denied = tool_results(model.turns[5])[-1]
+    assert "[Tether] Edit may not run while the instruct 'Review' is open" in denied["text"]
+    tools = [e["tool"] for e in ck.kinds(ck.trace(project, "run.json"), "tool")]
+    assert tools == ["Read", "Agent"], tools
+
+
+def test_the_plugin_validates_and_its_hooks_hold_the_session(tmp_path: Path) -> None:
+    checked = ck.run_claude_command(tmp_path, "plugin", "validate", str(ck.REPO))
+    assert checked.returncode == 0 and "Validation passed" in checked.stdout, checked.stdout
+    project = ck.project(tmp_path, install=False, trees={"review.yaml": REVIEW, "calc.py": CALC})
+    calc = project / "calc.py"
+    with AnthropicModel([*start("review.yaml"), *edit(calc), Text("Reviewed.")]) as model:
+        run = ck.claude(project, model, "Review it.", "--plugin-dir", str(ck.REPO))
+    assert calc.read_text() == CALC
+    assert "[Tether] Edit may not run" in tool_results(model.turns[4])[-1]["text"]
+    assert [e["tool"] for e in ck.kinds(ck.trace(project, "run.json"), "tool")] == ["Read"]
+    assert [s["outcome"] for s in ck.kinds(ck.trace(project, "run.json"), "stop")][:1] == [
+        "refused"
+    ]
+    assert run.result["subtype"] == "success", run.result
+
+
+def test_the_plugin_and_installed_hooks_handle_each_event_once(tmp_path: Path) -> None:
+    project = ck.project(
+        tmp_path,
+        "      max_stop_blocks: 3\n",
+        trees={"review.yaml": REVIEW, "calc.py": CALC},
+    )
+    calc = project / "calc.py"
+    with AnthropicModel([*start("review.yaml"), *edit(calc), Text("Reviewed.")]) as model:
+        run = ck.claude(project, model, "Review it.", "--plugin-dir", str(ck.REPO))
+    # Both copies ran: two PreToolUse hooks for each of the four calls.
+    assert len(run.hooks("PreToolUse")) == 8, [h["hook_name"] for h in run.hooks()]
+    entries = ck.trace(project, "run.json")
+    assert [e["tool"] for e in ck.kinds(entries, "tool")] == ["Read"]
+    assert [s["outcome"] for s in ck.kinds(entries, "stop")] == ["refused"] * 3 + ["allowed"]
+    shown = refusals(model)
+    assert len(shown) == 3 and all(text.count("[Tether]") == 1 for text in shown), shown
+    assert "[Tether] Edit may not run" in tool_results(model.turns[4])[-1]["text"]
+    assert calc.read_text() == CALC
+    told = [h["output"] for h in run.hooks("SessionStart") if "systemMessage" in h["output"]]
+    assert len(told) == 1 and "Tether's hooks run twice" in told[0], run.hooks("SessionStart")
+    assert ".claude/settings.local.json" in told[0]
+
+
+def test_the_plugin_added_from_a_clone_guards_and_init_and_install_say_so(tmp_path: Path) -> None:
+    ck.home(tmp_path / "project")
+    for args in (("marketplace", "add", str(ck.REPO)), ("install", "tether@tether")):
+        done = ck.run_claude_command(tmp_path, "plugin", *args)
+        assert done.returncode == 0, done.stdout + done.stderr
+    enabled = str(ck.home(tmp_path / "project") / ".claude" / "settings.json")
+    project = ck.project(tmp_path, install=False, trees={"review.yaml": REVIEW, "calc.py": CALC})
+    calc = project / "calc.py"
+    with AnthropicModel([*start("review.yaml"), *edit(calc), Text("Reviewed.")]) as model:
+        ck.claude(project, model, "Review it.")  # the plugin's copy runs, with no release
+    assert calc.read_text() == CALC
+    assert "[Tether] Edit may not run" in tool_results(model.turns[4])[-1]["text"]
+    init = ck.tether(project, "init", "again")
+    assert not any("guard install" in line for line in init["next"]), init["next"]
+    assert f"Tether's Claude Code plugin (enabled in {enabled})" in init["note"], init["note"]
+    said = ck.tether(project, "guard", "install", "claude")
+    assert "Tether's hooks run twice" in said["installed_twice"], said
+    assert enabled in said["installed_twice"]
+
+
+def test_a_plugin_that_cannot_start_tether_blocks_tool_calls(tmp_path: Path) -> None:
+    plugin = tmp_path / "plugin"
+    (plugin / "scripts").mkdir(parents=True)
+    shutil.copytree(ck.REPO / ".claude-plugin", plugin / ".claude-plugin")
+    shutil.copy2(ck.REPO / "scripts" / "claude-plugin", plugin / "scripts" / "claude-plugin")
+    project = ck.project(tmp_path, install=False, trees={})
+    made = project / "notes.md"
+    script = [[Call("Write", {"file_path": str(made), "content": "unguarded"})], Text("Done.")]
+    with AnthropicModel(script) as model:
+        run = ck.claude(
+            project,
+            model,
+            "Write notes.",
+            "--plugin-dir",
+            str(plugin),
+            env={"PATH": "/usr/bin:/bin"},
+        )
+    assert not made.exists()
+    blocked = tool_results(model.turns[1])[-1]
+    assert blocked["is_error"] and "cannot start tether" in blocked["text"], blocked
+    told = [h["output"] for h in run.hooks("SessionStart")]
+    assert any("cannot start tether" in text for text in told), told
+
+
+def test_guard_serve_holds_the_session_over_http_hooks(tmp_path: Path) -> None:
+    project = ck.project(
+        tmp_path,
+        "      max_stop_blocks: 2\n",
+        install=False,
+        trees={"review.yaml": REVIEW, "calc.py": CALC},
+    )
+    calc = project / "calc.py"
+    with ck.serving(project) as url:
+        installed = ck.tether(project, "guard", "install", "claude", "--http", url)
+        settings = json.loads((project / installed["settings"]).read_text())
+        handlers = [h for gs in settings["hooks"].values() for g in gs for h in g["hooks"]]
+        assert {h["type"] for h in handlers} == {"http"} and {h["url"] for h in handlers} == {url}
+        with AnthropicModel([*start("review.yaml"), *edit(calc), Text("Reviewed.")]) as model:
+            ck.claude(project, model, "Review it.")
+    assert calc.read_text() == CALC
+    assert "[Tether] Edit may not run" in tool_results(model.turns[4])[-1]["text"]
+    entries = ck.trace(project, "run.json")
+    assert [e["tool"] for e in ck.kinds(entries, "tool")] == ["Read"]
+    assert [s["outcome"] for s in ck.kinds(entries, "stop")] == ["refused", "refused", "allowed"]
+    assert len(refusals(model)) == 2
