@@ -294,7 +294,7 @@ class Binder:
                     f"[Tether] {answer} is a person's answer, not an agent's: {_ONLY_A_PERSON} "
                     "Tell the user what the step asks and leave the answer to them."
                 )
-        if is_own_tool(tool, params):
+        if is_own_tool(tool, params, project):
             return None
         view = self._read(self.runtime.open_steps, binding.trace)
         if view is None or view["status"] != "running":
@@ -338,7 +338,7 @@ class Binder:
             return
         from tether.guard.steptools import is_own_tool
 
-        if not is_own_tool(tool, params):
+        if not is_own_tool(tool, params, project):
             self._read(self.runtime.record_tool, binding.trace, tool, params, ok=ok)
 
     def stop(self, session_id: str, project: str) -> dict[str, Any] | None:

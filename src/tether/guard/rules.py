@@ -29,7 +29,6 @@ BASH_FILE_COMMANDS = (
     r"(^|[;&|(]|\s)(cat|head|tail|less|more|bat|sed|awk)\s|(^|[;&|(]|\s)perl\s+-\w*[pi]"
 )
 BLIND_EXPLORATION = r"\bfind\s+\.|\bls\s+-\w*R|(^|[;&|]\s*)tree\b|\bdir\s+/s\b"
-DESTRUCTIVE_SQL = r"\bdrop\s+(table|database)\b|\btruncate\s+table\b"
 UNSURE = r"\b(not sure|unsure|don'?t know|do not know|uncertain|can'?t remember|cannot remember)\b"
 
 DEFAULT_TRACKING: dict[str, dict[str, dict[str, Any]]] = {
@@ -145,12 +144,7 @@ def builtin_rules(thresholds: dict[str, int]) -> list[dict[str, Any]]:
             "trigger": ["bash"],
             "when": "pre_tool",
             "action": "block",
-            "condition": {
-                "any": [
-                    {"destructive_command": "command"},
-                    {"param_matches": {"param": "command", "pattern": DESTRUCTIVE_SQL}},
-                ]
-            },
+            "condition": {"destructive_command": "command"},
             "message": "'{param:command}' is destructive. Ask the user to confirm it first.",
         },
         {

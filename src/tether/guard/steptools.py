@@ -28,10 +28,12 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import sys
 from typing import Any, NamedTuple
 
+from tether.guard import shell
 from tether.guard.state import DEFAULT_TARGET_KEYS
-from tether.guard.triggers import Trigger, canonical
+from tether.guard.triggers import Trigger, bare, canonical
 
 # The runtime's MCP tools (tether.mcp.tools.TOOLS; a test holds the two lists together).
 MCP_TOOLS = frozenset(
@@ -56,28 +58,24 @@ MCP_TOOLS = frozenset(
 NOT_OWN = frozenset({"approve", "reject", "guard"})
 SHELL_TOOLS = frozenset({"bash"})
 FILE_TOOLS = frozenset({"read", "write", "edit", "notebookedit", "glob", "grep"})
-_SEPARATORS = frozenset({";", "&&", "||", "|", "&", "|&", ";;", "\n"})
+_FILE_OPTIONS = frozenset({"--file", "--note-file"})
+_WORD = re.compile(r"[a-z]+")
+_FILE_NOUNS = frozenset({"file", "files", "directory", "dir", "folder", "notebook", "patch", "path"})
+_FILE_VERBS = (
+    ("edit", frozenset({"edit", "patch", "replace", "insert", "append", "update", "apply"})),
+    ("write", frozenset({"write", "create", "move", "rename", "delete", "remove", "mkdir"})),
+    ("read", frozenset({"read", "get", "view", "open", "cat", "list", "search"})),
+)
 _SUBSTITUTION = re.compile(r"`|\$\(|<\(|>\(")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _ENTRY = re.compile(r"^\s*([^()\s]+)\s*(?:\((.*)\))?\s*$", re.DOTALL)
 
 
 def simple_commands(line: str) -> list[list[str]] | None:
-    """The simple commands of a shell line as word lists, or None when it cannot be read
-    (unbalanced quotes)."""
-    lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|")
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    commands: list[list[str]] = [[]]
-    try:
-        for token in lexer:
-            if token in _SEPARATORS:
-                commands.append([])
-            else:
-                commands[-1].append(token)
-    except ValueError:
-        return None
-    return [c for c in commands if c]
+    """The simple commands of a shell line as word lists (see `shell.split`), or None when it
+    cannot be read (unbalanced quotes)."""
+    commands = shell.split(line)
+    return None if commands is None else [c.words for c in commands if c.words]
 
 
 def tether_args(words: list[str]) -> list[str] | None:
@@ -92,22 +90,48 @@ def tether_args(words: list[str]) -> list[str] | None:
     return words[i + 1 :] if program in ("tether", "tether.exe") else None
 
 
-def is_own_tool(tool: str, params: dict[str, Any]) -> bool:
-    """Whether a call is Tether's own: one of its MCP tools (on any server), or a shell line
-    every command of which is a `tether` command other than those in `NOT_OWN`."""
+def _plain_tether(words: list[str]) -> list[str] | None:
+    """The arguments of a plain call of the installed `tether` (`tether ...`, its installed
+    path, `python -m tether ...`), else None."""
+    if words[:1] == ["tether"] or words[:1] == [os.path.join(os.path.dirname(sys.executable), "tether")]:
+        return words[1:]
+    if words[:1] in (["python"], ["python3"], [sys.executable]) and words[1:3] == ["-m", "tether"]:
+        return words[3:]
+    return None
+
+
+def _reads_outside(args: list[str], project: str) -> bool:
+    """Whether a `tether` command reads a file (`--file`, `--note-file`) outside the project."""
+    root = os.path.realpath(project)
+    for i, arg in enumerate(args):
+        name, eq, value = arg.partition("=")
+        if name not in _FILE_OPTIONS:
+            continue
+        path = value if eq else (args[i + 1] if i + 1 < len(args) else "")
+        target = os.path.realpath(os.path.join(project, os.path.expanduser(path)))
+        if os.path.commonpath([target, root]) != root:
+            return True
+    return False
+
+
+def is_own_tool(tool: str, params: dict[str, Any], project: str) -> bool:
+    """Whether a call is Tether's own: one of its MCP tools (on any server), or a shell line the
+    shell runs as written (`shell.literal`) every command of which is a plain call of the
+    installed `tether` other than those in `NOT_OWN`, with no redirection or assignment, reading
+    no file outside the project. Anything else is judged like any other call."""
     if tool.startswith("mcp__"):
         return tool.rsplit("__", 1)[-1] in MCP_TOOLS
     if canonical(tool) not in SHELL_TOOLS:
         return False
     command = params.get("command")
-    if not isinstance(command, str) or "tether" not in command or _SUBSTITUTION.search(command):
+    if not isinstance(command, str) or "tether" not in command or not shell.literal(command):
         return False
-    commands = simple_commands(command)
+    commands = shell.split(command)
     if not commands:
         return False
-    for words in commands:
-        args = tether_args(words)
-        if args is None or (args and args[0] in NOT_OWN):
+    for simple in commands:
+        args = None if simple.redirections else _plain_tether(simple.words)
+        if not args or args[0] in NOT_OWN or _reads_outside(args, project):
             return False
     return True
 
@@ -141,8 +165,8 @@ def describe_call(tool: str, params: dict[str, Any], project: str) -> Call:
     if name in SHELL_TOOLS:
         command = params.get("command")
         text = command if isinstance(command, str) else ""
-        commands = None if _SUBSTITUTION.search(text) else simple_commands(text)
-        units = None if commands is None else [shlex.join(words) for words in commands]
+        commands = None if _SUBSTITUTION.search(text) else shell.split(text)
+        units = None if commands is None else [_unit(c) for c in commands]
         return Call(tool, "shell", units, project)
     if name == "web.fetch":
         from urllib.parse import urlsplit
@@ -150,12 +174,31 @@ def describe_call(tool: str, params: dict[str, Any], project: str) -> Call:
         url = params.get("url")
         host = urlsplit(url).hostname if isinstance(url, str) else None
         return Call(tool, "web", [host] if host else [], project)
-    keys = ("file_path", "notebook_path", "path") if name in FILE_TOOLS else DEFAULT_TARGET_KEYS
+    files = name in FILE_TOOLS or file_verb(tool) is not None
+    keys = ("file_path", "notebook_path", "path") if files else DEFAULT_TARGET_KEYS
     for key in keys:
         value = params.get(key)
         if isinstance(value, str) and value:
-            return Call(tool, "file" if name in FILE_TOOLS else "other", [value], project)
+            return Call(tool, "file" if files else "other", [value], project)
     return Call(tool, "other", [], project)
+
+
+def _unit(command: shell.Simple) -> str:
+    """What an argument is matched against: the command's words, then its redirections."""
+    return " ".join([shlex.join(command.words), *command.redirections]).strip()
+
+
+def file_verb(tool: str) -> str | None:
+    """`edit`, `write` or `read` for a tool of another server that acts on files by that verb
+    (`mcp__filesystem__edit_file` edits, `write_file` and `move_file` write, `read_text_file`
+    reads), else None."""
+    words = set(_WORD.findall(bare(tool)))
+    if not words & _FILE_NOUNS:
+        return None
+    for verb, spellings in _FILE_VERBS:
+        if words & spellings:
+            return verb
+    return None
 
 
 def _argument_matches(argument: str, call: Call, unit: str) -> bool:
@@ -181,10 +224,38 @@ def _matches(entry: Entry, call: Call, unit: str | None) -> bool:
     return unit is not None and _argument_matches(entry.argument, call, unit)
 
 
+def _denies(entry: Entry, call: Call, units: list[str | None], params: dict[str, Any]) -> bool:
+    """Whether a deny entry matches the call, read generously: a file tool of another server
+    by its verb (`Edit` denies `mcp__filesystem__edit_file`), and a shell line as the
+    destructive rule reads it (`shell.first`: `Bash(rm*)` denies `/bin/rm`, `command rm`,
+    `sudo rm`, `bash -c 'rm …'`), as well as by its words as written."""
+    if any(_matches(entry, call, u) for u in units):
+        return True
+    if call.kind == "file" and not entry.trigger.every:
+        verb = file_verb(call.tool)
+        covered = {verb} if verb == "read" else {"edit", "write"}
+        if verb is not None and entry.trigger.names & covered:
+            return entry.argument is None or any(
+                u is not None and path_matches(entry.argument, u, call.project) for u in units
+            )
+    command = params.get("command")
+    if call.kind != "shell" or entry.argument is None or not isinstance(command, str):
+        return False
+    if not entry.trigger.matches(call.tool):
+        return False
+
+    def judge(name: str, args: list[str]) -> str | None:
+        unit = shlex.join([name, *args])
+        return unit if _argument_matches(entry.argument or "", call, unit) else None
+
+    return shell.first(command, ("",), judge) is not None
+
+
 def refusal(policy: dict[str, Any], tool: str, params: dict[str, Any], project: str) -> str | None:
     """Why `policy` refuses the call (the deny entry it matches, or that no allow entry covers
-    it), or None when it is allowed. A shell line is allowed when each of its commands is
-    covered by some allow entry, and denied when any of them matches a deny entry."""
+    it), or None when it is allowed. A shell line is allowed when each of its commands, as
+    written, is covered by some allow entry, and denied when any command it runs matches a
+    deny entry (`_denies`)."""
     call = describe_call(tool, params, project)
     if call.units is None:  # a shell line that cannot be split: deny entries see it whole
         command = params.get("command")
@@ -192,8 +263,7 @@ def refusal(policy: dict[str, Any], tool: str, params: dict[str, Any], project: 
     else:
         units = [*call.units] or [None]
     for text in policy.get("deny", []):
-        entry = Entry.parse(text)
-        if any(_matches(entry, call, u) for u in units):
+        if _denies(Entry.parse(text), call, units, params):
             return f"it matches {text!r} in deny"
     if "allow" not in policy:
         return None
