@@ -394,14 +394,33 @@ class Runtime:
         self, trace: str, *, note: str | None = None, step: str | None = None, by: str = "cli"
     ) -> dict[str, Any]:
         """A person's success on the open human step (or the one `step` names); `by` says where
-        the answer came from (`cli`, `viewer`). `wrong_phase` when no human step is open."""
-        return self._answer(trace, core.Human(True, _human_source(by), note, step))
+        the answer came from (`cli`, `viewer`). `wrong_phase` when no human step is open. A
+        person's answer is refused from inside an agent's process tree, and one from the
+        command line is first confirmed at the controlling terminal (`tether.person`); an
+        execution in `memory://` belongs to the calling process alone and needs neither."""
+        return self._human(trace, True, note, step, by)
 
     def reject(
         self, trace: str, *, note: str | None = None, step: str | None = None, by: str = "cli"
     ) -> dict[str, Any]:
         """A person's failure on the open human step, as `approve`."""
-        return self._answer(trace, core.Human(False, _human_source(by), note, step))
+        return self._human(trace, False, note, step, by)
+
+    def _human(
+        self, trace: str, approved: bool, note: str | None, step: str | None, by: str
+    ) -> dict[str, Any]:
+        source = _human_source(by)
+        uri = self._store(trace)[1]
+        if scheme_of(uri) != "memory":
+            from tether import person
+
+            person.require_no_agent(approved)
+            if source == "cli":
+                request = _human_request(self.open_steps(trace)["open"], step)
+                if request is not None:  # else the engine says what is wrong
+                    person.confirm_at_terminal(request, approved, uri)
+                    step = request["step"]  # the answer is to the step the person saw
+        return self._answer(trace, core.Human(approved, source, note, step))
 
     def think(self, trace: str, thought: str, *, step: str | None = None) -> dict[str, Any]:
         return self._answer(trace, core.Think(thought, step))
@@ -588,6 +607,14 @@ class Runtime:
                     outcome.state, outcome.entries, reset_trace=isinstance(answer, core.Reset)
                 )
         return outcome.response
+
+
+def _human_request(requests: list[dict[str, Any]], step: str | None) -> dict[str, Any] | None:
+    """The open human step `step` names, else the only open one, else None."""
+    human = [r for r in requests if r.get("type") == "human"]
+    if step is not None:
+        return next((r for r in human if r.get("step") == step), None)
+    return human[0] if len(human) == 1 else None
 
 
 def _check_answer(answer: core.Answer) -> None:
