@@ -54,13 +54,15 @@ _MAX_INT_BITS = 14_000
 _LONG_INTEGER = "holds an integer too long to store (more than 4,300 digits)"
 
 
-HUMAN_SOURCES = ("cli", "viewer")
+# Where a person's answer comes from: the command line, the viewer, or a program of theirs
+# through this Python API.
+HUMAN_SOURCES = ("cli", "viewer", "api")
 
 
 def _human_source(by: str) -> str:
     if by not in HUMAN_SOURCES:
         raise TetherError(
-            "invalid_value", f"a human answer comes from {' or '.join(HUMAN_SOURCES)}, not {by!r}"
+            "invalid_value", f"a human answer comes from {', '.join(HUMAN_SOURCES)}, not {by!r}"
         )
     return by
 
@@ -391,17 +393,17 @@ class Runtime:
         return self._answer(trace, core.Submit(status, note, step, values))
 
     def approve(
-        self, trace: str, *, note: str | None = None, step: str | None = None, by: str = "cli"
+        self, trace: str, *, note: str | None = None, step: str | None = None, by: str = "api"
     ) -> dict[str, Any]:
         """A person's success on the open human step (or the one `step` names); `by` says where
-        the answer came from (`cli`, `viewer`). `wrong_phase` when no human step is open. A
+        the answer came from (`cli`, `viewer`, `api`). `wrong_phase` when no human step is open. A
         person's answer is refused from inside an agent's process tree, and one from the
         command line is first confirmed at the controlling terminal (`tether.person`); an
         execution in `memory://` belongs to the calling process alone and needs neither."""
         return self._human(trace, True, note, step, by)
 
     def reject(
-        self, trace: str, *, note: str | None = None, step: str | None = None, by: str = "cli"
+        self, trace: str, *, note: str | None = None, step: str | None = None, by: str = "api"
     ) -> dict[str, Any]:
         """A person's failure on the open human step, as `approve`."""
         return self._human(trace, False, note, step, by)

@@ -5,14 +5,13 @@ payloads through `tether guard hook` (a fresh process per event) and `serve`."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from guard import hookkit as hk
+from support.person import at_terminal
 from support.trees import SIGN_OFF_YAML
 from tether.guard.shell import answers_for_a_person
 from tether.verbs import Runtime
@@ -99,9 +98,7 @@ def test_stop_is_let_through_while_only_a_person_can_answer(project: Path, run: 
     assert Runtime().verify(run)["ok"]
 
 
-def test_after_the_person_answers_the_stop_is_let_through_quietly(
-    project: Path, run: str
-) -> None:
+def test_after_the_person_answers_the_stop_is_let_through_quietly(project: Path, run: str) -> None:
     lint_done(run)
     Runtime().approve(run, note="ship it")
     assert Runtime().next(run) == {"status": "done"}
@@ -186,9 +183,7 @@ def test_a_bound_agent_may_not_run_a_persons_answer(project: Path, run: str, lin
         "git log --grep=approve",
     ],
 )
-def test_look_alikes_and_tethers_own_commands_still_run(
-    project: Path, run: str, line: str
-) -> None:
+def test_look_alikes_and_tethers_own_commands_still_run(project: Path, run: str, line: str) -> None:
     out = hk.hook_json(project, hk.pre(project, "Bash", {"command": line.format(run=run)}))
     assert out is None
 
@@ -197,13 +192,7 @@ def test_the_person_answers_from_their_own_terminal(project: Path, run: str) -> 
     """The hooks see only the agent's calls: the person's `tether approve`, run outside the
     agent, answers the step."""
     lint_done(run)
-    done = subprocess.run(
-        [sys.executable, "-m", "tether.cli.main", "approve", run, "--note", "ship it"],
-        capture_output=True,
-        text=True,
-        cwd=project,
-        check=False,
-    )
+    done = at_terminal(["approve", run, "--note", "ship it"])
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["status"] == "approved"
     human = [e for e in Runtime().trace(run) if e["kind"] == "human"]

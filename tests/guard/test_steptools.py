@@ -80,7 +80,9 @@ def test_deny_wins_over_allow() -> None:
 )
 def test_a_shell_deny_entry_reads_commands_as_the_shell_runs_them(command: str) -> None:
     policy = {"deny": ["Bash(rm*)"]}
-    assert refusal(policy, "Bash", {"command": command}, PROJECT) == "it matches 'Bash(rm*)' in deny"
+    assert (
+        refusal(policy, "Bash", {"command": command}, PROJECT) == "it matches 'Bash(rm*)' in deny"
+    )
 
 
 @pytest.mark.parametrize("command", ["ls -la", "git rm --cached x", "echo rm build", "grep rm x"])
@@ -108,7 +110,9 @@ def test_a_file_deny_entry_covers_other_servers_file_tools(entry: str, tool: str
 
 def test_a_file_deny_entry_keeps_to_its_verb_and_path() -> None:
     params = {"path": "/work/project/docs/a.md"}
-    assert refusal({"deny": ["Edit(src/**)"]}, "mcp__filesystem__edit_file", params, PROJECT) is None
+    assert (
+        refusal({"deny": ["Edit(src/**)"]}, "mcp__filesystem__edit_file", params, PROJECT) is None
+    )
     assert refusal({"deny": ["Edit"]}, "mcp__filesystem__read_text_file", params, PROJECT) is None
     assert refusal({"deny": ["Write"]}, "mcp__db__query", {"sql": "select 1"}, PROJECT) is None
 

@@ -29,6 +29,7 @@ guardrail for an agent's commands, not a sandbox: a command assembled at run tim
 
 from __future__ import annotations
 
+import itertools
 import re
 import shlex
 from collections.abc import Callable
@@ -47,7 +48,9 @@ _REDIRECTIONS = frozenset({"<", ">", ">>", "<<", "<<-", "<<<", ">&", "<&", "&>",
 # Globs and braces make names of words that do not spell them: a line with one is always read.
 _PATTERNS = "{?*["
 # A parameter expansion, read as empty, or as its default (`${X:-rm}` is rm).
-_EXPANSION = re.compile(r"\$\{[^}:=+-]*(?::?[-=+]([^}]*))?\}|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]")
+_EXPANSION = re.compile(
+    r"\$\{[^}:=+-]*(?::?[-=+]([^}]*))?\}|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]"
+)
 # `$(which tether)` and the like print the path of a command: read as that command's name.
 _LOOKUP = re.compile(r"^\s*(?:which|command\s+-v|type\s+-[pP]|realpath|readlink\s+-f)\s+(\S+)\s*$")
 _FUNCTION = re.compile(r"\bfunction\s+([\w.:-]+)|\(\s*\)")
@@ -463,7 +466,7 @@ def _expand(word: str, budget: list[int]) -> list[str]:
         if commas:
             cuts = [start, *commas, end]
             out: list[str] = []
-            for a, b in zip(cuts, cuts[1:], strict=False):
+            for a, b in itertools.pairwise(cuts):
                 budget[0] -= 1
                 if budget[0] < 0:
                     raise _Unreadable("too many words")

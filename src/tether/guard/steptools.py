@@ -60,7 +60,9 @@ SHELL_TOOLS = frozenset({"bash"})
 FILE_TOOLS = frozenset({"read", "write", "edit", "notebookedit", "glob", "grep"})
 _FILE_OPTIONS = frozenset({"--file", "--note-file"})
 _WORD = re.compile(r"[a-z]+")
-_FILE_NOUNS = frozenset({"file", "files", "directory", "dir", "folder", "notebook", "patch", "path"})
+_FILE_NOUNS = frozenset(
+    {"file", "files", "directory", "dir", "folder", "notebook", "patch", "path"}
+)
 _FILE_VERBS = (
     ("edit", frozenset({"edit", "patch", "replace", "insert", "append", "update", "apply"})),
     ("write", frozenset({"write", "create", "move", "rename", "delete", "remove", "mkdir"})),
@@ -93,7 +95,9 @@ def tether_args(words: list[str]) -> list[str] | None:
 def _plain_tether(words: list[str]) -> list[str] | None:
     """The arguments of a plain call of the installed `tether` (`tether ...`, its installed
     path, `python -m tether ...`), else None."""
-    if words[:1] == ["tether"] or words[:1] == [os.path.join(os.path.dirname(sys.executable), "tether")]:
+    if words[:1] == ["tether"] or words[:1] == [
+        os.path.join(os.path.dirname(sys.executable), "tether")
+    ]:
         return words[1:]
     if words[:1] in (["python"], ["python3"], [sys.executable]) and words[1:3] == ["-m", "tether"]:
         return words[3:]
