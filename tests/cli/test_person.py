@@ -38,7 +38,7 @@ SPELLINGS = [
     "ionice -c 3 tether approve R",
     "taskset -c 0 tether approve R",
     "python3 $(which tether) approve R",
-    "python3 -m tether approve R",
+    "python3 -m tether.cli.main approve R",
     f"{sys.executable} -c \"from tether.verbs import Runtime; Runtime().approve('R')\"",
     f"{sys.executable} -c \"import subprocess; subprocess.run(['tether', 'approve', 'R'])\"",
     "cp $(which tether) ./t && ./t approve R",

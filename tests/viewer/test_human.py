@@ -8,6 +8,7 @@ import json
 import re
 import subprocess
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -181,3 +182,22 @@ def test_fork_from_here_gives_the_command_for_that_point(
     forked = json.loads(done.stdout)
     assert forked["next"]["name"] == "Draft"
     assert answer(runs / "ship-fork-1.json", "verify")["ok"] is True
+
+
+def test_fork_from_here_quotes_a_name_the_shell_would_split(
+    page: Page, server: ViewServer, waiting: Path, runs: Path
+) -> None:
+    """Pasting the command forks the execution named `x;touch${IFS}PWNED;.json`; nothing
+    else runs."""
+    odd = runs / "x;touch${IFS}PWNED;.json"
+    tether("fork", waiting, odd, "--at", str(len(answer(waiting, "trace"))))
+    page.goto(server.base + "?run=" + urllib.parse.quote(odd.name) + "&at=1")
+    expect(page.locator("#position")).to_contain_text("after entry 1")
+    page.locator("#fork").click()
+    command = page.locator("#fork-command")
+    expect(command).to_contain_text("tether fork 'x;touch${IFS}PWNED;.json'")
+    line = command.inner_text().replace("tether ", f"{TETHER} ", 1)
+    done = subprocess.run(["bash", "-c", line], cwd=runs, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert not (runs / "PWNED").exists()
+    assert answer(runs / "x;touch${IFS}PWNED;-fork-1.json", "verify")["ok"] is True

@@ -387,10 +387,13 @@ def _for_a_person(trace: str, requests: list[dict[str, Any]]) -> str:
     asks = "; ".join(
         f"{r['name']!r} asks: {_cut(first_line(r), 200)} (step {r['step']})" for r in requests
     )
+    from tether.person import command_line
+
+    approve, reject = (command_line("tether", verb, trace) for verb in ("approve", "reject"))
     return (
         f"[Tether] The execution {trace} waits on a person, so the agent may stop. {asks}. "
-        f"Answer it with `tether approve {trace}` or `tether reject {trace}` (with --step when "
-        "several wait), or in the viewer; the agent cannot."
+        f"Answer it with `{approve}` or `{reject}` (with --step when several wait), or in the "
+        "viewer; the agent cannot."
     )
 
 
@@ -404,18 +407,23 @@ def _open_step(trace: str, current: dict[str, Any]) -> str:
 
 
 def _how(trace: str, current: dict[str, Any]) -> str:
+    from tether.person import command_line
+
     token = current["step"]
     if current.get("path") is None:
+        submit = command_line("tether", "submit", trace, "success", "--step", token)
         return (
             f"Accept the protocol first: submit success for step {token} (MCP submit, or "
-            f"`tether submit {trace} success --step {token}`), then work through the steps."
+            f"`{submit}`), then work through the steps."
         )
     if current["type"] == "evaluate":
+        answer = command_line("tether", "eval", trace, "true", "--step", token)
         return (
             f"Judge it and answer with eval true or false for step {token} (MCP eval, or "
-            f"`tether eval {trace} true --step {token}`)."
+            f"`{answer}`)."
         )
+    submit = command_line("tether", "submit", trace, "success", "--step", token)
     return (
         f"Do the work, then answer with submit success (or failure) for step {token} (MCP "
-        f"submit, or `tether submit {trace} success --step {token}`)."
+        f"submit, or `{submit}`)."
     )

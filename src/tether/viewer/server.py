@@ -227,6 +227,7 @@ class Viewer:
                 "path": rel,
                 "revision": state["revision"],
                 "total": len(trace),
+                "fork": _fork(rel, trace, min(at, len(trace))),
                 "progress": progress(tree, snap),
                 "snapshot": snap.to_dict(),
                 "svg": render_svg(tree, snap, folded=folded, toggles=True),
@@ -244,6 +245,7 @@ class Viewer:
             "created_at": state["created_at"],
             "updated_at": state["updated_at"],
             "total": len(trace),
+            "fork": _fork(rel, trace, len(trace)),
             "trace_offset": offset,
             "trace": trace[offset:],
             "progress": progress(tree, snap),
@@ -305,6 +307,20 @@ class Viewer:
         except TetherError as exc:
             return exc.message
         return tuple((s.name, s.revision, s.error["message"] if s.error else None) for s in listed)
+
+
+def _fork(rel: str, trace: list[dict[str, Any]], at: int) -> dict[str, Any]:
+    """The command that starts a new execution from the first `at` entries of the one at
+    `rel` (beside it, `NAME-fork-K.json`), quoted for a shell. A check entry belongs to the
+    answer before it, so a point just before one moves past it."""
+    from tether.person import command_line
+
+    point = at
+    while point < len(trace) and trace[point].get("kind") == "check":
+        point += 1
+    stem, suffix = os.path.splitext(rel)
+    new = f"{stem}-fork-{point}{suffix}"
+    return {"at": point, "command": command_line("tether", "fork", rel, new, "--at", str(point))}
 
 
 @contextmanager
