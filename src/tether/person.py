@@ -104,13 +104,14 @@ def _program(pid: int) -> str | None:
     return None
 
 
-def agent_ancestor() -> str | None:
-    """Which process of this one's ancestry (itself included) an agent harness started, or is
-    the harness, and how it shows; None when none does."""
-    own = next((name for name in os.environ if name in AGENT_MARKS), None)
-    if own is not None:
-        return f"this process carries {own} ({AGENT_MARKS[own]})"
-    pid = os.getpid()
+def agent_ancestor(pid: int | None = None) -> str | None:
+    """Which process of the ancestry of `pid` (this process when None), itself included, an
+    agent harness started, or is the harness, and how it shows; None when none does."""
+    if pid is None:
+        own = next((name for name in os.environ if name in AGENT_MARKS), None)
+        if own is not None:
+            return f"this process carries {own} ({AGENT_MARKS[own]})"
+        pid = os.getpid()
     for _ in range(_MAX_ANCESTORS):
         found = _parent(pid)
         if found is None:
@@ -132,9 +133,43 @@ def agent_ancestor() -> str | None:
     return None
 
 
-def require_no_agent(approved: bool) -> None:
-    """Refuse (`human_only`) a person's answer given from inside an agent's process tree."""
-    found = agent_ancestor()
+def sender(client_port: int, server_port: int) -> int | None:
+    """The process of this machine that holds the client end of a TCP connection from
+    `client_port` to this server's `server_port` (the browser behind a viewer's page), found
+    through `/proc/net/tcp` and the open files of the processes this user may read; None when
+    it cannot be known (no `/proc`, another user's process)."""
+    ports = (f":{client_port:04X}", f":{server_port:04X}")
+    inode = None
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table, encoding="ascii") as handle:
+                rows = handle.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if fields[1].endswith(ports[0]) and fields[2].endswith(ports[1]):
+                inode = fields[9]
+                break
+    if inode is None:
+        return None
+    wanted = f"socket:[{inode}]"
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            for fd in os.scandir(f"/proc/{entry.name}/fd"):
+                if os.readlink(fd.path) == wanted:
+                    return int(entry.name)
+        except OSError:
+            continue
+    return None
+
+
+def require_no_agent(approved: bool, sent_by: int | None = None) -> None:
+    """Refuse (`human_only`) a person's answer given from inside an agent's process tree: this
+    process's, or that of `sent_by`, the process the answer came from (a viewer's browser)."""
+    found = agent_ancestor() or (None if sent_by is None else agent_ancestor(sent_by))
     if found is not None:
         verb = "approve" if approved else "reject"
         raise TetherError(

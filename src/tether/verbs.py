@@ -393,30 +393,49 @@ class Runtime:
         return self._answer(trace, core.Submit(status, note, step, values))
 
     def approve(
-        self, trace: str, *, note: str | None = None, step: str | None = None, by: str = "api"
+        self,
+        trace: str,
+        *,
+        note: str | None = None,
+        step: str | None = None,
+        by: str = "api",
+        sent_by: int | None = None,
     ) -> dict[str, Any]:
         """A person's success on the open human step (or the one `step` names); `by` says where
         the answer came from (`cli`, `viewer`, `api`). `wrong_phase` when no human step is open. A
-        person's answer is refused from inside an agent's process tree, and one from the
-        command line is first confirmed at the controlling terminal (`tether.person`); an
-        execution in `memory://` belongs to the calling process alone and needs neither."""
-        return self._human(trace, True, note, step, by)
+        person's answer is refused from inside an agent's process tree (this process's, or that
+        of `sent_by`, the process it came from: the viewer's browser), and one from the command
+        line is first confirmed at the controlling terminal (`tether.person`); an execution in
+        `memory://` belongs to the calling process alone and needs neither."""
+        return self._human(trace, True, note, step, by, sent_by)
 
     def reject(
-        self, trace: str, *, note: str | None = None, step: str | None = None, by: str = "api"
+        self,
+        trace: str,
+        *,
+        note: str | None = None,
+        step: str | None = None,
+        by: str = "api",
+        sent_by: int | None = None,
     ) -> dict[str, Any]:
         """A person's failure on the open human step, as `approve`."""
-        return self._human(trace, False, note, step, by)
+        return self._human(trace, False, note, step, by, sent_by)
 
     def _human(
-        self, trace: str, approved: bool, note: str | None, step: str | None, by: str
+        self,
+        trace: str,
+        approved: bool,
+        note: str | None,
+        step: str | None,
+        by: str,
+        sent_by: int | None,
     ) -> dict[str, Any]:
         source = _human_source(by)
         uri = self._store(trace)[1]
         if scheme_of(uri) != "memory":
             from tether import person
 
-            person.require_no_agent(approved)
+            person.require_no_agent(approved, sent_by)
             if source == "cli":
                 request = _human_request(self.open_steps(trace)["open"], step)
                 if request is not None:  # else the engine says what is wrong
