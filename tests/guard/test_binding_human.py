@@ -160,6 +160,25 @@ PERSON_LINES = [
     "python -m tether approve {run}",
     "python3 -m tether.cli.main reject {run}",
     "TETHER approve {run}",
+    # the spellings: launchers, the shell's rewriting, shells fed a script, wrappers
+    "uvx --from tether-bt tether approve {run}",
+    "uv run tether approve {run}",
+    "python3 $(which tether) approve {run}",
+    "tether \\\napprove {run}",
+    "{{tether,}} approve {run}",
+    "$'tether' approve {run}",
+    "te${{NOPE}}ther approve {run}",
+    "echo 'tether approve {run}' | bash",
+    "bash <<< 'tether approve {run}'",
+    "f() {{ tether approve {run}; }}; f",
+    "alias t=tether; t approve {run}",
+    "env -S 'tether approve {run}'",
+    "flock /tmp/l tether approve {run}",
+    "ionice -c3 tether approve {run}",
+    "taskset -c 0 tether approve {run}",
+    "script -qc 'tether approve {run}' /dev/null",
+    "watch -g tether approve {run}",
+    "tether approv? {run}",
 ]
 
 
