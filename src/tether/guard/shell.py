@@ -1,30 +1,42 @@
 """Shell command lines read the way a shell runs them, for the guard's checks of what they run.
 
-Owns: splitting a command line into the simple commands it runs, and `first(line, names,
-judge)`, which reads every command the line runs (nested ones too) and returns what `judge` says
-of the first it objects to. Two judges: `destructive(line)`, which names the first destructive
-command (`rm` recursive and forced, `git push` forced or deleting, `git reset --hard`,
-`git clean` forced) or says None, and `answers_for_a_person(line)`, which names a `tether
-approve` or `tether reject` (a person's answer to a human step, never an agent's).
+Owns: rewriting a line as the shell does before it splits words (`normalise`), splitting it into
+the simple commands it runs with their redirections apart (`split`, used by the tools policy),
+saying whether the shell runs its words as written (`literal`), and `first(line, names,
+judge)`, which reads every command the line runs (nested ones too) and returns what `judge`
+says of the first it objects to. Two judges: `destructive(line)`, which names the first
+destructive command (`rm` recursive and forced, `git push` forced or deleting, `git reset
+--hard`, `git clean` forced, SQL `DROP TABLE`/`DROP DATABASE`/`TRUNCATE TABLE`) or says None,
+and `answers_for_a_person(line)`, which names a `tether approve` or `tether reject` (a person's
+answer to a human step, never an agent's).
 
 How a line is read:
+- The shell's rewriting first: a backslash-newline is removed, `$'…'` is the text it stands
+  for, a parameter expansion is empty or its default (`r${X}m`, `${X:-rm}`), braces expand
+  (`{rm,-rf,/}`; a large expansion is cut at its braces and commas instead), and a command name
+  written as a glob is the name looked for that it matches (`/bin/r?`).
 - `shlex` in POSIX mode with punctuation: quotes and backslashes go as the shell removes them
   (`'rm'`, `r""m` and `\\rm` are all `rm`); a new command starts after `;`, `&`, `&&`, `||`,
-  `|`, `|&`, `(`, `)` and a newline; redirections and their targets are dropped.
+  `|`, `|&`, `(`, `)` and a newline; redirections and their targets are set apart.
 - Leading variable assignments and keywords (`if`, `then`, `do`, `!`, `{`, ...) are skipped;
-  wrappers that run their arguments (`sudo`, `doas`, `env`, `command`, `exec`, `nohup`, `time`,
-  `nice`, `timeout`, `stdbuf`, `setsid`, `xargs`, `chroot`, `busybox`) are unwrapped with their
-  options. A command word is read by its last path component (`/bin/rm` is `rm`), in any case.
+  wrappers and launchers that run their arguments (`sudo`, `env` and `env -S`, `nohup`,
+  `timeout`, `xargs`, `flock`, `ionice`, `taskset`, `script`, `watch`, `uvx`, `uv run`, ...:
+  `_WRAPPERS`) are unwrapped with their options; a command word holding spaces (`env -S 'rm
+  -rf /'`, `flock f -c '…'`) is read as a line. A command word is read by its last path
+  component (`/bin/rm` is `rm`), in any case. A function or alias the line defines runs what it
+  is given.
 - The text of every `$(...)` and backquoted span is read as a command line of its own, and the
-  line is then read without them (so `r$()m` is `rm`); the string of `bash -c` (and `sh`, `zsh`,
-  `dash`, `ksh`, `fish`, `su -c`), the arguments of `eval` and the command of `find -exec` are
-  read as command lines in turn; `MAX_DEPTH` levels deep at most.
+  line is then read without them (so `r$()m` is `rm`; `$(which tether)` leaves `tether`); the
+  string of `bash -c` (and `sh`, `zsh`, `dash`, `ksh`, `fish`, `su -c`, `runuser -c`), the
+  arguments of `eval` and the command of `find -exec` are read as command lines in turn, and
+  when a shell reads its script from standard input (`… | bash`, `bash <<< …`) every word of the
+  line is; `MAX_DEPTH` levels deep at most.
 
 It errs on the side of refusing: a line nested deeper than `MAX_DEPTH`, or one whose reading
 would cost more than `BUDGET` times its length, counts as destructive; `$(...)` is read even
-inside single quotes (`echo '$(rm -rf x)'` counts) and a quoted `;` still separates. It is a
-guardrail for an agent's commands, not a sandbox: a command assembled at run time
-(`$CMD -rf /`, `python -c "shutil.rmtree(...)"`, a script file) is not seen.
+inside single quotes (`echo '$(rm -rf x)'` counts). It is a guardrail for an agent's commands,
+not a sandbox: a command assembled at run time (`$CMD -rf /`, `python -c
+"shutil.rmtree(...)"`, a script file, a copied binary) is not seen.
 """
 
 from __future__ import annotations

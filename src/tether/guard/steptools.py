@@ -1,16 +1,19 @@
 """Which tools an agent may run while a step is open: a tree's `tools` policy, and Tether's own.
 
-Owns: reading a shell command line as Tether's commands (tokenised with `shlex`, split at `;`,
-`&&`, `||`, `|` and `&`, never substring-matched), recognising Tether's own tools (its MCP tools
-on any server, and `tether` commands), and deciding a call against a node's `tools` policy:
+Owns: recognising Tether's own tools (its MCP tools on any server, and a shell line every
+command of which is a plain call of the installed `tether`, as `shell.split` cuts it: no
+redirection, assignment, expansion or substitution, no file read from outside the project), and
+deciding a call against a node's `tools` policy:
 `{allow: [...], deny: [...]}`, whose entries use the guard's trigger syntax (`Read`,
 `filesystem.edit`, `mcp__server__tool`, `*`) optionally followed by Claude Code's
 permission-rule argument in parentheses (https://code.claude.com/docs/en/permissions):
 
-- shell (`Bash(git diff*)`): matched against each simple command of the line, so that
-  `git diff && rm -rf x` is not `git diff*`; `*` matches any run of characters, a trailing
-  `:*` is a prefix; a line with a command substitution (`$(...)`, backticks, `<(...)`) matches
-  no allow entry with an argument;
+- shell (`Bash(git diff*)`): matched against each simple command of the line as written (cut
+  at control operators and newlines by `shell.split`), so that `git diff && rm -rf x` and
+  `git diff⏎rm -rf x` are not `git diff*`; `*` matches any run of characters, a trailing `:*`
+  is a prefix; a line with a command substitution (`$(...)`, backticks, `<(...)`) matches no
+  allow entry with an argument. A deny entry also sees every command the line runs as the
+  destructive rule reads it (`shell.first`: wrappers, nested shells, the shell's rewriting);
 - file tools (`Edit(src/**)`): matched against the call's path, relative to the project
   directory (`//abs/path` is absolute, `~/` is the home folder); `**` crosses `/`, `*` and `?` do
   not, and a pattern without `/` matches the file name at any depth;
@@ -18,8 +21,10 @@ permission-rule argument in parentheses (https://code.claude.com/docs/en/permiss
 - any other tool: its target (the first of `file_path`, `path`, `url`, `query`, `pattern`, ...).
 
 Globs are matched by a simulation that is linear in the text for a given pattern, so no pattern
-backtracks. `deny` wins over `allow`; a policy without `allow` allows what it does not deny. It
-does not know which step is open or where policies come from (`binding`, the engine's
+backtracks. In `deny`, a bare `Edit`/`Write`/`Read` also covers another server's tools that act
+on files by that verb (`file_verb`: `mcp__filesystem__edit_file`, `write_file`,
+`read_text_file`). `deny` wins over `allow`; a policy without `allow` allows what it does not
+deny. It does not know which step is open or where policies come from (`binding`, the engine's
 `tool_policy`).
 """
 
