@@ -57,8 +57,8 @@ BRACE_WORD = 256
 BRACE_WORDS = 64
 _PUNCTUATION = "();<>|&\n"
 _REDIRECTIONS = frozenset({"<", ">", ">>", "<<", "<<-", "<<<", ">&", "<&", "&>", "&>>", ">|", "<>"})
-# Globs and braces make names of words that do not spell them: a line with one is always read.
-_PATTERNS = "{?*["
+# Globs make names of words that do not spell them: a line with one is always read.
+_GLOBS = "?*["
 # A parameter expansion, read as empty, or as its default (`${X:-rm}` is rm).
 _EXPANSION = re.compile(
     r"\$\{[^}:=+-]*(?::?[-=+]([^}]*))?\}|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]"
@@ -161,6 +161,7 @@ _SHELL_VALUED = _words("-o +o -O +O --rcfile --init-file")
 _FIND_EXEC = _words("-exec -execdir -ok -okdir")
 _GIT_VALUED = _words("-C -c --git-dir --work-tree --namespace --config-env --super-prefix")
 _STRIP_QUOTES = str.maketrans("", "", "'\"\\")
+_PLAIN = str.maketrans("", "", "'\"\\{},")  # and braces: `r{m,x}` holds `rm`
 _ANSI_C = {
     "a": "\a",
     "b": "\b",
@@ -185,10 +186,10 @@ class _Unreadable(Exception):
 def first(line: str, names: tuple[str, ...], judge: Judge) -> str | None:
     """What `judge` says of the first command `line` runs that it objects to, or None. A line
     that mentions none of `names` (command names or words, lower case), even once its quotes,
-    escapes, substitutions and parameter expansions are taken out, and that has no glob or brace
+    escapes, braces, substitutions and parameter expansions are taken out, and that has no glob
     is not read at all; one too nested or too costly to read is objected to with why."""
-    if not any(ch in line for ch in _PATTERNS):
-        plain = _EXPANSION.sub(r"\1", normalise(line)).lower().translate(_STRIP_QUOTES)
+    if not any(ch in line for ch in _GLOBS):
+        plain = _EXPANSION.sub(r"\1", normalise(line)).lower().translate(_PLAIN)
         if not any(name in text for text in (plain, _spans(plain)[1]) for name in names):
             return None
     reader = _Reader(BUDGET * len(line) + 4096, judge, names)

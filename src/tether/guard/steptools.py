@@ -233,11 +233,10 @@ def _matches(entry: Entry, call: Call, unit: str | None) -> bool:
     return unit is not None and _argument_matches(entry.argument, call, unit)
 
 
-def _denies(entry: Entry, call: Call, units: list[str | None], params: dict[str, Any]) -> bool:
+def _denies(entry: Entry, call: Call, units: list[str | None], run: list[str] | None) -> bool:
     """Whether a deny entry matches the call, read generously: a file tool of another server
-    by its verb (`Edit` denies `mcp__filesystem__edit_file`), and a shell line as the
-    destructive rule reads it (`shell.first`: `Bash(rm*)` denies `/bin/rm`, `command rm`,
-    `sudo rm`, `bash -c 'rm …'`), as well as by its words as written."""
+    by its verb (`Edit` denies `mcp__filesystem__edit_file`), and a shell line by every
+    command it runs (`run`, see `_commands_run`) as well as by its words as written."""
     if any(_matches(entry, call, u) for u in units):
         return True
     if call.kind == "file" and not entry.trigger.every:
@@ -247,17 +246,21 @@ def _denies(entry: Entry, call: Call, units: list[str | None], params: dict[str,
             return entry.argument is None or any(
                 u is not None and path_matches(entry.argument, u, call.project) for u in units
             )
-    command = params.get("command")
-    if call.kind != "shell" or entry.argument is None or not isinstance(command, str):
+    if run is None or entry.argument is None or not entry.trigger.matches(call.tool):
         return False
-    if not entry.trigger.matches(call.tool):
-        return False
+    return any(_argument_matches(entry.argument, call, unit) for unit in run)
 
-    def judge(name: str, args: list[str]) -> str | None:
-        unit = shlex.join([name, *args])
-        return unit if _argument_matches(entry.argument or "", call, unit) else None
 
-    return shell.first(command, ("",), judge) is not None
+def _commands_run(command: str) -> list[str]:
+    """Every command a shell line runs as the destructive rule reads it (`shell.first`: wrappers,
+    nested shells, the shell's rewriting), each as `name args...`; a line too intricate to read
+    is `*`, which every deny entry of the shell covers."""
+    found: list[str] = []
+
+    def collect(name: str, args: list[str]) -> None:
+        found.append(shlex.join([name, *args]))
+
+    return found if shell.first(command, ("",), collect) is None else ["*"]
 
 
 def refusal(policy: dict[str, Any], tool: str, params: dict[str, Any], project: str) -> str | None:
@@ -271,9 +274,13 @@ def refusal(policy: dict[str, Any], tool: str, params: dict[str, Any], project: 
         units: list[str | None] = [command if isinstance(command, str) else None]
     else:
         units = [*call.units] or [None]
-    for text in policy.get("deny", []):
-        if _denies(Entry.parse(text), call, units, params):
-            return f"it matches {text!r} in deny"
+    deny = [Entry.parse(text) for text in policy.get("deny", [])]
+    command = params.get("command")
+    shell_deny = call.kind == "shell" and any(e.argument is not None for e in deny)
+    run = _commands_run(command) if shell_deny and isinstance(command, str) else None
+    for entry in deny:
+        if _denies(entry, call, units, run):
+            return f"it matches {entry.text!r} in deny"
     if "allow" not in policy:
         return None
     entries = [Entry.parse(text) for text in policy["allow"]]
