@@ -631,11 +631,10 @@ class Runtime:
 
 
 def _human_request(requests: list[dict[str, Any]], step: str | None) -> dict[str, Any] | None:
-    """The open human step `step` names, else the only open one, else None."""
+    """The open human step `step` names, else the first open one (the engine's choice), else
+    None."""
     human = [r for r in requests if r.get("type") == "human"]
-    if step is not None:
-        return next((r for r in human if r.get("step") == step), None)
-    return human[0] if len(human) == 1 else None
+    return next((r for r in human if step is None or r.get("step") == step), None)
 
 
 def _check_answer(answer: core.Answer) -> None:

@@ -185,3 +185,37 @@ def test_the_verb_itself_refuses_inside_an_agent(
     with pytest.raises(Exception, match="runs under an agent"):
         Runtime().approve(run, by="viewer")
     assert unanswered(run)
+
+
+TWO_PEOPLE = """\
+name: two
+version: 1
+tree:
+  type: parallel
+  name: Both
+  children:
+    - type: action
+      name: Legal
+      steps:
+        - human: Is the licence fine?
+    - type: action
+      name: Design
+      steps:
+        - human: Does it look right?
+"""
+
+
+def test_with_several_human_steps_open_the_one_answered_is_the_one_confirmed(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "two.yaml").write_text(TWO_PEOPLE)
+    rt = Runtime()
+    uri = str(rt.start(str(tmp_path / "two.yaml"), str(tmp_path / "two.json"))["uri"])
+    rt.submit(uri, "success")
+    assert [r["type"] for r in rt.open_steps(uri)["open"]] == ["human", "human"]
+    done = as_agent(f"tether approve {uri}", tmp_path, agent_env())
+    assert "this process has none" in done.stderr
+    assert [e for e in rt.trace(uri) if e["kind"] == "human"] == []
+    answered = at_terminal(["approve", uri], env=agent_env())
+    assert "'Legal' asks" in answered.terminal and answered.returncode == 0
+    assert [r["name"] for r in rt.open_steps(uri)["open"]] == ["Design"]
