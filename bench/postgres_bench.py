@@ -64,8 +64,7 @@ def measure(label: str, store: str, replicas: int, clients: int, steps: int) -> 
             for r, replica in enumerate(fleet):
                 anyio.run(start_executions, replica.url, tree.name, names[r::replicas])
             walkers = [
-                Walker(fleet[n % replicas].url, name, f"client {n}")
-                for n, name in enumerate(names)
+                Walker(fleet[n % replicas].url, name, f"client {n}") for n, name in enumerate(names)
             ]
             began = time.perf_counter()
             anyio.run(walk_all, walkers, 600)
@@ -111,15 +110,19 @@ def main() -> None:
                 runs[(label, replicas)].append(run)
     finally:
         server.close()
-    print(f"{args.clients} clients, {args.steps} steps each, {args.rounds} rounds "
-          "(steps/s: median, then the range; ms/call: median latency one client sees)")
+    print(
+        f"{args.clients} clients, {args.steps} steps each, {args.rounds} rounds "
+        "(steps/s: median, then the range; ms/call: median latency one client sees)"
+    )
     print(f"{'store':<12} {'replicas':>8} {'steps/s':>8} {'range':>15} {'ms/call':>8}")
     for (label, replicas), done in runs.items():
         rates = sorted(r.per_second for r in done)
         latencies = sorted(1000 * r.seconds * r.clients / r.calls for r in done)
         median = rates[len(rates) // 2]
-        print(f"{label:<12} {replicas:>8} {median:>8.1f} {rates[0]:>7.1f}-{rates[-1]:<7.1f} "
-              f"{latencies[len(latencies) // 2]:>8.2f}")
+        print(
+            f"{label:<12} {replicas:>8} {median:>8.1f} {rates[0]:>7.1f}-{rates[-1]:<7.1f} "
+            f"{latencies[len(latencies) // 2]:>8.2f}"
+        )
     print("\nthe store alone: one thread calling the verbs in-process (next + submit per step)")
     for label, rate in direct.items():
         print(f"{label:<12} {rate:>8.1f} steps/s  {1000 / rate:>6.2f} ms/step")

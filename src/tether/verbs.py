@@ -54,13 +54,15 @@ _MAX_INT_BITS = 14_000
 _LONG_INTEGER = "holds an integer too long to store (more than 4,300 digits)"
 
 
-HUMAN_SOURCES = ("cli", "viewer")
+# Where a person's answer comes from: the command line, the viewer, or a program of theirs
+# through this Python API.
+HUMAN_SOURCES = ("cli", "viewer", "api")
 
 
 def _human_source(by: str) -> str:
     if by not in HUMAN_SOURCES:
         raise TetherError(
-            "invalid_value", f"a human answer comes from {' or '.join(HUMAN_SOURCES)}, not {by!r}"
+            "invalid_value", f"a human answer comes from {', '.join(HUMAN_SOURCES)}, not {by!r}"
         )
     return by
 
@@ -387,17 +389,55 @@ class Runtime:
         return self._answer(trace, core.Submit(status, note, step, values))
 
     def approve(
-        self, trace: str, *, note: str | None = None, step: str | None = None, by: str = "cli"
+        self,
+        trace: str,
+        *,
+        note: str | None = None,
+        step: str | None = None,
+        by: str = "api",
+        sent_by: int | None = None,
     ) -> dict[str, Any]:
         """A person's success on the open human step (or the one `step` names); `by` says where
-        the answer came from (`cli`, `viewer`). `wrong_phase` when no human step is open."""
-        return self._answer(trace, core.Human(True, _human_source(by), note, step))
+        the answer came from (`cli`, `viewer`, `api`). `wrong_phase` when no human step is open. A
+        person's answer is refused from inside an agent's process tree (this process's, or that
+        of `sent_by`, the process it came from: the viewer's browser), and one from the command
+        line is first confirmed at the controlling terminal (`tether.person`); an execution in
+        `memory://` belongs to the calling process alone and needs neither."""
+        return self._human(trace, True, note, step, by, sent_by)
 
     def reject(
-        self, trace: str, *, note: str | None = None, step: str | None = None, by: str = "cli"
+        self,
+        trace: str,
+        *,
+        note: str | None = None,
+        step: str | None = None,
+        by: str = "api",
+        sent_by: int | None = None,
     ) -> dict[str, Any]:
         """A person's failure on the open human step, as `approve`."""
-        return self._answer(trace, core.Human(False, _human_source(by), note, step))
+        return self._human(trace, False, note, step, by, sent_by)
+
+    def _human(
+        self,
+        trace: str,
+        approved: bool,
+        note: str | None,
+        step: str | None,
+        by: str,
+        sent_by: int | None,
+    ) -> dict[str, Any]:
+        source = _human_source(by)
+        uri = self._store(trace)[1]
+        if scheme_of(uri) != "memory":
+            from tether import person
+
+            person.require_no_agent(approved, sent_by)
+            if source == "cli":
+                request = _human_request(self.open_steps(trace)["open"], step)
+                if request is not None:  # else the engine says what is wrong
+                    person.confirm_at_terminal(request, approved, uri)
+                    step = request["step"]  # the answer is to the step the person saw
+        return self._answer(trace, core.Human(approved, source, note, step))
 
     def think(self, trace: str, thought: str, *, step: str | None = None) -> dict[str, Any]:
         return self._answer(trace, core.Think(thought, step))
@@ -586,6 +626,13 @@ class Runtime:
                     outcome.state, outcome.entries, reset_trace=isinstance(answer, core.Reset)
                 )
         return outcome.response
+
+
+def _human_request(requests: list[dict[str, Any]], step: str | None) -> dict[str, Any] | None:
+    """The open human step `step` names, else the first open one (the engine's choice), else
+    None."""
+    human = [r for r in requests if r.get("type") == "human"]
+    return next((r for r in human if step is None or r.get("step") == step), None)
 
 
 def _check_answer(answer: core.Answer) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from support.person import at_terminal
 from support.trees import SIGN_OFF_YAML
 from tether.errors import EXIT_CONFLICT, EXIT_INVALID, EXIT_USAGE
 
@@ -159,8 +160,6 @@ def test_a_value_starting_with_a_dash_is_a_value(tmp_path: Path) -> None:
     assert ok("var", trace, "time_of_day") == -5
 
 
-
-
 def test_a_human_step_is_refused_to_the_agent_and_approved_from_the_cli(
     trace: str, tmp_path: Path
 ) -> None:
@@ -178,7 +177,8 @@ def test_a_human_step_is_refused_to_the_agent_and_approved_from_the_cli(
         assert error["current"] == human
     refused(EXIT_CONFLICT, "human_only", "submit", trace, "success", "--set", "notes=x")
     assert ok("get", trace) == before
-    approved = ok("approve", trace, "--note", "-ship it-", "--step", human["step"])
+    answered = at_terminal(["approve", trace, "--note", "-ship it-", "--step", human["step"]])
+    approved = json.loads(answered.stdout)
     assert approved["status"] == "approved" and approved["next"]["name"] == "Lint"
     refused(EXIT_CONFLICT, "wrong_phase", "reject", trace)
     entry = ok("trace", trace)[-1]
@@ -198,7 +198,7 @@ def test_reject_fails_the_action(tmp_path: Path) -> None:
     ok("start", tree, trace)
     ok("submit", trace, "success")
     ok("submit", trace, "success", "--set", "notes=n")
-    rejected = ok("reject", trace, "--note", "not yet")
+    rejected = json.loads(at_terminal(["reject", str(trace), "--note", "not yet"]).stdout)
     assert rejected["status"] == "rejected" and rejected["next"]["status"] == "failure"
     assert ok("verify", trace)["ok"] is True
 

@@ -5,14 +5,17 @@ payloads through `tether guard hook` (a fresh process per event) and `serve`."""
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from guard import hookkit as hk
+from support.command import TETHER
+from support.person import at_terminal
 from support.trees import SIGN_OFF_YAML
 from tether.guard.shell import answers_for_a_person
 from tether.verbs import Runtime
@@ -157,6 +160,25 @@ PERSON_LINES = [
     "python -m tether approve {run}",
     "python3 -m tether.cli.main reject {run}",
     "TETHER approve {run}",
+    # the issue's spellings: launchers, the shell's rewriting, shells fed a script, wrappers
+    "uvx --from tether-bt tether approve {run}",
+    "uv run tether approve {run}",
+    "python3 $(which tether) approve {run}",
+    "tether \\\napprove {run}",
+    "{{tether,}} approve {run}",
+    "$'tether' approve {run}",
+    "te${{NOPE}}ther approve {run}",
+    "echo 'tether approve {run}' | bash",
+    "bash <<< 'tether approve {run}'",
+    "f() {{ tether approve {run}; }}; f",
+    "alias t=tether; t approve {run}",
+    "env -S 'tether approve {run}'",
+    "flock /tmp/l tether approve {run}",
+    "ionice -c3 tether approve {run}",
+    "taskset -c 0 tether approve {run}",
+    "script -qc 'tether approve {run}' /dev/null",
+    "watch -g tether approve {run}",
+    "tether approv? {run}",
 ]
 
 
@@ -193,13 +215,7 @@ def test_the_person_answers_from_their_own_terminal(project: Path, run: str) -> 
     """The hooks see only the agent's calls: the person's `tether approve`, run outside the
     agent, answers the step."""
     lint_done(run)
-    done = subprocess.run(
-        [sys.executable, "-m", "tether.cli.main", "approve", run, "--note", "ship it"],
-        capture_output=True,
-        text=True,
-        cwd=project,
-        check=False,
-    )
+    done = at_terminal(["approve", run, "--note", "ship it"])
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["status"] == "approved"
     human = [e for e in Runtime().trace(run) if e["kind"] == "human"]
@@ -227,3 +243,27 @@ def test_a_line_nested_beyond_reading_is_refused() -> None:
     assert answers_for_a_person(line) is not None
     assert answers_for_a_person("echo $(" * 30000 + "tether approve x") is not None
     assert answers_for_a_person("echo $(" * 30000 + "ls") is None  # no tether: not read at all
+
+
+def test_the_command_the_user_is_told_to_paste_runs_nothing_else(project: Path, run: str) -> None:
+    """A trace named `runs/x;touch${IFS}PWNED;.json`: pasting the `tether approve` the user is
+    told runs `tether approve` on that execution, and no `touch`."""
+    odd = "runs/x;touch${IFS}PWNED;.json"
+    Runtime().fork(run, str(project / odd), at=len(Runtime().trace(run)))
+    (project / ".tether" / "guard.yaml").write_text(f"workflow:\n  trace: '{odd}'\n")
+    lint_done(str(project / odd))
+    out = hk.hook_json(project, hk.stop(project))
+    assert out is not None
+    pasted = re.search(r"`(tether approve [^`]*)`", out["systemMessage"])
+    assert pasted is not None
+    assert shlex.split(pasted.group(1))[2].endswith(odd)
+    done = subprocess.run(
+        ["bash", "-c", pasted.group(1).replace("tether", TETHER, 1)],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        start_new_session=True,
+        check=False,
+    )
+    assert not (project / "PWNED").exists(), done.stderr
+    assert "terminal" in done.stderr  # it reached tether approve, which wants a person

@@ -293,7 +293,7 @@ def test_replay_explain_gives_sources_and_values(tmp_path, capsys):
     blocked = next(d for d in out["decisions"] if d["action"] == "block")
     explanation = blocked["rules"][0]["explanation"]
     assert explanation["source"] == "builtin (profile dev)"
-    assert explanation["condition"]["any"][0]["saw"] == "git reset --hard"
+    assert explanation["condition"]["saw"] == "git reset --hard"
     assert any(e["rule"] == "no_bash_for_files" for e in blocked["evaluated"])
 
 

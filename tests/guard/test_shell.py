@@ -76,6 +76,42 @@ EVASIONS = [
     "git clean -fd",
     "git clean -f -d",
     "git clean -xf",
+    # spellings the shell rewrites before it runs them
+    "{rm,-rf,/}",
+    "r{m,x} -rf /",
+    "$'rm' -rf /",
+    "$'\\x72m' -rf /",
+    "rm \\\n-rf /",
+    "r\\\nm -rf /",
+    "r${NOPE}m -rf /",
+    "${X:-rm} -rf /",
+    "/bin/r? -rf /",
+    "echo 'rm -rf /' | bash",
+    "printf 'rm -rf /' | sh -s",
+    "bash <<< 'rm -rf /'",
+    "sh <<EOF\nrm -rf /\nEOF",
+    'f(){ rm -rf "$@"; }; f /',
+    'f(){ "$@"; }; f rm -rf /',
+    'function g { "$@"; }; g rm -rf /',
+    "alias x='rm -rf'; x /",
+    "env -S 'rm -rf /'",
+    "env -S'rm -rf /'",
+    "env --split-string='rm -rf /'",
+    "flock /tmp/lock rm -rf /",
+    "flock -w 5 /tmp/lock -c 'rm -rf /'",
+    "ionice -c3 rm -rf /",
+    "ionice -c 3 -n 7 rm -rf /",
+    "taskset -c 0 rm -rf /",
+    "chrt 1 rm -rf /",
+    "script -qc 'rm -rf /' /dev/null",
+    "watch -g rm -rf /",
+    "uv run rm -rf /",
+    "runuser -u me -c 'rm -rf /'",
+    "psql -c 'DROP TABLE users'",
+    "psql -c 'drop/**/table users'",
+    "psql -c 'drop -- a comment\n table users'",
+    "psql -c 'TRUNCATE\tTABLE users'",
+    "x" * 70000 + " && psql -c 'DROP TABLE users'",
 ]
 
 HARMLESS = [
@@ -99,6 +135,12 @@ HARMLESS = [
     "pytest -q tests",
     "cat README.md | grep rm",
     "",
+    "echo {a,b} && ls",
+    'curl -d \'{"rm": 1, "rf": 2}\' http://127.0.0.1/',
+    "echo 'rm -rf /' > notes.txt",
+    "psql -c 'select * from drop_table_log'",
+    "echo $HOME",
+    "bash build.sh",
 ]
 
 
@@ -121,8 +163,7 @@ def test_harmless_look_alikes_pass(command: str) -> None:
 def test_the_explanation_names_what_was_destructive() -> None:
     session = Guard.from_config({"rules": {"confirm_destructive": True}}).session()
     decision = session.pre_tool("Bash", {"command": "ls && sudo /bin/rm -r -f /"}, explain=True)
-    leaves = decision.firings[0].explanation["condition"]["any"]
-    assert leaves[0] == {
+    assert decision.firings[0].explanation["condition"] == {
         "condition": "destructive_command",
         "args": "command",
         "saw": "rm -r -f",

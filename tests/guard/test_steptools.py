@@ -3,6 +3,8 @@ the project, Tether's own tools, and patterns that cannot backtrack."""
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any
 
 import pytest
@@ -37,6 +39,10 @@ def test_the_runtime_tools_are_the_mcp_servers() -> None:
         ("Bash", {"command": "git diff $(rm -rf src)"}, False),
         ("Bash", {"command": "git diff `rm -rf src`"}, False),
         ("Bash", {"command": "git diff 'unbalanced"}, False),
+        ("Bash", {"command": "git diff\nrm calc.py"}, False),  # a newline ends a command
+        ("Bash", {"command": "git diff\nprintf pwned > calc.py"}, False),
+        ("Bash", {"command": "git diff\r\nrm calc.py"}, False),
+        ("Bash", {"command": "git diff \\\n  HEAD"}, True),  # a backslash-newline does not
         ("Bash", {"command": "pytest"}, False),
         ("WebFetch", {"url": "https://example.org"}, False),
     ],
@@ -51,6 +57,64 @@ def test_deny_wins_over_allow() -> None:
         "it matches 'Bash(rm:*)' in deny"
     )
     assert refusal(policy, "Bash", {"command": "ls -la"}, PROJECT) is None
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "rm -rf build",
+        "/bin/rm -rf build",
+        "command rm build",
+        "sudo rm build",
+        "sudo -u root -- /usr/bin/rm build",
+        "env X=1 rm build",
+        "ls\nrm build",
+        "bash -c 'rm build'",
+        "echo $(rm build)",
+        "{rm,build}",
+        "$'rm' build",
+        "r\\\nm build",
+        "xargs rm < list",
+        "find . -name '*.o' -exec rm {} +",
+    ],
+)
+def test_a_shell_deny_entry_reads_commands_as_the_shell_runs_them(command: str) -> None:
+    policy = {"deny": ["Bash(rm*)"]}
+    assert (
+        refusal(policy, "Bash", {"command": command}, PROJECT) == "it matches 'Bash(rm*)' in deny"
+    )
+
+
+@pytest.mark.parametrize("command", ["ls -la", "git rm --cached x", "echo rm build", "grep rm x"])
+def test_a_shell_deny_entry_spares_lookalikes(command: str) -> None:
+    assert refusal({"deny": ["Bash(rm*)"]}, "Bash", {"command": command}, PROJECT) is None
+
+
+@pytest.mark.parametrize(
+    ("entry", "tool"),
+    [
+        ("Edit", "mcp__filesystem__edit_file"),
+        ("Write", "mcp__filesystem__write_file"),
+        ("Edit", "mcp__filesystem__write_file"),
+        ("Write", "mcp__filesystem__move_file"),
+        ("Write", "mcp__filesystem__create_directory"),
+        ("Read", "mcp__filesystem__read_text_file"),
+        ("Edit(src/**)", "mcp__filesystem__edit_file"),
+    ],
+)
+def test_a_file_deny_entry_covers_other_servers_file_tools(entry: str, tool: str) -> None:
+    params = {"path": "/work/project/src/app.py"}
+    assert refusal({"deny": [entry]}, tool, params, PROJECT) == f"it matches {entry!r} in deny"
+    assert refusal({"deny": [entry], "allow": ["*"]}, tool, params, PROJECT) is not None
+
+
+def test_a_file_deny_entry_keeps_to_its_verb_and_path() -> None:
+    params = {"path": "/work/project/docs/a.md"}
+    assert (
+        refusal({"deny": ["Edit(src/**)"]}, "mcp__filesystem__edit_file", params, PROJECT) is None
+    )
+    assert refusal({"deny": ["Edit"]}, "mcp__filesystem__read_text_file", params, PROJECT) is None
+    assert refusal({"deny": ["Write"]}, "mcp__db__query", {"sql": "select 1"}, PROJECT) is None
 
 
 def test_a_policy_without_allow_allows_what_it_does_not_deny() -> None:
@@ -108,6 +172,8 @@ def test_globs_do_not_backtrack() -> None:
 
 def test_simple_commands_are_tokens_not_substrings() -> None:
     assert simple_commands("a 'b; c' && d|e") == [["a", "b; c"], ["d"], ["e"]]
+    assert simple_commands("git diff\nrm calc.py") == [["git", "diff"], ["rm", "calc.py"]]
+    assert simple_commands("git \\\ndiff 'a\nb'") == [["git", "diff", "a\nb"]]
     assert simple_commands('echo "unbalanced') is None
 
 
@@ -115,9 +181,11 @@ def test_simple_commands_are_tokens_not_substrings() -> None:
     ("tool", "command", "own"),
     [
         ("Bash", "tether next runs/a.json", True),
-        ("Bash", "/opt/venv/bin/tether submit runs/a.json success --step x", True),
-        ("Bash", "TETHER_STORE=postgresql://db/t tether next a", True),
+        ("Bash", f"{os.path.dirname(sys.executable)}/tether submit runs/a.json success", True),
+        ("Bash", "python -m tether next runs/a.json", True),
         ("Bash", "tether next a && tether var a x 1", True),
+        ("Bash", "tether var a x --file notes/x.txt", True),
+        ("Bash", "tether \\\nnext a", True),  # a continued line is one command
         ("Bash", "tether next a; rm -rf /", False),
         ("Bash", "echo tether next a", False),
         ("Bash", "tether next $(rm -rf /)", False),
@@ -125,14 +193,34 @@ def test_simple_commands_are_tokens_not_substrings() -> None:
         ("Bash", "tether reject runs/a.json", False),
         ("Bash", "tether guard install claude", False),
         ("Bash", "not-tether next a", False),
+        # the issue's attacks: a newline, redirections, assignments, another `tether`, a file
+        ("Bash", "tether next a\nrm calc.py", False),
+        ("Bash", "tether next a\n\nprintf pwned > calc.py", False),
+        ("Bash", "tether next a > calc.py", False),
+        ("Bash", "tether schema > runs/f.json", False),
+        ("Bash", "tether schema >> .tether/guard.yaml", False),
+        ("Bash", "tether next a 2>calc.py", False),
+        ("Bash", "tether next a < /etc/passwd", False),
+        ("Bash", "PYTHONPATH=evil tether next a", False),
+        ("Bash", "TETHER_STORE=postgresql://db/t tether next a", False),
+        ("Bash", "env LD_PRELOAD=/tmp/x.so tether next a", False),
+        ("Bash", "./tether next a", False),
+        ("Bash", "/tmp/tether next a", False),
+        ("Bash", "tether var a x --file /etc/passwd", False),
+        ("Bash", "tether var a x --file=../../.ssh/id_rsa", False),
+        ("Bash", "tether submit a success --note-file /etc/shadow", False),
+        ("Bash", "tether var a x $SECRET", False),
+        ("Bash", "tether var a x ~/.netrc", False),
+        ("Bash", "tether var a x *", False),
+        ("Bash", "{tether,} next a", False),
     ],
 )
 def test_tethers_own_shell_commands(tool: str, command: str, own: bool) -> None:
-    assert is_own_tool(tool, {"command": command}) is own
+    assert is_own_tool(tool, {"command": command}, PROJECT) is own
 
 
 def test_tethers_own_mcp_tools_on_any_server() -> None:
-    assert is_own_tool("mcp__tether__submit", {})
-    assert is_own_tool("mcp__runtime__next_step", {})
-    assert not is_own_tool("mcp__tether__delete_everything", {})
-    assert not is_own_tool("submit", {})
+    assert is_own_tool("mcp__tether__submit", {}, PROJECT)
+    assert is_own_tool("mcp__runtime__next_step", {}, PROJECT)
+    assert not is_own_tool("mcp__tether__delete_everything", {}, PROJECT)
+    assert not is_own_tool("submit", {}, PROJECT)

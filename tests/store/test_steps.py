@@ -93,7 +93,7 @@ def test_one_call_per_step_and_a_human_sign_off_on_every_store(
     document = rt.get(uri)
     assert document["var"] == {"summary": "fix", "tests_passed": True, "findings": []}
     human = [e for e in document["trace"] if e["kind"] == "human"]
-    assert [(e["outcome"], e["note"], e["by"]) for e in human] == [("success", "merge it", "cli")]
+    assert [(e["outcome"], e["note"], e["by"]) for e in human] == [("success", "merge it", "api")]
     assert rt.verify(uri)["ok"] is True
 
 

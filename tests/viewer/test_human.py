@@ -5,9 +5,11 @@ and the one write the server takes, refused to anything but its own page. Also t
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -181,3 +183,50 @@ def test_fork_from_here_gives_the_command_for_that_point(
     forked = json.loads(done.stdout)
     assert forked["next"]["name"] == "Draft"
     assert answer(runs / "ship-fork-1.json", "verify")["ok"] is True
+
+
+def test_fork_from_here_quotes_a_name_the_shell_would_split(
+    page: Page, server: ViewServer, waiting: Path, runs: Path
+) -> None:
+    """Pasting the command forks the execution named `x;touch${IFS}PWNED;.json`; nothing
+    else runs."""
+    odd = runs / "x;touch${IFS}PWNED;.json"
+    tether("fork", waiting, odd, "--at", str(len(answer(waiting, "trace"))))
+    page.goto(server.base + "?run=" + urllib.parse.quote(odd.name) + "&at=1")
+    expect(page.locator("#position")).to_contain_text("after entry 1")
+    page.locator("#fork").click()
+    command = page.locator("#fork-command")
+    expect(command).to_contain_text("tether fork 'x;touch${IFS}PWNED;.json'")
+    line = command.inner_text().replace("tether ", f"{TETHER} ", 1)
+    done = subprocess.run(["bash", "-c", line], cwd=runs, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert not (runs / "PWNED").exists()
+    assert answer(runs / "x;touch${IFS}PWNED;-fork-1.json", "verify")["ok"] is True
+
+
+def test_an_agent_that_reads_the_token_from_the_page_answers_nothing(
+    server: ViewServer, waiting: Path
+) -> None:
+    """The page is this user's to read, token and all: an agent's shell fetches it and posts
+    the answer with the right Origin, as `curl` does. The viewer finds the process behind the
+    connection, sees the harness's mark on it, and the verbs refuse."""
+    before = answer(waiting, "get")
+    base = server.base.rstrip("/")
+    script = (
+        f'token=$(curl -s {base}/ | sed -n \'s/.*tether-token" content="\\([^"]*\\)".*/\\1/p\'); '
+        f"curl -s -H 'Origin: {base}' -H \"X-Tether-Token: $token\" "
+        "-H 'Content-Type: application/json' "
+        f'-d \'{{"path": "ship.json", "decision": "approve"}}\' {base}/api/human'
+    )
+    done = subprocess.run(
+        ["bash", "-c", script],
+        env={**os.environ, "CLAUDECODE": "1"},
+        capture_output=True,
+        text=True,
+        start_new_session=True,
+        timeout=60,
+    )
+    error = json.loads(done.stdout)["error"]
+    assert error["code"] == "human_only" and "runs under an agent" in error["message"]
+    assert "carries CLAUDECODE" in error["message"]
+    assert answer(waiting, "get") == before

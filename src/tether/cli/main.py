@@ -334,7 +334,7 @@ def _human(approved: bool) -> Callable[[Parsed], Any]:
     def answer(p: Parsed) -> Any:
         runtime = _runtime()
         verb = runtime.approve if approved else runtime.reject
-        return verb(str(p.args["TRACE"]), note=_note(p), step=p.options.get("--step"))
+        return verb(str(p.args["TRACE"]), note=_note(p), step=p.options.get("--step"), by="cli")
 
     return answer
 

@@ -294,7 +294,7 @@ class Binder:
                     f"[Tether] {answer} is a person's answer, not an agent's: {_ONLY_A_PERSON} "
                     "Tell the user what the step asks and leave the answer to them."
                 )
-        if is_own_tool(tool, params):
+        if is_own_tool(tool, params, project):
             return None
         view = self._read(self.runtime.open_steps, binding.trace)
         if view is None or view["status"] != "running":
@@ -339,7 +339,7 @@ class Binder:
             return
         from tether.guard.steptools import is_own_tool
 
-        if not is_own_tool(tool, params):
+        if not is_own_tool(tool, params, project):
             self._read(self.runtime.record_tool, binding.trace, tool, params, ok=ok)
 
     def stop(self, session_id: str, project: str) -> dict[str, Any] | None:
@@ -386,10 +386,13 @@ _ONLY_A_PERSON = (
 def _for_a_person(trace: str, requests: list[dict[str, Any]]) -> str:
     """What the user is told when the agent stops while the execution waits on them."""
     asks = "; ".join(f"{r['name']!r} asks: {gist(r, 200)} (step {r['step']})" for r in requests)
+    from tether.person import command_line
+
+    approve, reject = (command_line("tether", verb, trace) for verb in ("approve", "reject"))
     return (
         f"[Tether] The execution {trace} waits on a person, so the agent may stop. {asks}. "
-        f"Answer it with `tether approve {trace}` or `tether reject {trace}` (with --step when "
-        "several wait), or in the viewer; the agent cannot."
+        f"Answer it with `{approve}` or `{reject}` (with --step when several wait), or in the "
+        "viewer; the agent cannot."
     )
 
 
@@ -403,18 +406,23 @@ def _open_step(trace: str, current: dict[str, Any]) -> str:
 
 
 def _how(trace: str, current: dict[str, Any]) -> str:
+    from tether.person import command_line
+
     token = current["step"]
     if current.get("path") is None:
+        submit = command_line("tether", "submit", trace, "success", "--step", token)
         return (
             f"Accept the protocol first: submit success for step {token} (MCP submit, or "
-            f"`tether submit {trace} success --step {token}`), then work through the steps."
+            f"`{submit}`), then work through the steps."
         )
     if current["type"] == "evaluate":
+        answer = command_line("tether", "eval", trace, "true", "--step", token)
         return (
             f"Judge it and answer with eval true or false for step {token} (MCP eval, or "
-            f"`tether eval {trace} true --step {token}`)."
+            f"`{answer}`)."
         )
+    submit = command_line("tether", "submit", trace, "success", "--step", token)
     return (
         f"Do the work, then answer with submit success (or failure) for step {token} (MCP "
-        f"submit, or `tether submit {trace} success --step {token}`)."
+        f"submit, or `{submit}`)."
     )

@@ -31,7 +31,6 @@ BASH_FILE_COMMANDS = (
 # A search in the shell: Claude Code 2.1 has no Grep or Glob tool and searches this way.
 SHELL_SEARCH = r"(^|[;&|(]|\s)(rg|grep|egrep|fgrep|ag|ack|git\s+grep|fd)\s"
 BLIND_EXPLORATION = r"\bfind\s+\.|\bls\s+-\w*R|(^|[;&|]\s*)tree\b|\bdir\s+/s\b"
-DESTRUCTIVE_SQL = r"\bdrop\s+(table|database)\b|\btruncate\s+table\b"
 UNSURE = r"\b(not sure|unsure|don'?t know|do not know|uncertain|can'?t remember|cannot remember)\b"
 
 DEFAULT_TRACKING: dict[str, dict[str, dict[str, Any]]] = {
@@ -151,12 +150,7 @@ def builtin_rules(thresholds: dict[str, int]) -> list[dict[str, Any]]:
             "trigger": ["bash"],
             "when": "pre_tool",
             "action": "block",
-            "condition": {
-                "any": [
-                    {"destructive_command": "command"},
-                    {"param_matches": {"param": "command", "pattern": DESTRUCTIVE_SQL}},
-                ]
-            },
+            "condition": {"destructive_command": "command"},
             "message": "'{param:command}' is destructive. Ask the user to confirm it first.",
         },
         {

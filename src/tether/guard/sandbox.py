@@ -91,7 +91,7 @@ class Sandbox:
     ) -> None:
         """A call that ran: Tether's own is made again on the replay's executions, any other
         is evidence."""
-        if not is_own_tool(tool, params):
+        if not is_own_tool(tool, params, project):
             self.binder.post_tool(SESSION, project, tool, params, result, ok=ok)
         elif ok and tool.startswith("mcp__"):
             self._mcp(project, tool.rsplit("__", 1)[-1], params, result)

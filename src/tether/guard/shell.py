@@ -1,51 +1,81 @@
 """Shell command lines read the way a shell runs them, for the guard's checks of what they run.
 
-Owns: splitting a command line into the simple commands it runs, and `first(line, names,
-judge)`, which reads every command the line runs (nested ones too) and returns what `judge` says
-of the first it objects to. Two judges: `destructive(line)`, which names the first destructive
-command (`rm` recursive and forced, `git push` forced or deleting, `git reset --hard`,
-`git clean` forced) or says None, and `answers_for_a_person(line)`, which names a `tether
-approve` or `tether reject` (a person's answer to a human step, never an agent's).
+Owns: rewriting a line as the shell does before it splits words (`normalise`), splitting it into
+the simple commands it runs with their redirections apart (`split`, used by the tools policy),
+saying whether the shell runs its words as written (`literal`), and `first(line, names,
+judge)`, which reads every command the line runs (nested ones too) and returns what `judge`
+says of the first it objects to. Two judges: `destructive(line)`, which names the first
+destructive command (`rm` recursive and forced, `git push` forced or deleting, `git reset
+--hard`, `git clean` forced, SQL `DROP TABLE`/`DROP DATABASE`/`TRUNCATE TABLE`) or says None,
+and `answers_for_a_person(line)`, which names a `tether approve` or `tether reject` (a person's
+answer to a human step, never an agent's).
 
 How a line is read:
+- The shell's rewriting first: a backslash-newline is removed, `$'…'` is the text it stands
+  for, a parameter expansion is empty or its default (`r${X}m`, `${X:-rm}`), braces expand
+  (`{rm,-rf,/}`; a large expansion is cut at its braces and commas instead), and a command name
+  written as a glob is the name looked for that it matches (`/bin/r?`).
 - `shlex` in POSIX mode with punctuation: quotes and backslashes go as the shell removes them
   (`'rm'`, `r""m` and `\\rm` are all `rm`); a new command starts after `;`, `&`, `&&`, `||`,
-  `|`, `|&`, `(`, `)` and a newline; redirections and their targets are dropped.
+  `|`, `|&`, `(`, `)` and a newline; redirections and their targets are set apart.
 - Leading variable assignments and keywords (`if`, `then`, `do`, `!`, `{`, ...) are skipped;
-  wrappers that run their arguments (`sudo`, `doas`, `env`, `command`, `exec`, `nohup`, `time`,
-  `nice`, `timeout`, `stdbuf`, `setsid`, `xargs`, `chroot`, `busybox`) are unwrapped with their
-  options. A command word is read by its last path component (`/bin/rm` is `rm`), in any case.
+  wrappers and launchers that run their arguments (`sudo`, `env` and `env -S`, `nohup`,
+  `timeout`, `xargs`, `flock`, `ionice`, `taskset`, `script`, `watch`, `uvx`, `uv run`, ...:
+  `_WRAPPERS`) are unwrapped with their options; a command word holding spaces (`env -S 'rm
+  -rf /'`, `flock f -c '…'`) is read as a line. A command word is read by its last path
+  component (`/bin/rm` is `rm`), in any case. A function or alias the line defines runs what it
+  is given.
 - The text of every `$(...)` and backquoted span is read as a command line of its own, and the
-  line is then read without them (so `r$()m` is `rm`); the string of `bash -c` (and `sh`, `zsh`,
-  `dash`, `ksh`, `fish`, `su -c`), the arguments of `eval` and the command of `find -exec` are
-  read as command lines in turn; `MAX_DEPTH` levels deep at most.
+  line is then read without them (so `r$()m` is `rm`; `$(which tether)` leaves `tether`); the
+  string of `bash -c` (and `sh`, `zsh`, `dash`, `ksh`, `fish`, `su -c`, `runuser -c`), the
+  arguments of `eval` and the command of `find -exec` are read as command lines in turn, and
+  when a shell reads its script from standard input (`… | bash`, `bash <<< …`) every word of the
+  line is; `MAX_DEPTH` levels deep at most.
 
 It errs on the side of refusing: a line nested deeper than `MAX_DEPTH`, or one whose reading
 would cost more than `BUDGET` times its length, counts as destructive; `$(...)` is read even
-inside single quotes (`echo '$(rm -rf x)'` counts) and a quoted `;` still separates. It is a
-guardrail for an agent's commands, not a sandbox: a command assembled at run time
-(`$CMD -rf /`, `python -c "shutil.rmtree(...)"`, a script file) is not seen.
+inside single quotes (`echo '$(rm -rf x)'` counts). It is a guardrail for an agent's commands,
+not a sandbox: a command assembled at run time (`$CMD -rf /`, `python -c
+"shutil.rmtree(...)"`, a script file, a copied binary) is not seen.
 """
 
 from __future__ import annotations
 
+import itertools
+import re
 import shlex
 from collections.abc import Callable
+from fnmatch import fnmatchcase
+from typing import NamedTuple
 
 # What a judge says of one command (its lower-cased name and its arguments): None, or the reason.
 Judge = Callable[[str, list[str]], str | None]
 
 MAX_DEPTH = 8
 BUDGET = 4
+BRACE_WORD = 256
+BRACE_WORDS = 64
 _PUNCTUATION = "();<>|&\n"
 _REDIRECTIONS = frozenset({"<", ">", ">>", "<<", "<<-", "<<<", ">&", "<&", "&>", "&>>", ">|", "<>"})
+# Globs make names of words that do not spell them: a line with one is always read.
+_GLOBS = "?*["
+# A parameter expansion, read as empty, or as its default (`${X:-rm}` is rm).
+_EXPANSION = re.compile(
+    r"\$\{[^}:=+-]*(?::?[-=+]([^}]*))?\}|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]"
+)
+# `$(which tether)` and the like print the path of a command: read as that command's name.
+_LOOKUP = re.compile(r"^\s*(?:which|command\s+-v|type\s+-[pP]|realpath|readlink\s+-f)\s+(\S+)\s*$")
+_FUNCTION = re.compile(r"\bfunction\s+([\w.:-]+)|\(\s*\)")
+_SQL_COMMENT = re.compile(r"/\*.*?\*/|--[^\n]*", re.DOTALL)
+_SQL = re.compile(r"\b(drop\s+(?:table|database)|truncate\s+table)\b", re.IGNORECASE)
 
 
 def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-# wrapper: (its options that take a value, how many positional arguments precede the command)
+# wrapper: (its options that take a value, how many positional arguments precede the command);
+# options are read before and after those positional arguments.
 _WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
     "sudo": (
         _words(
@@ -74,6 +104,56 @@ _WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
     ),
     "chroot": (_words("--userspec --groups"), 1),
     "busybox": (frozenset(), 0),
+    "flock": (_words("-w --wait --timeout -E --conflict-exit-code"), 1),
+    "ionice": (_words("-c --class -n --classdata -p --pid -P --pgid -u --uid"), 0),
+    "taskset": (frozenset(), 1),
+    "chrt": (frozenset(), 1),
+    "script": (
+        _words("-E --echo -I --log-in -O --log-out -B --log-io -T --log-timing -o --output-limit"),
+        0,
+    ),
+    "watch": (_words("-n --interval -q --equexit"), 0),
+    "unbuffer": (frozenset(), 0),
+    "strace": (_words("-o -e -p -s -u -E -P -a -b -I -X"), 0),
+    "ltrace": (_words("-o -e -p -s -u -a -n -D -F -w"), 0),
+    "systemd-run": (
+        _words("-u --unit -p --property -E --setenv -M --machine --description --slice -H --host"),
+        0,
+    ),
+    "setpriv": (_words("--reuid --regid --groups --inh-caps --bounding-set --securebits"), 0),
+    "firejail": (frozenset(), 0),
+    "fakeroot": (_words("-l --lib --faked -i -s"), 0),
+    "uvx": (
+        _words(
+            "--from -w --with --with-editable --with-requirements -p --python --index "
+            "--default-index --index-url --extra-index-url -f --find-links -c --constraints"
+        ),
+        0,
+    ),
+    "uv": (
+        _words(
+            "--from -w --with --with-editable --with-requirements -p --python --project "
+            "--directory --package --group --extra --index --env-file"
+        ),
+        0,
+    ),
+    "pipx": (_words("--spec --python"), 0),
+    "poetry": (frozenset(), 0),
+    "pdm": (frozenset(), 0),
+    "hatch": (frozenset(), 0),
+    "conda": (_words("-n --name -p --prefix"), 0),
+    "mamba": (_words("-n --name -p --prefix"), 0),
+    "npx": (_words("-p --package"), 0),
+}
+# Launchers that run a command only behind a subcommand (`uv run`, `uv tool run`).
+_LAUNCHERS = {
+    "uv": _words("run tool"),
+    "pipx": _words("run"),
+    "poetry": _words("run"),
+    "pdm": _words("run"),
+    "hatch": _words("run"),
+    "conda": _words("run"),
+    "mamba": _words("run"),
 }
 _KEYWORDS = _words("! { } if then else elif fi do done while until case esac in select function")
 _SHELLS = _words("bash sh zsh dash ksh mksh ash fish")
@@ -81,6 +161,22 @@ _SHELL_VALUED = _words("-o +o -O +O --rcfile --init-file")
 _FIND_EXEC = _words("-exec -execdir -ok -okdir")
 _GIT_VALUED = _words("-C -c --git-dir --work-tree --namespace --config-env --super-prefix")
 _STRIP_QUOTES = str.maketrans("", "", "'\"\\")
+_PLAIN = str.maketrans("", "", "'\"\\{},")  # and braces: `r{m,x}` holds `rm`
+_ANSI_C = {
+    "a": "\a",
+    "b": "\b",
+    "e": "\x1b",
+    "E": "\x1b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    "v": "\v",
+    "\\": "\\",
+    "'": "'",
+    '"': '"',
+    "?": "?",
+}
 
 
 class _Unreadable(Exception):
@@ -89,13 +185,14 @@ class _Unreadable(Exception):
 
 def first(line: str, names: tuple[str, ...], judge: Judge) -> str | None:
     """What `judge` says of the first command `line` runs that it objects to, or None. A line
-    that mentions none of `names` (command names, lower case) is not read at all; one too
-    nested or too costly to read is objected to with why."""
-    plain = line.lower().translate(_STRIP_QUOTES)
-    bare = _spans(plain)[1]
-    if not any(name in text for text in (plain, bare) for name in names):
-        return None
-    reader = _Reader(BUDGET * len(line) + 4096, judge)
+    that mentions none of `names` (command names or words, lower case), even once its quotes,
+    escapes, braces, substitutions and parameter expansions are taken out, and that has no glob
+    is not read at all; one too nested or too costly to read is objected to with why."""
+    if not any(ch in line for ch in _GLOBS):
+        plain = _EXPANSION.sub(r"\1", normalise(line)).lower().translate(_PLAIN)
+        if not any(name in text for text in (plain, _spans(plain)[1]) for name in names):
+            return None
+    reader = _Reader(BUDGET * len(line) + 4096, judge, names)
     try:
         return reader.line(line, 0)
     except _Unreadable as exc:
@@ -103,8 +200,13 @@ def first(line: str, names: tuple[str, ...], judge: Judge) -> str | None:
 
 
 def destructive(line: str) -> str | None:
-    """What makes `line` destructive (e.g. `rm -r -f`), or None when nothing in it is."""
-    return first(line, ("rm", "git"), _destructive)
+    """What makes `line` destructive (e.g. `rm -r -f`, `DROP TABLE`), or None when nothing in it
+    is. SQL is looked for in the whole line (however long), its comments read as spaces."""
+    found = first(line, ("rm", "git"), _destructive)
+    if found is None and ("drop" in line.lower() or "truncate" in line.lower()):
+        sql = _SQL.search(_SQL_COMMENT.sub(" ", line.translate(_STRIP_QUOTES)))
+        found = None if sql is None else " ".join(sql.group(1).upper().split())
+    return found
 
 
 def _destructive(name: str, args: list[str]) -> str | None:
@@ -119,66 +221,186 @@ def _destructive(name: str, args: list[str]) -> str | None:
 PERSON_ANSWERS = ("approve", "reject")
 _PYTHONS = ("python", "python3")
 _TETHER_MODULES = ("tether", "tether.cli.main")
+_TETHERS = ("tether", "tether.exe")
 
 
 def answers_for_a_person(line: str) -> str | None:
-    """The `tether approve` or `tether reject` that `line` runs (also as `python -m tether`),
-    or None when it runs neither."""
-    return first(line, ("tether",), _person_answer)
+    """The `tether approve` or `tether reject` that `line` runs (also as `python -m tether`,
+    behind launchers such as `uv run`, or with its words rewritten by the shell), or None when
+    it runs neither. The guard's first line only: the verbs themselves require a person
+    (`tether.person`)."""
+    return first(line, ("tether", "appro", "rejec"), _person_answer)
 
 
 def _person_answer(name: str, args: list[str]) -> str | None:
-    if name.startswith(_PYTHONS) and len(args) >= 2 and args[0] == "-m":
-        name, args = args[1], args[2:]
-        if name not in _TETHER_MODULES:
-            return None
-    elif name not in ("tether", "tether.exe"):
+    if name.startswith(_PYTHONS):
+        if "-m" in args:
+            at = args.index("-m") + 1
+            if at >= len(args) or args[at] not in _TETHER_MODULES:
+                return None
+            args = args[at + 1 :]
+        else:
+            script = next((a for a in args if not a.startswith("-")), None)
+            if script is None or _name(script) not in _TETHERS:
+                return None
+            args = args[args.index(script) + 1 :]
+    elif name not in _TETHERS:
         return None
     sub = next((a for a in args if not a.startswith("-")), None)
-    return f"tether {sub}" if sub in PERSON_ANSWERS else None
+    if sub is None:
+        return None
+    found = next((p for p in PERSON_ANSWERS if fnmatchcase(p, sub.lower())), None)
+    return None if found is None else f"tether {found}"
+
+
+def normalise(line: str) -> str:
+    """`line` as the shell rewrites it before splitting words: a backslash-newline (a line
+    continuation) is removed, `$'…'` becomes the text it stands for (single-quoted), and `$"…"`
+    a plain double-quoted string."""
+    if "\\\n" not in line and "$'" not in line and '$"' not in line:
+        return line
+    out: list[str] = []
+    quote = ""
+    i, end = 0, len(line)
+    while i < end:
+        ch = line[i]
+        if quote == "'":
+            quote = "" if ch == "'" else quote
+        elif ch == "\\" and i + 1 < end:
+            if line[i + 1] != "\n":
+                out.append(line[i : i + 2])
+            i += 2
+            continue
+        elif quote == '"':
+            quote = "" if ch == '"' else quote
+        elif ch == "$" and line.startswith("$'", i):
+            i, text = _ansi_c(line, i + 2)
+            out.append(shlex.quote(text))
+            continue
+        elif ch == "$" and line.startswith('$"', i):
+            i += 1
+            continue
+        elif ch in "'\"":
+            quote = ch
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _ansi_c(line: str, i: int) -> tuple[int, str]:
+    """The text of a `$'…'` string whose body starts at `i`, and where it ends."""
+    out: list[str] = []
+    while i < len(line) and line[i] != "'":
+        if line[i] != "\\" or i + 1 >= len(line):
+            out.append(line[i])
+            i += 1
+            continue
+        code = line[i + 1]
+        digits = {"x": (16, 2), "u": (16, 4), "U": (16, 8)}.get(code)
+        if code in "01234567":
+            digits, i = (8, 3), i - 1
+        if digits is not None:
+            base, most = digits
+            allowed = "0123456789abcdefABCDEF"[: base + (6 if base == 16 else 0)]
+            j = i + 2
+            while j < len(line) and j < i + 2 + most and line[j] in allowed:
+                j += 1
+            text = line[i + 2 : j]
+            out.append(chr(min(int(text, base), 0x10FFFF)) if text else line[i : i + 2])
+            i = j
+            continue
+        out.append(_ANSI_C.get(code, "\\" + code))
+        i += 2
+    return i + 1, "".join(out)
 
 
 def tokens(line: str) -> list[str]:
-    """The shell words and operators of `line` (an unclosed quote is closed at the end)."""
+    """The shell words and operators of `line` after `normalise` (an unclosed quote is closed at
+    the end)."""
+    line = normalise(line)
     for tail in ("", '"', "'"):
-        lexer = shlex.shlex(line + tail, posix=True, punctuation_chars=_PUNCTUATION)
-        lexer.whitespace_split = True
-        lexer.whitespace = " \t\r"
-        lexer.commenters = ""
-        try:
-            return list(lexer)
-        except ValueError:
-            continue
+        found = _lex(line + tail)
+        if found is not None:
+            return found
     return line.split()
 
 
-def simple_commands(words: list[str]) -> list[list[str]]:
-    """`tokens` cut into simple commands at control operators, without redirections."""
-    commands: list[list[str]] = []
-    current: list[str] = []
-    skip = False
+def _lex(line: str) -> list[str] | None:
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=_PUNCTUATION)
+    lexer.whitespace_split = True
+    lexer.whitespace = " \t\r"
+    lexer.commenters = ""
+    try:
+        return list(lexer)
+    except ValueError:
+        return None
+
+
+class Simple(NamedTuple):
+    """One simple command: its words, and its redirections (operators and targets) apart."""
+
+    words: list[str]
+    redirections: list[str]
+
+
+def split(line: str) -> list[Simple] | None:
+    """The simple commands of `line`, cut at control operators (`;`, `&`, `&&`, `||`, `|`,
+    `|&`, parentheses and newlines) after `normalise`, or None when its quotes do not close."""
+    words = _lex(normalise(line))
+    return None if words is None else _cut(words)
+
+
+def _cut(words: list[str]) -> list[Simple]:
+    commands: list[Simple] = []
+    current = Simple([], [])
+    target = False
     for word in words:
-        if skip:
-            skip = False
-            continue
-        if word and all(ch in _PUNCTUATION for ch in word):
+        if target:
+            current.redirections.append(word)
+            target = False
+        elif word and all(ch in _PUNCTUATION for ch in word):
             if word in _REDIRECTIONS:
-                if current and current[-1].isdigit():
-                    current.pop()  # the descriptor of `2>file`
-                skip = True
+                if current.words and current.words[-1].isdigit():
+                    current.redirections.append(current.words.pop())  # the `2` of `2>file`
+                current.redirections.append(word)
+                target = True
                 continue
-            if current:
+            if current.words or current.redirections:
                 commands.append(current)
-            current = []
-            continue
-        current.append(word)
-    if current:
+            current = Simple([], [])
+        else:
+            current.words.append(word)
+    if current.words or current.redirections:
         commands.append(current)
     return commands
 
 
+def literal(line: str) -> bool:
+    """Whether the shell runs `line`'s words as written: no expansion, substitution, glob,
+    brace or tilde outside single quotes (escapes and quotes aside)."""
+    quote = ""
+    escaped = False
+    for ch in line:
+        if escaped:
+            escaped = False
+        elif quote == "'":
+            quote = "" if ch == "'" else quote
+        elif ch == "\\":
+            escaped = True
+        elif ch in "$`":
+            return False
+        elif quote == '"':
+            quote = "" if ch == '"' else quote
+        elif ch in "*?[{}~":
+            return False
+        elif ch in "'\"":
+            quote = ch
+    return True
+
+
 def _spans(line: str) -> tuple[list[str], str]:
-    """The text of each outermost `$(...)` and backquoted span, and `line` without them."""
+    """The text of each outermost `$(...)` and backquoted span, and `line` without them (a span
+    that only prints where a command lives, `$(which tether)`, leaves that command's name)."""
     found, outside = [], []
     done = 0
     start = line.find("$(")
@@ -193,13 +415,26 @@ def _spans(line: str) -> tuple[list[str], str]:
                     end = i
                     break
         found.append(line[start + 2 : end])
-        outside.append(line[done:start])
+        outside.append(line[done:start] + _looked_up(found[-1]))
         done = end + 1
         start = line.find("$(", done)
     outside.append(line[done:])
     parts = "".join(outside).split("`")
     found.extend(parts[1::2])
-    return found, "".join(parts[0::2])
+    return found, "".join(p if i % 2 == 0 else _looked_up(p) for i, p in enumerate(parts))
+
+
+def _looked_up(text: str) -> str:
+    match = _LOOKUP.match(text)
+    return "" if match is None else _name(match.group(1))
+
+
+def _last_word(text: str) -> str:
+    end = len(text.rstrip())
+    start = end
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_.:-"):
+        start -= 1
+    return text[start:end]
 
 
 def _name(word: str) -> str:
@@ -211,8 +446,52 @@ def _is_assignment(word: str) -> bool:
     return bool(eq) and name.replace("_", "a").isalnum() and not name[0].isdigit()
 
 
+def _braces(word: str) -> list[str]:
+    """The words bash's brace expansion makes of `word` (`{rm,-rf,/}` is `rm -rf /`), the empty
+    ones dropped. A word longer than `BRACE_WORD` or making more than `BRACE_WORDS` words is cut
+    at its braces and commas instead, which costs time linear in it and keeps every part."""
+    if "{" not in word or "," not in word:
+        return [word]
+    if len(word) <= BRACE_WORD:
+        try:
+            return [w for w in _expand(word, [BRACE_WORDS]) if w]
+        except _Unreadable:
+            pass
+    return [w for w in re.split(r"[{},]", word) if w]
+
+
+def _expand(word: str, budget: list[int]) -> list[str]:
+    start = word.find("{")
+    while start >= 0:
+        depth, commas, end = 0, [], -1
+        for i in range(start, len(word)):
+            if word[i] == "{":
+                depth += 1
+            elif word[i] == "}":
+                depth -= 1
+                if depth == 0:
+                    end = i
+                    break
+            elif word[i] == "," and depth == 1:
+                commas.append(i)
+        if end < 0:
+            return [word]
+        if commas:
+            cuts = [start, *commas, end]
+            out: list[str] = []
+            for a, b in itertools.pairwise(cuts):
+                budget[0] -= 1
+                if budget[0] < 0:
+                    raise _Unreadable("too many words")
+                out.extend(_expand(word[:start] + word[a + 1 : b] + word[end + 1 :], budget))
+            return out
+        start = word.find("{", start + 1)
+    return [word]
+
+
 def _unwrap(words: list[str]) -> list[str]:
-    """The command a simple command runs, past assignments, keywords and wrappers."""
+    """The command a simple command runs, past assignments, keywords, wrappers and launchers
+    (`env -S STRING` runs the words of STRING)."""
     i = 0
     while i < len(words):
         name = _name(words[i])
@@ -223,14 +502,26 @@ def _unwrap(words: list[str]) -> list[str]:
             break
         valued, positional = _WRAPPERS[name]
         i += 1
-        while i < len(words) and words[i].startswith("-") and words[i] != "-":
-            if words[i] == "--":
+        if name in _LAUNCHERS:
+            if i >= len(words) or words[i] not in _LAUNCHERS[name]:
+                return words[i - 1 :]  # `uv pip install`: runs no command of its own
+            while i < len(words) and words[i] in _LAUNCHERS[name]:
                 i += 1
-                break
-            i += 2 if words[i] in valued else 1
-        while i < len(words) and _is_assignment(words[i]):
-            i += 1
-        i += positional
+        for count in (positional, 0):
+            while i < len(words) and words[i].startswith("-") and words[i] != "-":
+                word = words[i]
+                if word == "--":
+                    i += 1
+                    break
+                if name == "env" and word.startswith(("-S", "--split-string")):
+                    attached = word[2:] if word.startswith("-S") else word.partition("=")[2]
+                    string = attached or (words[i + 1] if i + 1 < len(words) else "")
+                    rest = words[i + (1 if attached else 2) :]
+                    return _unwrap(tokens(string) + rest)
+                i += 2 if word in valued else 1
+            while i < len(words) and _is_assignment(words[i]):
+                i += 1
+            i += count
     return words[i:]
 
 
@@ -300,8 +591,8 @@ def _git(args: list[str]) -> str | None:
 
 
 def _shell_string(name: str, args: list[str]) -> str | None:
-    """The command string a shell (or `su`) is given with `-c`, if any."""
-    if name == "su":
+    """The command string a shell (or `su`, `runuser`) is given with `-c`, if any."""
+    if name in ("su", "runuser"):
         for i, arg in enumerate(args):
             if arg in ("-c", "--command") and i + 1 < len(args):
                 return args[i + 1]
@@ -326,11 +617,15 @@ def _shell_string(name: str, args: list[str]) -> str | None:
 
 
 class _Reader:
-    """Reads a line and everything nested in it, within a budget of characters."""
+    """Reads a line and everything nested in it, within a budget of characters; remembers the
+    functions and aliases the line defines, which run what they are given."""
 
-    def __init__(self, budget: int, judge: Judge) -> None:
+    def __init__(self, budget: int, judge: Judge, names: tuple[str, ...]) -> None:
         self.budget = budget
         self.judge = judge
+        self.names = names
+        self.functions: set[str] = set()
+        self.aliases: dict[str, str] = {}
 
     def line(self, line: str, depth: int) -> str | None:
         if depth > MAX_DEPTH:
@@ -338,26 +633,46 @@ class _Reader:
         self.budget -= len(line)
         if self.budget < 0:
             raise _Unreadable("a command line too intricate to read")
-        inner, bare = _spans(line)
+        inner, bare = _spans(normalise(line))
         for text in inner:
             found = self.line(text, depth + 1)
             if found:
                 return found
-        for words in simple_commands(tokens(bare)):  # `r$()m` runs rm
-            found = self.command(words, depth)
+        for match in _FUNCTION.finditer(bare):  # `function f`, `f ()`
+            self.functions.add((match.group(1) or _last_word(bare[: match.start()])).lower())
+        commands = _cut(tokens(bare))  # `r$()m` runs rm
+        stdin = False
+        for command in commands:
+            found = self.command(command.words, depth)
             if found:
                 return found
+            stdin = stdin or self.reads_stdin(command.words)
+        if stdin:  # `echo 'rm -rf /' | bash`, `bash <<< '…'`: any word may be the script
+            for command in commands:
+                for text in (*command.words, *command.redirections):
+                    found = self.line(text, depth + 1) if " " in text.strip() else None
+                    if found:
+                        return found
         return None
 
     def command(self, words: list[str], depth: int) -> str | None:
+        words = [part for word in words for part in _braces(_EXPANSION.sub(r"\1", word))]
         words = _unwrap(words)
         if not words:
             return None
-        name, args = _name(words[0]), words[1:]
+        if any(ch.isspace() for ch in words[0]):  # `env -S 'rm -rf /'`, `script -c '…'`
+            return self.line(f"{words[0]} {shlex.join(words[1:])}", depth + 1)
+        name, args = self.name_of(words[0]), words[1:]
         found = self.judge(name, args)
         if found:
             return found
-        if name in _SHELLS or name == "su":
+        if name in self.aliases:
+            return self.line(f"{self.aliases[name]} {shlex.join(args)}", depth + 1)
+        if name in self.functions:  # `f(){ "$@"; }; f rm -rf /`
+            return self.command(args, depth + 1)
+        if name == "alias":
+            return self.alias(args, depth)
+        if name in _SHELLS or name in ("su", "runuser"):
             inner = _shell_string(name, args)
             return None if inner is None else self.line(inner, depth + 1)
         if name == "eval":
@@ -370,3 +685,32 @@ class _Reader:
                     if found:
                         return found
         return None
+
+    def name_of(self, word: str) -> str:
+        """A command word's name: its last path component in lower case; a glob (`r?`) is the
+        name looked for that it matches."""
+        name = _name(word)
+        if any(ch in name for ch in "*?["):
+            return next((n for n in self.names if fnmatchcase(n, name)), name)
+        return name
+
+    def alias(self, args: list[str], depth: int) -> str | None:
+        for arg in args:
+            name, eq, value = arg.partition("=")
+            if eq:
+                self.aliases[name.lower()] = value
+                found = self.line(value, depth + 1)
+                if found:
+                    return found
+        return None
+
+    @staticmethod
+    def reads_stdin(words: list[str]) -> bool:
+        """Whether a command is a shell reading its script from standard input."""
+        words = _unwrap(words)
+        if not words or _name(words[0]) not in _SHELLS:
+            return False
+        args = words[1:]
+        return _shell_string(_name(words[0]), args) is None and all(
+            a.startswith(("-", "+")) for a in args
+        )

@@ -1,16 +1,19 @@
 """Which tools an agent may run while a step is open: a tree's `tools` policy, and Tether's own.
 
-Owns: reading a shell command line as Tether's commands (tokenised with `shlex`, split at `;`,
-`&&`, `||`, `|` and `&`, never substring-matched), recognising Tether's own tools (its MCP tools
-on any server, and `tether` commands), and deciding a call against a node's `tools` policy:
+Owns: recognising Tether's own tools (its MCP tools on any server, and a shell line every
+command of which is a plain call of the installed `tether`, as `shell.split` cuts it: no
+redirection, assignment, expansion or substitution, no file read from outside the project), and
+deciding a call against a node's `tools` policy:
 `{allow: [...], deny: [...]}`, whose entries use the guard's trigger syntax (`Read`,
 `filesystem.edit`, `mcp__server__tool`, `*`) optionally followed by Claude Code's
 permission-rule argument in parentheses (https://code.claude.com/docs/en/permissions):
 
-- shell (`Bash(git diff*)`): matched against each simple command of the line, so that
-  `git diff && rm -rf x` is not `git diff*`; `*` matches any run of characters, a trailing
-  `:*` is a prefix; a line with a command substitution (`$(...)`, backticks, `<(...)`) matches
-  no allow entry with an argument;
+- shell (`Bash(git diff*)`): matched against each simple command of the line as written (cut
+  at control operators and newlines by `shell.split`), so that `git diff && rm -rf x` and
+  `git diff⏎rm -rf x` are not `git diff*`; `*` matches any run of characters, a trailing `:*`
+  is a prefix; a line with a command substitution (`$(...)`, backticks, `<(...)`) matches no
+  allow entry with an argument. A deny entry also sees every command the line runs as the
+  destructive rule reads it (`shell.first`: wrappers, nested shells, the shell's rewriting);
 - file tools (`Edit(src/**)`): matched against the call's path, relative to the project
   directory (`//abs/path` is absolute, `~/` is the home folder); `**` crosses `/`, `*` and `?` do
   not, and a pattern without `/` matches the file name at any depth;
@@ -18,8 +21,10 @@ permission-rule argument in parentheses (https://code.claude.com/docs/en/permiss
 - any other tool: its target (the first of `file_path`, `path`, `url`, `query`, `pattern`, ...).
 
 Globs are matched by a simulation that is linear in the text for a given pattern, so no pattern
-backtracks. `deny` wins over `allow`; a policy without `allow` allows what it does not deny. It
-does not know which step is open or where policies come from (`binding`, the engine's
+backtracks. In `deny`, a bare `Edit`/`Write`/`Read` also covers another server's tools that act
+on files by that verb (`file_verb`: `mcp__filesystem__edit_file`, `write_file`,
+`read_text_file`). `deny` wins over `allow`; a policy without `allow` allows what it does not
+deny. It does not know which step is open or where policies come from (`binding`, the engine's
 `tool_policy`).
 """
 
@@ -28,10 +33,12 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import sys
 from typing import Any, NamedTuple
 
+from tether.guard import shell
 from tether.guard.state import DEFAULT_TARGET_KEYS
-from tether.guard.triggers import Trigger, canonical
+from tether.guard.triggers import Trigger, bare, canonical
 
 # The runtime's MCP tools (tether.mcp.tools.TOOLS; a test holds the two lists together).
 MCP_TOOLS = frozenset(
@@ -56,28 +63,26 @@ MCP_TOOLS = frozenset(
 NOT_OWN = frozenset({"approve", "reject", "guard"})
 SHELL_TOOLS = frozenset({"bash"})
 FILE_TOOLS = frozenset({"read", "write", "edit", "notebookedit", "glob", "grep"})
-_SEPARATORS = frozenset({";", "&&", "||", "|", "&", "|&", ";;", "\n"})
+_FILE_OPTIONS = frozenset({"--file", "--note-file"})
+_WORD = re.compile(r"[a-z]+")
+_FILE_NOUNS = frozenset(
+    {"file", "files", "directory", "dir", "folder", "notebook", "patch", "path"}
+)
+_FILE_VERBS = (
+    ("edit", frozenset({"edit", "patch", "replace", "insert", "append", "update", "apply"})),
+    ("write", frozenset({"write", "create", "move", "rename", "delete", "remove", "mkdir"})),
+    ("read", frozenset({"read", "get", "view", "open", "cat", "list", "search"})),
+)
 _SUBSTITUTION = re.compile(r"`|\$\(|<\(|>\(")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _ENTRY = re.compile(r"^\s*([^()\s]+)\s*(?:\((.*)\))?\s*$", re.DOTALL)
 
 
 def simple_commands(line: str) -> list[list[str]] | None:
-    """The simple commands of a shell line as word lists, or None when it cannot be read
-    (unbalanced quotes)."""
-    lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|")
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    commands: list[list[str]] = [[]]
-    try:
-        for token in lexer:
-            if token in _SEPARATORS:
-                commands.append([])
-            else:
-                commands[-1].append(token)
-    except ValueError:
-        return None
-    return [c for c in commands if c]
+    """The simple commands of a shell line as word lists (see `shell.split`), or None when it
+    cannot be read (unbalanced quotes)."""
+    commands = shell.split(line)
+    return None if commands is None else [c.words for c in commands if c.words]
 
 
 def tether_args(words: list[str]) -> list[str] | None:
@@ -92,22 +97,50 @@ def tether_args(words: list[str]) -> list[str] | None:
     return words[i + 1 :] if program in ("tether", "tether.exe") else None
 
 
-def is_own_tool(tool: str, params: dict[str, Any]) -> bool:
-    """Whether a call is Tether's own: one of its MCP tools (on any server), or a shell line
-    every command of which is a `tether` command other than those in `NOT_OWN`."""
+def _plain_tether(words: list[str]) -> list[str] | None:
+    """The arguments of a plain call of the installed `tether` (`tether ...`, its installed
+    path, `python -m tether ...`), else None."""
+    if words[:1] == ["tether"] or words[:1] == [
+        os.path.join(os.path.dirname(sys.executable), "tether")
+    ]:
+        return words[1:]
+    if words[:1] in (["python"], ["python3"], [sys.executable]) and words[1:3] == ["-m", "tether"]:
+        return words[3:]
+    return None
+
+
+def _reads_outside(args: list[str], project: str) -> bool:
+    """Whether a `tether` command reads a file (`--file`, `--note-file`) outside the project."""
+    root = os.path.realpath(project)
+    for i, arg in enumerate(args):
+        name, eq, value = arg.partition("=")
+        if name not in _FILE_OPTIONS:
+            continue
+        path = value if eq else (args[i + 1] if i + 1 < len(args) else "")
+        target = os.path.realpath(os.path.join(project, os.path.expanduser(path)))
+        if os.path.commonpath([target, root]) != root:
+            return True
+    return False
+
+
+def is_own_tool(tool: str, params: dict[str, Any], project: str) -> bool:
+    """Whether a call is Tether's own: one of its MCP tools (on any server), or a shell line the
+    shell runs as written (`shell.literal`) every command of which is a plain call of the
+    installed `tether` other than those in `NOT_OWN`, with no redirection or assignment, reading
+    no file outside the project. Anything else is judged like any other call."""
     if tool.startswith("mcp__"):
         return tool.rsplit("__", 1)[-1] in MCP_TOOLS
     if canonical(tool) not in SHELL_TOOLS:
         return False
     command = params.get("command")
-    if not isinstance(command, str) or "tether" not in command or _SUBSTITUTION.search(command):
+    if not isinstance(command, str) or "tether" not in command or not shell.literal(command):
         return False
-    commands = simple_commands(command)
+    commands = shell.split(command)
     if not commands:
         return False
-    for words in commands:
-        args = tether_args(words)
-        if args is None or (args and args[0] in NOT_OWN):
+    for simple in commands:
+        args = None if simple.redirections else _plain_tether(simple.words)
+        if not args or args[0] in NOT_OWN or _reads_outside(args, project):
             return False
     return True
 
@@ -141,8 +174,8 @@ def describe_call(tool: str, params: dict[str, Any], project: str) -> Call:
     if name in SHELL_TOOLS:
         command = params.get("command")
         text = command if isinstance(command, str) else ""
-        commands = None if _SUBSTITUTION.search(text) else simple_commands(text)
-        units = None if commands is None else [shlex.join(words) for words in commands]
+        commands = None if _SUBSTITUTION.search(text) else shell.split(text)
+        units = None if commands is None else [_unit(c) for c in commands]
         return Call(tool, "shell", units, project)
     if name == "web.fetch":
         from urllib.parse import urlsplit
@@ -150,12 +183,31 @@ def describe_call(tool: str, params: dict[str, Any], project: str) -> Call:
         url = params.get("url")
         host = urlsplit(url).hostname if isinstance(url, str) else None
         return Call(tool, "web", [host] if host else [], project)
-    keys = ("file_path", "notebook_path", "path") if name in FILE_TOOLS else DEFAULT_TARGET_KEYS
+    files = name in FILE_TOOLS or file_verb(tool) is not None
+    keys = ("file_path", "notebook_path", "path") if files else DEFAULT_TARGET_KEYS
     for key in keys:
         value = params.get(key)
         if isinstance(value, str) and value:
-            return Call(tool, "file" if name in FILE_TOOLS else "other", [value], project)
+            return Call(tool, "file" if files else "other", [value], project)
     return Call(tool, "other", [], project)
+
+
+def _unit(command: shell.Simple) -> str:
+    """What an argument is matched against: the command's words, then its redirections."""
+    return " ".join([shlex.join(command.words), *command.redirections]).strip()
+
+
+def file_verb(tool: str) -> str | None:
+    """`edit`, `write` or `read` for a tool of another server that acts on files by that verb
+    (`mcp__filesystem__edit_file` edits, `write_file` and `move_file` write, `read_text_file`
+    reads), else None."""
+    words = set(_WORD.findall(bare(tool)))
+    if not words & _FILE_NOUNS:
+        return None
+    for verb, spellings in _FILE_VERBS:
+        if words & spellings:
+            return verb
+    return None
 
 
 def _argument_matches(argument: str, call: Call, unit: str) -> bool:
@@ -181,20 +233,54 @@ def _matches(entry: Entry, call: Call, unit: str | None) -> bool:
     return unit is not None and _argument_matches(entry.argument, call, unit)
 
 
+def _denies(entry: Entry, call: Call, units: list[str | None], run: list[str] | None) -> bool:
+    """Whether a deny entry matches the call, read generously: a file tool of another server
+    by its verb (`Edit` denies `mcp__filesystem__edit_file`), and a shell line by every
+    command it runs (`run`, see `_commands_run`) as well as by its words as written."""
+    if any(_matches(entry, call, u) for u in units):
+        return True
+    if call.kind == "file" and not entry.trigger.every:
+        verb = file_verb(call.tool)
+        covered = {verb} if verb == "read" else {"edit", "write"}
+        if verb is not None and entry.trigger.names & covered:
+            return entry.argument is None or any(
+                u is not None and path_matches(entry.argument, u, call.project) for u in units
+            )
+    if run is None or entry.argument is None or not entry.trigger.matches(call.tool):
+        return False
+    return any(_argument_matches(entry.argument, call, unit) for unit in run)
+
+
+def _commands_run(command: str) -> list[str]:
+    """Every command a shell line runs as the destructive rule reads it (`shell.first`: wrappers,
+    nested shells, the shell's rewriting), each as `name args...`; a line too intricate to read
+    is `*`, which every deny entry of the shell covers."""
+    found: list[str] = []
+
+    def collect(name: str, args: list[str]) -> None:
+        found.append(shlex.join([name, *args]))
+
+    return found if shell.first(command, ("",), collect) is None else ["*"]
+
+
 def refusal(policy: dict[str, Any], tool: str, params: dict[str, Any], project: str) -> str | None:
     """Why `policy` refuses the call (the deny entry it matches, or that no allow entry covers
-    it), or None when it is allowed. A shell line is allowed when each of its commands is
-    covered by some allow entry, and denied when any of them matches a deny entry."""
+    it), or None when it is allowed. A shell line is allowed when each of its commands, as
+    written, is covered by some allow entry, and denied when any command it runs matches a
+    deny entry (`_denies`)."""
     call = describe_call(tool, params, project)
     if call.units is None:  # a shell line that cannot be split: deny entries see it whole
         command = params.get("command")
         units: list[str | None] = [command if isinstance(command, str) else None]
     else:
         units = [*call.units] or [None]
-    for text in policy.get("deny", []):
-        entry = Entry.parse(text)
-        if any(_matches(entry, call, u) for u in units):
-            return f"it matches {text!r} in deny"
+    deny = [Entry.parse(text) for text in policy.get("deny", [])]
+    command = params.get("command")
+    shell_deny = call.kind == "shell" and any(e.argument is not None for e in deny)
+    run = _commands_run(command) if shell_deny and isinstance(command, str) else None
+    for entry in deny:
+        if _denies(entry, call, units, run):
+            return f"it matches {entry.text!r} in deny"
     if "allow" not in policy:
         return None
     entries = [Entry.parse(text) for text in policy["allow"]]

@@ -19,8 +19,10 @@ never load the HTTP stack) over one place that holds executions — a folder, or
   tick for all the pages, the revision of each execution some page follows (every 200 ms) and
   the listing while a page shows it (every second), and wakes the streams whose value changed;
 - `POST /api/human` a person's answer to the open human step from the page (`{path, decision:
-  approve | reject, note?, step?}`), through the verbs (`approve`/`reject`, `by: viewer`); the
-  only request that writes.
+  approve | reject, note?, step?}`), through the verbs (`approve`/`reject`, `by: viewer`), with
+  the process found holding the connection's other end (the browser; `tether.person.sender`),
+  so that an answer sent from inside an agent's process tree is refused; the only request that
+  writes.
 
 Every request first passes the gate the other HTTP servers use (`tether.httpgate`: a `Host` that
 is not this machine's loopback name, which stops DNS rebinding, or an `Origin` from elsewhere is
@@ -227,6 +229,7 @@ class Viewer:
                 "path": rel,
                 "revision": state["revision"],
                 "total": len(trace),
+                "fork": _fork(rel, trace, min(at, len(trace))),
                 "progress": progress(tree, snap),
                 "snapshot": snap.to_dict(),
                 "svg": render_svg(tree, snap, folded=folded, toggles=True),
@@ -244,6 +247,7 @@ class Viewer:
             "created_at": state["created_at"],
             "updated_at": state["updated_at"],
             "total": len(trace),
+            "fork": _fork(rel, trace, len(trace)),
             "trace_offset": offset,
             "trace": trace[offset:],
             "progress": progress(tree, snap),
@@ -273,9 +277,10 @@ class Viewer:
 
     # -- the one write: a person's answer -------------------------------------------------------
 
-    def answer_human(self, body: Any) -> dict[str, Any]:
+    def answer_human(self, body: Any, sent_by: int | None = None) -> dict[str, Any]:
         """Approve or reject the open human step of the execution at `body["path"]`, as a person
-        does from the page (`by: viewer`); the verbs refuse what is not open."""
+        does from the page (`by: viewer`), sent by the process `sent_by` (the browser); the
+        verbs refuse what is not open, and an answer sent from inside an agent's process tree."""
         from tether.verbs import Runtime
 
         if not isinstance(body, dict):
@@ -293,7 +298,7 @@ class Viewer:
         self.load(rel)
         target, runtime = self.uri_of(rel), Runtime(root=self.root)
         verb = runtime.approve if decision == "approve" else runtime.reject
-        return verb(target, note=note or None, step=step, by="viewer")
+        return verb(target, note=note or None, step=step, by="viewer", sent_by=sent_by)
 
     # -- change signals ------------------------------------------------------------------------
 
@@ -305,6 +310,20 @@ class Viewer:
         except TetherError as exc:
             return exc.message
         return tuple((s.name, s.revision, s.error["message"] if s.error else None) for s in listed)
+
+
+def _fork(rel: str, trace: list[dict[str, Any]], at: int) -> dict[str, Any]:
+    """The command that starts a new execution from the first `at` entries of the one at
+    `rel` (beside it, `NAME-fork-K.json`), quoted for a shell. A check entry belongs to the
+    answer before it, so a point just before one moves past it."""
+    from tether.person import command_line
+
+    point = at
+    while point < len(trace) and trace[point].get("kind") == "check":
+        point += 1
+    stem, suffix = os.path.splitext(rel)
+    new = f"{stem}-fork-{point}{suffix}"
+    return {"at": point, "command": command_line("tether", "fork", rel, new, "--at", str(point))}
 
 
 @contextmanager
@@ -576,7 +595,13 @@ def build_app(viewer: Viewer, port: int) -> ASGIApp:
             body = json.loads(await request.body())
         except (ValueError, UnicodeDecodeError):
             raise TetherError("invalid_json", "the body is not JSON") from None
-        return _json(await anyio.to_thread.run_sync(viewer.answer_human, body))
+        client = request.client
+        return _json(await anyio.to_thread.run_sync(_answer, body, client.port if client else 0))
+
+    def _answer(body: Any, client_port: int) -> dict[str, Any]:
+        from tether.person import sender
+
+        return viewer.answer_human(body, sender(client_port, port) if client_port else None)
 
     async def nothing(request: Request, exc: Exception) -> Response:
         verb = "to post " if request.method == "POST" else ""

@@ -304,6 +304,7 @@ function showSnapshot(doc) {
   const snap = doc.snapshot;
   run.snap = snap;
   run.at = snap.at;
+  run.fork = doc.fork;
   const slider = $("#slider");
   slider.max = run.total;
   slider.value = snap.at;
@@ -593,22 +594,16 @@ function humanForm(request) {
 
 // -- fork from here ---------------------------------------------------------------------------------
 
-// The command that starts a new execution from the slider's position. A check entry belongs to
-// the answer before it, so a position just before one is not a point to fork at.
+// The command that starts a new execution from the slider's position, as the server wrote it for
+// that position (quoted for a shell; past a check entry, which belongs to the answer before it).
 function showFork() {
-  const at = run.at;
-  const dot = run.path.lastIndexOf(".");
-  const stem = dot > run.path.lastIndexOf("/") ? run.path.slice(0, dot) : run.path;
-  const suffix = dot > run.path.lastIndexOf("/") ? run.path.slice(dot) : "";
-  let point = at;
-  while (point < run.total && run.trace[point].kind === "check") point += 1;
-  const command = `tether fork ${run.path} ${stem}-fork-${point}${suffix} --at ${point}`;
-  $("#fork-command").textContent = command;
-  $("#fork-note").textContent = point === at
+  const fork = run.fork;
+  $("#fork-command").textContent = fork.command;
+  $("#fork-note").textContent = fork.at === run.at
     ? "Paths are those of the folder this viewer serves; the original is not changed."
-    : `The check after entry ${at} belongs to its answer, so this forks after entry ${point}.`;
+    : `The check after entry ${run.at} belongs to its answer, so this forks after entry ${fork.at}.`;
   $("#fork-help").hidden = false;
-  if (navigator.clipboard) navigator.clipboard.writeText(command).catch(() => {});
+  if (navigator.clipboard) navigator.clipboard.writeText(fork.command).catch(() => {});
 }
 
 // -- trace timeline ---------------------------------------------------------------------------------
