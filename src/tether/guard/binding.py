@@ -41,6 +41,9 @@ if TYPE_CHECKING:
     from tether.verbs import Runtime
 
 CONTEXT_LIMIT = 1000
+# The MCP servers Tether is registered as, unless `workflow.mcp_servers` says: its own name
+# (`tether mcp install`) and its Claude Code plugin's.
+DEFAULT_SERVERS = ("tether", "plugin_tether_tether")
 _TEXT_KEYS = ("instruction", "expression", "prompt")
 
 
@@ -120,18 +123,57 @@ def result_uri(response: Any) -> str | None:
     return None
 
 
-def started(tool: str, params: dict[str, Any], response: Any, project: str) -> Binding | None:
-    """The execution a successful call started, resumed or forked through Tether, if it did: an
-    MCP tool named `…start_execution` / `…resume_execution` / `…fork_execution` on any server,
-    or a shell line running `tether start TREE TRACE` / `tether resume TRACE` / `tether fork
-    TRACE NEW` (the fork is the one bound). The URI is the one the call answered with, else its
-    argument resolved against the project."""
-    if tool.startswith("mcp__"):
-        name = tool.rsplit("__", 1)[-1]
-        if name not in ("start_execution", "resume_execution", "fork_execution"):
+# The runtime's MCP tools and shell commands that bind a session (`bind: auto`), with the
+# argument naming the execution each binds: opening one, forking one, or driving one (answering
+# an execution a person started binds like a resume).
+_MCP_BINDERS = {
+    "start_execution": "trace_output",
+    "resume_execution": "trace_output",
+    "fork_execution": "new_trace_output",
+    "next_step": "trace_output",
+    "eval": "trace_output",
+    "submit": "trace_output",
+}
+_SHELL_BINDERS = {"start": "TRACE", "resume": "TRACE", "fork": "NEW", "next": "TRACE"}
+_SHELL_BINDERS.update(eval="TRACE", submit="TRACE")
+# What the agent's tools may not run while bound: a reset throws the trace (its `stop` and `tool`
+# evidence) away, and the guard's own hook takes events only from the harness.
+_NOT_THE_AGENTS = {"reset": "tether reset", "guard": "tether guard"}
+_READ_TOOLS = frozenset({"read", "glob", "grep", "ls", "notebookread"})
+_PATH_KEYS = ("file_path", "notebook_path", "path", "source", "destination", "target")
+# Commands that may name a protected file without writing it; `rm`/`mv` of a folder holding one
+# count as writing it.
+_READERS = frozenset(
+    (
+        *("cat", "head", "tail", "less", "more", "wc", "grep", "egrep", "fgrep", "rg", "jq"),
+        *("diff", "cmp", "ls", "stat", "file", "sha256sum", "md5sum", "tether", "tether.exe"),
+    )
+)
+_REMOVERS = frozenset({"rm", "mv", "rmdir", "shred", "unlink"})
+_WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
+
+
+def mcp_server(tool: str) -> str | None:
+    """The server of an `mcp__<server>__<tool>` name, else None."""
+    if not tool.startswith("mcp__") or "__" not in tool[5:]:
+        return None
+    return tool[5:].rsplit("__", 1)[0]
+
+
+def started(
+    tool: str, params: dict[str, Any], response: Any, project: str, servers: frozenset[str]
+) -> Binding | None:
+    """The execution a successful call started, resumed, forked or answered through Tether, if
+    it did: one of the runtime's MCP tools on a server Tether is registered as (`servers`), or a
+    shell line running `tether start|resume|fork|next|eval|submit` (a fork binds the fork). The
+    URI is the one the call answered with, else its argument resolved against the project; the
+    caller binds it only when that execution is there and running."""
+    server = mcp_server(tool)
+    if server is not None:
+        key = _MCP_BINDERS.get(tool.rsplit("__", 1)[-1]) if server in servers else None
+        if key is None:
             return None
-        given = params.get("new_trace_output" if name == "fork_execution" else "trace_output")
-        via = "mcp"
+        given, via = params.get(key), "mcp"
     else:
         command = params.get("command")
         if not isinstance(command, str) or "tether" not in command:
@@ -158,22 +200,133 @@ def _shell_trace(words: list[str]) -> str | None:
     from tether.guard.steptools import tether_args
 
     args = tether_args(words)
-    if not args or args[0] not in ("start", "resume", "fork"):
+    if not args or args[0] not in _SHELL_BINDERS:
         return None
     try:
         parsed = parse(COMMANDS[args[0]], args[1:])
     except TetherError:
         return None
-    return parsed.args.get("NEW" if args[0] == "fork" else "TRACE")
+    return parsed.args.get(_SHELL_BINDERS[args[0]])
+
+
+def _not_the_agents(name: str, args: list[str]) -> str | None:
+    """A `shell.first` judge: the `tether reset` or `tether guard hook` a command runs."""
+    if name.startswith("python") and args[:1] == ["-m"] and len(args) > 1:
+        name, args = args[1].split(".", 1)[0], args[2:]
+    if name not in ("tether", "tether.exe"):
+        return None
+    sub = next((a for a in args if not a.startswith("-")), None)
+    if sub == "guard" and "hook" not in args:
+        return None
+    return _NOT_THE_AGENTS.get(sub or "")
+
+
+def _redirect_targets(text: str) -> list[str]:
+    """The files a line's output redirections write (`> f`, `>> f`, `&> f`, `>| f`)."""
+    from tether.guard.shell import tokens
+
+    words = tokens(text)
+    return [
+        words[i + 1].strip("`)")
+        for i, word in enumerate(words[:-1])
+        if word in _WRITE_REDIRECTS and not words[i + 1].isdigit() and words[i + 1] != "-"
+    ]
+
+
+class Guarded:
+    """The files a bound session's tools may not write: each bound execution's (its state file
+    and the sidecars named after it), the guard's configuration and its state folder."""
+
+    def __init__(self, traces: list[str], config: tuple[str, ...], state: str) -> None:
+        from tether.store import path_of
+
+        real = os.path.realpath
+        self.executions = [real(path_of(t)) for t in traces if t.startswith("file:")]
+        self.config = {real(f) for f in config}
+        self.state = real(state)
+
+    def what(self, path: str, project: str) -> str | None:
+        """What `path` (relative to `project`) is of the guarded files, or None."""
+        real = os.path.realpath(os.path.join(project, os.path.expanduser(path)))
+        for state in self.executions:
+            if real == state or real.startswith(state + "."):
+                return f"a file of the bound execution {state}"
+        if real in self.config:
+            return f"the guard's configuration {real}"
+        if real == self.state or real.startswith(self.state + os.sep):
+            return f"the guard's state folder {self.state}"
+        return None
+
+    def holds(self, folder: str, project: str) -> str | None:
+        """What guarded file lies inside `folder` (relative to `project`), or None."""
+        real = os.path.realpath(os.path.join(project, os.path.expanduser(folder)))
+        if real == os.sep or not os.path.isdir(real):
+            return "every file" if real == os.sep else None
+        for path in [*self.executions, *self.config, self.state]:
+            if path.startswith(real + os.sep):
+                return self.what(path, project)
+        return None
+
+    def call(self, tool: str, params: dict[str, Any], project: str) -> str | None:
+        """What guarded file the call would write, or None: a file tool's path, or a shell
+        line's output redirection or a command's argument (bar commands that only read)."""
+        from tether.guard.triggers import bare
+
+        command = params.get("command")
+        name = bare(tool)
+        if name == "bash" and isinstance(command, str):
+            return self._line(command, project)
+        if name in _READ_TOOLS or name.startswith(("read", "list", "search", "get")):
+            return None
+        for key in _PATH_KEYS:
+            value = params.get(key)
+            found = self.what(value, project) if isinstance(value, str) and value else None
+            if found:
+                return found
+        return None
+
+    def _line(self, line: str, project: str) -> str | None:
+        from tether.guard.shell import first
+
+        for target in _redirect_targets(line):
+            found = self.what(target, project)
+            if found:
+                return found
+
+        def judge(name: str, args: list[str]) -> str | None:
+            if name in _READERS:
+                return None
+            for arg in args:
+                for target in _redirect_targets(arg) if ">" in arg else ():
+                    found = self.what(target, project)
+                    if found:
+                        return found
+                for word in (arg, arg.partition("=")[2]):
+                    if not word or word.startswith("-"):
+                        continue
+                    found = self.what(word, project) or (
+                        self.holds(word, project) if name in _REMOVERS else None
+                    )
+                    if found:
+                        return found
+            return None
+
+        return first(line, ("",), judge)
 
 
 class Binder:
     """The `workflow` settings of one configuration, the bindings kept under `root`, and the
-    runtime that reads and records bound executions (made on first use, kept warm by `serve`)."""
+    runtime that reads and records bound executions (made on first use, kept warm by `serve`).
+    `config` are the configuration's files, which a bound session's tools may not write."""
 
-    def __init__(self, settings: dict[str, Any], root: str) -> None:
+    def __init__(
+        self, settings: dict[str, Any], root: str, config: tuple[str, ...] | list[str] = ()
+    ) -> None:
         self.settings = settings
+        self.root = root
         self.folder = os.path.join(root, "bindings")
+        self.config = tuple(config)
+        self.servers = frozenset(settings.get("mcp_servers") or DEFAULT_SERVERS)
         self._runtime: Runtime | None = None
 
     @property
@@ -189,25 +342,46 @@ class Binder:
     def path(self, session_id: str) -> str:
         return os.path.join(self.folder, safe_name(session_id) + ".json")
 
-    def bound(self, session_id: str, project: str) -> Binding | None:
-        """The session's own binding, else the configured `trace`, else None."""
+    def _record(self, session_id: str) -> dict[str, Any]:
+        """The session's stored binding: `executions` (each `{trace, via}`, bound by its own
+        calls), `seen` (configured traces it has seen running) and `unreadable` (stops refused
+        in a row while an execution could not be read)."""
         try:
             with open(self.path(session_id), encoding="utf-8") as handle:
                 data = json.loads(handle.read())
-            return Binding(str(data["trace"]), str(data["via"]))
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
-        trace = self.settings["trace"]
-        return Binding(resolve(trace, project), "config") if trace else None
+            return {
+                "executions": [Binding(str(e["trace"]), str(e["via"])) for e in data["executions"]],
+                "seen": [str(t) for t in data.get("seen", [])],
+                "unreadable": int(data.get("unreadable", 0)),
+            }
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return {"executions": [], "seen": [], "unreadable": 0}
+
+    def _write(self, session_id: str, record: dict[str, Any]) -> None:
+        os.makedirs(self.folder, exist_ok=True)
+        executions = [b._asdict() for b in record["executions"]]
+        data = {"session": session_id, **record, "executions": executions}
+        write_atomic(self.path(session_id), json.dumps(data))
+
+    def bound(self, session_id: str, project: str) -> list[Binding]:
+        """Every execution the session is bound to: the configured `trace` first, then each it
+        bound itself, oldest first. A binding is never displaced."""
+        trace = self.settings.get("trace")
+        out = [Binding(resolve(trace, project), "config")] if trace else []
+        for binding in self._record(session_id)["executions"]:
+            if all(binding.trace != b.trace for b in out):
+                out.append(binding)
+        return out
 
     def bind(self, session_id: str, binding: Binding) -> None:
-        os.makedirs(self.folder, exist_ok=True)
-        path = self.path(session_id)
-        data = {"session": session_id, "trace": binding.trace, "via": binding.via}
-        write_atomic(path, json.dumps(data))
+        """Add `binding` to the session's, unless it is there already."""
+        record = self._record(session_id)
+        if all(binding.trace != b.trace for b in record["executions"]):
+            record["executions"].append(binding)
+            self._write(session_id, record)
 
     def sessions(self) -> list[dict[str, Any]]:
-        """Every session bound by its own start or resume, as stored."""
+        """Every session the binding knows, as stored."""
         out = []
         try:
             names = sorted(os.listdir(self.folder))
@@ -223,70 +397,105 @@ class Binder:
                 continue
         return out
 
-    def status(self, session_id: str, project: str) -> dict[str, Any]:
-        """What `tether guard status --session` shows: the binding and its execution now."""
-        binding = self.bound(session_id, project)
-        out: dict[str, Any] = {"session": session_id, "bound": None}
-        if binding is None:
-            return out
-        out["bound"] = {"trace": binding.trace, "via": binding.via}
-        view = self._read(self.runtime.open_steps, binding.trace)
-        if view is None:
-            out["execution"] = {"status": "not_found"}
-            return out
-        out["execution"] = view
+    def views(self, session_id: str, project: str) -> list[tuple[Binding, dict[str, Any]]]:
+        """Each bound execution with its open steps, or `{"status": "unreadable", "error"}`.
+        A configured `trace` not started yet is left out; once the session has seen it
+        running, its loss is unreadable too."""
+        record = self._record(session_id)
+        known = {b.trace for b in record["executions"]}.union(record["seen"])
+        out = []
+        for binding in self.bound(session_id, project):
+            try:
+                view = self.runtime.open_steps(binding.trace)
+            except TetherError as exc:
+                if exc.code == "not_found" and binding.trace not in known:
+                    continue
+                view = {"status": "unreadable", "error": exc.to_dict()}
+            else:
+                if binding.trace not in known and view["status"] == "running":
+                    record["seen"].append(binding.trace)
+                    self._write(session_id, record)
+            out.append((binding, view))
         return out
 
-    def _read(self, read: Any, *args: Any, **kw: Any) -> Any:
-        """A verb's answer, or None when the bound execution is gone or finished."""
+    def status(self, session_id: str, project: str) -> dict[str, Any]:
+        """What `tether guard status --session` shows: the bindings and their executions now."""
+        found = self.views(session_id, project)
+        return {
+            "session": session_id,
+            "bound": [{**b._asdict(), "execution": view} for b, view in found] or None,
+        }
+
+    def _running(self, trace: str) -> bool:
         try:
-            return read(*args, **kw)
-        except TetherError as exc:
-            if exc.code in ("not_found", "execution_finished"):
-                return None
-            raise
+            return self.runtime.open_steps(trace)["status"] == "running"
+        except TetherError:
+            return False
 
     # -- what a bound session gets -------------------------------------------------------------
 
     def context(self, session_id: str, project: str) -> str | None:
-        """The current request, for `SessionStart` and `UserPromptSubmit`."""
-        binding = self.bound(session_id, project) if self.settings["context"] else None
-        if binding is None:
+        """The current request of each running execution, for `SessionStart` and
+        `UserPromptSubmit` (the first in full, the others by name)."""
+        if not self.settings["context"]:
             return None
-        current = self._read(self.runtime.next, binding.trace)
-        if current is None:
-            return None
+        found = self.views(session_id, project)
+        live = [(b, v) for b, v in found if v["status"] in ("running", "unreadable")]
+        if not live:
+            if not found:
+                return None
+            trace, view = found[0][0].trace, found[0][1]
+            done = "done" if view["status"] == "complete" else "failed"
+            return f"[Tether] This session is bound to the execution {trace}. It is {done}."
+        (binding, view), others = live[0], live[1:]
         head = f"[Tether] This session is bound to the execution {binding.trace}."
-        if "status" in current:
-            text = f"{head} It is {'done' if current['status'] == 'done' else 'failed'}."
-            return _cut(text, CONTEXT_LIMIT)
-        lines = [
-            head,
-            f"Current request: {current['type']} {current['name']!r} (step {current['step']}).",
-            _cut(first_line(current), 400)
-            if current.get("path") is not None
-            else "Read the protocol (MCP next_step, or tether next) and accept it: submit success.",
-            _ONLY_A_PERSON + " Tell the user what it asks and wait."
-            if current["type"] == "human"
-            else "Answer it through Tether (MCP eval/submit or the tether command, with the step "
-            "token) before you stop; the hooks refuse a stop while it is open.",
-        ]
+        if view["status"] == "unreadable":
+            lines = [head, _unreadable(binding.trace, view)]
+        else:
+            current = view["current"]
+            lines = [
+                head,
+                f"Current request: {current['type']} {current['name']!r} (step {current['step']}).",
+                _cut(first_line(current), 400)
+                if current.get("path") is not None
+                else "Read the protocol (MCP next_step, or tether next) and accept it: "
+                "submit success.",
+                _ONLY_A_PERSON + " Tell the user what it asks and wait."
+                if current["type"] == "human"
+                else "Answer it through Tether (MCP eval/submit or the tether command, with the "
+                "step token) before you stop; the hooks refuse a stop while it is open.",
+            ]
+        if others:
+            lines.append(
+                "Also bound to, and still running: " + ", ".join(b.trace for b, _ in others)
+            )
         return _cut("\n".join(line for line in lines if line), CONTEXT_LIMIT)
+
+    def own(self, tool: str, params: dict[str, Any]) -> bool:
+        """Whether a call is Tether's own (`steptools.is_own_tool`), its MCP tools counting only
+        on a server Tether is registered as."""
+        from tether.guard.steptools import is_own_tool
+
+        server = mcp_server(tool)
+        return (server is None or server in self.servers) and is_own_tool(tool, params)
 
     def pre_tool(
         self, session_id: str, project: str, tool: str, params: dict[str, Any]
     ) -> str | None:
-        """Why a call may not run while the open steps are open (None: it may). A call runs
-        when Tether's own, or when any open step has no policy or a policy that allows it."""
-        binding = self.bound(session_id, project)
-        if binding is None:
+        """Why a call may not run while bound (None: it may). Never: a person's answer, a
+        write to a guarded file, a reset or the guard's own hook. Then a call runs when
+        Tether's own, or when every running execution has an open step with no policy or a
+        policy that allows it; while one cannot be read, only reading tools run."""
+        bindings = self.bound(session_id, project)
+        if not bindings:
             return None
-        from tether.guard.steptools import SHELL_TOOLS, is_own_tool, refusal
+        from tether.guard.steptools import SHELL_TOOLS, refusal
         from tether.guard.triggers import canonical
 
         command = params.get("command")
-        if canonical(tool) in SHELL_TOOLS and isinstance(command, str):
-            from tether.guard.shell import answers_for_a_person
+        shell = canonical(tool) in SHELL_TOOLS and isinstance(command, str)
+        if shell:
+            from tether.guard.shell import answers_for_a_person, first
 
             answer = answers_for_a_person(command)
             if answer is not None:
@@ -294,13 +503,52 @@ class Binder:
                     f"[Tether] {answer} is a person's answer, not an agent's: {_ONLY_A_PERSON} "
                     "Tell the user what the step asks and leave the answer to them."
                 )
-        if is_own_tool(tool, params):
+        guarded = Guarded([b.trace for b in bindings], self.config, self.root)
+        written = guarded.call(tool, params, project)
+        if written is not None:
+            return (
+                f"[Tether] {tool} may not write {written} while this session is bound to it: "
+                "the execution changes only through Tether's answers, and the guard's files "
+                "only by a person."
+            )
+        server = mcp_server(tool)
+        mcp_reset = server in self.servers and tool.endswith("__reset_execution")
+        barred = "reset_execution" if mcp_reset else None
+        if shell and barred is None:
+            barred = first(command, ("tether",), _not_the_agents)
+        if barred is not None:
+            return (
+                f"[Tether] {barred} may not run from a bound session: a reset would throw away "
+                "the trace and its evidence, and the guard hears its events only from the "
+                "harness. Ask the user to run it in their own terminal."
+            )
+        if self.own(tool, params):
             return None
-        view = self._read(self.runtime.open_steps, binding.trace)
-        if view is None or view["status"] != "running":
-            return None
+        reading = canonical(tool) in _READ_TOOLS
+        for binding, view in self.views(session_id, project):
+            if view["status"] == "unreadable":
+                if reading:
+                    continue
+                return f"[Tether] {tool} may not run: {_unreadable(binding.trace, view)}"
+            if view["status"] != "running":
+                continue
+            why = self._policy(binding.trace, view["open"], tool, params, project, refusal)
+            if why is not None:
+                return why
+        return None
+
+    @staticmethod
+    def _policy(
+        trace: str,
+        open_: list[dict[str, Any]],
+        tool: str,
+        params: dict[str, Any],
+        project: str,
+        refusal: Any,
+    ) -> str | None:
+        """Why no open step of one execution lets the call run (None: one does)."""
         refusals = []
-        for request in view["open"]:
+        for request in open_:
             policy = request.get("tools")
             why = None if policy is None else refusal(policy, tool, params, project)
             if why is None:
@@ -313,7 +561,7 @@ class Binder:
             f"[Tether] {tool} may not run while the {request['type']} {request['name']!r} is "
             f"open ({why}): the tools policy of {policy['node']!r} allows {allowed}{denied}. "
             f"Use an allowed tool, or finish the step and answer it through Tether first "
-            f"(step {request['step']} of {binding.trace})."
+            f"(step {request['step']} of {trace})."
         )
 
     def post_tool(
@@ -325,55 +573,80 @@ class Binder:
         response: Any,
         *,
         ok: bool,
+        known: bool = True,
     ) -> None:
-        """Bind the session to an execution it started or resumed (`bind: auto`), else record
-        the call as evidence in the bound execution (`evidence`), unless it is Tether's own."""
+        """Bind the session to a running execution it started, resumed, forked or answered
+        (`bind: auto`); else record the call as evidence in every running execution it is
+        bound to (`evidence`), unless it is Tether's own or the session is not `known` (the
+        guard saw no earlier event of it)."""
         if ok and self.settings["bind"] == "auto":
-            found = started(tool, params, response, project)
+            found = started(tool, params, response, project, self.servers)
             if found is not None:
-                self.bind(session_id, found)
+                if self._running(found.trace):
+                    self.bind(session_id, found)
                 return
-        binding = self.bound(session_id, project) if self.settings["evidence"] else None
-        if binding is None:
+        if not self.settings["evidence"] or not known or self.own(tool, params):
             return
-        from tether.guard.steptools import is_own_tool
-
-        if not is_own_tool(tool, params):
-            self._read(self.runtime.record_tool, binding.trace, tool, params, ok=ok)
+        for binding, view in self.views(session_id, project):
+            if view["status"] == "running":
+                self.runtime.record_tool(binding.trace, tool, params, ok=ok)
 
     def stop(self, session_id: str, project: str) -> dict[str, Any] | None:
-        """Claude Code's output for a `Stop` of a bound session (None: let it stop quietly)."""
+        """Claude Code's output for a `Stop` of a bound session (None: let it stop quietly).
+        Refused while any bound execution runs, or cannot be read (up to the same cap)."""
         mode = self.settings["stop"]
-        binding = self.bound(session_id, project) if mode != "off" else None
-        if binding is None:
+        found = self.views(session_id, project) if mode != "off" else []
+        live = [(b, v) for b, v in found if v["status"] in ("running", "unreadable")]
+        if not live:
             return None
         if mode == "warn":
-            view = self._read(self.runtime.open_steps, binding.trace)
-            if view is None or view["status"] != "running":
-                return None
-            from tether.engine.core import waits_on_person
+            return {"systemMessage": " ".join(_warning(b.trace, v) for b, v in live)}
+        cap = int(self.settings["max_stop_blocks"])
+        blocks: list[str] = []
+        told: list[str] = []
+        unreadable = [(b, v) for b, v in live if v["status"] == "unreadable"]
+        for binding, view in live:
+            if view["status"] == "unreadable":
+                continue
+            answer = self._stop(binding.trace, cap)
+            if answer is None:
+                continue
+            current = answer["current"]
+            if answer.get("waiting") == "person":
+                told.append(_for_a_person(binding.trace, [current]))
+            elif answer["status"] == "allowed":
+                told.append(
+                    f"[Tether] Stop let through after {answer['cap']} refusals in a row; "
+                    + _open_step(binding.trace, current)
+                )
+            else:
+                blocks.append(
+                    f"{_open_step(binding.trace, current)} {_how(binding.trace, current)} "
+                    f"(Stop refused {answer['blocks']} of {answer['cap']} times in a row.)"
+                )
+        if unreadable:
+            record = self._record(session_id)
+            count = record["unreadable"] + 1
+            record["unreadable"] = 0 if count > cap else count
+            self._write(session_id, record)
+            for binding, view in unreadable:
+                text = _unreadable(binding.trace, view)
+                if count > cap:
+                    told.append(f"[Tether] Stop let through after {cap} refusals in a row; {text}")
+                else:
+                    blocks.append(f"{text} (Stop refused {count} of {cap} times in a row.)")
+        out: dict[str, Any] = {"systemMessage": " ".join(told)} if told else {}
+        if blocks:
+            out.update(decision="block", reason="\n\n".join(blocks))
+        return out or None
 
-            if waits_on_person(view["open"]):
-                return {"systemMessage": _for_a_person(binding.trace, view["open"])}
-            return {"systemMessage": _open_step(binding.trace, view["current"])}
-        answer = self._read(
-            self.runtime.stop, binding.trace, cap=int(self.settings["max_stop_blocks"])
-        )
-        if answer is None:
-            return None
-        current = answer["current"]
-        if answer.get("waiting") == "person":
-            return {"systemMessage": _for_a_person(binding.trace, [current])}
-        if answer["status"] == "allowed":
-            return {
-                "systemMessage": f"[Tether] Stop let through after {answer['cap']} refusals in a "
-                f"row; {_open_step(binding.trace, current)}"
-            }
-        return {
-            "decision": "block",
-            "reason": f"{_open_step(binding.trace, current)} {_how(binding.trace, current)} "
-            f"(Stop refused {answer['blocks']} of {answer['cap']} times in a row.)",
-        }
+    def _stop(self, trace: str, cap: int) -> dict[str, Any] | None:
+        try:
+            return self.runtime.stop(trace, cap=cap)
+        except TetherError as exc:
+            if exc.code == "execution_finished":
+                return None
+            raise
 
 
 _ONLY_A_PERSON = (
@@ -392,6 +665,27 @@ def _for_a_person(trace: str, requests: list[dict[str, Any]]) -> str:
         f"Answer it with `tether approve {trace}` or `tether reject {trace}` (with --step when "
         "several wait), or in the viewer; the agent cannot."
     )
+
+
+def _unreadable(trace: str, view: dict[str, Any]) -> str:
+    """What a bound session is told while its execution cannot be read."""
+    error = view["error"]
+    return (
+        f"[Tether] The bound execution {trace} cannot be read ({error['code']}: "
+        f"{_cut(str(error['message']), 200)}). Until a person repairs it (`tether verify`) or "
+        "unbinds this session, the session may not stop and only reading tools run."
+    )
+
+
+def _warning(trace: str, view: dict[str, Any]) -> str:
+    """What `stop: warn` tells the user of one execution."""
+    if view["status"] == "unreadable":
+        return _unreadable(trace, view)
+    from tether.engine.core import waits_on_person
+
+    if waits_on_person(view["open"]):
+        return _for_a_person(trace, view["open"])
+    return _open_step(trace, view["current"])
 
 
 def _open_step(trace: str, current: dict[str, Any]) -> str:

@@ -173,7 +173,7 @@ class GuardServer(ThreadingHTTPServer):
             ) from None
         self.guard = guard
         self.store = SessionStore(state_dir)
-        self.binder = Binder(guard.plan["workflow"], state_dir)
+        self.binder = Binder(guard.plan["workflow"], state_dir, guard.plan.get("files", ()))
         self.options = options
 
 
