@@ -141,14 +141,15 @@ _SHELL_BINDERS.update(eval="TRACE", submit="TRACE")
 _NOT_THE_AGENTS = {"reset": "tether reset", "guard": "tether guard"}
 _READ_TOOLS = frozenset({"read", "glob", "grep", "ls", "notebookread"})
 _PATH_KEYS = ("file_path", "notebook_path", "path", "source", "destination", "target")
-# Commands that may name a protected file without writing it; `rm`/`mv` of a folder holding one
-# count as writing it.
+# Commands that may name a guarded file without writing it (and Tether itself, whose writes are
+# its answers); `rm`/`mv` of a folder holding one count as writing it.
 _READERS = frozenset(
     (
         *("cat", "head", "tail", "less", "more", "wc", "grep", "egrep", "fgrep", "rg", "jq"),
-        *("diff", "cmp", "ls", "stat", "file", "sha256sum", "md5sum", "tether", "tether.exe"),
+        *("diff", "cmp", "ls", "stat", "file", "sha256sum", "md5sum"),
     )
 )
+_GLOB_LIMIT = 1000  # files of one glob looked at
 _REMOVERS = frozenset({"rm", "mv", "rmdir", "shred", "unlink"})
 _WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
 
@@ -209,14 +210,25 @@ def _shell_trace(words: list[str]) -> str | None:
     return parsed.args.get(_SHELL_BINDERS[args[0]])
 
 
+def _tether_args(name: str, args: list[str]) -> list[str] | None:
+    """The arguments `tether` gets from a command (`tether …`, `python -m tether …`, `uvx
+    --from tether-bt tether …`, `uv run tether …`), or None when it does not run Tether."""
+    if name in ("tether", "tether.exe"):
+        return args
+    if name.startswith("python") and args[:1] == ["-m"] and len(args) > 1:
+        return args[2:] if args[1].split(".", 1)[0] == "tether" else None
+    if name in ("uv", "uvx", "pipx") and "tether" in args:
+        return args[args.index("tether") + 1 :]
+    return None
+
+
 def _not_the_agents(name: str, args: list[str]) -> str | None:
     """A `shell.first` judge: the `tether reset` or `tether guard hook` a command runs."""
-    if name.startswith("python") and args[:1] == ["-m"] and len(args) > 1:
-        name, args = args[1].split(".", 1)[0], args[2:]
-    if name not in ("tether", "tether.exe"):
+    given = _tether_args(name, args)
+    if given is None:
         return None
-    sub = next((a for a in args if not a.startswith("-")), None)
-    if sub == "guard" and "hook" not in args:
+    sub = next((a for a in given if not a.startswith("-")), None)
+    if sub == "guard" and "hook" not in given:
         return None
     return _NOT_THE_AGENTS.get(sub or "")
 
@@ -246,8 +258,19 @@ class Guarded:
         self.state = real(state)
 
     def what(self, path: str, project: str) -> str | None:
-        """What `path` (relative to `project`) is of the guarded files, or None."""
-        real = os.path.realpath(os.path.join(project, os.path.expanduser(path)))
+        """What `path` (relative to `project`; a glob stands for the files it matches) is of
+        the guarded files, or None."""
+        named = os.path.join(project, os.path.expanduser(path))
+        if any(char in path for char in "*?["):
+            import glob
+            import itertools
+
+            found = map(self._what, itertools.islice(glob.iglob(named), _GLOB_LIMIT))
+            return next(filter(None, found), None)
+        return self._what(named)
+
+    def _what(self, path: str) -> str | None:
+        real = os.path.realpath(path)
         for state in self.executions:
             if real == state or real.startswith(state + "."):
                 return f"a file of the bound execution {state}"
@@ -264,7 +287,7 @@ class Guarded:
             return "every file" if real == os.sep else None
         for path in [*self.executions, *self.config, self.state]:
             if path.startswith(real + os.sep):
-                return self.what(path, project)
+                return self._what(path)
         return None
 
     def call(self, tool: str, params: dict[str, Any], project: str) -> str | None:
@@ -294,7 +317,7 @@ class Guarded:
                 return found
 
         def judge(name: str, args: list[str]) -> str | None:
-            if name in _READERS:
+            if name in _READERS or _tether_args(name, args) is not None:
                 return None
             for arg in args:
                 for target in _redirect_targets(arg) if ">" in arg else ():
