@@ -1,30 +1,38 @@
-"""Binding an agent session to an execution: the hooks hold the agent to its workflow.
+"""Binding an agent session to executions: the hooks hold the agent to its workflow.
 
-Owns: which execution a session is bound to (the `workflow` section's `trace`, or the execution
-the session itself started, resumed or forked through Tether, `bind: auto`), kept per
-`session_id` in the guard's state folder (`bindings/<session>.json`, beside `sessions/`, so that
-it outlives `SessionEnd` for a resumed session); and what a bound session gets at each hook
-event:
+Owns: which executions a session is bound to (the `workflow` section's `trace`, first and never
+displaced, then each running execution the session itself started, resumed, forked or answered
+through Tether, `bind: auto`; a binding is only ever added), kept per `session_id` in the guard's
+state folder (`bindings/<session>.json`, beside `sessions/`, so that it outlives `SessionEnd` for
+a resumed session, with the configured traces the session has seen running and the stops refused
+while one could not be read); which files a bound session's tools may not write (`Guarded`);
+and what a bound session gets at each hook event:
 
-- `Stop`: refused (`{"decision": "block", "reason"}`) while the execution runs, through the
-  runtime's `stop` verb, which records every refusal and the stop let through after
+- `Stop`: refused (`{"decision": "block", "reason"}`) while any bound execution runs, through
+  the runtime's `stop` verb on each, which records every refusal and the stop let through after
   `max_stop_blocks` refusals in a row (a `stop` entry). While every open step is a human step
   the stop is let through at once (recorded, with why) and the user is told that a person must
-  answer it (`systemMessage`: `tether approve`/`reject`, or the viewer). `stop: warn` only tells
-  the user (`systemMessage`; Claude Code's Stop output has no context field), `off` does nothing.
+  answer it (`systemMessage`: `tether approve`/`reject`, or the viewer). An execution that
+  cannot be read (damaged, or gone once seen running) refuses the stop too, counted here against
+  the same cap. `stop: warn` only tells the user (`systemMessage`; Claude Code's Stop output has
+  no context field), `off` does nothing.
 - `SessionStart`, `UserPromptSubmit`: the current request as context (under 1,000 characters).
-- `PreToolUse`: a shell line that runs `tether approve` or `tether reject` is denied (only a
-  person answers a human step; read by `shell.answers_for_a_person`, wrappers and nested
-  commands included); then the `tools` policy of each open step (`steptools`); a call no open
-  step allows is denied with the reason.
+- `PreToolUse`: denied, whatever the policies: a shell line that runs `tether approve` or
+  `tether reject` (only a person answers a human step; read by `shell.answers_for_a_person`), a
+  call that writes a guarded file, a `tether reset` or `reset_execution` (it would throw the
+  evidence away) and `tether guard hook`. Then Tether's own calls run; any other must be allowed
+  by the `tools` policy of an open step of every running execution (`steptools`), and while one
+  cannot be read only reading tools run.
 - `PostToolUse`, `PostToolUseFailure`: auto-binding, then evidence: every call but Tether's own
-  is recorded through the `record_tool` verb (a `tool` entry).
+  is recorded through the `record_tool` verb (a `tool` entry) in each running execution, for a
+  session the guard has seen before (the hooks say which).
 
-Every read and write of the execution goes through the verb layer (`tether.verbs.Runtime`),
-which, like the policy matching (`steptools`), is imported only when a session is bound or a
-call may bind it, so an unbound hook stays as fast as before. Payload
-shapes are Claude Code's (https://code.claude.com/docs/en/hooks). It does not decide rules
-(`engine`), speak the hook protocol (`hooks`) or match policies (`steptools`).
+Tether's own MCP tools are those on the servers Tether is registered as (`mcp_servers`). Every
+read and write of an execution goes through the verb layer (`tether.verbs.Runtime`), which, like
+the policy matching (`steptools`), is imported only when a session is bound or a call may bind
+it, so an unbound hook stays as fast as before. Payload shapes are Claude Code's
+(https://code.claude.com/docs/en/hooks). It does not decide rules (`engine`), speak the hook
+protocol (`hooks`), read shell lines (`shell`) or match policies (`steptools`).
 """
 
 from __future__ import annotations
@@ -516,11 +524,11 @@ class Binder:
         from tether.guard.triggers import canonical
 
         command = params.get("command")
-        shell = canonical(tool) in SHELL_TOOLS and isinstance(command, str)
-        if shell:
+        line = command if canonical(tool) in SHELL_TOOLS and isinstance(command, str) else None
+        if line is not None:
             from tether.guard.shell import answers_for_a_person, first
 
-            answer = answers_for_a_person(command)
+            answer = answers_for_a_person(line)
             if answer is not None:
                 return (
                     f"[Tether] {answer} is a person's answer, not an agent's: {_ONLY_A_PERSON} "
@@ -537,8 +545,8 @@ class Binder:
         server = mcp_server(tool)
         mcp_reset = server in self.servers and tool.endswith("__reset_execution")
         barred = "reset_execution" if mcp_reset else None
-        if shell and barred is None:
-            barred = first(command, ("tether",), _not_the_agents)
+        if line is not None and barred is None:
+            barred = first(line, ("tether",), _not_the_agents)
         if barred is not None:
             return (
                 f"[Tether] {barred} may not run from a bound session: a reset would throw away "
@@ -573,7 +581,9 @@ class Binder:
         refusals = []
         for request in open_:
             policy = request.get("tools")
-            why = None if policy is None else refusal(policy, tool, params, project)
+            if policy is None:
+                return None
+            why = refusal(policy, tool, params, project)
             if why is None:
                 return None
             refusals.append((request, policy, why))

@@ -7,9 +7,11 @@ says whose it is, and the answer is then in that harness's format (`harness`); `
 answers `{"status": "ok"}`. Every request first passes `tether.httpgate` (Host, Origin, the
 bearer token from `--token` or `$TETHER_GUARD_TOKEN`, a declared body length within the limit,
 a JSON content type); a refused request is answered with its status and a JSON error and the
-connection is closed. A payload the guard cannot decide is answered as `failsafe` says (for a
-`PreToolUse` under `on_error: block`, a 200 with the deny; otherwise a 500, which Claude Code
-treats as a non-blocking error) and logged. Sessions are kept in the same on-disk store as
+connection is closed. Every other request gets an answer: a payload the guard cannot decide, or
+cannot even parse (its event then read from the body's `hook_event_name`), is answered as
+`failsafe` says (for a `PreToolUse` under `on_error: block`, a 200 with the deny; otherwise a
+500, or a 400 for a body that is not JSON, which Claude Code treats as a non-blocking error) and
+logged. Sessions are kept in the same on-disk store as
 command hooks, under the same lock, so command and http hooks can be mixed and several servers
 can share a state folder; one workflow binder (and its runtime, which caches trees) serves every
 request. It does not decide anything itself (hooks.handle does).
@@ -117,12 +119,12 @@ class _Handler(BaseHTTPRequestHandler):
         except (ValueError, RecursionError, TetherError) as exc:
             # Learn the event from the raw text, so that a tool call is still answered.
             attempt.payload = _sniffed(harness, raw)
-            error = exc if isinstance(exc, TetherError) else TetherError("invalid_json", str(exc))
-            _, failed, _ = attempt.failed(error)
+            unread = exc if isinstance(exc, TetherError) else TetherError("invalid_json", str(exc))
+            _, failed, _ = attempt.failed(unread)
             if failed is not None:
-                self._json(200, render(harness, attempt.payload, failed) or {})
+                self._json(200, render(harness, attempt.payload or {}, failed) or {})
             else:
-                self._error(400, "invalid_json", error.message)
+                self._error(400, "invalid_json", unread.message)
             return
         try:
             found = events(harness, payload, None)
