@@ -217,6 +217,17 @@ def test_an_execution_removed_after_the_session_saw_it_keeps_the_stop_refused(
     assert stop(project, session="a-new-session") is None
 
 
+def test_a_finished_execution_cleared_away_frees_the_session(project: Path, run: str) -> None:
+    rt = Runtime()
+    rt.submit(run, "success")
+    rt.submit(run, "success")
+    assert rt.next(run) == {"status": "done"}
+    assert stop(project) is None
+    for path in (project / "runs").iterdir():
+        path.unlink()
+    assert stop(project) is None
+
+
 def test_a_broken_configuration_keeps_the_last_good_one(project: Path, run: str) -> None:
     """`tether schema > .tether/guard.yaml` written by hand (the agent may not): the guard
     goes on under the last configuration it read, and says so."""

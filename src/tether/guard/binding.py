@@ -375,8 +375,8 @@ class Binder:
 
     def _record(self, session_id: str) -> dict[str, Any]:
         """The session's stored binding: `executions` (each `{trace, via}`, bound by its own
-        calls), `seen` (configured traces it has seen running) and `unreadable` (stops refused
-        in a row while an execution could not be read)."""
+        calls), `seen` (the executions last seen running) and `unreadable` (stops refused in a
+        row while an execution could not be read)."""
         try:
             with open(self.path(session_id), encoding="utf-8") as handle:
                 data = json.loads(handle.read())
@@ -409,6 +409,7 @@ class Binder:
         record = self._record(session_id)
         if all(binding.trace != b.trace for b in record["executions"]):
             record["executions"].append(binding)
+            record["seen"].append(binding.trace)
             self._write(session_id, record)
 
     def sessions(self) -> list[dict[str, Any]]:
@@ -430,23 +431,29 @@ class Binder:
 
     def views(self, session_id: str, project: str) -> list[tuple[Binding, dict[str, Any]]]:
         """Each bound execution with its open steps, or `{"status": "unreadable", "error"}`.
-        A configured `trace` not started yet is left out; once the session has seen it
-        running, its loss is unreadable too."""
+        One that is not there is left out (a configured `trace` not started yet, a finished
+        one cleared away), unless it was last seen running: its loss is unreadable too."""
         record = self._record(session_id)
-        known = {b.trace for b in record["executions"]}.union(record["seen"])
+        seen = list(record["seen"])
         out = []
         for binding in self.bound(session_id, project):
             try:
                 view = self.runtime.open_steps(binding.trace)
             except TetherError as exc:
-                if exc.code == "not_found" and binding.trace not in known:
+                if exc.code == "not_found" and binding.trace not in seen:
                     continue
                 view = {"status": "unreadable", "error": exc.to_dict()}
             else:
-                if binding.trace not in known and view["status"] == "running":
-                    record["seen"].append(binding.trace)
-                    self._write(session_id, record)
+                running = view["status"] == "running"
+                if running != (binding.trace in seen):
+                    seen = (
+                        [*seen, binding.trace]
+                        if running
+                        else [t for t in seen if t != binding.trace]
+                    )
             out.append((binding, view))
+        if seen != record["seen"]:
+            self._write(session_id, {**record, "seen": seen})
         return out
 
     def status(self, session_id: str, project: str) -> dict[str, Any]:
@@ -502,7 +509,7 @@ class Binder:
             )
         return _cut("\n".join(line for line in lines if line), CONTEXT_LIMIT)
 
-    def own(self, tool: str, params: dict[str, Any]) -> bool:
+    def own(self, tool: str, params: dict[str, Any], project: str) -> bool:
         """Whether a call is Tether's own (`steptools.is_own_tool`), its MCP tools counting only
         on a server Tether is registered as."""
         from tether.guard.steptools import is_own_tool
@@ -553,7 +560,7 @@ class Binder:
                 "the trace and its evidence, and the guard hears its events only from the "
                 "harness. Ask the user to run it in their own terminal."
             )
-        if self.own(tool, params):
+        if self.own(tool, params, project):
             return None
         reading = canonical(tool) in _READ_TOOLS
         for binding, view in self.views(session_id, project):
@@ -618,7 +625,7 @@ class Binder:
                 if self._running(found.trace):
                     self.bind(session_id, found)
                 return
-        if not self.settings["evidence"] or not known or self.own(tool, params):
+        if not self.settings["evidence"] or not known or self.own(tool, params, project):
             return
         for binding, view in self.views(session_id, project):
             if view["status"] == "running":
