@@ -37,6 +37,7 @@ protocol (`hooks`), read shell lines (`shell`) or match policies (`steptools`).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -257,13 +258,22 @@ class Guarded:
     """The files a bound session's tools may not write: each bound execution's (its state file
     and the sidecars named after it), the guard's configuration and its state folder."""
 
-    def __init__(self, traces: list[str], config: tuple[str, ...], state: str) -> None:
+    def __init__(self, traces: list[str], config: frozenset[str], state: str) -> None:
+        """`config` and `state` as they resolve (`os.path.realpath`)."""
         from tether.store import path_of
 
-        real = os.path.realpath
-        self.executions = [real(path_of(t)) for t in traces if t.startswith("file:")]
-        self.config = {real(f) for f in config}
-        self.state = real(state)
+        self.executions = [os.path.realpath(path_of(t)) for t in traces if t.startswith("file:")]
+        self.config = config
+        self.state = state
+
+    def names(self, project: str) -> tuple[str, ...]:
+        """What a shell line must mention to be able to name a guarded file: a part of one's
+        path, an output redirection or a glob."""
+        parts = {">", "*", "?", "["}
+        for path in [*self.executions, *self.config, self.state]:
+            relative = os.path.relpath(path, project)
+            parts.update(p.lower() for p in relative.split(os.sep) if p not in ("", ".."))
+        return tuple(parts)
 
     def what(self, path: str, project: str) -> str | None:
         """What `path` (relative to `project`; a glob stands for the files it matches) is of
@@ -319,7 +329,7 @@ class Guarded:
     def _line(self, line: str, project: str) -> str | None:
         from tether.guard.shell import first
 
-        for target in _redirect_targets(line):
+        for target in _redirect_targets(line) if ">" in line else ():
             found = self.what(target, project)
             if found:
                 return found
@@ -342,7 +352,7 @@ class Guarded:
                         return found
             return None
 
-        return first(line, ("",), judge)
+        return first(line, self.names(project), judge)
 
 
 class Binder:
@@ -359,6 +369,12 @@ class Binder:
         self.config = tuple(config)
         self.servers = frozenset(settings.get("mcp_servers") or DEFAULT_SERVERS)
         self._runtime: Runtime | None = None
+
+    @functools.cached_property
+    def _guarded(self) -> tuple[frozenset[str], str]:
+        """The configuration's files and the state folder, as they resolve."""
+        real = os.path.realpath
+        return frozenset(real(f) for f in self.config), real(self.root)
 
     @property
     def runtime(self) -> Runtime:
@@ -394,12 +410,15 @@ class Binder:
         data = {"session": session_id, **record, "executions": executions}
         write_atomic(self.path(session_id), json.dumps(data))
 
-    def bound(self, session_id: str, project: str) -> list[Binding]:
+    def bound(
+        self, session_id: str, project: str, record: dict[str, Any] | None = None
+    ) -> list[Binding]:
         """Every execution the session is bound to: the configured `trace` first, then each it
-        bound itself, oldest first. A binding is never displaced."""
+        bound itself, oldest first (`record`: the session's, when already read). A binding is
+        never displaced."""
         trace = self.settings.get("trace")
         out = [Binding(resolve(trace, project), "config")] if trace else []
-        for binding in self._record(session_id)["executions"]:
+        for binding in (record or self._record(session_id))["executions"]:
             if all(binding.trace != b.trace for b in out):
                 out.append(binding)
         return out
@@ -429,14 +448,16 @@ class Binder:
                 continue
         return out
 
-    def views(self, session_id: str, project: str) -> list[tuple[Binding, dict[str, Any]]]:
+    def views(
+        self, session_id: str, project: str, record: dict[str, Any] | None = None
+    ) -> list[tuple[Binding, dict[str, Any]]]:
         """Each bound execution with its open steps, or `{"status": "unreadable", "error"}`.
         One that is not there is left out (a configured `trace` not started yet, a finished
         one cleared away), unless it was last seen running: its loss is unreadable too."""
-        record = self._record(session_id)
+        record = record or self._record(session_id)
         seen = list(record["seen"])
         out = []
-        for binding in self.bound(session_id, project):
+        for binding in self.bound(session_id, project, record):
             try:
                 view = self.runtime.open_steps(binding.trace)
             except TetherError as exc:
@@ -524,7 +545,8 @@ class Binder:
         write to a guarded file, a reset or the guard's own hook. Then a call runs when
         Tether's own, or when every running execution has an open step with no policy or a
         policy that allows it; while one cannot be read, only reading tools run."""
-        bindings = self.bound(session_id, project)
+        record = self._record(session_id)
+        bindings = self.bound(session_id, project, record)
         if not bindings:
             return None
         from tether.guard.steptools import SHELL_TOOLS, refusal
@@ -541,7 +563,7 @@ class Binder:
                     f"[Tether] {answer} is a person's answer, not an agent's: {_ONLY_A_PERSON} "
                     "Tell the user what the step asks and leave the answer to them."
                 )
-        guarded = Guarded([b.trace for b in bindings], self.config, self.root)
+        guarded = Guarded([b.trace for b in bindings], *self._guarded)
         written = guarded.call(tool, params, project)
         if written is not None:
             return (
@@ -563,7 +585,7 @@ class Binder:
         if self.own(tool, params, project):
             return None
         reading = canonical(tool) in _READ_TOOLS
-        for binding, view in self.views(session_id, project):
+        for binding, view in self.views(session_id, project, record):
             if view["status"] == "unreadable":
                 if reading:
                     continue
