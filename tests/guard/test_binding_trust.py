@@ -379,6 +379,17 @@ def test_serve_denies_a_tool_call_nested_past_reading(project: Path, depth: int)
         assert post_raw(url, json.dumps(hk.stop(project)).encode())[0] == 200  # still serving
 
 
+def test_serve_denies_a_nested_gemini_tool_call_in_geminis_format(project: Path) -> None:
+    inner = '{"a":' * 2000 + "1" + "}" * 2000
+    event = {"session_id": "g", "cwd": str(project), "hook_event_name": "BeforeTool"}
+    text = (
+        json.dumps({**event, "tool_name": "run_shell_command"})[:-1] + f', "tool_input": {inner}}}'
+    )
+    with hk.serving(project) as url:
+        status, body = post_raw(url + "?harness=gemini", text.encode())
+    assert status == 200 and body["decision"] == "deny" and "could not decide" in body["reason"]
+
+
 def test_the_command_hook_denies_the_same_payload(project: Path) -> None:
     inner = '{"a":' * 1000 + "1" + "}" * 1000
     text = json.dumps(hk.pre(project, "Bash", {}))[:-1] + f', "tool_input": {inner}}}'
