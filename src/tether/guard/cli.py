@@ -290,7 +290,7 @@ def _last_good(p: Parsed, cwd: str | None, attempt: Any, exc: TetherError) -> tu
 
     config = _find_config(p.options.get("--config"), cwd)
     plan = last_plan(config, os.path.join(attempt.state_dir, "plans"))
-    if plan is None:
+    if plan is None or not os.path.exists(config):  # a file taken away turns the guard off
         raise exc
     payload = attempt.payload or {}
     record(
