@@ -6,9 +6,11 @@ glue the next record onto that torn line and the reader would drop both. `append
 cuts the file back to its last complete line before it writes, so every record it appends can be
 read again. The repair and the write happen under an exclusive lock on the log itself
 (`tether.locking`), so concurrent appenders never cut each other's records; a caller that must
-read and append as one step (the guard's session store) holds its own lock around both. `read`
-skips a line that is not a JSON object. It does not decide what goes in a log, rotate or delete
-one.
+read and append as one step (the guard's session store) holds its own lock around both. A log is
+never appended to through a symbolic link (nor a FIFO, a device or a folder): `append` raises
+`tether.files.NotARegularFile` instead, so neither a write nor the repair reaches another file.
+`read` skips a line that is not a JSON object. It does not decide what goes in a log, rotate or
+delete one.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from tether.files import write_all
+from tether.files import open_regular, write_all
 from tether.locking import locked
 
 _CHUNK = 64 * 1024
@@ -46,7 +48,7 @@ def _last_complete(fd: int, size: int) -> int:
 def append(path: str, records: Iterable[dict[str, Any]]) -> int:
     """Append `records` as JSON lines (repairing a torn tail first); returns the new size."""
     data = "".join(json.dumps(record) + "\n" for record in records).encode()
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | _BINARY, 0o666)
+    fd = open_regular(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | _BINARY)
     try:
         with locked(fd):
             size = os.lseek(fd, 0, os.SEEK_END)

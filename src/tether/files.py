@@ -3,8 +3,9 @@
 Owns `write_atomic` (a temporary file beside the target, created exclusively and never through a
 symbolic link, written, optionally synced, then renamed over the target, so a reader sees the old
 file or the new one and never half of either), `write_all` (every byte of a buffer to a
-descriptor, which appends and commits share) and `open_regular` (a file descriptor for a regular
-file, refusing a symbolic link at the last component, a folder, a FIFO or a device). It also
+descriptor, which appends and commits share), `open_regular` (a file descriptor for a regular
+file, refusing a symbolic link at the last component, a folder, a FIFO or a device) and
+`linked_folder` (the folder of a project's file that is a symbolic link, if one is). It also
 names the temporary files `write_atomic` leaves behind when its process is killed, so that the
 owner of a folder can tidy them. It does not decide where files go, what they hold or which error
 a refusal becomes: callers turn `NotARegularFile` and `OSError` into their own `TetherError`.
@@ -71,6 +72,21 @@ def read_regular(path: str, limit: int | None = None) -> bytes:
         if limit is None:
             return f.read()
         return f.read(min(limit, os.fstat(fd).st_size))
+
+
+def linked_folder(root: str, path: str) -> str | None:
+    """The first folder between `root` and the file at `path` that is a symbolic link (as a
+    path relative to `root`), or None; `root` itself, and a path outside it, are not checked.
+    Installers and `init` refuse to write a project's file through such a folder."""
+    relative = os.path.relpath(os.path.abspath(path), os.path.abspath(root))
+    if relative == ".." or relative.startswith(".." + os.sep):
+        return None
+    folder = root
+    for part in relative.split(os.sep)[:-1]:
+        folder = os.path.join(folder, part)
+        if os.path.islink(folder):
+            return os.path.relpath(folder, root)
+    return None
 
 
 def write_all(fd: int, data: bytes) -> None:

@@ -56,10 +56,12 @@ def project(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def run(project: Path) -> str:
-    """The configured execution, started and past its protocol gate: `Implement` is open."""
+    """The configured execution, started and past its protocol gate: `Implement` is open; the
+    session has had its first prompt, so the guard knows it."""
     rt = Runtime()
     uri = rt.start(str(project / "feature.yaml"), str(project / "runs" / "feature.json"))["uri"]
     rt.submit(uri, "success")
+    hk.hook_json(project, hk.prompt(project, "Build the feature."))
     return str(uri)
 
 
@@ -199,6 +201,7 @@ def test_check_shows_the_workflow_settings(project: Path) -> None:
         "max_stop_blocks": 3,
         "context": True,
         "evidence": True,
+        "mcp_servers": ["tether", "plugin_tether_tether"],
     }
 
 
@@ -497,13 +500,37 @@ def test_an_mcp_start_binds_the_session(unbound: Path) -> None:
     assert [e["outcome"] for e in entries(result["uri"], "stop")] == ["refused"]
 
 
-def test_an_mcp_resume_on_any_server_binds_by_its_argument(unbound: Path) -> None:
+def test_an_mcp_resume_binds_by_its_argument(unbound: Path) -> None:
     project = unbound
     uri = Runtime().start(str(project / "feature.yaml"), str(project / "runs" / "r.json"))["uri"]
-    post = hk.post(project, "mcp__runtime__resume_execution", {"trace_output": "runs/r.json"}, "")
+    post = hk.post(project, "mcp__tether__resume_execution", {"trace_output": "runs/r.json"}, "")
     hk.hook_json(project, post)
     out = bound_stop(project)
     assert out is not None and uri in out["reason"]
+
+
+def test_only_the_server_tether_is_registered_as_is_tethers_own(project: Path, run: str) -> None:
+    """Another MCP server's `submit` or `resume_execution` is any other tool: judged by the
+    step's policy, recorded as evidence, and it binds nothing."""
+    rt = Runtime()
+    rt.submit(run, "success")  # Review is open: its policy allows no MCP tool
+    other = rt.start(str(project / "feature.yaml"), str(project / "runs" / "o.json"))["uri"]
+    resume = {"trace_output": "runs/o.json"}
+    for tool in ("mcp__evil__submit", "mcp__evil__resume_execution"):
+        assert decision(hk.hook_json(project, hk.pre(project, tool, resume))) == "deny"
+    hk.hook_json(project, hk.post(project, "mcp__evil__resume_execution", resume, ""))
+    hk.hook_json(project, hk.post(project, "mcp__evil__submit", {"outcome": "success"}, {}))
+    assert [e["tool"] for e in entries(run, "tool")] == [
+        "mcp__evil__resume_execution",
+        "mcp__evil__submit",
+    ]
+    assert bound_stop(project) is not None
+    assert entries(other, "stop") == []  # o.json was never bound
+    assert (
+        decision(hk.hook_json(project, hk.pre(project, "mcp__tether__next_step", resume))) is None
+    )
+    write_config(project, "workflow:\n  trace: runs/feature.json\n  mcp_servers: [evil]\n")
+    assert decision(hk.hook_json(project, hk.pre(project, "mcp__evil__submit", resume))) is None
 
 
 def test_a_shell_tether_start_binds_the_session(unbound: Path) -> None:
@@ -557,7 +584,7 @@ def test_a_fork_binds_the_session_to_the_fork(unbound: Path, via: str) -> None:
     [
         "echo tether start feature.yaml runs/x.json",
         "grep 'tether resume runs/x.json' notes.txt",
-        "tether next runs/x.json",
+        "tether get runs/x.json",
     ],
 )
 def test_a_shell_line_that_only_mentions_tether_binds_nothing(unbound: Path, command: str) -> None:
@@ -619,20 +646,28 @@ def test_status_shows_each_sessions_binding(unbound: Path) -> None:
     hk.hook_json(project, hk.post(project, "mcp__tether__start_execution", args, result))
     bound_stop(project)
     shown = guard_status(project, "--session", hk.SESSION)
-    assert shown["bound"] == {"trace": result["uri"], "via": "mcp"}
-    execution = shown["execution"]
+    (bound,) = shown["bound"]
+    assert (bound["trace"], bound["via"]) == (result["uri"], "mcp")
+    execution = bound["execution"]
     assert execution["status"] == "running" and execution["stop_blocks"] == 1
     (review,) = execution["open"]
     assert review["name"] == "Review" and review["tools"]["node"] == "Review"
     listing = guard_status(project)
     assert listing["trace"] is None
-    assert [(s["session"], s["via"]) for s in listing["sessions"]] == [(hk.SESSION, "mcp")]
+    assert [(s["session"], s["executions"]) for s in listing["sessions"]] == [
+        (hk.SESSION, [{"trace": result["uri"], "via": "mcp"}])
+    ]
     assert guard_status(project, "--session", "nobody") == {"session": "nobody", "bound": None}
 
 
 def test_status_shows_the_configured_trace(project: Path, run: str) -> None:
     shown = guard_status(project, "--session", "any")
-    assert shown["bound"] == {"trace": run, "via": "config"}
+    (bound,) = shown["bound"]
+    assert (bound["trace"], bound["via"], bound["execution"]["status"]) == (
+        run,
+        "config",
+        "running",
+    )
     assert guard_status(project)["trace"] == "runs/feature.json"
 
 

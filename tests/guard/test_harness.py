@@ -71,6 +71,16 @@ def run(project: Path) -> str:
     return str(uri)
 
 
+_PROMPTS = {"codex": "UserPromptSubmit", "gemini": "BeforeAgent", "cursor": "beforeSubmitPrompt"}
+
+
+def prompted(project: Path, harness: str) -> None:
+    """The session's first prompt: the guard records evidence only from a session it has seen
+    before (a made-up session id piped into the hook is not one)."""
+    make = {"codex": hx.codex, "gemini": hx.gemini, "cursor": hx.cursor}[harness]
+    hx.answer(project, harness, make(_PROMPTS[harness], project, prompt="Build the feature."))
+
+
 def entries(uri: str, kind: str) -> list[dict[str, Any]]:
     return [e for e in Runtime().trace(uri) if e["kind"] == kind]
 
@@ -157,6 +167,7 @@ def test_a_codex_patch_is_read_per_file_against_the_step_policy(project: Path, r
 
 
 def test_a_codex_patch_is_evidence_file_by_file(project: Path, run: str) -> None:
+    prompted(project, "codex")
     patch = hx.codex_patch(
         ("Add", "src/new.py", "+x = 1"), ("Delete", "old.py", ""), ("Update", "app.py", "-a\n+b")
     )
@@ -453,6 +464,7 @@ def test_gemini_tools_meet_policies_written_with_claude_code_names(project: Path
 
 
 def test_gemini_calls_are_evidence_under_claude_code_names(project: Path, run: str) -> None:
+    prompted(project, "gemini")
     rt = Runtime()
     rt.submit(run, "success")
     rt.submit(run, "success")  # Test is open: its check wants a Bash pytest run that passed
@@ -598,6 +610,7 @@ def test_cursor_stop_queues_a_follow_up_while_the_execution_runs(project: Path, 
 
 
 def test_cursor_tools_meet_the_policy_and_are_evidence(project: Path, run: str) -> None:
+    prompted(project, "cursor")
     shell = hx.cursor(
         "postToolUse",
         project,

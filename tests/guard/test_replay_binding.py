@@ -218,7 +218,9 @@ def test_a_recorded_fork_is_replayed_in_memory_and_bound(project: Path, via: str
     fork = recorded[f"file://{project}/runs/g.json"]
     assert fork["current"]["name"] == "Implement" and fork["verified"]
     assert [e["kind"] for e in fork["entries"]] == ["stop"]  # bound: its stop was refused
-    assert recorded[f"file://{project}/runs/f.json"]["entries"] == []
+    # the session stays bound to the original too, which still runs: its stop was refused there
+    original = recorded[f"file://{project}/runs/f.json"]["entries"]
+    assert [(e["kind"], e["outcome"]) for e in original] == [("stop", "refused")]
     assert not (project / "runs").exists()
 
 

@@ -21,6 +21,7 @@ from tether import shipped
 from tether.cli.args import Command, Parsed
 from tether.cli.output import emit, report, run_command
 from tether.errors import EXIT_OK, TetherError
+from tether.files import linked_folder
 
 INIT = Command(
     "init",
@@ -119,12 +120,12 @@ def _guard_config() -> str:
 
 def _create(root: str, relative: str, data: bytes) -> str | None:
     """Create `root/relative` holding `data`; the reason it was left alone otherwise."""
-    parts = relative.split(os.sep)
+    linked = linked_folder(root, os.path.join(root, relative))
+    if linked is not None:
+        return f"its folder {linked} is a symbolic link; left alone"
     folder = root
-    for part in parts[:-1]:
+    for part in relative.split(os.sep)[:-1]:
         folder = os.path.join(folder, part)
-        if os.path.islink(folder):
-            return f"its folder {os.path.relpath(folder, root)} is a symbolic link; left alone"
         if not os.path.isdir(folder):
             if os.path.lexists(folder):
                 return f"{os.path.relpath(folder, root)} is not a folder; left alone"
@@ -190,7 +191,7 @@ def _install_skill(p: Parsed) -> int:
     had = before is not None and (target == "claude" or START in before)
     status = "unchanged" if before == text else "updated" if had else "added"
     if status != "unchanged":
-        write_file(path, text)
+        write_file(path, text, root=project)
     emit({"status": status, "target": target, "file": str(path)})
     return EXIT_OK
 

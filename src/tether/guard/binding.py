@@ -1,36 +1,45 @@
-"""Binding an agent session to an execution: the hooks hold the agent to its workflow.
+"""Binding an agent session to executions: the hooks hold the agent to its workflow.
 
-Owns: which execution a session is bound to (the `workflow` section's `trace`, or the execution
-the session itself started, resumed or forked through Tether, `bind: auto`), kept per
-`session_id` in the guard's state folder (`bindings/<session>.json`, beside `sessions/`, so that
-it outlives `SessionEnd` for a resumed session); and what a bound session gets at each hook
-event:
+Owns: which executions a session is bound to (the `workflow` section's `trace`, first and never
+displaced, then each running execution the session itself started, resumed, forked or answered
+through Tether, `bind: auto`; a binding is only ever added), kept per `session_id` in the guard's
+state folder (`bindings/<session>.json`, beside `sessions/`, so that it outlives `SessionEnd` for
+a resumed session, with the configured traces the session has seen running and the stops refused
+while one could not be read); which files a bound session's tools may not write (`Guarded`);
+and what a bound session gets at each hook event:
 
-- `Stop`: refused (`{"decision": "block", "reason"}`) while the execution runs, through the
-  runtime's `stop` verb, which records every refusal and the stop let through after
+- `Stop`: refused (`{"decision": "block", "reason"}`) while any bound execution runs, through
+  the runtime's `stop` verb on each, which records every refusal and the stop let through after
   `max_stop_blocks` refusals in a row (a `stop` entry). While every open step is a human step
   the stop is let through at once (recorded, with why) and the user is told that a person must
-  answer it (`systemMessage`: `tether approve`/`reject`, or the viewer). `stop: warn` only tells
-  the user (`systemMessage`; Claude Code's Stop output has no context field), `off` does nothing.
+  answer it (`systemMessage`: `tether approve`/`reject`, or the viewer). An execution that
+  cannot be read (damaged, or gone once seen running) refuses the stop too, counted here against
+  the same cap. `stop: warn` only tells the user (`systemMessage`; Claude Code's Stop output has
+  no context field), `off` does nothing.
 - `SessionStart`, `UserPromptSubmit`: the current request as context (under 1,000 characters).
-- `PreToolUse`: a shell line that runs `tether approve` or `tether reject` is denied (only a
-  person answers a human step; read by `shell.answers_for_a_person`, wrappers and nested
-  commands included); then the `tools` policy of each open step (`steptools`); a call no open
-  step allows is denied with the reason.
+- `PreToolUse`: denied, whatever the policies: a shell line that runs `tether approve` or
+  `tether reject` (only a person answers a human step; read by `shell.answers_for_a_person`,
+  wrappers and nested commands included), a call that writes a guarded file, a `tether reset` or
+  `reset_execution` (it would throw the evidence away) and `tether guard hook`. Then Tether's own
+  calls run; any other must be allowed by the `tools` policy of an open step of every running
+  execution (`steptools`), and while one cannot be read only reading tools run.
 - `PostToolUse`, `PostToolUseFailure`: auto-binding (by a call that did not fail; with no sign
   of success, only to the execution its answer names), then evidence: every call but Tether's
   own is recorded through the `record_tool` verb (a `tool` entry, `ok` as `hooks.tool_ok` read
-  it: true, false or null).
+  it: true, false or null) in each running execution, for a session the guard has seen before
+  (the hooks say which).
 
-Every read and write of the execution goes through the verb layer (`tether.verbs.Runtime`),
-which, like the policy matching (`steptools`), is imported only when a session is bound or a
-call may bind it, so an unbound hook stays as fast as before. Payload
-shapes are Claude Code's (https://code.claude.com/docs/en/hooks). It does not decide rules
-(`engine`), speak the hook protocol (`hooks`) or match policies (`steptools`).
+Tether's own MCP tools are those on the servers Tether is registered as (`mcp_servers`). Every
+read and write of an execution goes through the verb layer (`tether.verbs.Runtime`), which, like
+the policy matching (`steptools`), is imported only when a session is bound or a call may bind
+it, so an unbound hook stays as fast as before. Payload shapes are Claude Code's
+(https://code.claude.com/docs/en/hooks). It does not decide rules (`engine`), speak the hook
+protocol (`hooks`), read shell lines (`shell`) or match policies (`steptools`).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -44,6 +53,9 @@ if TYPE_CHECKING:
     from tether.verbs import Runtime
 
 CONTEXT_LIMIT = 1000
+# The MCP servers Tether is registered as, unless `workflow.mcp_servers` says: its own name
+# (`tether mcp install`) and its Claude Code plugin's.
+DEFAULT_SERVERS = ("tether", "plugin_tether_tether")
 _TEXT_KEYS = ("instruction", "expression", "prompt")
 _SENTENCE_END = re.compile(r"(?<=[^\d\s])[.!?](?=\s|$)")  # not "1." of a list
 
@@ -117,20 +129,64 @@ def result_uri(response: Any) -> str | None:
     return None
 
 
+# The runtime's MCP tools and shell commands that bind a session (`bind: auto`), with the
+# argument naming the execution each binds: opening one, forking one, or driving one (answering
+# an execution a person started binds like a resume).
+_MCP_BINDERS = {
+    "start_execution": "trace_output",
+    "resume_execution": "trace_output",
+    "fork_execution": "new_trace_output",
+    "next_step": "trace_output",
+    "eval": "trace_output",
+    "submit": "trace_output",
+}
+_SHELL_BINDERS = {"start": "TRACE", "resume": "TRACE", "fork": "NEW", "next": "TRACE"}
+_SHELL_BINDERS.update(eval="TRACE", submit="TRACE")
+# What the agent's tools may not run while bound: a reset throws the trace (its `stop` and `tool`
+# evidence) away, and the guard's own hook takes events only from the harness.
+_NOT_THE_AGENTS = {"reset": "tether reset", "guard": "tether guard"}
+_READ_TOOLS = frozenset({"read", "glob", "grep", "ls", "notebookread"})
+_PATH_KEYS = ("file_path", "notebook_path", "path", "source", "destination", "target")
+# Commands that may name a guarded file without writing it (and Tether itself, whose writes are
+# its answers); `rm`/`mv` of a folder holding one count as writing it.
+_READERS = frozenset(
+    (
+        *("cat", "head", "tail", "less", "more", "wc", "grep", "egrep", "fgrep", "rg", "jq"),
+        *("diff", "cmp", "ls", "stat", "file", "sha256sum", "md5sum"),
+    )
+)
+_GLOB_LIMIT = 1000  # files of one glob looked at
+_REMOVERS = frozenset({"rm", "mv", "rmdir", "shred", "unlink"})
+_WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
+
+
+def mcp_server(tool: str) -> str | None:
+    """The server of an `mcp__<server>__<tool>` name, else None."""
+    if not tool.startswith("mcp__") or "__" not in tool[5:]:
+        return None
+    return tool[5:].rsplit("__", 1)[0]
+
+
 def started(
-    tool: str, params: dict[str, Any], response: Any, project: str, ok: bool | None
+    tool: str,
+    params: dict[str, Any],
+    response: Any,
+    project: str,
+    ok: bool | None,
+    servers: frozenset[str],
 ) -> Binding | None:
-    """The execution a call that did not fail started, resumed or forked through Tether: an
-    MCP tool named `…start_execution` / `…resume_execution` / `…fork_execution` on any server,
-    or a shell line running `tether start TREE TRACE` / `tether resume TRACE` / `tether fork
-    TRACE NEW` (the fork is the one bound). The URI is the one the call answered with, else,
-    when the call is known to have succeeded (`ok`), its argument resolved against the project."""
-    if tool.startswith("mcp__"):
-        name = tool.rsplit("__", 1)[-1]
-        if name not in ("start_execution", "resume_execution", "fork_execution"):
+    """The execution a call that did not fail started, resumed, forked or answered through
+    Tether, if it did: one of the runtime's MCP tools on a server Tether is registered as
+    (`servers`), or a shell line running `tether start|resume|fork|next|eval|submit` (a fork
+    binds the fork). The URI is the one the call answered with, else, when the call is known to
+    have succeeded (`ok`), its argument resolved against the project; the caller binds it only
+    when that execution is there and running."""
+    server = mcp_server(tool)
+    if server is not None:
+        key = _MCP_BINDERS.get(tool.rsplit("__", 1)[-1]) if server in servers else None
+        if key is None:
             return None
-        given = params.get("new_trace_output" if name == "fork_execution" else "trace_output")
-        via = "mcp"
+        given, via = params.get(key), "mcp"
     else:
         command = params.get("command")
         if not isinstance(command, str) or "tether" not in command:
@@ -158,23 +214,171 @@ def _shell_trace(words: list[str]) -> str | None:
     from tether.guard.steptools import tether_args
 
     args = tether_args(words)
-    if not args or args[0] not in ("start", "resume", "fork"):
+    if not args or args[0] not in _SHELL_BINDERS:
         return None
     try:
         parsed = parse(COMMANDS[args[0]], args[1:])
     except TetherError:
         return None
-    return parsed.args.get("NEW" if args[0] == "fork" else "TRACE")
+    return parsed.args.get(_SHELL_BINDERS[args[0]])
+
+
+def _tether_args(name: str, args: list[str]) -> list[str] | None:
+    """The arguments `tether` gets from a command (`tether …`, `python -m tether …`, `uvx
+    --from tether-bt tether …`, `uv run tether …`), or None when it does not run Tether."""
+    if name in ("tether", "tether.exe"):
+        return args
+    if name.startswith("python") and args[:1] == ["-m"] and len(args) > 1:
+        return args[2:] if args[1].split(".", 1)[0] == "tether" else None
+    if name in ("uv", "uvx", "pipx") and "tether" in args:
+        return args[args.index("tether") + 1 :]
+    return None
+
+
+def _not_the_agents(name: str, args: list[str]) -> str | None:
+    """A `shell.first` judge: the `tether reset` or `tether guard hook` a command runs."""
+    given = _tether_args(name, args)
+    if given is None:
+        return None
+    sub = next((a for a in given if not a.startswith("-")), None)
+    if sub == "guard" and "hook" not in given:
+        return None
+    return _NOT_THE_AGENTS.get(sub or "")
+
+
+def _redirect_targets(text: str) -> list[str]:
+    """The files a line's output redirections write (`> f`, `>> f`, `&> f`, `>| f`)."""
+    from tether.guard.shell import tokens
+
+    words = tokens(text)
+    return [
+        words[i + 1].strip("`)")
+        for i, word in enumerate(words[:-1])
+        if word in _WRITE_REDIRECTS and not words[i + 1].isdigit() and words[i + 1] != "-"
+    ]
+
+
+class Guarded:
+    """The files a bound session's tools may not write: each bound execution's (its state file
+    and the sidecars named after it), the guard's configuration and its state folder."""
+
+    def __init__(self, traces: list[str], config: frozenset[str], state: str) -> None:
+        """`config` and `state` as they resolve (`os.path.realpath`)."""
+        from tether.store import path_of
+
+        self.executions = [os.path.realpath(path_of(t)) for t in traces if t.startswith("file:")]
+        self.config = config
+        self.state = state
+
+    def names(self, project: str) -> tuple[str, ...]:
+        """What a shell line must mention to be able to name a guarded file: a part of one's
+        path, an output redirection or a glob."""
+        parts = {">", "*", "?", "["}
+        for path in [*self.executions, *self.config, self.state]:
+            relative = os.path.relpath(path, project)
+            parts.update(p.lower() for p in relative.split(os.sep) if p not in ("", ".."))
+        return tuple(parts)
+
+    def what(self, path: str, project: str) -> str | None:
+        """What `path` (relative to `project`; a glob stands for the files it matches) is of
+        the guarded files, or None."""
+        named = os.path.join(project, os.path.expanduser(path))
+        if any(char in path for char in "*?["):
+            import glob
+            import itertools
+
+            found = map(self._what, itertools.islice(glob.iglob(named), _GLOB_LIMIT))
+            return next(filter(None, found), None)
+        return self._what(named)
+
+    def _what(self, path: str) -> str | None:
+        real = os.path.realpath(path)
+        for state in self.executions:
+            if real == state or real.startswith(state + "."):
+                return f"a file of the bound execution {state}"
+        if real in self.config:
+            return f"the guard's configuration {real}"
+        if real == self.state or real.startswith(self.state + os.sep):
+            return f"the guard's state folder {self.state}"
+        return None
+
+    def holds(self, folder: str, project: str) -> str | None:
+        """What guarded file lies inside `folder` (relative to `project`), or None."""
+        real = os.path.realpath(os.path.join(project, os.path.expanduser(folder)))
+        if real == os.sep or not os.path.isdir(real):
+            return "every file" if real == os.sep else None
+        for path in [*self.executions, *self.config, self.state]:
+            if path.startswith(real + os.sep):
+                return self._what(path)
+        return None
+
+    def call(self, tool: str, params: dict[str, Any], project: str) -> str | None:
+        """What guarded file the call would write, or None: a file tool's path, or a shell
+        line's output redirection or a command's argument (bar commands that only read)."""
+        from tether.guard.triggers import bare
+
+        command = params.get("command")
+        name = bare(tool)
+        if name == "bash" and isinstance(command, str):
+            return self._line(command, project)
+        if name in _READ_TOOLS or name.startswith(("read", "list", "search", "get")):
+            return None
+        for key in _PATH_KEYS:
+            value = params.get(key)
+            found = self.what(value, project) if isinstance(value, str) and value else None
+            if found:
+                return found
+        return None
+
+    def _line(self, line: str, project: str) -> str | None:
+        from tether.guard.shell import first
+
+        for target in _redirect_targets(line) if ">" in line else ():
+            found = self.what(target, project)
+            if found:
+                return found
+
+        def judge(name: str, args: list[str]) -> str | None:
+            if name in _READERS or _tether_args(name, args) is not None:
+                return None
+            for arg in args:
+                for target in _redirect_targets(arg) if ">" in arg else ():
+                    found = self.what(target, project)
+                    if found:
+                        return found
+                for word in (arg, arg.partition("=")[2]):
+                    if not word or word.startswith("-"):
+                        continue
+                    found = self.what(word, project) or (
+                        self.holds(word, project) if name in _REMOVERS else None
+                    )
+                    if found:
+                        return found
+            return None
+
+        return first(line, self.names(project), judge)
 
 
 class Binder:
     """The `workflow` settings of one configuration, the bindings kept under `root`, and the
-    runtime that reads and records bound executions (made on first use, kept warm by `serve`)."""
+    runtime that reads and records bound executions (made on first use, kept warm by `serve`).
+    `config` are the configuration's files, which a bound session's tools may not write."""
 
-    def __init__(self, settings: dict[str, Any], root: str) -> None:
+    def __init__(
+        self, settings: dict[str, Any], root: str, config: tuple[str, ...] | list[str] = ()
+    ) -> None:
         self.settings = settings
+        self.root = root
         self.folder = os.path.join(root, "bindings")
+        self.config = tuple(config)
+        self.servers = frozenset(settings.get("mcp_servers") or DEFAULT_SERVERS)
         self._runtime: Runtime | None = None
+
+    @functools.cached_property
+    def _guarded(self) -> tuple[frozenset[str], str]:
+        """The configuration's files and the state folder, as they resolve."""
+        real = os.path.realpath
+        return frozenset(real(f) for f in self.config), real(self.root)
 
     @property
     def runtime(self) -> Runtime:
@@ -189,25 +393,50 @@ class Binder:
     def path(self, session_id: str) -> str:
         return os.path.join(self.folder, safe_name(session_id) + ".json")
 
-    def bound(self, session_id: str, project: str) -> Binding | None:
-        """The session's own binding, else the configured `trace`, else None."""
+    def _record(self, session_id: str) -> dict[str, Any]:
+        """The session's stored binding: `executions` (each `{trace, via}`, bound by its own
+        calls), `seen` (the executions last seen running) and `unreadable` (stops refused in a
+        row while an execution could not be read)."""
         try:
             with open(self.path(session_id), encoding="utf-8") as handle:
                 data = json.loads(handle.read())
-            return Binding(str(data["trace"]), str(data["via"]))
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
-        trace = self.settings["trace"]
-        return Binding(resolve(trace, project), "config") if trace else None
+            return {
+                "executions": [Binding(str(e["trace"]), str(e["via"])) for e in data["executions"]],
+                "seen": [str(t) for t in data.get("seen", [])],
+                "unreadable": int(data.get("unreadable", 0)),
+            }
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return {"executions": [], "seen": [], "unreadable": 0}
+
+    def _write(self, session_id: str, record: dict[str, Any]) -> None:
+        os.makedirs(self.folder, exist_ok=True)
+        executions = [b._asdict() for b in record["executions"]]
+        data = {"session": session_id, **record, "executions": executions}
+        write_atomic(self.path(session_id), json.dumps(data))
+
+    def bound(
+        self, session_id: str, project: str, record: dict[str, Any] | None = None
+    ) -> list[Binding]:
+        """Every execution the session is bound to: the configured `trace` first, then each it
+        bound itself, oldest first (`record`: the session's, when already read). A binding is
+        never displaced."""
+        trace = self.settings.get("trace")
+        out = [Binding(resolve(trace, project), "config")] if trace else []
+        for binding in (record or self._record(session_id))["executions"]:
+            if all(binding.trace != b.trace for b in out):
+                out.append(binding)
+        return out
 
     def bind(self, session_id: str, binding: Binding) -> None:
-        os.makedirs(self.folder, exist_ok=True)
-        path = self.path(session_id)
-        data = {"session": session_id, "trace": binding.trace, "via": binding.via}
-        write_atomic(path, json.dumps(data))
+        """Add `binding` to the session's, unless it is there already."""
+        record = self._record(session_id)
+        if all(binding.trace != b.trace for b in record["executions"]):
+            record["executions"].append(binding)
+            record["seen"].append(binding.trace)
+            self._write(session_id, record)
 
     def sessions(self) -> list[dict[str, Any]]:
-        """Every session bound by its own start or resume, as stored."""
+        """Every session the binding knows, as stored."""
         out = []
         try:
             names = sorted(os.listdir(self.folder))
@@ -223,86 +452,171 @@ class Binder:
                 continue
         return out
 
-    def status(self, session_id: str, project: str) -> dict[str, Any]:
-        """What `tether guard status --session` shows: the binding and its execution now."""
-        binding = self.bound(session_id, project)
-        out: dict[str, Any] = {"session": session_id, "bound": None}
-        if binding is None:
-            return out
-        out["bound"] = {"trace": binding.trace, "via": binding.via}
-        view = self._read(self.runtime.open_steps, binding.trace)
-        if view is None:
-            out["execution"] = {"status": "not_found"}
-            return out
-        out["execution"] = view
+    def views(
+        self, session_id: str, project: str, record: dict[str, Any] | None = None
+    ) -> list[tuple[Binding, dict[str, Any]]]:
+        """Each bound execution with its open steps, or `{"status": "unreadable", "error"}`.
+        One that is not there is left out (a configured `trace` not started yet, a finished
+        one cleared away), unless it was last seen running: its loss is unreadable too."""
+        record = record or self._record(session_id)
+        seen = list(record["seen"])
+        out = []
+        for binding in self.bound(session_id, project, record):
+            try:
+                view = self.runtime.open_steps(binding.trace)
+            except TetherError as exc:
+                if exc.code == "not_found" and binding.trace not in seen:
+                    continue
+                view = {"status": "unreadable", "error": exc.to_dict()}
+            else:
+                running = view["status"] == "running"
+                if running != (binding.trace in seen):
+                    seen = (
+                        [*seen, binding.trace]
+                        if running
+                        else [t for t in seen if t != binding.trace]
+                    )
+            out.append((binding, view))
+        if seen != record["seen"]:
+            self._write(session_id, {**record, "seen": seen})
         return out
 
-    def _read(self, read: Any, *args: Any, **kw: Any) -> Any:
-        """A verb's answer, or None when the bound execution is gone or finished."""
+    def status(self, session_id: str, project: str) -> dict[str, Any]:
+        """What `tether guard status --session` shows: the bindings and their executions now."""
+        found = self.views(session_id, project)
+        return {
+            "session": session_id,
+            "bound": [{**b._asdict(), "execution": view} for b, view in found] or None,
+        }
+
+    def _running(self, trace: str) -> bool:
         try:
-            return read(*args, **kw)
-        except TetherError as exc:
-            if exc.code in ("not_found", "execution_finished"):
-                return None
-            raise
+            return self.runtime.open_steps(trace)["status"] == "running"
+        except TetherError:
+            return False
 
     # -- what a bound session gets -------------------------------------------------------------
 
     def context(self, session_id: str, project: str) -> str | None:
-        """The current request, for `SessionStart` and `UserPromptSubmit`."""
-        binding = self.bound(session_id, project) if self.settings["context"] else None
-        if binding is None:
+        """The current request of each running execution, for `SessionStart` and
+        `UserPromptSubmit` (the first in full, the others by name)."""
+        if not self.settings["context"]:
             return None
-        current = self._read(self.runtime.next, binding.trace)
-        if current is None:
-            return None
+        found = self.views(session_id, project)
+        live = [(b, v) for b, v in found if v["status"] in ("running", "unreadable")]
+        if not live:
+            if not found:
+                return None
+            trace, view = found[0][0].trace, found[0][1]
+            done = "done" if view["status"] == "complete" else "failed"
+            return f"[Tether] This session is bound to the execution {trace}. It is {done}."
+        (binding, view), others = live[0], live[1:]
         head = f"[Tether] This session is bound to the execution {binding.trace}."
-        if "status" in current:
-            text = f"{head} It is {'done' if current['status'] == 'done' else 'failed'}."
-            return _cut(text, CONTEXT_LIMIT)
-        lines = [
-            head,
-            f"Current request: {current['type']} {current['name']!r} (step {current['step']}).",
-            gist(current, 400)
-            if current.get("path") is not None
-            else "Read the protocol (MCP next_step, or tether next) and accept it: submit success.",
-            _ONLY_A_PERSON + " Tell the user what it asks and wait."
-            if current["type"] == "human"
-            else "Answer it through Tether (MCP eval/submit or the tether command, with the step "
-            "token) before you stop; the hooks refuse a stop while it is open.",
-        ]
+        if view["status"] == "unreadable":
+            lines = [head, _unreadable(binding.trace, view)]
+        else:
+            current = view["current"]
+            lines = [
+                head,
+                f"Current request: {current['type']} {current['name']!r} (step {current['step']}).",
+                gist(current, 400)
+                if current.get("path") is not None
+                else "Read the protocol (MCP next_step, or tether next) and accept it: "
+                "submit success.",
+                _ONLY_A_PERSON + " Tell the user what it asks and wait."
+                if current["type"] == "human"
+                else "Answer it through Tether (MCP eval/submit or the tether command, with the "
+                "step token) before you stop; the hooks refuse a stop while it is open.",
+            ]
+        if others:
+            lines.append(
+                "Also bound to, and still running: " + ", ".join(b.trace for b, _ in others)
+            )
         return _cut("\n".join(line for line in lines if line), CONTEXT_LIMIT)
+
+    def own(self, tool: str, params: dict[str, Any], project: str) -> bool:
+        """Whether a call is Tether's own (`steptools.is_own_tool`), its MCP tools counting only
+        on a server Tether is registered as."""
+        from tether.guard.steptools import is_own_tool
+
+        server = mcp_server(tool)
+        return (server is None or server in self.servers) and is_own_tool(tool, params, project)
 
     def pre_tool(
         self, session_id: str, project: str, tool: str, params: dict[str, Any]
     ) -> str | None:
-        """Why a call may not run while the open steps are open (None: it may). A call runs
-        when Tether's own, or when any open step has no policy or a policy that allows it."""
-        binding = self.bound(session_id, project)
-        if binding is None:
+        """Why a call may not run while bound (None: it may). Never: a person's answer, a
+        write to a guarded file, a reset or the guard's own hook. Then a call runs when
+        Tether's own, or when every running execution has an open step with no policy or a
+        policy that allows it; while one cannot be read, only reading tools run."""
+        record = self._record(session_id)
+        bindings = self.bound(session_id, project, record)
+        if not bindings:
             return None
-        from tether.guard.steptools import SHELL_TOOLS, is_own_tool, refusal
+        from tether.guard.steptools import SHELL_TOOLS, refusal
         from tether.guard.triggers import canonical
 
         command = params.get("command")
-        if canonical(tool) in SHELL_TOOLS and isinstance(command, str):
-            from tether.guard.shell import answers_for_a_person
+        line = command if canonical(tool) in SHELL_TOOLS and isinstance(command, str) else None
+        if line is not None:
+            from tether.guard.shell import answers_for_a_person, first
 
-            answer = answers_for_a_person(command)
+            answer = answers_for_a_person(line)
             if answer is not None:
                 return (
                     f"[Tether] {answer} is a person's answer, not an agent's: {_ONLY_A_PERSON} "
                     "Tell the user what the step asks and leave the answer to them."
                 )
-        if is_own_tool(tool, params, project):
+        guarded = Guarded([b.trace for b in bindings], *self._guarded)
+        written = guarded.call(tool, params, project)
+        if written is not None:
+            return (
+                f"[Tether] {tool} may not write {written} while this session is bound to it: "
+                "the execution changes only through Tether's answers, and the guard's files "
+                "only by a person."
+            )
+        server = mcp_server(tool)
+        mcp_reset = server in self.servers and tool.endswith("__reset_execution")
+        barred = "reset_execution" if mcp_reset else None
+        if line is not None and barred is None:
+            barred = first(line, ("tether",), _not_the_agents)
+        if barred is not None:
+            return (
+                f"[Tether] {barred} may not run from a bound session: a reset would throw away "
+                "the trace and its evidence, and the guard hears its events only from the "
+                "harness. Ask the user to run it in their own terminal."
+            )
+        if self.own(tool, params, project):
             return None
-        view = self._read(self.runtime.open_steps, binding.trace)
-        if view is None or view["status"] != "running":
-            return None
+        reading = canonical(tool) in _READ_TOOLS
+        for binding, view in self.views(session_id, project, record):
+            if view["status"] == "unreadable":
+                if reading:
+                    continue
+                return f"[Tether] {tool} may not run: {_unreadable(binding.trace, view)}"
+            if view["status"] != "running":
+                continue
+            why = self._policy(binding.trace, view["open"], tool, params, project, refusal)
+            if why is not None:
+                return why
+        return None
+
+    @staticmethod
+    def _policy(
+        trace: str,
+        open_: list[dict[str, Any]],
+        tool: str,
+        params: dict[str, Any],
+        project: str,
+        refusal: Any,
+    ) -> str | None:
+        """Why no open step of one execution lets the call run (None: one does)."""
         refusals = []
-        for request in view["open"]:
+        for request in open_:
             policy = request.get("tools")
-            why = None if policy is None else refusal(policy, tool, params, project)
+            if policy is None:
+                return None
+            why = refusal(policy, tool, params, project)
             if why is None:
                 return None
             refusals.append((request, policy, why))
@@ -313,7 +627,7 @@ class Binder:
             f"[Tether] {tool} may not run while the {request['type']} {request['name']!r} is "
             f"open ({why}): the tools policy of {policy['node']!r} allows {allowed}{denied}. "
             f"Use an allowed tool, or finish the step and answer it through Tether first "
-            f"(step {request['step']} of {binding.trace})."
+            f"(step {request['step']} of {trace})."
         )
 
     def post_tool(
@@ -325,56 +639,81 @@ class Binder:
         response: Any,
         *,
         ok: bool | None,
+        known: bool = True,
     ) -> None:
-        """Bind the session to an execution it started or resumed (`bind: auto`), else record
-        the call as evidence in the bound execution (`evidence`), unless it is Tether's own.
-        `ok`: how the call went, None when the harness gave no sign (`hooks.tool_ok`)."""
+        """Bind the session to a running execution it started, resumed, forked or answered
+        (`bind: auto`); else record the call as evidence in every running execution it is
+        bound to (`evidence`), unless it is Tether's own or the session is not `known` (the
+        guard saw no earlier event of it). `ok`: how the call went, None when the harness gave
+        no sign (`hooks.tool_ok`)."""
         if ok is not False and self.settings["bind"] == "auto":
-            found = started(tool, params, response, project, ok)
+            found = started(tool, params, response, project, ok, self.servers)
             if found is not None:
-                self.bind(session_id, found)
+                if self._running(found.trace):
+                    self.bind(session_id, found)
                 return
-        binding = self.bound(session_id, project) if self.settings["evidence"] else None
-        if binding is None:
+        if not self.settings["evidence"] or not known or self.own(tool, params, project):
             return
-        from tether.guard.steptools import is_own_tool
-
-        if not is_own_tool(tool, params, project):
-            self._read(self.runtime.record_tool, binding.trace, tool, params, ok=ok)
+        for binding, view in self.views(session_id, project):
+            if view["status"] == "running":
+                self.runtime.record_tool(binding.trace, tool, params, ok=ok)
 
     def stop(self, session_id: str, project: str) -> dict[str, Any] | None:
-        """Claude Code's output for a `Stop` of a bound session (None: let it stop quietly)."""
+        """Claude Code's output for a `Stop` of a bound session (None: let it stop quietly).
+        Refused while any bound execution runs, or cannot be read (up to the same cap)."""
         mode = self.settings["stop"]
-        binding = self.bound(session_id, project) if mode != "off" else None
-        if binding is None:
+        found = self.views(session_id, project) if mode != "off" else []
+        live = [(b, v) for b, v in found if v["status"] in ("running", "unreadable")]
+        if not live:
             return None
         if mode == "warn":
-            view = self._read(self.runtime.open_steps, binding.trace)
-            if view is None or view["status"] != "running":
-                return None
-            from tether.engine.core import waits_on_person
+            return {"systemMessage": " ".join(_warning(b.trace, v) for b, v in live)}
+        cap = int(self.settings["max_stop_blocks"])
+        blocks: list[str] = []
+        told: list[str] = []
+        unreadable = [(b, v) for b, v in live if v["status"] == "unreadable"]
+        for binding, view in live:
+            if view["status"] == "unreadable":
+                continue
+            answer = self._stop(binding.trace, cap)
+            if answer is None:
+                continue
+            current = answer["current"]
+            if answer.get("waiting") == "person":
+                told.append(_for_a_person(binding.trace, [current]))
+            elif answer["status"] == "allowed":
+                told.append(
+                    f"[Tether] Stop let through after {answer['cap']} refusals in a row; "
+                    + _open_step(binding.trace, current)
+                )
+            else:
+                blocks.append(
+                    f"{_open_step(binding.trace, current)} {_how(binding.trace, current)} "
+                    f"(Stop refused {answer['blocks']} of {answer['cap']} times in a row.)"
+                )
+        if unreadable:
+            record = self._record(session_id)
+            count = record["unreadable"] + 1
+            record["unreadable"] = 0 if count > cap else count
+            self._write(session_id, record)
+            for binding, view in unreadable:
+                text = _unreadable(binding.trace, view)
+                if count > cap:
+                    told.append(f"[Tether] Stop let through after {cap} refusals in a row; {text}")
+                else:
+                    blocks.append(f"{text} (Stop refused {count} of {cap} times in a row.)")
+        out: dict[str, Any] = {"systemMessage": " ".join(told)} if told else {}
+        if blocks:
+            out.update(decision="block", reason="\n\n".join(blocks))
+        return out or None
 
-            if waits_on_person(view["open"]):
-                return {"systemMessage": _for_a_person(binding.trace, view["open"])}
-            return {"systemMessage": _open_step(binding.trace, view["current"])}
-        answer = self._read(
-            self.runtime.stop, binding.trace, cap=int(self.settings["max_stop_blocks"])
-        )
-        if answer is None:
-            return None
-        current = answer["current"]
-        if answer.get("waiting") == "person":
-            return {"systemMessage": _for_a_person(binding.trace, [current])}
-        if answer["status"] == "allowed":
-            return {
-                "systemMessage": f"[Tether] Stop let through after {answer['cap']} refusals in a "
-                f"row; {_open_step(binding.trace, current)}"
-            }
-        return {
-            "decision": "block",
-            "reason": f"{_open_step(binding.trace, current)} {_how(binding.trace, current)} "
-            f"(Stop refused {answer['blocks']} of {answer['cap']} times in a row.)",
-        }
+    def _stop(self, trace: str, cap: int) -> dict[str, Any] | None:
+        try:
+            return self.runtime.stop(trace, cap=cap)
+        except TetherError as exc:
+            if exc.code == "execution_finished":
+                return None
+            raise
 
 
 _ONLY_A_PERSON = (
@@ -394,6 +733,27 @@ def _for_a_person(trace: str, requests: list[dict[str, Any]]) -> str:
         f"Answer it with `{approve}` or `{reject}` (with --step when several wait), or in the "
         "viewer; the agent cannot."
     )
+
+
+def _unreadable(trace: str, view: dict[str, Any]) -> str:
+    """What a bound session is told while its execution cannot be read."""
+    error = view["error"]
+    return (
+        f"[Tether] The bound execution {trace} cannot be read ({error['code']}: "
+        f"{_cut(str(error['message']), 200)}). Until a person repairs it (`tether verify`) or "
+        "unbinds this session, the session may not stop and only reading tools run."
+    )
+
+
+def _warning(trace: str, view: dict[str, Any]) -> str:
+    """What `stop: warn` tells the user of one execution."""
+    if view["status"] == "unreadable":
+        return _unreadable(trace, view)
+    from tether.engine.core import waits_on_person
+
+    if waits_on_person(view["open"]):
+        return _for_a_person(trace, view["open"])
+    return _open_step(trace, view["current"])
 
 
 def _open_step(trace: str, current: dict[str, Any]) -> str:

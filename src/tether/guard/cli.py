@@ -6,7 +6,9 @@ by the CLI's own parser (`tether.cli.args`), and their output, through the frame
 command shares (`tether.cli.output`): JSON on stdout, errors as JSON on stderr with the exit code
 of their class. The exception is `hook`, whose stdout is exactly the hook output of Claude Code,
 or of the harness `--harness` names (`harness`; nothing when there is nothing to say). A hook
-that cannot decide answers as `failsafe` says: under `on_error: block`
+whose configuration exists but cannot be read goes on under the last good plan made from it
+(`plan.last_plan`), saying so in every answer. A hook that cannot decide answers as `failsafe`
+says: under `on_error: block`
 a `PreToolUse` is denied (exit 0, or exit 2 when the event itself could not be read), otherwise
 it exits 1, Claude Code's non-blocking error; every such error is logged. The main `tether`
 command calls `main(argv)` with the arguments after `guard`.
@@ -322,11 +324,56 @@ def _decide(p: Parsed, harness: str, attempt: Any) -> dict[str, Any] | None:
     cwd = found[0].get("cwd")
     if harness != "claude" and config and not os.path.isabs(config):
         p.options["--config"] = os.path.join(str(cwd), config)  # the project's, not the hook's
-    guard = _load(p, cwd)
+    try:
+        guard = _load(p, cwd)
+        note = None
+    except TetherError as exc:
+        guard, note = _last_good(p, cwd, attempt, exc)
     attempt.configured = guard.plan.get("on_error")
     attempt.started = True
     store = SessionStore(attempt.state_dir)
-    return answer(harness, found, lambda payload: handle(payload, guard, store))
+    if note is None:
+        return answer(harness, found, lambda payload: handle(payload, guard, store))
+    return answer(harness, found, lambda payload: _noted(handle(payload, guard, store), note))
+
+
+def _last_good(p: Parsed, cwd: str | None, attempt: Any, exc: TetherError) -> tuple[Any, str]:
+    """A configuration that exists but cannot be read: the guard goes on under the last good
+    plan made from it (every answer says so, and the error is logged), or fails as before
+    when there is none."""
+    import time
+
+    from tether.guard.engine import Guard
+    from tether.guard.failsafe import record
+    from tether.guard.plan import last_plan
+
+    config = _find_config(p.options.get("--config"), cwd)
+    plan = last_plan(config, os.path.join(attempt.state_dir, "plans"))
+    if plan is None or not os.path.exists(config):  # a file taken away turns the guard off
+        raise exc
+    payload = attempt.payload or {}
+    record(
+        attempt.state_dir,
+        {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "where": "hook",
+            "event": payload.get("hook_event_name"),
+            "session_id": payload.get("session_id"),
+            "outcome": "last good configuration",
+            "error": exc.to_dict(),
+        },
+    )
+    return Guard(plan), (
+        f"tether guard cannot read {config} ({exc.code}: {exc.message}); until it is fixed "
+        "the last good configuration read from it applies (`tether guard log`)."
+    )
+
+
+def _noted(out: dict[str, Any] | None, note: str) -> dict[str, Any]:
+    """A hook output with `note` for the user (`systemMessage`)."""
+    out = dict(out or {})
+    out["systemMessage"] = f"{out['systemMessage']} {note}" if out.get("systemMessage") else note
+    return out
 
 
 def _harness(p: Parsed) -> str:

@@ -267,6 +267,9 @@ class WorkflowConfig(Strict):
     max_stop_blocks: Annotated[StrictInt, Field(ge=1)] = 3
     context: StrictBool = True
     evidence: StrictBool = True
+    mcp_servers: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=lambda: ["tether", "plugin_tether_tether"]
+    )
 
     @field_validator("bind", "stop", mode="before")
     @classmethod

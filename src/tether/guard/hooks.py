@@ -218,7 +218,7 @@ def handle(
     if key is not None and not store.first_delivery(session_id, key):
         return told or None
     if binder is None:
-        binder = Binder(guard.plan["workflow"], store.root)
+        binder = Binder(guard.plan["workflow"], store.root, guard.plan.get("files", ()))
     if event == "SessionStart":
         text = _joined(guard.session_context(), binder.context(session_id, project))
         return {**(_context(event, text) if text else {}), **told} or None
@@ -234,6 +234,7 @@ def handle(
     params = params if isinstance(params, dict) else {}
     response = payload.get("tool_response")
     with store.session(guard, session_id, agent_id, cwd) as session:
+        known = session.state.events > 0  # evidence only from a session seen before this event
         if event == "UserPromptSubmit":
             decision = session.on_user_message(str(payload.get("prompt") or ""))
         elif event == "PreToolUse":
@@ -272,7 +273,7 @@ def handle(
             }
         }
     if event in ("PostToolUse", "PostToolUseFailure"):
-        binder.post_tool(session_id, project, tool, params, response, ok=ok)
+        binder.post_tool(session_id, project, tool, params, response, ok=ok, known=known)
         return _tool_output(event, decision) if event == "PostToolUse" else None
     rules = decision.text if decision.firings and not payload.get("stop_hook_active") else None
     held = binder.stop(session_id, project) if event == "Stop" else None

@@ -30,7 +30,6 @@ from typing import Any
 
 from tether.cli.launch import SHAREABLE, Launch
 from tether.errors import TetherError
-from tether.files import write_atomic
 from tether.guard.failsafe import mode
 from tether.guard.hooks import EVENTS, TOOL_EVENTS
 from tether.guard.serve import TOKEN_ENV
@@ -158,6 +157,8 @@ def install_claude(
     on_error: str | None = None,
 ) -> dict[str, Any]:
     """Merge the guard's hooks into `settings`; returns what was added or changed."""
+    from tether.mcp.install import write_file
+
     path = Path(settings)
     data: dict[str, Any] = {}
     if path.exists():
@@ -192,8 +193,7 @@ def install_claude(
             group = {"matcher": "*", **group}
         groups.append(group)
         added.append(event)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(str(path), json.dumps(data, indent=2) + "\n")
+    write_file(path, json.dumps(data, indent=2) + "\n", root=Path.cwd())
     plugin = plugin_enabled(path.resolve().parent.parent)
     return {
         "settings": str(path),
@@ -211,8 +211,9 @@ def _configured(path: Path, config: str, http: str | None, on_error: str | None)
     config_file = Path(config) if os.path.isabs(config) else project / config
     created = False
     if not http and not config_file.exists():
-        config_file.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(str(config_file), starter(mode(None, on_error)))
+        from tether.mcp.install import write_file
+
+        write_file(config_file, starter(mode(None, on_error)), root=project)
         created = True
     chosen = mode(None, on_error)
     where = "--on-error" if on_error else "the default"
@@ -324,7 +325,7 @@ def install_harness(
         else:
             groups.append({"hooks": [entry]})
         added.append(native)
-    write_file(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    write_file(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n", root=Path.cwd())
     out = {
         "harness": harness,
         "file": str(path),

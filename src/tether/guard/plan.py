@@ -1,9 +1,14 @@
 """The resolved plan of a configuration file, cached so that a fresh process stays fast.
 
 Owns: loading a configuration file's plan (see `config.resolve`) through a JSON cache keyed by the
-file's absolute path and invalidated when the file, a custom profile it read, or the guard's own
-rule and profile sources change. A fresh cache is read without importing YAML or pydantic, which
-keeps `tether guard hook` quick. It does not validate anything itself.
+file's absolute path, and the plan's `files`: the configuration files it was made from (the file
+and the custom profiles it read), which a bound session may not write (`binding`). A cache is
+used only while it was made from exactly the text those files hold now (it keeps their text,
+never just a time stamp) and from the guard's own rule and profile sources as they stand (by
+time stamp): a cache never outranks the file it was made from. `last_plan` gives the plan a
+cache holds whatever the file says now: the last good plan, for when the file cannot be read.
+A fresh cache is read without importing YAML or pydantic, which keeps `tether guard hook` quick.
+It does not validate anything itself.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from typing import Any
 
 from tether.files import write_atomic
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 _SOURCES = ("config.py", "rules.py", "profiles.py", "conditions.py", "prompts/dev.md")
 
 
@@ -25,6 +30,14 @@ def _stamp(path: str) -> list[int] | None:
     except OSError:
         return None
     return [st.st_mtime_ns, st.st_size]
+
+
+def _text(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as handle:
+            return handle.read()
+    except OSError:
+        return None
 
 
 def _sources() -> list[str]:
@@ -41,35 +54,68 @@ def _cache_name(absolute: str) -> str:
     return f"plan-h-{hashlib.sha256(absolute.encode()).hexdigest()[:32]}.json"
 
 
+def _cached(path: str | os.PathLike[str], cache_dir: str) -> dict[str, Any] | None:
+    """The cache made for the file at `path`, whatever its freshness, or None."""
+    absolute = os.path.abspath(path)
+    try:
+        with open(os.path.join(cache_dir, _cache_name(absolute)), encoding="utf-8") as handle:
+            cached = json.loads(handle.read())
+        if cached["version"] == CACHE_VERSION and cached["path"] == absolute:
+            return dict(cached)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return None
+
+
+def _fresh(cached: dict[str, Any]) -> bool:
+    texts, stamps = cached["texts"], cached["sources"]
+    return (
+        cached["path"] in texts
+        and all(_text(file) == text for file, text in texts.items())
+        and sorted(stamps) == sorted(_sources())
+        and all(stamp is not None and _stamp(file) == stamp for file, stamp in stamps.items())
+    )
+
+
 def load_plan(path: str | os.PathLike[str], cache_dir: str | None = None) -> dict[str, Any]:
     """The plan of the configuration file at `path`, from `cache_dir` when still fresh."""
-    if cache_dir is None:
-        from tether.guard.config import plan_from_file
-
-        return plan_from_file(path)[0]
-    absolute = os.path.abspath(path)
-    cache_file = os.path.join(cache_dir, _cache_name(absolute))
+    from_cache = _cached(path, cache_dir) if cache_dir is not None else None
     try:
-        with open(cache_file, encoding="utf-8") as handle:
-            cached = json.loads(handle.read())
-        if (
-            cached["version"] == CACHE_VERSION
-            and cached["path"] == str(path)
-            and all(_stamp(file) == stamp for file, stamp in cached["files"].items())
-        ):
-            return cached["plan"]
-    except (OSError, ValueError, KeyError, TypeError):
+        if from_cache is not None and _fresh(from_cache):
+            return dict(from_cache["plan"])
+    except (KeyError, TypeError, AttributeError):
         pass
     from tether.guard.config import plan_from_file
 
+    absolute = os.path.abspath(path)
     plan, read = plan_from_file(path)
-    files = {file: _stamp(file) for file in [absolute, *read, *_sources()]}
+    files = [absolute, *read]
+    plan = {**plan, "files": files}
+    if cache_dir is None:
+        return plan
+    texts = {file: _text(file) for file in files}
+    sources = {file: _stamp(file) for file in _sources()}
     try:  # a cache that cannot be written only costs the next process a parse
         os.makedirs(cache_dir, exist_ok=True)
         write_atomic(
-            cache_file,
-            json.dumps({"version": CACHE_VERSION, "path": str(path), "files": files, "plan": plan}),
+            os.path.join(cache_dir, _cache_name(absolute)),
+            json.dumps(
+                {
+                    "version": CACHE_VERSION,
+                    "path": absolute,
+                    "texts": texts,
+                    "sources": sources,
+                    "plan": plan,
+                }
+            ),
         )
     except OSError:
         pass
     return plan
+
+
+def last_plan(path: str | os.PathLike[str], cache_dir: str) -> dict[str, Any] | None:
+    """The plan last made from the file at `path` (the last good one), stale or not."""
+    cached = _cached(path, cache_dir)
+    plan = cached.get("plan") if cached is not None else None
+    return plan if isinstance(plan, dict) else None

@@ -7,9 +7,11 @@ says whose it is, and the answer is then in that harness's format (`harness`); `
 answers `{"status": "ok"}`. Every request first passes `tether.httpgate` (Host, Origin, the
 bearer token from `--token` or `$TETHER_GUARD_TOKEN`, a declared body length within the limit,
 a JSON content type); a refused request is answered with its status and a JSON error and the
-connection is closed. A payload the guard cannot decide is answered as `failsafe` says (for a
-`PreToolUse` under `on_error: block`, a 200 with the deny; otherwise a 500, which Claude Code
-treats as a non-blocking error) and logged. Sessions are kept in the same on-disk store as
+connection is closed. Every other request gets an answer: a payload the guard cannot decide, or
+cannot even parse (its event then read from the body's `hook_event_name`), is answered as
+`failsafe` says (for a `PreToolUse` under `on_error: block`, a 200 with the deny; otherwise a
+500, or a 400 for a body that is not JSON, which Claude Code treats as a non-blocking error) and
+logged. Sessions are kept in the same on-disk store as
 command hooks, under the same lock, so command and http hooks can be mixed and several servers
 can share a state folder; one workflow binder (and its runtime, which caches trees) serves every
 request. It does not decide anything itself (hooks.handle does).
@@ -18,6 +20,7 @@ request. It does not decide anything itself (hooks.handle does).
 from __future__ import annotations
 
 import json
+import re
 import socket
 import sys
 from dataclasses import dataclass
@@ -29,7 +32,7 @@ from tether.errors import TetherError
 from tether.guard.binding import Binder
 from tether.guard.engine import Guard
 from tether.guard.failsafe import DEFAULT_DEADLINE, Attempt, mode, within
-from tether.guard.harness import HARNESSES, answer, events, render
+from tether.guard.harness import EVENTS, HARNESSES, NATIVE, answer, events, render
 from tether.guard.hooks import handle
 from tether.guard.session_store import SessionStore
 from tether.httpgate import Gate, host_name, require_token
@@ -100,26 +103,32 @@ class _Handler(BaseHTTPRequestHandler):
         if url.path != "/hook":
             self._error(404, "not_found", self.path)
             return
-        server = self.server
         asked = parse_qs(url.query).get("harness") or [self.headers.get(HARNESS_HEADER) or ""]
-        harness = asked[0] or server.options.harness
+        harness = asked[0] or self.server.options.harness
         if harness not in HARNESSES:
             self._error(400, "usage", f"harness must be one of {', '.join(HARNESSES)}")
             return
+        server = self.server
+        attempt = Attempt(server.store.root, server.options.on_error, where="serve")
+        attempt.configured = server.guard.plan.get("on_error")
+        attempt.started = True  # its configuration was read when it started
         try:
             payload = json.loads(raw or b"{}")
-        except ValueError as exc:
-            self._error(400, "invalid_json", str(exc))
+            if not isinstance(payload, dict):
+                raise TetherError("invalid_json", "expected an object")
+        except (ValueError, RecursionError, TetherError) as exc:
+            # Learn the event from the raw text, so that a tool call is still answered.
+            attempt.payload = _sniffed(harness, raw)
+            unread = exc if isinstance(exc, TetherError) else TetherError("invalid_json", str(exc))
+            _, failed, _ = attempt.failed(unread)
+            if failed is not None:
+                self._json(200, render(harness, attempt.payload or {}, failed) or {})
+            else:
+                self._error(400, "invalid_json", unread.message)
             return
-        if not isinstance(payload, dict):
-            self._error(400, "invalid_json", "expected an object")
-            return
-        found = events(harness, payload, None)
-        attempt = Attempt(server.store.root, server.options.on_error, where="serve")
-        attempt.payload = found[0] if found else payload
-        attempt.configured = server.guard.plan.get("on_error")
-        attempt.started = True
         try:
+            found = events(harness, payload, None)
+            attempt.payload = found[0] if found else payload
             out = within(
                 server.options.deadline,
                 lambda: answer(
@@ -133,7 +142,7 @@ class _Handler(BaseHTTPRequestHandler):
             if failed is None:
                 self._json(500, {"error": error})
             else:
-                self._json(200, render(harness, attempt.payload, failed) or {})
+                self._json(200, render(harness, attempt.payload or payload, failed) or {})
             return
         self._json(200, out or {})
 
@@ -149,6 +158,20 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         return
+
+
+_EVENT = re.compile(rb'"hook_event_name"\s*:\s*"([A-Za-z]{1,40})"')
+
+
+def _sniffed(harness: str, raw: bytes) -> dict[str, Any] | None:
+    """The event a body that cannot be parsed names (`{"hook_event_name": ...}`, as Claude Code
+    calls it), read from its text; None when it names none."""
+    found = _EVENT.search(raw[:65536])
+    if found is None:
+        return None
+    name = found.group(1).decode()
+    event = name if harness == "claude" else EVENTS.get(harness, {}).get(name)
+    return {"hook_event_name": event, NATIVE: name} if event else None
 
 
 class GuardServer(ThreadingHTTPServer):
@@ -173,7 +196,7 @@ class GuardServer(ThreadingHTTPServer):
             ) from None
         self.guard = guard
         self.store = SessionStore(state_dir)
-        self.binder = Binder(guard.plan["workflow"], state_dir)
+        self.binder = Binder(guard.plan["workflow"], state_dir, guard.plan.get("files", ()))
         self.options = options
 
 

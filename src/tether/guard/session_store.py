@@ -7,7 +7,9 @@ event is lost. The state is the snapshot plus the log lines written after it (th
 records how many log bytes it covers and is rewritten every `SNAPSHOT_EVERY` events); a
 long-lived store (`serve`) keeps the state in memory while the log has not grown under it. The
 log is a `tether.appendlog` log: a torn last line (a crash mid-write) is skipped when reading and
-cut off before the next append, so no later event is lost with it. It does not decide anything:
+cut off before the next append, so no later event is lost with it. No file of a session is
+written through a symbolic link (the log and the lock are opened without following one, the
+snapshot is replaced, never written into). It does not decide anything:
 callers get a `GuardSession` over the loaded state, and every event it records is appended to the
 log on exit.
 
@@ -26,7 +28,7 @@ from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 from tether import appendlog, locking
-from tether.files import write_atomic
+from tether.files import open_regular, write_atomic
 from tether.guard.engine import Guard, GuardSession
 from tether.guard.state import SessionState
 
@@ -89,12 +91,12 @@ class SessionStore:
         """A session over the stored state, locked against other processes until exit."""
         snapshot, log, lock = self.paths(session_id, agent_id)
         try:
-            handle = open(lock, "a+b")  # noqa: SIM115 (closed below, after the lock is released)
+            fd = open_regular(lock, os.O_RDWR | os.O_CREAT)
         except FileNotFoundError:
             os.makedirs(os.path.dirname(lock), exist_ok=True)
-            handle = open(lock, "a+b")  # noqa: SIM115
+            fd = open_regular(lock, os.O_RDWR | os.O_CREAT)
         try:
-            locking.lock(handle.fileno())
+            locking.lock(fd)
             cached = self._cache.pop(log, None)
             if cached is not None and cached.size == _size(log):
                 loaded = cached
@@ -111,8 +113,8 @@ class SessionStore:
                     loaded = _Loaded(size, state, size, state.events)
             self._cache[log] = loaded
         finally:
-            locking.unlock(handle.fileno())
-            handle.close()
+            locking.unlock(fd)
+            os.close(fd)
 
     def first_delivery(self, session_id: str, key: str) -> bool:
         """Whether the event `key` of the session is delivered for the first time (and note that

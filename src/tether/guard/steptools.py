@@ -14,9 +14,10 @@ permission-rule argument in parentheses (https://code.claude.com/docs/en/permiss
   is a prefix; a line with a command substitution (`$(...)`, backticks, `<(...)`) matches no
   allow entry with an argument. A deny entry also sees every command the line runs as the
   destructive rule reads it (`shell.first`: wrappers, nested shells, the shell's rewriting);
-- file tools (`Edit(src/**)`): matched against the call's path, relative to the project
-  directory (`//abs/path` is absolute, `~/` is the home folder); `**` crosses `/`, `*` and `?` do
-  not, and a pattern without `/` matches the file name at any depth;
+- file tools (`Edit(src/**)`): matched against the call's path as it resolves (`..` and
+  symbolic links followed), relative to the project directory (`//abs/path` is absolute, `~/` is
+  the home folder); `**` crosses `/`, `*` and `?` do not, and a pattern without `/` matches the
+  file name at any depth;
 - `WebFetch(domain:example.com)`: the URL's host or a subdomain of it;
 - any other tool: its target (the first of `file_path`, `path`, `url`, `query`, `pattern`, ...).
 
@@ -345,13 +346,15 @@ def glob_match(pattern: str, text: str, *, slash: bool) -> bool:
 
 
 def path_matches(pattern: str, path: str, project: str) -> bool:
-    """Whether a file path matches a permission-rule path pattern (see the module docstring)."""
-    target = os.path.normpath(os.path.join(project, os.path.expanduser(path)))
+    """Whether a file path matches a permission-rule path pattern (see the module docstring),
+    as the path resolves: `..` and symbolic links followed first, so a link inside the project
+    to a file outside it is judged where it leads."""
+    target = os.path.realpath(os.path.join(project, os.path.expanduser(path)))
     if pattern.startswith("//"):
         return glob_match(pattern[1:], target, slash=False)
     if pattern.startswith("~/"):
         return glob_match(os.path.expanduser(pattern), target, slash=False)
-    relative = os.path.relpath(target, project)
+    relative = os.path.relpath(target, os.path.realpath(project))
     if relative == ".." or relative.startswith("../"):
         return False
     pattern = pattern.removeprefix("./").lstrip("/")

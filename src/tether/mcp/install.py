@@ -23,7 +23,7 @@ from typing import Any
 
 from tether.cli.launch import SHAREABLE
 from tether.errors import TetherError
-from tether.files import write_atomic
+from tether.files import linked_folder, write_atomic
 
 TARGETS = ("claude-code", "claude-desktop", "cursor", "vscode", "gemini")
 SCOPES = ("project", "local", "user")
@@ -195,9 +195,18 @@ def read_json(path: Path) -> dict[str, Any]:
     return document
 
 
-def write_file(path: Path, text: str) -> None:
+def write_file(path: Path, text: str, root: Path | None = None) -> None:
     """Replace `path` with `text`, making its folder first: the installers' write, atomic
     through `tether.files.write_atomic` (a symbolic link there is replaced, not written
-    through; a file's permissions are kept)."""
+    through; a file's permissions are kept). Refused (`forbidden`) when a folder between
+    `root` (the project) and the file is a symbolic link, as `tether init` refuses."""
+    linked = None if root is None else linked_folder(str(root), str(path))
+    if linked is not None:
+        raise TetherError(
+            "forbidden",
+            f"{linked} is a symbolic link; {path} would be written through it, outside the "
+            "project: left alone",
+            path=str(path),
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(str(path), text)
