@@ -95,6 +95,7 @@ def test_only_a_plain_tether_call_is_tethers_own(project: Path, command: str) ->
 
 def test_a_line_that_is_not_tethers_own_is_evidence(project: Path) -> None:
     run = at(project, "Review")
+    hk.hook_json(project, hk.prompt(project, "go on"))  # evidence comes from a session seen before
     for command in (f"tether next {run}\nrm calc.py", f"tether next {run}"):
         hk.hook_json(project, hk.post(project, "Bash", {"command": command}, {"stdout": "{}"}))
     tools = [e for e in Runtime().trace(run) if e["kind"] == "tool"]

@@ -342,13 +342,15 @@ def test_a_poisoned_plan_cache_never_outranks_its_file(
     tmp_path: Path, poison: dict[str, Any]
 ) -> None:
     write_config(tmp_path, "profile: dev\n")
-    rm = hk.pre(tmp_path, "Bash", {"command": "rm -rf /"})
-    assert decision(hk.hook_json(tmp_path, rm)) == "deny"
+    def rm() -> dict[str, Any]:  # each call its own tool_use_id, as a harness sends them
+        return hk.pre(tmp_path, "Bash", {"command": "rm -rf /"})
+
+    assert decision(hk.hook_json(tmp_path, rm())) == "deny"
     (cache,) = (tmp_path / ".state" / "plans").iterdir()
     data = json.loads(cache.read_text())
     data["plan"]["rules"] = []
     cache.write_text(json.dumps({**data, **poison}))
-    assert "confirm_destructive" in reason(hk.hook_json(tmp_path, rm))
+    assert "confirm_destructive" in reason(hk.hook_json(tmp_path, rm()))
 
 
 # -- 4. serve answers every request ---------------------------------------------------------------

@@ -195,6 +195,7 @@ def test_codex_evidence_rests_on_the_transcript_not_the_output(project: Path, ru
     """Codex 0.171 gives a shell call's output alone; the exit code is in its transcript (its
     line longer than the first span read from the end). An output that claims success
     (`Exit code: 0`) is not read as a sign."""
+    prompted(project, "codex")
     for n, code in enumerate((3, 0)):
         transcript = hx.codex_transcript(
             project / f"t{n}.jsonl", f"call_{n}", exit_code=code, aggregated_output="x" * 300_000
@@ -219,6 +220,7 @@ def test_a_codex_patch_is_ok_as_its_transcript_says(project: Path) -> None:
         "PostToolUse",
         project,
         transcript_path=transcript,
+        tool_use_id="call_1",
         tool_name="apply_patch",
         tool_input={"command": patch},
         tool_response="Exit code: 0\nSuccess.",
@@ -640,6 +642,7 @@ def test_cursor_evidence_claims_only_what_its_payload_says(project: Path, run: s
     `postToolUse` of a file tool is a success; a shell command's payload carries its output
     only (`afterShellExecution`: `command`, `output`), so without an exit code its outcome is
     unknown (null), and a check reads it as not ok."""
+    prompted(project, "cursor")
     app = str(project / "app.py")
     calls = [
         ("postToolUse", "Read", {"path": app}, {"tool_output": json.dumps({"content": "x"})}),

@@ -642,16 +642,14 @@ class Binder:
         known: bool = True,
     ) -> None:
         """Bind the session to a running execution it started, resumed, forked or answered
-        (`bind: auto`); else record the call as evidence in every running execution it is
+        (`bind: auto`); then record the call as evidence in every running execution it is
         bound to (`evidence`), unless it is Tether's own or the session is not `known` (the
         guard saw no earlier event of it). `ok`: how the call went, None when the harness gave
         no sign (`hooks.tool_ok`)."""
         if ok is not False and self.settings["bind"] == "auto":
             found = started(tool, params, response, project, ok, self.servers)
-            if found is not None:
-                if self._running(found.trace):
-                    self.bind(session_id, found)
-                return
+            if found is not None and self._running(found.trace):
+                self.bind(session_id, found)
         if not self.settings["evidence"] or not known or self.own(tool, params, project):
             return
         for binding, view in self.views(session_id, project):
