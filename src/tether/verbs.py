@@ -23,7 +23,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from tether.engine import core
 from tether.engine.varpath import parse_path, read_path
@@ -195,6 +195,10 @@ class Runtime:
     """Drives executions in whatever store their URI names.
 
     `condition` evaluates `check`/`when` expressions (CEL by default); `clock` gives timestamps.
+    With `root`, files are confined to that folder. With `stores` (what a server passes), a URI
+    naming a database is refused (`forbidden`) before any connection unless it names one of
+    those databases or the default store's, with the same host, port, database, user and
+    parameters, and carries no password: a client reaches only what the server was given.
     Trees are cached by hash: a hash names one tree, so the cache cannot go stale.
     """
 
@@ -205,12 +209,14 @@ class Runtime:
         condition: core.Condition = core.default_condition,
         root: str | None = None,
         default_store: str | None = None,
+        stores: Iterable[str] | None = None,
     ) -> None:
         self._clock = clock
         self._condition = condition
         self._trees: dict[str, dict[str, Any]] = {}
         self._root = os.path.realpath(root) if root is not None else None
         self._default_store = default_store or os.environ.get("TETHER_STORE") or None
+        self._stores = None if stores is None else _databases(stores, self._default_store)
 
     @property
     def root(self) -> str | None:
@@ -221,10 +227,26 @@ class Runtime:
         """The store for `uri` and the URI's canonical spelling, confined to `root` if set."""
         anchored = self._anchor(uri)
         store = store_for(anchored)
+        self._admit(store, anchored, uri)
         canonical = store.canonical(anchored)
         if self._root is not None and canonical.startswith("file://"):
             self._confine(canonical[len("file://") :], uri)
         return store, canonical
+
+    def _admit(self, store: Store, uri: str, given: str) -> None:
+        """Refuse (`forbidden`) a database URI outside `stores`, before anything connects. The
+        error says the same whatever lies at the address, so it tells a client nothing of it."""
+        if self._stores is None or scheme_of(uri) in _OWN_STORES:
+            return
+        if not _carries_password(uri) and store.place(uri)[0] in self._stores:
+            return
+        raise TetherError(
+            "forbidden",
+            f"{given!r} names a store this server was not given: it reaches only the stores it "
+            "was started with (--store, --allow-store), with their own credentials; name the "
+            "execution without a scheme to use the default store",
+            uri=given,
+        )
 
     def _anchor(self, uri: str, *, tree: bool = False) -> str:
         """Where a name that is not a URI lives: in the default store (`default_store`, else the
@@ -457,6 +479,7 @@ class Runtime:
             )
         place = self._anchor(where, tree=True) if where else None
         place = place or self._default_store or self._root or "."
+        self._admit(store_for(place), place, where or place)
         if self._root is not None and scheme_of(place) == "file":
             self._confine(path_of(place), where or place)
         return [summary.to_dict() for summary in store_for(place).list(place, status=status)]
@@ -588,6 +611,32 @@ class Runtime:
                     outcome.state, outcome.entries, reset_trace=isinstance(answer, core.Reset)
                 )
         return outcome.response
+
+
+_OWN_STORES = ("file", "memory")  # confined by the root, and the process's own
+
+
+def _databases(stores: Iterable[str], default: str | None) -> frozenset[str]:
+    """The places (databases) of `stores` and of the default store, if it is one; a store to
+    allow that is not a database is `usage`."""
+    stores = tuple(stores)
+    for store in stores:
+        if scheme_of(store) in _OWN_STORES:
+            raise TetherError(
+                "usage",
+                f"a store to allow is a database (postgresql://user@host/db), not {store!r}: "
+                "files are confined by the root and memory:// is the server's own",
+            )
+    given = [*stores, *([default] if default else [])]
+    return frozenset(store_for(s).place(s)[0] for s in given if scheme_of(s) not in _OWN_STORES)
+
+
+def _carries_password(uri: str) -> bool:
+    """Whether a URI carries a password, in its user part or as a `password` parameter."""
+    from urllib.parse import parse_qs, urlsplit
+
+    parts = urlsplit(uri)
+    return parts.password is not None or "password" in parse_qs(parts.query)
 
 
 def _check_answer(answer: core.Answer) -> None:

@@ -228,7 +228,6 @@ def test_installers_write_no_path_of_this_machine_into_the_project(
     }
 
 
-
 @pytest.mark.parametrize(
     ("harness", "written"),
     [

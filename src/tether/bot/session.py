@@ -208,9 +208,7 @@ def completed_paths(trace: list[dict[str, Any]]) -> list[list[int]]:
     return done
 
 
-def skipped_actions(
-    doc: dict[str, Any], surface: Surface, done: list[list[int]]
-) -> list[Action]:
+def skipped_actions(doc: dict[str, Any], surface: Surface, done: list[list[int]]) -> list[Action]:
     """The actions passed over without a close: while the workflow runs, those before the
     current action; once it is over, every one not closed."""
     if doc["status"] == "running":
