@@ -49,6 +49,12 @@ _INTERNAL = ("salt", "seq", "since_reset", "initial", "trace", "tree_file")
 # of the dotted path they are written at included. Deeper values are refused (`invalid_value`):
 # JSON readers and encoders recurse (Python's stops near 1,000 levels) and no workflow needs it.
 MAX_DEPTH = 100
+# The largest value, note or thought one call may hand in, counted as the UTF-8 bytes of its text
+# and keys (plus a few bytes per other item): larger ones are `too_large`. A state is rewritten
+# at every commit, so what it holds is what every later step costs.
+MAX_VALUE_BYTES = 1024 * 1024
+# The most $VAR writes one answer's `values` may carry.
+MAX_VALUES = 1000
 # Python converts integers of up to 4,300 digits to text; longer ones cannot be written as JSON.
 _MAX_INT_BITS = 14_000
 _LONG_INTEGER = "holds an integer too long to store (more than 4,300 digits)"
@@ -106,16 +112,24 @@ def check_value(value: Any, what: str, depth: int = 0) -> None:
     """Refuse (`invalid_value`, naming `what`) a value that cannot be stored as standard JSON: a
     NaN or an infinity, text that is not UTF-8 (bytes a command line or a file passed through
     undecoded), a type JSON lacks, or objects and lists nested more than `MAX_DEPTH` levels deep
-    counting the `depth` levels above the value (the keys of its path). Walks without recursion,
-    so no value is too deep to be refused."""
+    counting the `depth` levels above the value (the keys of its path); and (`too_large`) one
+    larger than `MAX_VALUE_BYTES`. Walks without recursion, so no value is too deep to be
+    refused."""
     if depth > MAX_DEPTH:
         raise _unstorable(what, f"is written {depth} keys deep, deeper than {MAX_DEPTH} levels")
     stack: list[tuple[Any, int]] = [(value, depth)]
+    size = 0
     while stack:
         item, level = stack.pop()
-        if isinstance(item, str):
-            _check_text(item, what)
-        elif isinstance(item, bool) or item is None:
+        size += _check_text(item, what) if isinstance(item, str) else 8
+        if size > MAX_VALUE_BYTES:
+            raise _too_large(
+                what,
+                f"{what} is larger than {MAX_VALUE_BYTES:,} bytes, the most one call may hand "
+                "in: keep large content in a file and store its path",
+                MAX_VALUE_BYTES,
+            )
+        if isinstance(item, str | bool) or item is None:
             continue
         elif isinstance(item, int):
             if item.bit_length() > _MAX_INT_BITS:
@@ -138,7 +152,7 @@ def check_value(value: Any, what: str, depth: int = 0) -> None:
                 for key, child in item.items():
                     if not isinstance(key, str):
                         raise _unstorable(what, f"has the key {key!r}, which is not text")
-                    _check_text(key, what)
+                    size += _check_text(key, what)
                     stack.append((child, level + 1))
             else:
                 stack.extend((child, level + 1) for child in item)
@@ -146,9 +160,10 @@ def check_value(value: Any, what: str, depth: int = 0) -> None:
             raise _unstorable(what, f"holds a {type(item).__name__}, which is not a JSON value")
 
 
-def _check_text(text: str, what: str) -> None:
+def _check_text(text: str, what: str) -> int:
+    """The length of `text` in UTF-8; `invalid_value` if it is not UTF-8 text."""
     try:
-        text.encode()
+        return len(text.encode())
     except UnicodeEncodeError as exc:
         bad = text[exc.start : exc.end]
         raise _unstorable(
@@ -156,6 +171,10 @@ def _check_text(text: str, what: str) -> None:
             f"is not UTF-8 text: it holds {bad!r} at character {exc.start}, from bytes "
             "that are not UTF-8 (check the encoding of the argument or file)",
         ) from None
+
+
+def _too_large(what: str, message: str, limit: int) -> TetherError:
+    return TetherError("too_large", message, argument=what, limit=limit)
 
 
 def _unstorable(what: str, reason: str) -> TetherError:
@@ -253,6 +272,13 @@ class Runtime:
         `TETHER_STORE` environment variable) — `STORE#name` for a database, `memory://name`, or
         `FOLDER/name` for a folder (a path or `file://` URI) — or else as a file, relative to the
         root when there is one. Trees are always files, relative to the root."""
+        if "\x00" in uri:
+            raise TetherError(
+                "invalid_value",
+                f"the {'tree' if tree else 'execution'} URI {uri!r} holds a NUL character, "
+                "which no file or store name can hold",
+                uri=uri,
+            )
         if "://" in uri or uri.startswith("file:"):
             return uri
         store = None if tree else self._default_store
@@ -510,11 +536,13 @@ class Runtime:
 
     def fork(self, trace: str, new: str, *, at: int) -> dict[str, Any]:
         """A new execution at `new` (any store) whose trace is the first `at` entries of
-        `trace`'s, its state derived by replaying them (`tether.engine.replay.fork`); `trace` is
-        not changed. `new` records `forked_from: {uri, at}`. Refuses a `new` that exists."""
+        `trace`'s, its state derived by replaying them (`tether.engine.replay.fork`), created in
+        one commit; `trace` is not changed. `new` records `forked_from: {uri, at}`. Refuses a
+        `new` that exists, and a `trace` that does not verify (`corrupt_execution`): a fork
+        replays what the source recorded, so it must be what the source's answers made."""
         import secrets
 
-        from tether.engine.replay import fork
+        from tether.engine.replay import fork, verify
 
         store, uri = self._store(trace)
         new_store, new_uri = self._store(new)
@@ -526,7 +554,15 @@ class Runtime:
             )
         stored, entries = store.read_execution(uri)
         tree = self._tree(store, uri, stored)
-        fresh, state, kept = fork(
+        differences = verify(tree, stored, entries, self._condition)
+        if differences:
+            raise TetherError(
+                "corrupt_execution",
+                f"{uri} does not verify (its {differences[0]['field']} is not what replaying "
+                "its trace gives), so it cannot be forked: tether verify names every difference",
+                uri=uri,
+            )
+        state, kept = fork(
             tree,
             stored,
             entries,
@@ -537,18 +573,7 @@ class Runtime:
             condition=self._condition,
         )
         origin = {"uri": uri, "at": at}
-        # Two commits: the fresh execution, then its trace; the second checks that nothing
-        # answered the first in between.
-        new_store.create(new_uri, {**fresh, "forked_from": origin}, tree)
-        with new_store.transaction(new_uri) as tx:
-            if tx.state["revision"] != 0:
-                raise TetherError(
-                    "already_exists",
-                    f"{new_uri} was answered while it was being forked; fork into a new name",
-                    uri=new_uri,
-                )
-            if kept:
-                tx.commit({**state, "forked_from": origin}, kept)
+        new_store.create(new_uri, {**state, "forked_from": origin}, tree, kept)
         return {
             "status": "forked",
             "uri": new_uri,
@@ -641,7 +666,14 @@ def _carries_password(uri: str) -> bool:
 
 def _check_answer(answer: core.Answer) -> None:
     """`check_value` for each part of an answer; a value written to $VAR counts its path's keys
-    in its depth."""
+    in its depth; `values` hold at most `MAX_VALUES` writes."""
+    values = getattr(answer, "values", None)
+    if values is not None and len(values) > MAX_VALUES:
+        raise _too_large(
+            "values",
+            f"the values hold {len(values):,} writes; one answer takes at most {MAX_VALUES:,}",
+            MAX_VALUES,
+        )
     for part in type(answer).__slots__:
         if isinstance(answer, core.VarWrite) and part == "value":
             where = f"the value for {answer.path!r}"

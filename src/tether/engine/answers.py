@@ -336,10 +336,9 @@ def _with_values(
     """Write the answer's `values` (each a `var_write` entry of the answered step), then judge
     the answer on the state they made: one outcome, so a refusal of either refuses both."""
     entries: list[dict[str, Any]] = []
+    fresh: dict[int, Any] = {}  # the containers of `var` these writes made, written in place
     for path, value in (answer.values or {}).items():
-        written = _var_write(state, VarWrite(path, value, req["step"]), now)
-        state = written.state
-        entries += written.entries
+        entries += _var_write(state, VarWrite(path, value, req["step"]), now, fresh).entries
     if req["path"] is None:
         assert isinstance(answer, Submit)  # `select` lets only submit reach the gate
         outcome = _answer_gate(tree, state, answer, now, condition)
@@ -390,16 +389,19 @@ def _reset(state: dict[str, Any], work: dict[str, Any], now: str) -> Outcome:
     )
 
 
-def _var_write(state: dict[str, Any], answer: VarWrite, now: str) -> Outcome:
+def _var_write(
+    state: dict[str, Any], answer: VarWrite, now: str, fresh: dict[int, Any] | None = None
+) -> Outcome:
+    """Write one value into `state` (a working copy); `fresh` as `write_path` takes it."""
     req = attributed(state, answer.step) if state["protocol_accepted"] else None
-    state["var"] = write_path(state["var"], answer.path, answer.value)
+    state["var"] = write_path(state["var"], answer.path, answer.value, fresh)
     entry = _entry(
         state, "var_write", now, req, path=answer.path, value=answer.value, outcome="written"
     )
     for r in state["open"]:
         if r["path"] is not None and r.get("writes"):
             frame = state["runtime"][node_key(r["path"])]
-            frame[WRITTEN] = [*frame.get(WRITTEN, []), answer.path]
+            frame.setdefault(WRITTEN, []).append(answer.path)  # the working copy's own list
     return Outcome(
         state, {"status": "written", "path": answer.path, "value": answer.value}, [entry]
     )

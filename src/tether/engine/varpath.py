@@ -56,31 +56,41 @@ def read_path(scope: dict[str, Any], path: str | None, scope_name: str = "var") 
     return node
 
 
-def write_path(scope: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+def write_path(
+    scope: dict[str, Any], path: str, value: Any, fresh: dict[int, Any] | None = None
+) -> dict[str, Any]:
     """A copy of `scope` with `value` at `path`; objects are created on the way, and only the
-    containers along the path are copied."""
+    containers along the path are copied. Several writes in a row share one `fresh` map: a
+    container copied (or created) by an earlier write is in it and is written in place, so
+    that N writes cost N path lengths rather than N times the scope's size."""
+    fresh = {} if fresh is None else fresh
     parts = parse_path(path)
-    root = dict(scope)
+    root = _own(scope, fresh)
     node: Any = root
     for i, part in enumerate(parts[:-1]):
         child = _child(node, part)
-        if child is None:
-            child = {}
-        elif isinstance(child, dict):
-            child = dict(child)
-        elif isinstance(child, list):
-            child = list(child)
-        else:
+        if child is not None and not isinstance(child, dict | list):
             where = ".".join(parts[: i + 1])
             raise TetherError(
                 "invalid_path",
                 f"cannot write {path!r}: $VAR.{where} holds {json.dumps(child)}, not an object",
                 path=path,
             )
+        child = _own({} if child is None else child, fresh)
         _set(node, part, child, path)
         node = child
     _set(node, parts[-1], value, path)
     return root
+
+
+def _own(container: Any, fresh: dict[int, Any]) -> Any:
+    """`container` itself if it is in `fresh`, else a shallow copy of it, added to `fresh`
+    (which holds each copy, so that no id in it can be reused by another object)."""
+    if fresh.get(id(container)) is container:
+        return container
+    copy = dict(container) if isinstance(container, dict) else list(container)
+    fresh[id(copy)] = copy
+    return copy
 
 
 def _child(node: dict[str, Any] | list[Any], part: str) -> Any:
