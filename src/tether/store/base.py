@@ -128,8 +128,15 @@ class Store(Protocol):
 
     def exists(self, uri: str) -> bool: ...
 
-    def create(self, uri: str, state: dict[str, Any], tree: dict[str, Any]) -> dict[str, Any]:
-        """Store a new execution with an empty trace; refuses a URI that exists."""
+    def create(
+        self,
+        uri: str,
+        state: dict[str, Any],
+        tree: dict[str, Any],
+        entries: builtins.list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """Store a new execution whose trace is `entries` (none by default), in one commit: a
+        kill at any instant leaves all of it or none of its state. Refuses a URI that exists."""
         ...
 
     def load(self, uri: str) -> dict[str, Any]:
