@@ -181,3 +181,40 @@ def test_fork_from_here_gives_the_command_for_that_point(
     forked = json.loads(done.stdout)
     assert forked["next"]["name"] == "Draft"
     assert answer(runs / "ship-fork-1.json", "verify")["ok"] is True
+
+
+def test_the_page_shows_what_the_prompt_names_and_an_answer_to_old_values_is_stale(
+    page: Page, server: ViewServer, runs: Path, tmp_path: Path
+) -> None:
+    tree = tmp_path / "publish.yaml"
+    tree.write_text(
+        SIGN_OFF_YAML.replace(
+            "Read the release notes. Approve to publish.", "Publish the notes $VAR.notes?"
+        )
+    )
+    run = runs / "publish.json"
+    tether("start", tree, run)
+    answer(run, "submit", "success")
+    answer(run, "submit", "success", "--set", "notes=faster builds")
+    page.goto(server.base + "?run=publish.json")
+    panel = page.locator("#human")
+    expect(panel.locator("dl.shows")).to_contain_text('$VAR.notes"faster builds"')
+    shown = answer(run, "next", "--all")[0]
+    # The agent rewrites the notes while the person reads: the page shows the new text, and an
+    # answer given to the old text (its token) is refused.
+    lint = answer(run, "next", "--all")[1]
+    answer(run, "var", "notes", "every build is instant", "--step", lint["step"])
+    expect(panel.locator("dl.shows")).to_contain_text('"every build is instant"')
+    status, stale = _post(
+        server,
+        {"path": "publish.json", "decision": "approve", "step": shown["step"]},
+        token=_token(server),
+        origin=server.base.rstrip("/"),
+    )
+    assert (status, stale["error"]["code"]) == (409, "stale_step")
+    panel.locator("button", has_text="Approve").click()
+    expect(panel).to_be_hidden()
+    entry = answer(run, "trace")[-1]
+    assert (entry["kind"], entry["outcome"]) == ("human", "success")
+    assert entry["shown"] == {"$VAR.notes": "every build is instant"}
+    assert answer(run, "verify")["ok"] is True

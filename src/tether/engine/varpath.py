@@ -1,12 +1,15 @@
 """Dotted paths into the `var` and `const` scopes: parsing, reading, copy-on-write writing.
 
 Owns the path syntax (`a.b.0.c`; a leading `$VAR.`, `$LOCAL.`, `$CONST.` or `$GLOBAL.` is
-accepted and dropped) and its errors. It does not decide who may write (the engine does).
+accepted and dropped) and its errors, and `named_values`: the values a text's `$VAR.x` (and
+`$LOCAL.x`, `$CONST.x`, `$GLOBAL.x`) mentions name. It does not decide who may write (the engine
+does).
 """
 
 from __future__ import annotations
 
 import json
+import re
 
 from tether.errors import TetherError
 
@@ -15,6 +18,21 @@ if TYPE_CHECKING:
     from typing import Any
 
 _PREFIXES = ("$VAR.", "$LOCAL.", "$CONST.", "$GLOBAL.")
+_MENTION = re.compile(r"\$(VAR|LOCAL|CONST|GLOBAL)((?:\.[A-Za-z0-9_-]+)+)")
+_SCOPES = {"VAR": "var", "LOCAL": "var", "CONST": "const", "GLOBAL": "const"}
+
+
+def named_values(text: str, state: dict[str, Any]) -> dict[str, Any]:
+    """Each `$VAR.path` (`$LOCAL.`, `$CONST.`, `$GLOBAL.`) that `text` mentions, spelled as it
+    is there, with its value in `state` (None when it is not set), in order of mention."""
+    out: dict[str, Any] = {}
+    for match in _MENTION.finditer(text):
+        scope = state[_SCOPES[match.group(1)]]
+        try:
+            out[match.group(0)] = read_path(scope, match.group(2)[1:])
+        except TetherError:
+            out[match.group(0)] = None
+    return out
 
 
 def parse_path(path: str) -> list[str]:

@@ -80,6 +80,11 @@ _REQUEST_PROPERTIES: dict[str, Any] = {
     "expression": {"type": "string", "description": "What to judge (evaluate)."},
     "instruction": {"type": "string", "description": "What to do (instruct)."},
     "prompt": {"type": "string", "description": "What a person is asked (human)."},
+    "shows": {
+        "type": "object",
+        "description": "The value of each $VAR/$CONST path the prompt names (human); the step "
+        "token changes when one does.",
+    },
     "writes": {
         "type": "array",
         "items": {"type": "string"},
