@@ -7,7 +7,8 @@ trace, verify, fork, the bot tools' jump, close and replace_tree, and what a bou
 records (stop, record_tool) and reads (open_steps); the parsing of answer values
 (JSON or string) and the check that everything a caller hands in can be stored as standard JSON
 (`check_value`: no NaN or infinity, no text that is not UTF-8, nesting no deeper than
-`MAX_DEPTH`), done here once for every interface; the clock; and the phase rules that depend on
+`MAX_DEPTH`, no value over `MAX_VALUE_BYTES`; `check_values`: no more than `MAX_VALUES` writes
+in one answer), done here once for every interface; the clock; and the phase rules that depend on
 storage (start refuses a URI that exists). Each verb that changes an execution holds the store's
 transaction for the URI, runs the engine once, and commits once; a verb the engine refuses
 commits nothing. It does not format output (the edges do) and does not know node semantics (the
@@ -664,16 +665,20 @@ def _carries_password(uri: str) -> bool:
     return parts.password is not None or "password" in parse_qs(parts.query)
 
 
-def _check_answer(answer: core.Answer) -> None:
-    """`check_value` for each part of an answer; a value written to $VAR counts its path's keys
-    in its depth; `values` hold at most `MAX_VALUES` writes."""
-    values = getattr(answer, "values", None)
+def check_values(values: dict[str, Any] | None) -> None:
+    """Refuse (`too_large`) the `values` of one answer or one close past `MAX_VALUES` writes."""
     if values is not None and len(values) > MAX_VALUES:
         raise _too_large(
             "values",
             f"the values hold {len(values):,} writes; one answer takes at most {MAX_VALUES:,}",
             MAX_VALUES,
         )
+
+
+def _check_answer(answer: core.Answer) -> None:
+    """`check_value` for each part of an answer; a value written to $VAR counts its path's keys
+    in its depth; `values` hold at most `MAX_VALUES` writes."""
+    check_values(getattr(answer, "values", None))
     for part in type(answer).__slots__:
         if isinstance(answer, core.VarWrite) and part == "value":
             where = f"the value for {answer.path!r}"

@@ -373,3 +373,18 @@ async def test_a_jump_never_skips_a_human_sign_off(write_tree: Any, tmp_path: Pa
         done = await one.ok("release_close_current_action")
         assert done["status"] == "done"
     assert Runtime().verify(state)["ok"]
+
+
+async def test_a_close_with_60000_values_is_too_large_and_writes_none(
+    write_tree: Any, tmp_path: Path
+) -> None:
+    tree = write_tree(bot("big", phase("only", action("one"))))
+    state = str(tmp_path / "big.json")
+    async with Client(build_server(_session(tree, state))) as client:
+        one = Bot(client)
+        await one.ok("big_tool")
+        values = {f"k{i}": i for i in range(60_000)}
+        error = await one.fail("big_close_current_action", "too_large", values=values)
+        assert error["argument"] == "values" and "60,000 writes" in error["message"]
+    assert Runtime().var_read(state) == {}
+    assert not any(e["kind"] == "var_write" for e in Runtime().trace(state))

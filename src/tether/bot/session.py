@@ -29,7 +29,7 @@ from typing import Any
 
 from tether.bot.surface import CLOSE, DEFAULT_SERVER, Action, Surface, surface_of
 from tether.errors import TetherError
-from tether.verbs import Runtime
+from tether.verbs import Runtime, check_values
 
 GATE_NOTE = "accepted by the bot server: the agent navigates with bot tools"
 
@@ -123,6 +123,7 @@ class BotSession:
         _require_running(doc)
         request = doc["open"][0]
         closing = surface.at(request["path"])
+        check_values(values)
         for path, value in (values or {}).items():
             self.runtime.var_write(self.state, path, value)
         left = unfinished(doc["trace"], surface, closing)
