@@ -276,8 +276,7 @@ class Runtime:
         if "\x00" in uri:
             raise TetherError(
                 "invalid_value",
-                f"the {'tree' if tree else 'execution'} URI {uri!r} holds a NUL character, "
-                "which no file or store name can hold",
+                f"{uri!r} holds a NUL character, which no file or store name can hold",
                 uri=uri,
             )
         if "://" in uri or uri.startswith("file:"):

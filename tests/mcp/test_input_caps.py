@@ -39,7 +39,7 @@ async def test_a_nul_in_a_uri_is_an_invalid_value(
     agent: Any, tool: str, args: dict[str, Any]
 ) -> None:
     error = await agent.fail(tool, "invalid_value", **args)
-    assert "NUL" in error["message"]
+    assert "NUL" in error["message"] and "\x00" in args[error["argument"]]
 
 
 async def test_a_50_mb_var_is_too_large(agent: Any, memory_uri: str) -> None:

@@ -95,6 +95,7 @@ async def test_stdio_clients_reach_no_database_the_server_was_not_given(
         time.sleep(0.3)
         assert listener.connections == 0 and listener.received == b""
     assert {e["code"] for e in by_port[closed]} == {"forbidden"}
+    assert {e["argument"] for e in by_port[closed]} == {"trace_output", "new_trace_output"}
     _same_whatever_listens(listener.port, closed, by_port)
 
 

@@ -604,6 +604,10 @@ def call_spec(
     try:
         result = spec.handler(runtime, check_arguments(spec, arguments))
     except TetherError as exc:
+        # A refused URI is named by the argument that carried it (trace_output, tree_uri...).
+        given = [k for k, v in arguments.items() if v == exc.details.get("uri")]
+        if given and "argument" not in exc.details:
+            exc.details["argument"] = given[0]
         return error_result(exc, runtime.root)
     except Exception:
         logger.exception("tool %s failed", spec.name)
