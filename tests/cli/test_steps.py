@@ -159,6 +159,8 @@ def test_a_value_starting_with_a_dash_is_a_value(tmp_path: Path) -> None:
     assert ok("var", trace, "time_of_day") == -5
 
 
+
+
 def test_a_human_step_is_refused_to_the_agent_and_approved_from_the_cli(
     trace: str, tmp_path: Path
 ) -> None:

@@ -99,7 +99,9 @@ def test_stop_is_let_through_while_only_a_person_can_answer(project: Path, run: 
     assert Runtime().verify(run)["ok"]
 
 
-def test_after_the_person_answers_the_stop_is_let_through_quietly(project: Path, run: str) -> None:
+def test_after_the_person_answers_the_stop_is_let_through_quietly(
+    project: Path, run: str
+) -> None:
     lint_done(run)
     Runtime().approve(run, note="ship it")
     assert Runtime().next(run) == {"status": "done"}
@@ -184,7 +186,9 @@ def test_a_bound_agent_may_not_run_a_persons_answer(project: Path, run: str, lin
         "git log --grep=approve",
     ],
 )
-def test_look_alikes_and_tethers_own_commands_still_run(project: Path, run: str, line: str) -> None:
+def test_look_alikes_and_tethers_own_commands_still_run(
+    project: Path, run: str, line: str
+) -> None:
     out = hk.hook_json(project, hk.pre(project, "Bash", {"command": line.format(run=run)}))
     assert out is None
 

@@ -14,6 +14,7 @@ from tether.verbs import Runtime
 pytestmark = pytest.mark.anyio
 
 
+
 async def test_hello_world_takes_one_call_per_step_after_start(agent: Any, memory_uri: str) -> None:
     started = await agent.ok(
         "start_execution", tree_uri="hello-world.yaml", trace_output=memory_uri

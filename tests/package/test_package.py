@@ -228,6 +228,7 @@ def test_installers_write_no_path_of_this_machine_into_the_project(
     }
 
 
+
 @pytest.mark.parametrize(
     ("harness", "written"),
     [

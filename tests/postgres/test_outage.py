@@ -114,7 +114,9 @@ def test_a_database_restart_mid_run_loses_nothing_committed(
         rt.submit(agent.uri, "success")
     restarted = threading.Event()
     deadline = time.monotonic() + 120
-    threads = [threading.Thread(target=a.run, args=(rt, restarted, deadline)) for a in agents]
+    threads = [
+        threading.Thread(target=a.run, args=(rt, restarted, deadline)) for a in agents
+    ]
     for t in threads:
         t.start()
     while min(a.steps for a in agents) < 5 and time.monotonic() < deadline:

@@ -63,3 +63,4 @@ BACKENDS: dict[str, Callable[[Path], Backend]] = {
     "memory": _memory,
     "postgresql": _postgresql,
 }
+

@@ -164,7 +164,9 @@ def _install_skill(p: Parsed) -> int:
 
     target = p.options.get("--target")
     if target not in ("claude", "agents"):
-        raise TetherError("usage", f"install skill needs --target claude or agents, got {target!r}")
+        raise TetherError(
+            "usage", f"install skill needs --target claude or agents, got {target!r}"
+        )
     project = Path(p.options.get("--dir", ".")).resolve()
     if not project.is_dir():
         raise TetherError("not_found", f"--dir {project} is not a folder", path=str(project))
