@@ -130,7 +130,7 @@ def check_value(value: Any, what: str, depth: int = 0) -> None:
                 "in: keep large content in a file and store its path",
                 MAX_VALUE_BYTES,
             )
-        if isinstance(item, str | bool) or item is None:
+        if isinstance(item, (str, bool)) or item is None:
             continue
         elif isinstance(item, int):
             if item.bit_length() > _MAX_INT_BITS:
@@ -256,7 +256,7 @@ class Runtime:
     def _admit(self, store: Store, uri: str, given: str) -> None:
         """Refuse (`forbidden`) a database URI outside `stores`, before anything connects. The
         error says the same whatever lies at the address, so it tells a client nothing of it."""
-        if self._stores is None or scheme_of(uri) in _OWN_STORES:
+        if self._stores is None or store.scheme in _OWN_STORES:
             return
         if not _carries_password(uri) and store.place(uri)[0] in self._stores:
             return

@@ -122,6 +122,8 @@ class Store(Protocol):
     """Documents addressed by URI. Methods raise `TetherError` with `not_found`,
     `already_exists` or `corrupt_execution` as their names say."""
 
+    scheme: str  # the URI scheme it holds: file, memory, postgresql
+
     def canonical(self, uri: str) -> str:
         """The one spelling of `uri` this store keeps (an absolute path for files)."""
         ...

@@ -33,6 +33,7 @@ MAX_BYTES = int(os.environ.get("TETHER_MEMORY_MAX_BYTES", 64 * 1024 * 1024))
 
 @dataclass
 class _Record:
+    key: str
     state: str
     tree: str
     trace: list[str] = field(default_factory=list)
@@ -85,7 +86,7 @@ class MemoryStore:
         key = self.canonical(uri)
         lines = [encode(e) for e in entries or []]
         stored = dict(state, trace={"entries": len(lines)})
-        record = _Record(encode(stored), encode(tree), lines)
+        record = _Record(key, encode(stored), encode(tree), lines)
         with self._guard:
             if key in self._records:
                 raise TetherError(
@@ -161,13 +162,12 @@ class MemoryStore:
     def transaction(self, uri: str) -> Iterator[_MemoryTransaction]:
         record = self._record(uri)
         with record.lock:
-            yield _MemoryTransaction(self, self.canonical(uri), record)
+            yield _MemoryTransaction(self, record)
 
 
 class _MemoryTransaction:
-    def __init__(self, store: MemoryStore, key: str, record: _Record) -> None:
+    def __init__(self, store: MemoryStore, record: _Record) -> None:
         self._store = store
-        self._key = key
         self._record = record
         self.state = dict(json.loads(record.state))
 
@@ -185,7 +185,7 @@ class _MemoryTransaction:
         encoded = encode(committed)
         dropped = sum(map(len, self._record.trace)) if reset_trace else 0
         added = len(encoded) - len(self._record.state) + sum(map(len, lines)) - dropped
-        self._store.hold(added, self._key)
+        self._store.hold(added, self._record.key)
         self._record.trace = trace
         self._record.state = encoded
         self.state = committed
@@ -195,7 +195,7 @@ class _MemoryTransaction:
         committed = dict(state, revision=int(self.state["revision"]) + 1, trace=self.state["trace"])
         encoded_tree, encoded_state = encode(tree), encode(committed)
         old = len(self._record.tree) + len(self._record.state)
-        self._store.hold(len(encoded_tree) + len(encoded_state) - old, self._key)
+        self._store.hold(len(encoded_tree) + len(encoded_state) - old, self._record.key)
         self._record.tree = encoded_tree
         self._record.state = encoded_state
         self.state = committed
