@@ -25,6 +25,7 @@ _EXIT_BY_CODE: dict[str, int] = {
     "invalid_tree": EXIT_INVALID,
     "invalid_json": EXIT_INVALID,
     "invalid_value": EXIT_INVALID,
+    "too_large": EXIT_INVALID,
     "invalid_path": EXIT_INVALID,
     "invalid_expression": EXIT_INVALID,
     "unknown_scheme": EXIT_INVALID,

@@ -7,7 +7,8 @@ trace, verify, fork, the bot tools' jump, close and replace_tree, and what a bou
 records (stop, record_tool) and reads (open_steps); the parsing of answer values
 (JSON or string) and the check that everything a caller hands in can be stored as standard JSON
 (`check_value`: no NaN or infinity, no text that is not UTF-8, nesting no deeper than
-`MAX_DEPTH`), done here once for every interface; the clock; and the phase rules that depend on
+`MAX_DEPTH`, no value over `MAX_VALUE_BYTES`; `check_values`: no more than `MAX_VALUES` writes
+in one answer), done here once for every interface; the clock; and the phase rules that depend on
 storage (start refuses a URI that exists). Each verb that changes an execution holds the store's
 transaction for the URI, runs the engine once, and commits once; a verb the engine refuses
 commits nothing. It does not format output (the edges do) and does not know node semantics (the
@@ -23,7 +24,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from tether.engine import core
 from tether.engine.varpath import parse_path, read_path
@@ -49,6 +50,12 @@ _INTERNAL = ("salt", "seq", "since_reset", "initial", "trace", "tree_file")
 # of the dotted path they are written at included. Deeper values are refused (`invalid_value`):
 # JSON readers and encoders recurse (Python's stops near 1,000 levels) and no workflow needs it.
 MAX_DEPTH = 100
+# The largest value, note or thought one call may hand in, counted as the UTF-8 bytes of its text
+# and keys (plus a few bytes per other item): larger ones are `too_large`. A state is rewritten
+# at every commit, so what it holds is what every later step costs.
+MAX_VALUE_BYTES = 1024 * 1024
+# The most $VAR writes one answer's `values` may carry.
+MAX_VALUES = 1000
 # Python converts integers of up to 4,300 digits to text; longer ones cannot be written as JSON.
 _MAX_INT_BITS = 14_000
 _LONG_INTEGER = "holds an integer too long to store (more than 4,300 digits)"
@@ -108,16 +115,24 @@ def check_value(value: Any, what: str, depth: int = 0) -> None:
     """Refuse (`invalid_value`, naming `what`) a value that cannot be stored as standard JSON: a
     NaN or an infinity, text that is not UTF-8 (bytes a command line or a file passed through
     undecoded), a type JSON lacks, or objects and lists nested more than `MAX_DEPTH` levels deep
-    counting the `depth` levels above the value (the keys of its path). Walks without recursion,
-    so no value is too deep to be refused."""
+    counting the `depth` levels above the value (the keys of its path); and (`too_large`) one
+    larger than `MAX_VALUE_BYTES`. Walks without recursion, so no value is too deep to be
+    refused."""
     if depth > MAX_DEPTH:
         raise _unstorable(what, f"is written {depth} keys deep, deeper than {MAX_DEPTH} levels")
     stack: list[tuple[Any, int]] = [(value, depth)]
+    size = 0
     while stack:
         item, level = stack.pop()
-        if isinstance(item, str):
-            _check_text(item, what)
-        elif isinstance(item, bool) or item is None:
+        size += _check_text(item, what) if isinstance(item, str) else 8
+        if size > MAX_VALUE_BYTES:
+            raise _too_large(
+                what,
+                f"{what} is larger than {MAX_VALUE_BYTES:,} bytes, the most one call may hand "
+                "in: keep large content in a file and store its path",
+                MAX_VALUE_BYTES,
+            )
+        if isinstance(item, (str, bool)) or item is None:
             continue
         elif isinstance(item, int):
             if item.bit_length() > _MAX_INT_BITS:
@@ -140,7 +155,7 @@ def check_value(value: Any, what: str, depth: int = 0) -> None:
                 for key, child in item.items():
                     if not isinstance(key, str):
                         raise _unstorable(what, f"has the key {key!r}, which is not text")
-                    _check_text(key, what)
+                    size += _check_text(key, what)
                     stack.append((child, level + 1))
             else:
                 stack.extend((child, level + 1) for child in item)
@@ -148,9 +163,10 @@ def check_value(value: Any, what: str, depth: int = 0) -> None:
             raise _unstorable(what, f"holds a {type(item).__name__}, which is not a JSON value")
 
 
-def _check_text(text: str, what: str) -> None:
+def _check_text(text: str, what: str) -> int:
+    """The length of `text` in UTF-8; `invalid_value` if it is not UTF-8 text."""
     try:
-        text.encode()
+        return len(text.encode())
     except UnicodeEncodeError as exc:
         bad = text[exc.start : exc.end]
         raise _unstorable(
@@ -158,6 +174,10 @@ def _check_text(text: str, what: str) -> None:
             f"is not UTF-8 text: it holds {bad!r} at character {exc.start}, from bytes "
             "that are not UTF-8 (check the encoding of the argument or file)",
         ) from None
+
+
+def _too_large(what: str, message: str, limit: int) -> TetherError:
+    return TetherError("too_large", message, argument=what, limit=limit)
 
 
 def _unstorable(what: str, reason: str) -> TetherError:
@@ -197,6 +217,10 @@ class Runtime:
     """Drives executions in whatever store their URI names.
 
     `condition` evaluates `check`/`when` expressions (CEL by default); `clock` gives timestamps.
+    With `root`, files are confined to that folder. With `stores` (what a server passes), a URI
+    naming a database is refused (`forbidden`) before any connection unless it names one of
+    those databases or the default store's, with the same host, port, database, user and
+    parameters, and carries no password: a client reaches only what the server was given.
     Trees are cached by hash: a hash names one tree, so the cache cannot go stale.
     """
 
@@ -207,12 +231,14 @@ class Runtime:
         condition: core.Condition = core.default_condition,
         root: str | None = None,
         default_store: str | None = None,
+        stores: Iterable[str] | None = None,
     ) -> None:
         self._clock = clock
         self._condition = condition
         self._trees: dict[str, dict[str, Any]] = {}
         self._root = os.path.realpath(root) if root is not None else None
         self._default_store = default_store or os.environ.get("TETHER_STORE") or None
+        self._stores = None if stores is None else _databases(stores, self._default_store)
 
     @property
     def root(self) -> str | None:
@@ -223,16 +249,38 @@ class Runtime:
         """The store for `uri` and the URI's canonical spelling, confined to `root` if set."""
         anchored = self._anchor(uri)
         store = store_for(anchored)
+        self._admit(store, anchored, uri)
         canonical = store.canonical(anchored)
         if self._root is not None and canonical.startswith("file://"):
             self._confine(canonical[len("file://") :], uri)
         return store, canonical
+
+    def _admit(self, store: Store, uri: str, given: str) -> None:
+        """Refuse (`forbidden`) a database URI outside `stores`, before anything connects. The
+        error says the same whatever lies at the address, so it tells a client nothing of it."""
+        if self._stores is None or store.scheme in _OWN_STORES:
+            return
+        if not _carries_password(uri) and store.place(uri)[0] in self._stores:
+            return
+        raise TetherError(
+            "forbidden",
+            f"{given!r} names a store this server was not given: it reaches only the stores it "
+            "was started with (--store, --allow-store), with their own credentials; name the "
+            "execution without a scheme to use the default store",
+            uri=given,
+        )
 
     def _anchor(self, uri: str, *, tree: bool = False) -> str:
         """Where a name that is not a URI lives: in the default store (`default_store`, else the
         `TETHER_STORE` environment variable) — `STORE#name` for a database, `memory://name`, or
         `FOLDER/name` for a folder (a path or `file://` URI) — or else as a file, relative to the
         root when there is one. Trees are always files, relative to the root."""
+        if "\x00" in uri:
+            raise TetherError(
+                "invalid_value",
+                f"{uri!r} holds a NUL character, which no file or store name can hold",
+                uri=uri,
+            )
         if "://" in uri or uri.startswith("file:"):
             return uri
         store = None if tree else self._default_store
@@ -493,6 +541,7 @@ class Runtime:
             )
         place = self._anchor(where, tree=True) if where else None
         place = place or self._default_store or self._root or "."
+        self._admit(store_for(place), place, where or place)
         if self._root is not None and scheme_of(place) == "file":
             self._confine(path_of(place), where or place)
         return [summary.to_dict() for summary in store_for(place).list(place, status=status)]
@@ -523,11 +572,13 @@ class Runtime:
 
     def fork(self, trace: str, new: str, *, at: int, same_tokens: bool = False) -> dict[str, Any]:
         """A new execution at `new` (any store) whose trace is the first `at` entries of
-        `trace`'s, its state derived by replaying them (`tether.engine.replay.fork`); `trace` is
-        not changed. `new` records `forked_from: {uri, at}`. Refuses a `new` that exists."""
+        `trace`'s, its state derived by replaying them (`tether.engine.replay.fork`), created in
+        one commit; `trace` is not changed. `new` records `forked_from: {uri, at}`. Refuses a
+        `new` that exists, and a `trace` that does not verify (`corrupt_execution`): a fork
+        replays what the source recorded, so it must be what the source's answers made."""
         import secrets
 
-        from tether.engine.replay import fork
+        from tether.engine.replay import fork, verify
 
         store, uri = self._store(trace)
         new_store, new_uri = self._store(new)
@@ -539,7 +590,15 @@ class Runtime:
             )
         stored, entries = store.read_execution(uri)
         tree = self._tree(store, uri, stored)
-        fresh, state, kept = fork(
+        differences = verify(tree, stored, entries, self._condition)
+        if differences:
+            raise TetherError(
+                "corrupt_execution",
+                f"{uri} does not verify (its {differences[0]['field']} is not what replaying "
+                "its trace gives), so it cannot be forked: tether verify names every difference",
+                uri=uri,
+            )
+        state, kept = fork(
             tree,
             stored,
             entries,
@@ -552,18 +611,7 @@ class Runtime:
             condition=self._condition,
         )
         origin = {"uri": uri, "at": at}
-        # Two commits: the fresh execution, then its trace; the second checks that nothing
-        # answered the first in between.
-        new_store.create(new_uri, {**fresh, "forked_from": origin}, tree)
-        with new_store.transaction(new_uri) as tx:
-            if tx.state["revision"] != 0:
-                raise TetherError(
-                    "already_exists",
-                    f"{new_uri} was answered while it was being forked; fork into a new name",
-                    uri=new_uri,
-                )
-            if kept:
-                tx.commit({**state, "forked_from": origin}, kept)
+        new_store.create(new_uri, {**state, "forked_from": origin}, tree, kept)
         return {
             "status": "forked",
             "uri": new_uri,
@@ -635,9 +683,46 @@ def _human_request(requests: list[dict[str, Any]], step: str | None) -> dict[str
     return next((r for r in human if step is None or r.get("step") == step), None)
 
 
+_OWN_STORES = ("file", "memory")  # confined by the root, and the process's own
+
+
+def _databases(stores: Iterable[str], default: str | None) -> frozenset[str]:
+    """The places (databases) of `stores` and of the default store, if it is one; a store to
+    allow that is not a database is `usage`."""
+    stores = tuple(stores)
+    for store in stores:
+        if scheme_of(store) in _OWN_STORES:
+            raise TetherError(
+                "usage",
+                f"a store to allow is a database (postgresql://user@host/db), not {store!r}: "
+                "files are confined by the root and memory:// is the server's own",
+            )
+    given = [*stores, *([default] if default else [])]
+    return frozenset(store_for(s).place(s)[0] for s in given if scheme_of(s) not in _OWN_STORES)
+
+
+def _carries_password(uri: str) -> bool:
+    """Whether a URI carries a password, in its user part or as a `password` parameter."""
+    from urllib.parse import parse_qs, urlsplit
+
+    parts = urlsplit(uri)
+    return parts.password is not None or "password" in parse_qs(parts.query)
+
+
+def check_values(values: dict[str, Any] | None) -> None:
+    """Refuse (`too_large`) the `values` of one answer or one close past `MAX_VALUES` writes."""
+    if values is not None and len(values) > MAX_VALUES:
+        raise _too_large(
+            "values",
+            f"the values hold {len(values):,} writes; one answer takes at most {MAX_VALUES:,}",
+            MAX_VALUES,
+        )
+
+
 def _check_answer(answer: core.Answer) -> None:
     """`check_value` for each part of an answer; a value written to $VAR counts its path's keys
-    in its depth."""
+    in its depth; `values` hold at most `MAX_VALUES` writes."""
+    check_values(getattr(answer, "values", None))
     for part in type(answer).__slots__:
         if isinstance(answer, core.VarWrite) and part == "value":
             where = f"the value for {answer.path!r}"

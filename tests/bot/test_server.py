@@ -345,3 +345,46 @@ async def test_require_all_keeps_the_workflow_open_until_every_action_is_closed(
         assert done["actions"] == {"closed": 3, "skipped": 0, "total": 3}
         assert done["message"] == "Closed ship.release. Every phase of checklist is complete."
     assert Runtime().verify(str(state))["ok"]
+
+
+async def test_a_jump_never_skips_a_human_sign_off(write_tree: Any, tmp_path: Path) -> None:
+    """Jump past the sign-off, close the last action: not done, and no human entry is made up;
+    once a person approves the sign-off (reached by its tool), closing the last action is."""
+    tree = write_tree(
+        bot(
+            "release",
+            phase("prepare", action("draft"), action("sign_off", {"human": "Publish $VAR.v?"})),
+            phase("ship", action("publish")),
+        )
+    )
+    state = str(tmp_path / "release.json")
+    async with Client(build_server(_session(tree, state))) as client:
+        one = Bot(client)
+        await one.ok("release_ship_publish", note="straight to publishing")
+        held = await one.ok("release_close_current_action")
+        assert held["status"] == "incomplete" and held["unclosed"] == ["prepare.sign_off"]
+        assert "sign-off" in held["message"] and "release_prepare_sign_off" in held["message"]
+        assert Runtime().get(state)["status"] == "running"
+        assert not any(e["kind"] == "human" for e in Runtime().trace(state))
+        # The person approves; the last action's close now finishes the workflow.
+        assert (await one.ok("release_prepare_sign_off"))["action"] == "sign_off"
+        Runtime().approve(state, note="go")
+        await one.ok("release_ship_publish")
+        done = await one.ok("release_close_current_action")
+        assert done["status"] == "done"
+    assert Runtime().verify(state)["ok"]
+
+
+async def test_a_close_with_60000_values_is_too_large_and_writes_none(
+    write_tree: Any, tmp_path: Path
+) -> None:
+    tree = write_tree(bot("big", phase("only", action("one"))))
+    state = str(tmp_path / "big.json")
+    async with Client(build_server(_session(tree, state))) as client:
+        one = Bot(client)
+        await one.ok("big_tool")
+        values = {f"k{i}": i for i in range(60_000)}
+        error = await one.fail("big_close_current_action", "too_large", values=values)
+        assert error["argument"] == "values" and "60,000 writes" in error["message"]
+    assert Runtime().var_read(state) == {}
+    assert not any(e["kind"] == "var_write" for e in Runtime().trace(state))

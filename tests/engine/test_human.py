@@ -117,3 +117,64 @@ def test_a_person_may_name_which_human_step_by_token() -> None:
     w.apply(core.Human(False, "cli"))
     assert w.next()["status"] == "failure"
     assert verify(w.tree, w.state, w.trace) == []
+
+
+# A sign-off beside the agent's work: the agent may still write what the person is asked about.
+RELEASE = tree(
+    par(
+        "Release",
+        action("Sign_Off", {"human": "Publish $VAR.release.version to $CONST.target? ($VAR.nope)"}),
+        action("Prepare", ins("bump the version", writes=["release.version"])),
+    ),
+    var={"release": {"version": "1.2"}},
+    const={"target": "prod"},
+)
+
+
+def test_a_human_request_shows_the_values_its_prompt_names() -> None:
+    w = Walk(RELEASE)
+    human = w.open()[0]
+    assert human["prompt"] == "Publish $VAR.release.version to $CONST.target? ($VAR.nope)"
+    assert human["shows"] == {
+        "$VAR.release.version": "1.2",
+        "$CONST.target": "prod",
+        "$VAR.nope": None,
+    }
+
+
+def test_an_answer_to_values_that_changed_since_they_were_shown_is_stale() -> None:
+    w = Walk(RELEASE)
+    shown = w.open()[0]
+    prepare = w.open()[1]
+    w.apply(core.VarWrite("release.version", "1.3", prepare["step"]))
+    err = refused("stale_step", w, core.Human(True, "viewer", step=shown["step"]))
+    assert err.details["current"]["name"] == "Sign_Off"
+    again = w.open()[0]
+    assert again["shows"]["$VAR.release.version"] == "1.3" and again["step"] != shown["step"]
+    # A write that leaves what the prompt names as it was re-opens nothing.
+    w.apply(core.VarWrite("other", "x", prepare["step"]))
+    assert w.open()[0]["step"] == again["step"]
+    w.apply(core.Human(True, "viewer", step=again["step"]))
+    entry = w.trace[-1]
+    assert entry["kind"] == "human" and entry["outcome"] == "success"
+    assert entry["shown"] == {
+        "$VAR.release.version": "1.3",
+        "$CONST.target": "prod",
+        "$VAR.nope": None,
+    }
+    assert verify(w.tree, w.state, w.trace) == []
+
+
+def test_a_recorded_approval_of_other_values_does_not_verify() -> None:
+    w = Walk(RELEASE)
+    w.apply(core.Human(True, "cli"))
+    forged = [dict(e) for e in w.trace]
+    forged[-1]["shown"] = {**forged[-1]["shown"], "$VAR.release.version": "9.9"}
+    assert [d["field"] for d in verify(w.tree, w.state, forged)] == [f"trace[{len(forged) - 1}]"]
+
+
+def test_a_prompt_that_names_no_value_shows_none() -> None:
+    w = _to_the_human_step()
+    assert "shows" not in w.next()
+    w.apply(core.Human(True, "cli"))
+    assert "shown" not in w.trace[-1]

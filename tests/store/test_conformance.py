@@ -374,3 +374,16 @@ def test_runtime_lists_the_executions_of_a_place(backend: Backend) -> None:
     with pytest.raises(TetherError) as err:
         rt.list_executions(backend.where, status="done")
     assert err.value.code == "invalid_value"
+
+
+def test_create_with_a_trace_is_one_commit(backend: Backend) -> None:
+    uri = backend.store.canonical(backend.new_uri())
+    backend.store.create(uri, _state(uri), TREE, [_entry(0), _entry(1)])
+    state, entries = backend.store.read_execution(uri)
+    assert state["revision"] == 0 and backend.store.trace_length(state) == 2
+    assert [e["seq"] for e in entries] == [0, 1]
+    with backend.store.transaction(uri) as tx:
+        tx.commit(tx.state, [_entry(2)])
+    assert [e["seq"] for e in backend.store.read_trace(uri)] == [0, 1, 2]
+    assert _code(backend.store.create, uri, _state(uri), TREE, [_entry(9)]) == "already_exists"
+    assert [e["seq"] for e in backend.store.read_trace(uri)] == [0, 1, 2]

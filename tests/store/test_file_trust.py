@@ -214,16 +214,22 @@ def test_start_goes_ahead_over_a_lock_and_temporaries_and_tidies_them(runs: Path
 _KILLED_AT_RENAME = """
 import os, signal, sys
 from tether.verbs import Runtime
+renames = []
+replace = os.replace
 def killed(*args, **kwargs):
-    os.kill(os.getpid(), signal.SIGKILL)
+    renames.append(args)
+    if len(renames) == {nth}:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return replace(*args, **kwargs)
 os.replace = killed
 Runtime().{call}
 """
 
 
-def _killed_writer(call: str) -> None:
+def _killed_writer(call: str, nth: int = 1) -> None:
+    """Run `Runtime().call` in a process killed at its `nth` rename."""
     done = subprocess.run(
-        [sys.executable, "-c", _KILLED_AT_RENAME.format(call=call)],
+        [sys.executable, "-c", _KILLED_AT_RENAME.format(call=call, nth=nth)],
         capture_output=True,
         timeout=60,
         check=False,
@@ -242,6 +248,27 @@ def test_temporary_files_of_killed_writers_are_removed_by_the_next(runs: Path) -
     assert list(runs.glob("*.tmp")) == []
     assert ok("var", run_json, "time_of_day") == "evening"
     assert ok("verify", run_json)["ok"]
+
+
+def test_a_start_or_a_fork_killed_before_its_state_was_written_can_be_run_again(
+    runs: Path,
+) -> None:
+    """Killed at the state's rename (the second: the tree's comes first), a create leaves its
+    tree and trace without a state, and its mark on the lock: the same command run again goes
+    ahead over them, where files found without the mark are refused (above)."""
+    run_json, fork_json = runs / "run.json", runs / "fork.json"
+    _killed_writer(f"start({str(HELLO)!r}, {str(run_json)!r})", nth=2)
+    assert (runs / "run.json.tree.json").exists() and not run_json.exists()
+    refused(4, "not_found", "next", run_json)
+    ok("start", HELLO, run_json)
+    ok("submit", run_json, "success")
+    ok("var", run_json, "time_of_day", "noon")
+    _killed_writer(f"fork({str(run_json)!r}, {str(fork_json)!r}, at=2)", nth=2)
+    assert (runs / "fork.json.trace.jsonl").exists() and not fork_json.exists()
+    assert ok("fork", run_json, fork_json, "--at", "2")["entries"] == 2
+    for run in (run_json, fork_json):
+        assert ok("verify", run)["ok"]
+    assert list(runs.glob("*.tmp")) == []
 
 
 def test_a_reset_tidies_whatever_a_killed_reset_left(runs: Path) -> None:

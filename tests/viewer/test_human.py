@@ -230,3 +230,40 @@ def test_an_agent_that_reads_the_token_from_the_page_answers_nothing(
     assert error["code"] == "human_only" and "runs under an agent" in error["message"]
     assert "carries CLAUDECODE" in error["message"]
     assert answer(waiting, "get") == before
+
+
+def test_the_page_shows_what_the_prompt_names_and_an_answer_to_old_values_is_stale(
+    page: Page, server: ViewServer, runs: Path, tmp_path: Path
+) -> None:
+    tree = tmp_path / "publish.yaml"
+    tree.write_text(
+        SIGN_OFF_YAML.replace(
+            "Read the release notes. Approve to publish.", "Publish the notes $VAR.notes?"
+        )
+    )
+    run = runs / "publish.json"
+    tether("start", tree, run)
+    answer(run, "submit", "success")
+    answer(run, "submit", "success", "--set", "notes=faster builds")
+    page.goto(server.base + "?run=publish.json")
+    panel = page.locator("#human")
+    expect(panel.locator("dl.shows")).to_contain_text('$VAR.notes"faster builds"')
+    shown = answer(run, "next", "--all")[0]
+    # The agent rewrites the notes while the person reads: the page shows the new text, and an
+    # answer given to the old text (its token) is refused.
+    lint = answer(run, "next", "--all")[1]
+    answer(run, "var", "notes", "every build is instant", "--step", lint["step"])
+    expect(panel.locator("dl.shows")).to_contain_text('"every build is instant"')
+    status, stale = _post(
+        server,
+        {"path": "publish.json", "decision": "approve", "step": shown["step"]},
+        token=_token(server),
+        origin=server.base.rstrip("/"),
+    )
+    assert (status, stale["error"]["code"]) == (409, "stale_step")
+    panel.locator("button", has_text="Approve").click()
+    expect(panel).to_be_hidden()
+    entry = answer(run, "trace")[-1]
+    assert (entry["kind"], entry["outcome"]) == ("human", "success")
+    assert entry["shown"] == {"$VAR.notes": "every build is instant"}
+    assert answer(run, "verify")["ok"] is True

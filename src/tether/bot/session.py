@@ -9,9 +9,11 @@ runtime still enforces order, checks and writes). It never answers an action's s
 from the trace (a `close` entry, or an answer whose outcome is `action_complete`, since the last
 reset). Every result describes where the execution stands: phase, action, instructions,
 completion criteria, what `close` will hold the action to, and how many actions were closed and
-skipped (passed over without a close, as a jump does) of how many. A bot whose root has
-`require_all` does not let the close of its last action finish the workflow while another action
-is not closed: nothing moves, and the answer (`incomplete`) names what is left.
+skipped (passed over without a close, as a jump does) of how many. The close of the last action
+does not finish the workflow while a human step of another action has no person's approval
+since the last reset (a jump passes a sign-off over, never skips it), nor, when the bot's root
+has `require_all`, while another action is not closed: nothing moves, and the answer
+(`incomplete`) names what is left.
 
 Restart reloads the tree file and, when it changed, swaps the execution's embedded tree through
 `Runtime.replace_tree`, which refuses a tree the execution no longer fits.
@@ -27,7 +29,7 @@ from typing import Any
 
 from tether.bot.surface import CLOSE, DEFAULT_SERVER, Action, Surface, surface_of
 from tether.errors import TetherError
-from tether.verbs import Runtime
+from tether.verbs import Runtime, check_values
 
 GATE_NOTE = "accepted by the bot server: the agent navigates with bot tools"
 
@@ -121,13 +123,12 @@ class BotSession:
         _require_running(doc)
         request = doc["open"][0]
         closing = surface.at(request["path"])
+        check_values(values)
         for path, value in (values or {}).items():
             self.runtime.var_write(self.state, path, value)
-        if surface.require_all and closing == surface.actions[-1]:
-            done = completed_paths(doc["trace"])
-            left = [a for a in surface.actions if a != closing and list(a.path) not in done]
-            if left:
-                return _incomplete(self.document(), surface, closing, left)
+        left = unfinished(doc["trace"], surface, closing)
+        if left:
+            return _incomplete(self.document(), surface, closing, left)
         closed = self.runtime.close(self.state, note=note, step=request["step"])
         after = self.document()
         out = describe(after, surface, "closed" if after["status"] == "running" else "done")
@@ -168,21 +169,65 @@ class BotSession:
         return describe(self.document(), surface, "jumped")
 
 
+def unfinished(trace: list[dict[str, Any]], surface: Surface, closing: Action) -> list[Action]:
+    """What keeps the workflow open when `closing` is closed, if it is the last action: every
+    other action with a human step no person approved since the last reset and, with
+    `require_all`, every other action not closed."""
+    if closing != surface.actions[-1]:
+        return []
+    trace = _since_reset(trace)
+    done, signed = completed_paths(trace), _approved(trace)
+    return [
+        a
+        for a in surface.actions
+        if a != closing
+        and (
+            any((list(a.path), i) not in signed for i in a.human)
+            or (surface.require_all and list(a.path) not in done)
+        )
+    ]
+
+
 def _incomplete(
     doc: dict[str, Any], surface: Surface, closing: Action, left: list[Action]
 ) -> dict[str, Any]:
-    """The answer to closing the last action of a `require_all` bot while `left` are not closed:
-    nothing moved, and what is left, with the tools that go there."""
+    """The answer to closing the last action while `left` keep the workflow open (see
+    `unfinished`): nothing moved, and what is left, with the tools that go there."""
     out = describe(doc, surface, "incomplete")
     out["unclosed"] = [f"{a.phase}.{a.name}" for a in left]
     here = f"{closing.phase}.{closing.name}"
+    why = "every action closed (require_all)" if surface.require_all else "every sign-off"
     out["message"] = (
-        f"{here} was not closed: {surface.title} requires every action closed (require_all), "
-        f"and {here} is its last, but {len(left)} of {len(surface.actions)} actions are not "
-        f"closed: {', '.join(f'{a.phase}.{a.name} ({a.tool})' for a in left)}. Go to each with "
-        f"its tool and close it, then come back to {here} ({closing.tool}) and close it."
+        f"{here} was not closed: {surface.title} requires {why}, and {here} is its last, but "
+        f"{len(left)} of {len(surface.actions)} actions are not done: "
+        f"{', '.join(_left(a) for a in left)}. Go to each with its tool, then come back to "
+        f"{here} ({closing.tool}) and close it."
     )
     return out
+
+
+def _left(action: Action) -> str:
+    """An action that keeps the workflow open, as the message names it."""
+    waits = " (a person's sign-off: tell the user, who answers with tether approve)"
+    return f"{action.phase}.{action.name} ({action.tool}){waits if action.human else ''}"
+
+
+def _since_reset(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The entries after the last reset."""
+    since = 0
+    for i, entry in enumerate(trace):
+        if entry["kind"] == "reset":
+            since = i + 1
+    return trace[since:]
+
+
+def _approved(trace: list[dict[str, Any]]) -> list[tuple[list[int], int]]:
+    """The human steps a person approved in `trace`, as (action path, step index)."""
+    return [
+        (e["cursor"]["path"], e["cursor"]["step"])
+        for e in trace
+        if e["kind"] == "human" and e.get("outcome") == "success" and e.get("cursor")
+    ]
 
 
 def _require_running(doc: dict[str, Any]) -> None:
@@ -196,12 +241,8 @@ def _require_running(doc: dict[str, Any]) -> None:
 
 def completed_paths(trace: list[dict[str, Any]]) -> list[list[int]]:
     """The paths of the actions completed since the last reset, in the order they completed."""
-    since = 0
-    for i, entry in enumerate(trace):
-        if entry["kind"] == "reset":
-            since = i + 1
     done: list[list[int]] = []
-    for entry in trace[since:]:
+    for entry in _since_reset(trace):
         closed = entry["kind"] == "close" or entry.get("outcome") == "action_complete"
         if closed and entry.get("cursor") and entry["cursor"]["path"] not in done:
             done.append(entry["cursor"]["path"])

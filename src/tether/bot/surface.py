@@ -45,6 +45,7 @@ class Action:
     criteria: tuple[str, ...]
     checks: tuple[str, ...]
     writes: tuple[str, ...]
+    human: tuple[int, ...] = ()  # the indices of its human steps, which only a person answers
 
 
 @dataclass(frozen=True)
@@ -283,6 +284,7 @@ def _action(node: dict[str, Any], phase: str, path: tuple[int, int], tool: str) 
         criteria=tuple(s["evaluate"] for s in steps if "evaluate" in s),
         checks=tuple(s["check"] for s in steps if "check" in s),
         writes=tuple(w for s in steps for w in s.get("writes", ())),
+        human=tuple(i for i, s in enumerate(steps) if "human" in s),
     )
 
 

@@ -35,6 +35,7 @@ METAVARS = {
     "--token": "TOKEN",
     "--max-body-bytes": "N",
     "--allow-host": "HOST",
+    "--allow-store": "URI",
     "--target": "CLIENT",
     "--scope": "SCOPE",
     "--name": "NAME",

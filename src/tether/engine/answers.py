@@ -53,8 +53,9 @@ from tether.engine.ticking import (
     node_at,
     node_key,
     reads_tools,
+    step_token,
 )
-from tether.engine.varpath import write_path
+from tether.engine.varpath import named_values, write_path
 from tether.errors import TetherError
 
 TYPE_CHECKING = False
@@ -338,10 +339,9 @@ def _with_values(
     """Write the answer's `values` (each a `var_write` entry of the answered step), then judge
     the answer on the state they made: one outcome, so a refusal of either refuses both."""
     entries: list[dict[str, Any]] = []
+    fresh: dict[int, Any] = {}  # the containers of `var` these writes made, written in place
     for path, value in (answer.values or {}).items():
-        written = _var_write(state, VarWrite(path, value, req["step"]), now)
-        state = written.state
-        entries += written.entries
+        entries += _var_write(state, VarWrite(path, value, req["step"]), now, fresh).entries
     if req["path"] is None:
         assert isinstance(answer, Submit)  # `select` lets only submit reach the gate
         outcome = _answer_gate(tree, state, answer, now, condition)
@@ -392,19 +392,35 @@ def _reset(state: dict[str, Any], work: dict[str, Any], now: str) -> Outcome:
     )
 
 
-def _var_write(state: dict[str, Any], answer: VarWrite, now: str) -> Outcome:
+def _var_write(
+    state: dict[str, Any], answer: VarWrite, now: str, fresh: dict[int, Any] | None = None
+) -> Outcome:
+    """Write one value into `state` (a working copy); `fresh` as `write_path` takes it."""
     req = attributed(state, answer.step) if state["protocol_accepted"] else None
-    state["var"] = write_path(state["var"], answer.path, answer.value)
+    state["var"] = write_path(state["var"], answer.path, answer.value, fresh)
     entry = _entry(
         state, "var_write", now, req, path=answer.path, value=answer.value, outcome="written"
     )
-    for r in state["open"]:
+    for i, r in enumerate(state["open"]):
         if r["path"] is not None and r.get("writes"):
             frame = state["runtime"][node_key(r["path"])]
-            frame[WRITTEN] = [*frame.get(WRITTEN, []), answer.path]
+            frame.setdefault(WRITTEN, []).append(answer.path)  # the working copy's own list
+        if "shows" in r:
+            _reshow(state, i, r)
     return Outcome(
         state, {"status": "written", "path": answer.path, "value": answer.value}, [entry]
     )
+
+
+def _reshow(state: dict[str, Any], i: int, req: dict[str, Any]) -> None:
+    """Re-open the open human request `req` (the `i`th) with a new token if a value its prompt
+    names changed: a person's answer given to what was shown before is then stale."""
+    shows = named_values(req["prompt"], state)
+    if shows != req["shows"]:
+        frame = state["runtime"][node_key(req["path"])]
+        frame[OPENED] = state["seq"]
+        token = step_token(req["path"], req["index"], frame, state["salt"])
+        state["open"][i] = {**req, "shows": shows, "step": token}
 
 
 def _think(state: dict[str, Any], answer: Think, now: str) -> Outcome:
@@ -570,6 +586,8 @@ def _answer(
         status = "step_complete"
     if isinstance(answer, Human):
         entry.update(outcome=SUCCESS if answer.approved else FAILURE, by=answer.by)
+        if "shows" in req:
+            entry["shown"] = req["shows"]
     else:
         entry["outcome"] = status
     return Outcome(

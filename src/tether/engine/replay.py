@@ -244,9 +244,9 @@ def fork(
     salt: str,
     now: str,
     condition: Condition = default_condition,
-) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
-    """A new execution at `uri` whose trace is the first `at` entries of `trace`: its fresh
-    state (to create it with), its state after replaying them, and those entries.
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A new execution at `uri` whose trace is the first `at` entries of `trace`: its state
+    after replaying them, and those entries (what it is created with, in one commit).
 
     The state is derived by replay, never copied; the new execution has a salt of its own, so
     the two never accept each other's step tokens. `at` must be a point between answers:
@@ -272,7 +272,6 @@ def fork(
             at=at,
         )
     origin = dict(stored, uri=uri, salt=salt, created_at=now)
-    fresh = fresh_state(tree, origin)
     state, produced = replay(tree, origin, trace, condition, upto=at)
     if produced != trace[:at]:
         raise TetherError(
@@ -281,4 +280,4 @@ def fork(
             "tether verify names the difference",
             uri=stored["uri"],
         )
-    return fresh, state, produced
+    return state, produced

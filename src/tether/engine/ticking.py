@@ -34,6 +34,7 @@ from tether.engine.names import (
     TOOLS_FROM,
 )
 from tether.engine.phases import settle
+from tether.engine.varpath import named_values
 from tether.errors import TetherError
 
 TYPE_CHECKING = False
@@ -305,8 +306,7 @@ class Ticker:
         step: dict[str, Any],
         frame: dict[str, Any],
     ) -> dict[str, Any]:
-        where = node_key(path) or "-"
-        token = f"{where}:{k}:{frame.get(RETRIES, 0)}:{frame[OPENED]}:{self.state['salt']}"
+        token = step_token(path, k, frame, self.state["salt"])
         if "evaluate" in step:
             req: dict[str, Any] = {
                 "type": "evaluate",
@@ -315,6 +315,9 @@ class Ticker:
             }
         elif "human" in step:
             req = {"type": "human", "name": node["name"], "prompt": step["human"]}
+            shows = named_values(step["human"], self.state)
+            if shows:
+                req["shows"] = shows
         else:
             req = {"type": "instruct", "name": node["name"], "instruction": step["instruct"]}
             if step.get("writes"):
@@ -439,6 +442,11 @@ def reads_tools(action: dict[str, Any]) -> bool:
     """Whether an action has a `check` that reads `TOOLS` (only such actions mark where their
     attempt's tool calls begin)."""
     return any("TOOLS" in step.get("check", "") for step in action["steps"])
+
+
+def step_token(path: list[int], k: int, frame: dict[str, Any], salt: str) -> str:
+    """The token of the step `k` of the action at `path`, as opened in `frame`."""
+    return f"{node_key(path) or '-'}:{k}:{frame.get(RETRIES, 0)}:{frame[OPENED]}:{salt}"
 
 
 def loop_items(

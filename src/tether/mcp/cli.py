@@ -37,13 +37,15 @@ SERVE = Command(
     "mcp",
     "serve the runtime tools over MCP: stdio by default, Streamable HTTP with --http",
     values=("--root", "--store", *HTTP_VALUES),
-    repeated=("--allow-host",),
+    repeated=("--allow-host", "--allow-store"),
     flags=("--http",),
     help=(
         "--root DIR        file URIs (trees and traces) must lie inside DIR (default: the\n"
         "                  working directory); relative paths are taken from it\n"
         "--store URI       where trace_output names that are not URIs live, e.g.\n"
         "                  postgresql://user@host/db (default: $TETHER_STORE, else files)\n"
+        "--allow-store URI another database clients may name (repeatable); any other\n"
+        "                  database URI is refused before a connection is made\n"
         f"{HTTP_HELP}\n"
         "tether mcp install --help: register the server with an MCP client.\n"
         "tether mcp --bot TREE --state URI: serve a bot's tools instead (docs/bot.md)."
@@ -86,9 +88,14 @@ def _serve(p: Parsed) -> int:
     from tether.verbs import Runtime
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s: %(message)s")
-    runtime = Runtime(root=_root(p.options.get("--root")), default_store=p.options.get("--store"))
+    runtime = Runtime(
+        root=_root(p.options.get("--root")),
+        default_store=p.options.get("--store"),
+        stores=p.multi.get("--allow-store", []),
+    )
     if "--http" not in p.flags:
-        http_only = [o for o in (*SERVE.values, *SERVE.repeated) if o not in ("--root", "--store")]
+        both = ("--root", "--store", "--allow-store")
+        http_only = [o for o in (*SERVE.values, *SERVE.repeated) if o not in both]
         given = [o for o in http_only if o in p.options or o in p.multi]
         if given:
             raise TetherError("usage", f"{given[0]} applies to --http only")

@@ -80,6 +80,11 @@ _REQUEST_PROPERTIES: dict[str, Any] = {
     "expression": {"type": "string", "description": "What to judge (evaluate)."},
     "instruction": {"type": "string", "description": "What to do (instruct)."},
     "prompt": {"type": "string", "description": "What a person is asked (human)."},
+    "shows": {
+        "type": "object",
+        "description": "The value of each $VAR/$CONST path the prompt names (human); the step "
+        "token changes when one does.",
+    },
     "writes": {
         "type": "array",
         "items": {"type": "string"},
@@ -599,6 +604,10 @@ def call_spec(
     try:
         result = spec.handler(runtime, check_arguments(spec, arguments))
     except TetherError as exc:
+        # A refused URI is named by the argument that carried it (trace_output, tree_uri...).
+        given = [k for k, v in arguments.items() if v == exc.details.get("uri")]
+        if given and "argument" not in exc.details:
+            exc.details["argument"] = given[0]
         return error_result(exc, runtime.root)
     except Exception:
         logger.exception("tool %s failed", spec.name)

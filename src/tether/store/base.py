@@ -122,14 +122,23 @@ class Store(Protocol):
     """Documents addressed by URI. Methods raise `TetherError` with `not_found`,
     `already_exists` or `corrupt_execution` as their names say."""
 
+    scheme: str  # the URI scheme it holds: file, memory, postgresql
+
     def canonical(self, uri: str) -> str:
         """The one spelling of `uri` this store keeps (an absolute path for files)."""
         ...
 
     def exists(self, uri: str) -> bool: ...
 
-    def create(self, uri: str, state: dict[str, Any], tree: dict[str, Any]) -> dict[str, Any]:
-        """Store a new execution with an empty trace; refuses a URI that exists."""
+    def create(
+        self,
+        uri: str,
+        state: dict[str, Any],
+        tree: dict[str, Any],
+        entries: builtins.list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """Store a new execution whose trace is `entries` (none by default), in one commit: a
+        kill at any instant leaves all of it or none of its state. Refuses a URI that exists."""
         ...
 
     def load(self, uri: str) -> dict[str, Any]:

@@ -24,13 +24,16 @@ state file's own name; a state file that names any other trace or tree file (a p
 another execution's file) is `corrupt_execution`, as is an execution file that is a symbolic
 link: every file is opened without following a link at its name (`tether.files`), so a link
 planted beside an execution cannot make a read, a write or a removal reach anything else. `create`
-refuses while any file of the execution (other than a lock or a temporary file) is there.
+refuses while any file of the execution (other than a lock or a temporary file) is there, unless
+the lock's mark shows that a create killed mid-way left it (see Tidiness).
 
 Tidiness: a commit marks the lock file while it writes and clears the mark when it is done. The
 next writer that finds the mark (its predecessor was killed or ran out of disk) removes, under
 the lock, the temporary files left behind and any trace or tree file the state no longer names;
-`create` and a reset tidy in any case. Without a mark no folder is listed, so a step costs the
-same however many executions share the folder.
+`create` and a reset tidy in any case. `create` marks the lock too, so the files of a create
+that was killed before its state was written are removed by the next `create` (a start or a
+fork can simply be run again), while files found there without that mark are refused. Without
+a mark no folder is listed, so a step costs the same however many executions share the folder.
 
 Listing: `list(FOLDER)` finds an execution by its state file and the tree file named after it
 (`run.json` beside `run.json.tree.json`), in the folder and its sub-folders down to six levels
@@ -96,7 +99,13 @@ class FileStore:
     def exists(self, uri: str) -> bool:
         return os.path.lexists(path_of(uri))
 
-    def create(self, uri: str, state: dict[str, Any], tree: dict[str, Any]) -> dict[str, Any]:
+    def create(
+        self,
+        uri: str,
+        state: dict[str, Any],
+        tree: dict[str, Any],
+        entries: builtins.list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
         path = path_of(uri)
         folder, base = os.path.split(path)
         try:
@@ -105,8 +114,12 @@ class FileStore:
             raise TetherError(
                 "invalid_value", f"cannot create folder {folder}: {exc.strerror}", path=path
             ) from None
-        with _locked(path):
+        with _locked(path) as lock:
             present = _tidy(path, None)
+            if base not in present and os.fstat(lock).st_size:  # a create killed mid-way
+                for name in present:
+                    _remove_quietly(os.path.join(folder, name))
+                present = []
             if base in present:
                 raise TetherError(
                     "already_exists",
@@ -125,16 +138,24 @@ class FileStore:
                     files=present,
                 )
             trace_name = base + ".trace.jsonl"
-            stored = dict(state, trace={"file": trace_name, "entries": 0, "bytes": 0})
+            data = "".join(encode(e) + "\n" for e in entries or []).encode()
+            trace = {"file": trace_name, "entries": len(entries or []), "bytes": len(data)}
+            stored = dict(state, trace=trace)
             state_text, tree_text = _encode_state(stored), encode(tree)
             tree_path, trace_path = path + ".tree.json", os.path.join(folder, trace_name)
             created: list[str] = []
             try:
-                with _writing(path, None):
+                with _writing(path, lock):
                     write_atomic(tree_path, tree_text)
                     created.append(tree_path)
-                    os.close(_open(trace_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+                    fd = _open(trace_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
                     created.append(trace_path)
+                    try:
+                        write_all(fd, data)
+                        if FSYNC:
+                            os.fsync(fd)
+                    finally:
+                        os.close(fd)
                     write_atomic(path, state_text)
             except TetherError:
                 for name in created:  # a start that fails leaves nothing to block the next

@@ -5,6 +5,10 @@ threads see the same serialised, all-or-nothing commits as the file store gives 
 are stored as JSON text (standard JSON, `tether.store.encode`), so no caller can change a
 stored document by mutating what it was given.
 `list("memory://")` lists every execution of the process, by the name after `memory://`.
+
+The store holds at most `MAX_BYTES` of that text across all its executions (64 MiB, or
+`TETHER_MEMORY_MAX_BYTES`): a create or commit that would pass it is refused (`too_large`) and
+changes nothing, so no client of a long-lived server can grow it without bound.
 It does not interpret the state.
 """
 
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,10 +28,12 @@ from tether.store import encode
 from tether.store.base import Summary, wanted
 
 _PREFIX = "memory://"
+MAX_BYTES = int(os.environ.get("TETHER_MEMORY_MAX_BYTES", 64 * 1024 * 1024))
 
 
 @dataclass
 class _Record:
+    key: str
     state: str
     tree: str
     trace: list[str] = field(default_factory=list)
@@ -41,6 +48,24 @@ class MemoryStore:
     def __init__(self) -> None:
         self._records: dict[str, _Record] = {}
         self._guard = threading.Lock()
+        self._held = 0  # characters of JSON text held, across every record
+
+    def hold(self, added: int, key: str) -> None:
+        """Count `added` characters more (fewer, when negative), or refuse past `MAX_BYTES`."""
+        with self._guard:
+            self._take(added, key)
+
+    def _take(self, added: int, key: str) -> None:
+        """`hold`, with `_guard` held by the caller."""
+        if added > 0 and self._held + added > MAX_BYTES:
+            raise TetherError(
+                "too_large",
+                f"{key} would take the memory store past its {MAX_BYTES:,} bytes (memory:// is "
+                "for short-lived executions: use a file or a database for larger ones)",
+                uri=key,
+                limit=MAX_BYTES,
+            )
+        self._held += added
 
     def canonical(self, uri: str) -> str:
         name = uri[len(_PREFIX) :] if uri.startswith(_PREFIX) else uri
@@ -51,9 +76,17 @@ class MemoryStore:
     def exists(self, uri: str) -> bool:
         return self.canonical(uri) in self._records
 
-    def create(self, uri: str, state: dict[str, Any], tree: dict[str, Any]) -> dict[str, Any]:
+    def create(
+        self,
+        uri: str,
+        state: dict[str, Any],
+        tree: dict[str, Any],
+        entries: builtins.list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
         key = self.canonical(uri)
-        stored = dict(state, trace={"entries": 0})
+        lines = [encode(e) for e in entries or []]
+        stored = dict(state, trace={"entries": len(lines)})
+        record = _Record(key, encode(stored), encode(tree), lines)
         with self._guard:
             if key in self._records:
                 raise TetherError(
@@ -61,7 +94,8 @@ class MemoryStore:
                     f"an execution already exists at {key}; resume it, reset it, or choose another",
                     uri=key,
                 )
-            self._records[key] = _Record(encode(stored), encode(tree))
+            self._take(len(record.state) + len(record.tree) + sum(map(len, lines)), key)
+            self._records[key] = record
         return stored
 
     def _record(self, uri: str) -> _Record:
@@ -128,11 +162,12 @@ class MemoryStore:
     def transaction(self, uri: str) -> Iterator[_MemoryTransaction]:
         record = self._record(uri)
         with record.lock:
-            yield _MemoryTransaction(record)
+            yield _MemoryTransaction(self, record)
 
 
 class _MemoryTransaction:
-    def __init__(self, record: _Record) -> None:
+    def __init__(self, store: MemoryStore, record: _Record) -> None:
+        self._store = store
         self._record = record
         self.state = dict(json.loads(record.state))
 
@@ -148,6 +183,9 @@ class _MemoryTransaction:
             state, revision=int(self.state["revision"]) + 1, trace={"entries": len(trace)}
         )
         encoded = encode(committed)
+        dropped = sum(map(len, self._record.trace)) if reset_trace else 0
+        added = len(encoded) - len(self._record.state) + sum(map(len, lines)) - dropped
+        self._store.hold(added, self._record.key)
         self._record.trace = trace
         self._record.state = encoded
         self.state = committed
@@ -156,6 +194,8 @@ class _MemoryTransaction:
     def replace_tree(self, tree: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
         committed = dict(state, revision=int(self.state["revision"]) + 1, trace=self.state["trace"])
         encoded_tree, encoded_state = encode(tree), encode(committed)
+        old = len(self._record.tree) + len(self._record.state)
+        self._store.hold(len(encoded_tree) + len(encoded_state) - old, self._record.key)
         self._record.tree = encoded_tree
         self._record.state = encoded_state
         self.state = committed

@@ -353,17 +353,30 @@ class PostgresStore:
             sql = "SELECT 1 FROM tether_executions WHERE name = %s"
             return conn.execute(sql, (target.name,)).fetchone() is not None
 
-    def create(self, uri: str, state: dict[str, Any], tree: dict[str, Any]) -> dict[str, Any]:
+    def create(
+        self,
+        uri: str,
+        state: dict[str, Any],
+        tree: dict[str, Any],
+        entries: builtins.list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
         target = parse(uri)
-        stored = dict(state, trace={"epoch": 0, "entries": 0})
-        with _connection(target) as conn:
+        lines = [encode(e) for e in entries or []]
+        stored = dict(state, trace={"epoch": 0, "entries": len(lines)})
+        with _connection(target) as conn, conn.transaction():
             row = conn.execute(
                 "INSERT INTO tether_executions"
                 " (name, state, tree, revision, trace_epoch, trace_entries)"
-                " VALUES (%s, %s::json, %s::json, %s, 0, 0)"
+                " VALUES (%s, %s::json, %s::json, %s, 0, %s)"
                 " ON CONFLICT (name) DO NOTHING RETURNING 1",
-                (target.name, encode(stored), encode(tree), int(stored["revision"])),
+                (target.name, encode(stored), encode(tree), int(stored["revision"]), len(lines)),
             ).fetchone()
+            if row is not None and lines:
+                conn.execute(
+                    "INSERT INTO tether_trace (name, epoch, idx, entry) SELECT %s, 0, e.ord - 1,"
+                    " e.entry::json FROM unnest(%s::text[]) WITH ORDINALITY AS e(entry, ord)",
+                    (target.name, lines),
+                )
         if row is None:
             raise TetherError(
                 "already_exists",

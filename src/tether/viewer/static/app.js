@@ -588,6 +588,8 @@ function humanForm(request) {
   return el("div", { class: "ask", "data-step": request.step },
     el("b", {}, request.name),
     el("div", { class: "prompt" }, request.prompt),
+    request.shows && el("dl", { class: "shows" }, ...Object.entries(request.shows).flatMap(
+      ([name, value]) => [el("dt", {}, name), el("dd", {}, JSON.stringify(value))])),
     note,
     el("div", { class: "actions" }, ...buttons, result));
 }
