@@ -172,6 +172,16 @@ def test_its_close_holds_it_to_its_writes_and_checks_and_writes_nothing_when_ref
     assert shop.close()["closed"] == {"phase": "plan", "action": "a"}
 
 
+def test_an_independent_action_a_person_answers_is_not_closed_by_the_agent(
+    write_tree: Callable[..., Path], tmp_path: Path
+) -> None:
+    data = bot("shop", phase("plan", action("a")))
+    data["independent"] = [action("sign_off", {"instruct": "Ask."}, {"human": "Approved?"})]
+    session = BotSession(Runtime(), str(write_tree(data)), str(tmp_path / "run.json"))
+    assert session.independent("sign_off")["independent"]["instructions"] == ["Ask."]
+    _fails(lambda: session.independent("sign_off", close=True), "human_only")
+
+
 def test_the_workflow_never_waits_on_its_independent_actions(
     write_tree: Callable[..., Path], tmp_path: Path
 ) -> None:

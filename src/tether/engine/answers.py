@@ -534,40 +534,15 @@ def _independent(
 def _closing_independent(
     action: dict[str, Any], state: dict[str, Any], values: dict[str, Any], condition: Condition
 ) -> dict[str, Any]:
-    """`var` with `values` written, once the independent `action` may close on it: no human step
-    to answer, every `writes` path among `values`, every `check` true."""
-    name = action["name"]
-    if any("human" in step for step in action["steps"]):
-        raise TetherError(
-            "human_only", f"independent action {name!r} cannot close: a person answers it"
-        )
-    written = [".".join(parse_path(path)) for path in values]
-    required = [w for step in action["steps"] for w in step.get("writes", [])]
-    missing = _missing_writes(required, written)
-    if missing:
-        raise TetherError(
-            "writes_missing",
-            f"independent action {name!r} cannot close: it must write "
-            f"{', '.join('$VAR.' + m for m in missing)} (pass them in values)",
-            missing=missing,
-        )
+    """`var` with `values` written, once the independent `action` may close on it."""
     var = state["var"]
     for path, value in values.items():
         var = write_path(var, path, value)
-    for step in action["steps"]:
-        if "check" not in step:
-            continue
-        try:
-            holds = bool(condition(step["check"], var, state["const"], [], {}))
-            reason = f"{step['check']!r} is false"
-        except Exception as exc:  # the evaluator's reason is the refusal's reason
-            holds, reason = False, f"{step['check']!r} could not be evaluated: {exc}"
-        if not holds:
-            raise TetherError(
-                "check_failed",
-                f"independent action {name!r} cannot close: its check {reason}",
-                check=step["check"],
-            )
+    written = [".".join(parse_path(path)) for path in values]
+    scopes: tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]] = (var, state["const"], [])
+    _hold_to_close(
+        f"independent action {action['name']!r}", action["steps"], 0, written, scopes, {}, condition
+    )
     return var
 
 
@@ -781,41 +756,16 @@ def _close(
     key = node_key(req["path"])
     action = node_at(tree, req["path"])
     frame = state["runtime"][key]
-    remaining = action["steps"][req["index"] :]
-    if any("human" in step for step in remaining):
-        raise TetherError(
-            "human_only",
-            f"action {action['name']!r} cannot close: a person still has to answer its human "
-            "step (tether approve or reject, or the viewer)",
-            current=dict(req),
-        )
-    required = [w for step in remaining for w in step.get("writes", [])]
-    missing = _missing_writes(required, frame.get(WRITTEN, []))
-    if missing:
-        raise TetherError(
-            "writes_missing",
-            f"action {action['name']!r} cannot close: it must write "
-            f"{', '.join('$VAR.' + m for m in missing)} first",
-            missing=missing,
-            current=dict(req),
-        )
-    names = loop_names(loop_items(tree, state["runtime"], req["path"]))
-    for step in action["steps"]:
-        if "check" not in step:
-            continue
-        try:
-            seen = attempt_tools(frame, tools)
-            holds = bool(condition(step["check"], state["var"], state["const"], seen, names))
-            reason = f"{step['check']!r} is false{no_tools(step['check'], seen)}"
-        except Exception as exc:  # the evaluator's reason is the refusal's reason
-            holds, reason = False, f"{step['check']!r} could not be evaluated: {exc}"
-        if not holds:
-            raise TetherError(
-                "check_failed",
-                f"action {action['name']!r} cannot close: its check {reason}",
-                check=step["check"],
-                current=dict(req),
-            )
+    _hold_to_close(
+        f"action {action['name']!r}",
+        action["steps"],
+        req["index"],
+        frame.get(WRITTEN, []),
+        (state["var"], state["const"], attempt_tools(frame, tools)),
+        loop_names(loop_items(tree, state["runtime"], req["path"])),
+        condition,
+        current=dict(req),
+    )
     entries = [_entry(state, "close", now, req, note=answer.note, outcome="action_complete")]
     state["runtime"][key] = {
         STEP: len(action["steps"]),
@@ -833,6 +783,55 @@ def _close(
         entries,
         ticker.events,
     )
+
+
+def _hold_to_close(
+    what: str,
+    steps: list[dict[str, Any]],
+    index: int,
+    written: list[str],
+    scopes: tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]],
+    names: dict[str, Any],
+    condition: Condition,
+    **details: Any,
+) -> None:
+    """Refuse to close `what` (its steps from `index` on still to come) while one of those is a
+    human step (`human_only`), one of their `writes` is not among `written` (`writes_missing`),
+    or a `check` of all its `steps` does not hold on `scopes`, its var, const and tool records
+    (`check_failed`); `details` go into every refusal."""
+    remaining = steps[index:]
+    if any("human" in step for step in remaining):
+        raise TetherError(
+            "human_only",
+            f"{what} cannot close: a person still has to answer its human step (tether approve "
+            "or reject, or the viewer)",
+            **details,
+        )
+    required = [w for step in remaining for w in step.get("writes", [])]
+    missing = _missing_writes(required, written)
+    if missing:
+        raise TetherError(
+            "writes_missing",
+            f"{what} cannot close: it must write {', '.join('$VAR.' + m for m in missing)} first",
+            missing=missing,
+            **details,
+        )
+    var, const, seen = scopes
+    for step in steps:
+        if "check" not in step:
+            continue
+        try:
+            holds = bool(condition(step["check"], var, const, seen, names))
+            reason = f"{step['check']!r} is false{no_tools(step['check'], seen)}"
+        except Exception as exc:  # the evaluator's reason is the refusal's reason
+            holds, reason = False, f"{step['check']!r} could not be evaluated: {exc}"
+        if not holds:
+            raise TetherError(
+                "check_failed",
+                f"{what} cannot close: its check {reason}",
+                check=step["check"],
+                **details,
+            )
 
 
 def _missing_writes(required: list[str], written: list[str]) -> list[str]:
