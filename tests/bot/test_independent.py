@@ -17,8 +17,8 @@ import pytest
 import yaml
 from mcp import Client
 
-from bot.botkit import EXAMPLE_FOLDER, action, bot, phase
-from bot.test_server import Bot, _stdio
+from bot.botkit import EXAMPLE_FOLDER, action, bot, phase, stdio_server
+from bot.test_server import Bot
 from tether.bot.folder import build_tree, render
 from tether.bot.session import BotSession
 from tether.bot.surface import name_budget, surface_of
@@ -273,7 +273,7 @@ async def test_an_agile_bot_folder_builds_and_serves_its_independent_action_over
     )
     assert built.returncode == 0, built.stderr
     assert json.loads(built.stdout)["independent"] == 1
-    async with Client(_stdio(tree, state)) as client:
+    async with Client(stdio_server(tree, state)) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert list(tools)[-4:] == [
             "agile_shape_gather",
@@ -312,7 +312,7 @@ async def test_the_example_s_glossary_keeps_the_story_map_where_it_was_over_stdi
     tmp_path: Path,
 ) -> None:
     tree = Path(shutil.copy(EXAMPLE_FOLDER.with_suffix(".yaml"), tmp_path / "story.yaml"))
-    async with Client(_stdio(tree, tmp_path / "run.json")) as client:
+    async with Client(stdio_server(tree, tmp_path / "run.json")) as client:
         bot = Bot(client)
         before = await bot.ok("story_mapping_map_write_stories")
         looked_up = await bot.ok("story_mapping_glossary", note="what is a walking skeleton")

@@ -4,7 +4,6 @@ two HTTP servers on one state file."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -13,10 +12,10 @@ from typing import Any
 
 import pytest
 import yaml
-from mcp import Client, StdioServerParameters
+from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from bot.botkit import EXAMPLE_FOLDER, EXAMPLE_TREE, action, bot, phase
+from bot.botkit import EXAMPLE_FOLDER, EXAMPLE_TREE, action, bot, phase, stdio_server
 from bot.test_surface import EXAMPLE_NAMES
 from support.locks import held_lock, wait_until_waiting
 from support.servers import HttpServer, start_server
@@ -194,27 +193,17 @@ def test_main_refuses_bad_options_and_trees_before_serving(
 # -- real processes ------------------------------------------------------------------------------
 
 
-def _stdio(tree: Path, state: Path) -> StdioServerParameters:
-    """The bot server as a subprocess, with this process's environment (so it imports the
-    sources under test, as the tests do)."""
-    return StdioServerParameters(
-        command=SERVE[0],
-        args=[*SERVE[1:], "--bot", str(tree), "--state", str(state)],
-        env=dict(os.environ),
-    )
-
-
 async def test_the_state_survives_a_server_restart_over_stdio(
     example: Path, tmp_path: Path
 ) -> None:
     state = tmp_path / "run.json"
-    async with Client(_stdio(example, state)) as client:
+    async with Client(stdio_server(example, state)) as client:
         assert len((await client.list_tools()).tools) == 19
         bot = Bot(client)
         await bot.ok("story_mapping_map_write_stories", note="start with stories")
         moved = await bot.ok("story_mapping_close_current_action")
         assert moved["action"] == "walk_the_map"
-    async with Client(_stdio(example, state)) as client:
+    async with Client(stdio_server(example, state)) as client:
         again = await Bot(client).ok("story_mapping_tool")
         assert (again["phase"], again["action"]) == ("map", "walk_the_map")
         assert again["completed"] == ["map.write_stories"]

@@ -86,8 +86,9 @@ def test_after_a_jump_every_result_says_how_many_actions_were_closed_and_skipped
     assert done["status"] == "done"
     assert Runtime().get(session.state)["status"] == "complete"
     assert done["actions"] == {"closed": 2, "skipped": 10, "total": 12}
-    assert "only 2 of 12 actions were closed; 10 were skipped: shape.identify_users," in (
-        done["message"]
+    assert (
+        "only 2 of 12 actions were closed; 10 were skipped: shape.identify_users,"
+        in (done["message"])
     )
     assert session.resume()["actions"] == done["actions"]
 
