@@ -3,8 +3,9 @@
 Owns the verbs that every interface calls (the CLI, the MCP server, the bot tools, the
 viewer): start, resume, reset, next, eval, submit (each answer may carry its step's var writes),
 approve and reject (a person's answer to a human step), think, var read/write, const, get,
-trace, verify, fork, the bot tools' jump, close and replace_tree, and what a bound agent session
-records (stop, record_tool) and reads (open_steps); the parsing of answer values
+trace, verify, fork, the bot tools' jump, close, independent (a call of an action outside the
+workflow) and replace_tree, and what a bound agent session records (stop, record_tool) and
+reads (open_steps); the parsing of answer values
 (JSON or string) and the check that everything a caller hands in can be stored as standard JSON
 (`check_value`: no NaN or infinity, no text that is not UTF-8, nesting no deeper than
 `MAX_DEPTH`, no value over `MAX_VALUE_BYTES`; `check_values`: no more than `MAX_VALUES` writes
@@ -499,6 +500,19 @@ class Runtime:
     ) -> dict[str, Any]:
         """Mark the current action done once its checks hold and its writes were made."""
         return self._answer(trace, core.Close(note, step))
+
+    def independent(
+        self,
+        trace: str,
+        name: str,
+        *,
+        close: bool = False,
+        values: dict[str, Any] | None = None,
+        note: str | None = None,
+    ) -> dict[str, Any]:
+        """Record a call of the independent action `name`, moving nothing; with `close`, write
+        `values` and close it once its writes and checks hold (bot tools)."""
+        return self._answer(trace, core.Independent(name, close, values, note))
 
     # -- scopes --------------------------------------------------------------------------------
 

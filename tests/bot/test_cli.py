@@ -22,7 +22,7 @@ def test_tools_lists_the_tools_of_a_tree_file_and_of_a_folder_alike() -> None:
     from_folder = _run("bot", "tools", str(EXAMPLE_FOLDER))
     assert from_file.returncode == EXIT_OK, from_file.stderr
     listing = json.loads(from_file.stdout)
-    assert listing["count"] == 18 and listing["bot"] == "story-mapping"
+    assert listing["count"] == 19 and listing["bot"] == "story-mapping"
     assert listing["tools"][6] == {
         "name": "story_mapping_shape_gather_context",
         "kind": "action",
@@ -56,7 +56,8 @@ def test_build_writes_the_tree_file(tmp_path: Path) -> None:
         "bot": "story-mapping",
         "phases": 3,
         "actions": 12,
-        "tools": 18,
+        "independent": 1,
+        "tools": 19,
     }
     assert out.read_text(encoding="utf-8") == EXAMPLE_TREE.read_text(encoding="utf-8")
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 import yaml
-from mcp import Client, StdioServerParameters
+from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from bot.botkit import EXAMPLE_FOLDER, EXAMPLE_TREE, action, bot, phase
+from bot.botkit import EXAMPLE_FOLDER, EXAMPLE_TREE, action, bot, phase, stdio_server
 from bot.test_surface import EXAMPLE_NAMES
 from support.locks import held_lock, wait_until_waiting
 from support.servers import HttpServer, start_server
@@ -57,7 +57,7 @@ def _session(tree: Path, state: str) -> BotSession:
     return BotSession(Runtime(), str(tree), state)
 
 
-async def test_the_example_lists_exactly_the_18_documented_tools(example: Path) -> None:
+async def test_the_example_lists_exactly_the_19_documented_tools(example: Path) -> None:
     async with Client(build_server(_session(example, "memory://bot-list"))) as client:
         tools = (await client.list_tools()).tools
         assert [t.name for t in tools] == EXAMPLE_NAMES
@@ -193,23 +193,17 @@ def test_main_refuses_bad_options_and_trees_before_serving(
 # -- real processes ------------------------------------------------------------------------------
 
 
-def _stdio(tree: Path, state: Path) -> StdioServerParameters:
-    return StdioServerParameters(
-        command=SERVE[0], args=[*SERVE[1:], "--bot", str(tree), "--state", str(state)]
-    )
-
-
 async def test_the_state_survives_a_server_restart_over_stdio(
     example: Path, tmp_path: Path
 ) -> None:
     state = tmp_path / "run.json"
-    async with Client(_stdio(example, state)) as client:
-        assert len((await client.list_tools()).tools) == 18
+    async with Client(stdio_server(example, state)) as client:
+        assert len((await client.list_tools()).tools) == 19
         bot = Bot(client)
         await bot.ok("story_mapping_map_write_stories", note="start with stories")
         moved = await bot.ok("story_mapping_close_current_action")
         assert moved["action"] == "walk_the_map"
-    async with Client(_stdio(example, state)) as client:
+    async with Client(stdio_server(example, state)) as client:
         again = await Bot(client).ok("story_mapping_tool")
         assert (again["phase"], again["action"]) == ("map", "walk_the_map")
         assert again["completed"] == ["map.write_stories"]
@@ -261,7 +255,7 @@ async def test_an_execution_that_turns_unreadable_is_reported_not_crashed_on(
     state = tmp_path / "bot.json"
     async with Client(build_server(_session(example, str(state)))) as client:
         bot = Bot(client)
-        assert len((await client.list_tools()).tools) == 18
+        assert len((await client.list_tools()).tools) == 19
         state.write_text("{broken")
         with pytest.raises(MCPError, match="corrupt"):
             await client.list_tools()
@@ -307,7 +301,7 @@ def test_the_bot_server_takes_post_only(bot_http: HttpServer) -> None:
             method, headers={"Accept": "text/event-stream", "Content-Type": None}
         )
         assert (status, headers["allow"]) == (405, "POST"), method
-    assert len(json.loads(bot_http.request("POST", body=_LIST)[2])["result"]["tools"]) == 18
+    assert len(json.loads(bot_http.request("POST", body=_LIST)[2])["result"]["tools"]) == 19
 
 
 async def test_require_all_keeps_the_workflow_open_until_every_action_is_closed(

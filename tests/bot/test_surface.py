@@ -32,6 +32,7 @@ EXAMPLE_NAMES = [
     "story_mapping_slice_cut_walking_skeleton",
     "story_mapping_slice_slice_releases",
     "story_mapping_slice_record_the_plan",
+    "story_mapping_glossary",
 ]
 
 
@@ -39,11 +40,13 @@ def _surface(data: dict[str, Any], server: str = "tether") -> Surface:
     return surface_of(normalise(data), "t.yaml", server)
 
 
-def test_the_example_yields_the_documented_18_tools() -> None:
+def test_the_example_yields_the_documented_19_tools() -> None:
     surface = surface_of(load_tree(EXAMPLE_TREE).data)
     assert [t.name for t in surface.tools] == EXAMPLE_NAMES
     kinds = [t.kind for t in surface.tools]
-    assert kinds == ["continue", "close", "restart"] + ["phase"] * 3 + ["action"] * 12
+    assert kinds == ["continue", "close", "restart"] + ["phase"] * 3 + ["action"] * 12 + [
+        "independent"
+    ]
 
 
 def test_descriptions_carry_the_node_description_and_trigger_patterns() -> None:

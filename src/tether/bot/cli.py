@@ -98,6 +98,7 @@ def _build(p: Parsed) -> int:
         "bot": surface.title,
         "phases": len(surface.phases),
         "actions": sum(len(ph.actions) for ph in surface.phases),
+        "independent": len(surface.independent),
         "tools": len(surface.tools),
     }
     emit(built)

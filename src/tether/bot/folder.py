@@ -3,7 +3,9 @@
 Owns the folder layout and its strict reading. A bot folder holds phase folders (`1_shape/`,
 `2_discover/`), each holding action folders (`1_frame_the_goal/`); a number prefix gives the
 order and is dropped from the name, and folders without one follow the numbered ones by name.
-Files give the rest:
+A folder in the bot folder that holds `instructions.md` is an action folder, not a phase: an
+independent action (outside the workflow, callable at any time), in the same order. Files give
+the rest:
 
 - in any of the three levels: `description.md` (what it is for) and `triggers.txt` (phrases a
   person might say to ask for it, one per line);
@@ -48,7 +50,9 @@ def build_tree(folder: str | Path) -> dict[str, Any]:
     name = root.resolve().name
     _check_name(name, root, "the bot folder's name")
     _files(root, COMMON_FILES, subfolders=True)
-    phases = [_phase(path, phase) for path, phase in _numbered(root, "phase")]
+    found = _numbered(root, "phase")
+    independent = [_action(path, n) for path, n in found if (path / "instructions.md").exists()]
+    phases = [_phase(path, n) for path, n in found if not (path / "instructions.md").exists()]
     if not phases:
         raise _bad(root, "holds no phase folders (sub-folders such as 1_shape/)")
     tree: dict[str, Any] = {"name": name}
@@ -61,6 +65,8 @@ def build_tree(folder: str | Path) -> dict[str, Any]:
         node["triggers"] = triggers
     node["children"] = phases
     tree["tree"] = node
+    if independent:
+        tree["independent"] = independent
     data = normalise(tree, str(root))
     surface_of(data, str(root))
     return data
@@ -72,6 +78,8 @@ def render(data: dict[str, Any], folder_name: str) -> str:
     if "description" in data:
         out["description"] = data["description"]
     out["tree"] = data["root"]
+    if "independent" in data:
+        out["independent"] = data["independent"]
     body = yaml.dump(out, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
     return (
         f"# Built by `tether bot build` from the bot folder {folder_name}/;\n"

@@ -1,4 +1,5 @@
-"""The bot tool operations: continue, enter a phase, enter an action, close, restart.
+"""The bot tool operations: continue, enter a phase, enter an action, close, restart, and
+call an independent action.
 
 Owns what each bot tool does to an execution, in terms of the verbs: every operation reads the
 execution document afresh (`Runtime.get`), so there is no workflow state in memory to go stale and
@@ -14,6 +15,9 @@ does not finish the workflow while a human step of another action has no person'
 since the last reset (a jump passes a sign-off over, never skips it), nor, when the bot's root
 has `require_all`, while another action is not closed: nothing moves, and the answer
 (`incomplete`) names what is left.
+
+An independent action (outside the workflow) is called, and closed, through
+`Runtime.independent`, which moves nothing.
 
 Restart reloads the tree file and, when it changed, swaps the execution's embedded tree through
 `Runtime.replace_tree`, which refuses a tree the execution no longer fits.
@@ -138,6 +142,37 @@ class BotSession:
         if after["status"] == "running" and out["phase"] != closing.phase:
             moved += f" Phase {closing.phase!r} is complete; on to phase {out['phase']!r}."
         out["message"] = f"{moved} {out['message']}"
+        return out
+
+    def independent(
+        self,
+        name: str,
+        close: bool = False,
+        values: dict[str, Any] | None = None,
+        note: str | None = None,
+    ) -> dict[str, Any]:
+        """`{bot}_{action}` of an independent action: its instructions, recorded in the trace,
+        the workflow left where it is; with `close`, write `values` and close it, refused
+        (writing nothing) while its writes or checks do not hold."""
+        doc = self.document()
+        surface = self.surface(doc)
+        action = surface.independent_action(name)
+        _require_running(doc)
+        self.runtime.independent(self.state, name, close=close, values=values, note=note)
+        out = describe(self.document(), surface, "independent_closed" if close else "independent")
+        out["independent"] = {
+            "action": action.name,
+            **({"description": action.description} if action.description else {}),
+            "instructions": list(action.instructions),
+            "completion_criteria": list(action.criteria),
+            "checks": list(action.checks),
+            "writes": list(action.writes),
+        }
+        did = "Closed" if close else "Here are the instructions of"
+        out["message"] = (
+            f"{did} the independent action {name} (in `independent`); the workflow did not "
+            f"move. {out['message']}"
+        )
         return out
 
     def restart(self) -> dict[str, Any]:

@@ -4,8 +4,9 @@ Owns the shape a tree must have to be served as a bot (the root a `sequence` of 
 phase a `sequence` of actions, no action opening with a `check`, `require_all` on the root
 only), what each action tells the agent (its `instruct` texts are the instructions, its
 `evaluate` texts the completion criteria, its `check` expressions and `writes` paths what
-`close` will hold it to), and the tool names: lower-case `[a-z0-9_]`, short enough that the
-name a client shows (`mcp__<server>__<tool>`, at most 64 characters) fits, shortened
+`close` will hold it to), the independent actions (the tree's `independent` list: tools callable
+at any time, outside the workflow), and the tool names: lower-case `[a-z0-9_]`, short enough
+that the name a client shows (`mcp__<server>__<tool>`, at most 64 characters) fits, shortened
 deterministically and never colliding.
 
 It does not run anything (`tether.bot.session` does, over the verbs), read bot folders
@@ -29,15 +30,17 @@ DEFAULT_SERVER = "tether"
 MIN_BUDGET = 24
 _SERVER_NAME = re.compile(r"[A-Za-z0-9_-]+")
 CONTINUE, CLOSE, RESTART, PHASE, ACTION = "continue", "close", "restart", "phase", "action"
+INDEPENDENT = "independent"
 
 
 @dataclass(frozen=True)
 class Action:
-    """One action of a phase, at `path` ([phase index, action index]) in the tree."""
+    """One action of a phase, at `path` ([phase index, action index]) in the tree; or an
+    independent action (the tree's `independent` list), with no phase and an empty path."""
 
-    phase: str
+    phase: str | None
     name: str
-    path: tuple[int, int]
+    path: tuple[int, ...]
     tool: str
     description: str | None
     triggers: tuple[str, ...]
@@ -74,8 +77,8 @@ class Tool:
 @dataclass(frozen=True)
 class Surface:
     """Every tool a bot tree yields, in listing order: continue, close, restart, the phase
-    tools, then the action tools. `require_all` (the root's key) holds the workflow open until
-    every action was closed."""
+    tools, the action tools, then the independent action tools. `require_all` (the root's key)
+    holds the workflow open until every action was closed."""
 
     bot: str
     title: str
@@ -84,6 +87,7 @@ class Surface:
     phases: tuple[Phase, ...]
     tools: tuple[Tool, ...]
     require_all: bool = False
+    independent: tuple[Action, ...] = ()
 
     @property
     def actions(self) -> tuple[Action, ...]:
@@ -113,6 +117,17 @@ class Surface:
         known = ", ".join(a.name for a in found.actions)
         raise TetherError(
             "invalid_value", f"phase {phase!r} has no action {name!r}; its actions are {known}"
+        )
+
+    def independent_action(self, name: str) -> Action:
+        """The independent action `name`; `invalid_value` naming those there are otherwise."""
+        for action in self.independent:
+            if action.name == name:
+                return action
+        known = ", ".join(a.name for a in self.independent) or "none"
+        raise TetherError(
+            "invalid_value",
+            f"{self.title} has no independent action {name!r}; its independent actions: {known}",
         )
 
     def at(self, path: list[int]) -> Action:
@@ -218,6 +233,14 @@ def surface_of(
     for phase_ in built:
         tools.append(Tool(phase_.tool, PHASE, _phase_text(title, phase_), phase_.name))
     tools += action_tools
+    independent: list[Action] = []
+    for k, node in enumerate(tree.get("independent", ())):
+        part = slug(node["name"]) or f"independent{k + 1}"
+        action = _action(node, None, (), namer.name(f"{bot}_{part}", f"independent/{node['name']}"))
+        independent.append(action)
+        tools.append(
+            Tool(action.tool, INDEPENDENT, _independent_text(title, action), None, action.name)
+        )
     return Surface(
         bot,
         title,
@@ -226,6 +249,7 @@ def surface_of(
         tuple(built),
         tuple(tools),
         require_all=bool(root.get("require_all")),
+        independent=tuple(independent),
     )
 
 
@@ -271,7 +295,7 @@ def _a(kind: str) -> str:
     return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
 
 
-def _action(node: dict[str, Any], phase: str, path: tuple[int, int], tool: str) -> Action:
+def _action(node: dict[str, Any], phase: str | None, path: tuple[int, ...], tool: str) -> Action:
     steps = node["steps"]
     return Action(
         phase=phase,
@@ -374,4 +398,21 @@ def _action_text(title: str, action: Action) -> str:
     return (
         f"Jump to the {action.name} action of the {action.phase} phase of {title} and return "
         "its instructions and completion criteria." + _about(action.description, action.triggers)
+    )
+
+
+def _independent_text(title: str, action: Action) -> str:
+    closing = ""
+    if action.checks or action.writes:
+        closing = (
+            " When its work is done, call it again with `close: true` (and its values in "
+            "`values`): the close is refused, writing nothing, while a check does not hold or a "
+            "value it must write is missing."
+        )
+    return (
+        f"Independent action {action.name} of {title}, callable at any time: returns its "
+        "instructions and completion criteria without moving the workflow (its current action "
+        "and completed actions stay as they are)."
+        + closing
+        + _about(action.description, action.triggers)
     )

@@ -1,11 +1,11 @@
 """The answers an execution takes, and `apply`, which dispatches each to what it does.
 
 Owns: the answer classes (`Eval`, `Submit`, `Human`, `Think`, `VarWrite`, `Reset`, `Jump`,
-`Close`, `Stop`, `ToolCall`), `Outcome`, what each answer changes in the state (values written
-before an answer is judged, the frame moved on or marked failed, a jump's frames, a close's
-checks and writes, the stop count, where an attempt's tool calls begin), the trace entries each
-produces, the response it returns (with `next`/`current`), and what checks see of `TOOLS`
-(`tools_since`, `tool_records`).
+`Close`, `Stop`, `ToolCall`, `Independent`), `Outcome`, what each answer changes in the state
+(values written before an answer is judged, the frame moved on or marked failed, a jump's
+frames, a close's checks and writes, an independent action's close, the stop count, where an
+attempt's tool calls begin), the trace entries each produces, the response it returns (with
+`next`/`current`), and what checks see of `TOOLS` (`tools_since`, `tool_records`).
 
 It does not own which request an answer targets or the phase it leaves
 (`tether.engine.phases`), nor what ticking the tree does after it (`tether.engine.ticking`).
@@ -55,7 +55,7 @@ from tether.engine.ticking import (
     reads_tools,
     step_token,
 )
-from tether.engine.varpath import named_values, write_path
+from tether.engine.varpath import named_values, parse_path, write_path
 from tether.errors import TetherError
 
 TYPE_CHECKING = False
@@ -201,7 +201,30 @@ class ToolCall:
         self.step = step
 
 
-Answer = Eval | Submit | Human | Think | VarWrite | Reset | Jump | Close | Stop | ToolCall
+class Independent:
+    """Call the independent action `name` (one of the tree's `independent` actions, outside the
+    workflow): recorded as an `independent` entry that moves nothing. With `close`, its `values`
+    (var path → value) are written and it is closed: refused, writing nothing, while its `writes`
+    are not among `values` or a `check` of it does not hold."""
+
+    __slots__ = ("close", "name", "note", "values")
+
+    def __init__(
+        self,
+        name: str,
+        close: bool = False,
+        values: dict[str, Any] | None = None,
+        note: str | None = None,
+    ) -> None:
+        self.name = name
+        self.close = close
+        self.values = values
+        self.note = note
+
+
+Answer = (
+    Eval | Submit | Human | Think | VarWrite | Reset | Jump | Close | Stop | ToolCall | Independent
+)
 
 
 class Outcome:
@@ -259,6 +282,8 @@ def apply(
         return _stop(work, answer, now)
     if isinstance(answer, ToolCall):
         return _tool_call(tree, work, answer, now)
+    if isinstance(answer, Independent):
+        return _independent(tree, work, answer, now, condition)
     outcome = _move(tree, work, answer, now, condition, tools or [])
     outcome.state.pop("stops", None)
     return outcome
@@ -486,6 +511,57 @@ def _tool_call(tree: dict[str, Any], state: dict[str, Any], answer: ToolCall, no
     return Outcome(state, {"status": "recorded", "step": req["step"]}, [entry])
 
 
+def _independent(
+    tree: dict[str, Any], state: dict[str, Any], answer: Independent, now: str, condition: Condition
+) -> Outcome:
+    if not state["protocol_accepted"]:
+        raise TetherError(
+            "wrong_phase",
+            "the protocol gate is still open; accept it first",
+            current=current(state),
+        )
+    actions = {a["name"]: a for a in tree.get("independent", [])}
+    action = actions.get(answer.name)
+    if action is None:
+        known = ", ".join(actions) or "none"
+        raise TetherError(
+            "invalid_value",
+            f"the tree has no independent action {answer.name!r}; its independent actions: {known}",
+        )
+    if answer.values and not answer.close:
+        raise TetherError(
+            "usage", f"values are written when independent action {answer.name!r} is closed"
+        )
+    if answer.close:
+        state["var"] = _closing_independent(action, state, answer.values or {}, condition)
+    entry = _entry(
+        state,
+        "independent",
+        now,
+        None,
+        values=answer.values or None,
+        note=answer.note,
+        outcome="closed" if answer.close else "called",
+    )
+    entry["name"] = answer.name
+    return Outcome(state, {"status": entry["outcome"], "current": current(state)}, [entry])
+
+
+def _closing_independent(
+    action: dict[str, Any], state: dict[str, Any], values: dict[str, Any], condition: Condition
+) -> dict[str, Any]:
+    """`var` with `values` written, once the independent `action` may close on it."""
+    var = state["var"]
+    for path, value in values.items():
+        var = write_path(var, path, value)
+    written = [".".join(parse_path(path)) for path in values]
+    scopes: tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]] = (var, state["const"], [])
+    _hold_to_close(
+        f"independent action {action['name']!r}", action["steps"], 0, written, scopes, {}, condition
+    )
+    return var
+
+
 def _answer_gate(
     tree: dict[str, Any], state: dict[str, Any], answer: Submit, now: str, condition: Condition
 ) -> Outcome:
@@ -698,41 +774,16 @@ def _close(
     key = node_key(req["path"])
     action = node_at(tree, req["path"])
     frame = state["runtime"][key]
-    remaining = action["steps"][req["index"] :]
-    if any("human" in step for step in remaining):
-        raise TetherError(
-            "human_only",
-            f"action {action['name']!r} cannot close: a person still has to answer its human "
-            "step (tether approve or reject, or the viewer)",
-            current=dict(req),
-        )
-    required = [w for step in remaining for w in step.get("writes", [])]
-    missing = _missing_writes(required, frame.get(WRITTEN, []))
-    if missing:
-        raise TetherError(
-            "writes_missing",
-            f"action {action['name']!r} cannot close: it must write "
-            f"{', '.join('$VAR.' + m for m in missing)} first",
-            missing=missing,
-            current=dict(req),
-        )
-    names = loop_names(loop_items(tree, state["runtime"], req["path"]))
-    for step in action["steps"]:
-        if "check" not in step:
-            continue
-        try:
-            seen = attempt_tools(frame, tools)
-            holds = bool(condition(step["check"], state["var"], state["const"], seen, names))
-            reason = f"{step['check']!r} is false{no_tools(step['check'], seen)}"
-        except Exception as exc:  # the evaluator's reason is the refusal's reason
-            holds, reason = False, f"{step['check']!r} could not be evaluated: {exc}"
-        if not holds:
-            raise TetherError(
-                "check_failed",
-                f"action {action['name']!r} cannot close: its check {reason}",
-                check=step["check"],
-                current=dict(req),
-            )
+    _hold_to_close(
+        f"action {action['name']!r}",
+        action["steps"],
+        req["index"],
+        frame.get(WRITTEN, []),
+        (state["var"], state["const"], attempt_tools(frame, tools)),
+        loop_names(loop_items(tree, state["runtime"], req["path"])),
+        condition,
+        current=dict(req),
+    )
     entries = [_entry(state, "close", now, req, note=answer.note, outcome="action_complete")]
     state["runtime"][key] = {
         STEP: len(action["steps"]),
@@ -750,6 +801,55 @@ def _close(
         entries,
         ticker.events,
     )
+
+
+def _hold_to_close(
+    what: str,
+    steps: list[dict[str, Any]],
+    index: int,
+    written: list[str],
+    scopes: tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]],
+    names: dict[str, Any],
+    condition: Condition,
+    **details: Any,
+) -> None:
+    """Refuse to close `what` (its steps from `index` on still to come) while one of those is a
+    human step (`human_only`), one of their `writes` is not among `written` (`writes_missing`),
+    or a `check` of all its `steps` does not hold on `scopes`, its var, const and tool records
+    (`check_failed`); `details` go into every refusal."""
+    remaining = steps[index:]
+    if any("human" in step for step in remaining):
+        raise TetherError(
+            "human_only",
+            f"{what} cannot close: a person still has to answer its human step (tether approve "
+            "or reject, or the viewer)",
+            **details,
+        )
+    required = [w for step in remaining for w in step.get("writes", [])]
+    missing = _missing_writes(required, written)
+    if missing:
+        raise TetherError(
+            "writes_missing",
+            f"{what} cannot close: it must write {', '.join('$VAR.' + m for m in missing)} first",
+            missing=missing,
+            **details,
+        )
+    var, const, seen = scopes
+    for step in steps:
+        if "check" not in step:
+            continue
+        try:
+            holds = bool(condition(step["check"], var, const, seen, names))
+            reason = f"{step['check']!r} is false{no_tools(step['check'], seen)}"
+        except Exception as exc:  # the evaluator's reason is the refusal's reason
+            holds, reason = False, f"{step['check']!r} could not be evaluated: {exc}"
+        if not holds:
+            raise TetherError(
+                "check_failed",
+                f"{what} cannot close: its check {reason}",
+                check=step["check"],
+                **details,
+            )
 
 
 def _missing_writes(required: list[str], written: list[str]) -> list[str]:

@@ -5,8 +5,9 @@ that `tether verify` reports, the rule for whether an edited tree still fits an 
 (`refit`: its trace must replay against the new tree exactly), and `fork`: a new execution
 derived by replaying a prefix of another's trace. `check` entries are not answers:
 replay regenerates them and then compares them with the stored ones like every other entry.
-`stop` and `tool` entries, recorded from a bound agent session, are answers like the rest. It
-does not read or write storage.
+`stop` and `tool` entries, recorded from a bound agent session, and `independent` entries (a
+call of an action outside the workflow) are answers like the rest. It does not read or write
+storage.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from tether.engine.core import (
     Condition,
     Eval,
     Human,
+    Independent,
     Jump,
     Outcome,
     Reset,
@@ -125,6 +127,10 @@ def answer_of(entry: dict[str, Any], state: dict[str, Any]) -> Answer | None:
         return Jump(entry["cursor"]["path"], entry.get("note"))
     if kind == "stop":
         return Stop(int(entry["cap"]))
+    if kind == "independent":
+        return Independent(
+            entry["name"], entry["outcome"] == "closed", entry.get("values"), entry.get("note")
+        )
     if kind == "tool":
         token = _token_at(state, entry.get("cursor"))
         return ToolCall(str(entry["tool"]), entry.get("input"), entry["ok"], token)

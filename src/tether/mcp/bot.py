@@ -30,6 +30,7 @@ from tether.bot.surface import (
     CLOSE,
     CONTINUE,
     DEFAULT_SERVER,
+    INDEPENDENT,
     PHASE,
     RESTART,
     Surface,
@@ -71,6 +72,15 @@ _VALUES = {
         "values, kept even if the close is refused."
     ),
 }
+_CLOSE_INDEPENDENT = {
+    "type": "boolean",
+    "description": "true once the independent action's work is done: closes it, writing "
+    "`values` first; refused, writing nothing, while its writes or checks do not hold.",
+}
+_VALUES_INDEPENDENT = {
+    "type": "object",
+    "description": 'With close: values to write, by $VAR path (e.g. {"terms": ["story"]}).',
+}
 _TEXTS = {"type": "array", "items": {"type": "string"}}
 RESULT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -84,6 +94,8 @@ RESULT_SCHEMA: dict[str, Any] = {
                 "phase_complete",
                 "unchanged",
                 "restarted",
+                "independent",
+                "independent_closed",
                 "done",
                 "failed",
             ],
@@ -124,6 +136,16 @@ RESULT_SCHEMA: dict[str, Any] = {
             "type": "object",
             "description": "The action this call closed.",
             "properties": {"phase": {"type": "string"}, "action": {"type": "string"}},
+        },
+        "independent": {
+            "type": "object",
+            "description": "After an independent action's call: that action's instructions, "
+            "completion criteria, checks and writes (the other fields are the workflow's).",
+            "properties": {
+                "action": {"type": "string"},
+                "description": {"type": "string"},
+                **{k: _TEXTS for k in ("instructions", "completion_criteria", "checks", "writes")},
+            },
         },
         "next": {
             "type": "object",
@@ -180,6 +202,16 @@ def _spec(tool: Tool, session: BotSession) -> ToolSpec:
             "Reload the tree", {}, lambda _, a: session.restart(), read_only=False, idempotent=True
         )
     phase, action = str(tool.phase), str(tool.action)
+    if tool.kind == INDEPENDENT:
+        return spec(
+            f"Independent action {action}",
+            {"note": _NOTE, "close": _CLOSE_INDEPENDENT, "values": _VALUES_INDEPENDENT},
+            lambda _, a: session.independent(
+                action, bool(a.get("close")), a.get("values"), a.get("note")
+            ),
+            read_only=False,
+            idempotent=False,
+        )
     if tool.kind == PHASE:
         return spec(
             f"Go to phase {phase}",
@@ -209,6 +241,12 @@ def instructions(surface: Surface) -> str:
         "refused, with the reason, while a check or a required value does not hold. The phase "
         "and action tools jump elsewhere when the user asks for it; every jump is recorded. "
         f"After the tree file was edited, {surface.tool(RESTART)} reloads it."
+        + (
+            " Independent actions, outside the workflow, can be called at any time without "
+            f"moving it: {', '.join(a.tool for a in surface.independent)}."
+            if surface.independent
+            else ""
+        )
     )
 
 

@@ -253,7 +253,7 @@ class _Loader:
                     "both",
                     at_key=True,
                 )
-            root = self.node(raw, where, context)
+            root, independent = self.node(raw, where, context), []
             name, version = root["name"], _version(raw.get("version"))
             description = root.pop("description", None)
         else:
@@ -266,12 +266,38 @@ class _Loader:
             root = self.node(
                 self.field(raw, "tree", WRAPPER_FIELDS["tree"], where), where / "tree", context
             )
+            independent = self.independent(raw, where, context)
         data: dict[str, Any] = {"name": name, "version": version}
         if description is not None:
             data["description"] = description
         data["state"] = self.scopes
         data["root"] = root
+        if independent:
+            data["independent"] = independent
         return data
+
+    def independent(
+        self, raw: dict[str, Any], where: Where, context: _Context
+    ) -> list[dict[str, Any]]:
+        """The file's `independent` actions: action nodes, their names distinct."""
+        items = self.field(raw, "independent", WRAPPER_FIELDS["independent"], where) or []
+        at = where / "independent"
+        out: list[dict[str, Any]] = []
+        first: dict[str, int] = {}
+        for index, item in enumerate(items):
+            node = self.node(item, at / index, context)
+            if node["type"] != "action":
+                (at / index).fail(
+                    f"{node['name']!r} is a {node['type']}; independent holds actions only"
+                )
+            if node["name"] in first:
+                (at / index).fail(
+                    f"duplicate name {node['name']!r} among independent actions "
+                    f"(first at independent[{first[node['name']]}])"
+                )
+            first[node["name"]] = index
+            out.append(node)
+        return out
 
     # -- keys and values -------------------------------------------------------------------
 

@@ -60,6 +60,12 @@ WRAPPER_FIELDS: dict[str, Field] = {
     "description": Field("text", "What the tree is for."),
     "state": STATE_FIELD,
     "tree": Field("node", "The root node.", required=True),
+    "independent": Field(
+        "independent",
+        "Bot trees: actions outside the workflow, each a tool the agent may call at any time "
+        "(a lookup, a validation, a render) without moving the workflow; never ticked as part "
+        "of `tree`.",
+    ),
 }
 
 SCOPE_ALIASES: dict[str, str] = {"local": "var", "global": "const"}
@@ -241,8 +247,8 @@ STEP_FIELDS: dict[str, Field] = {
 
 
 # Value kinds: the validator checks a value against its kind (load.py) and the schema emits the
-# kind's fragment (schema.py). Structural kinds (node, children, steps, state, scope) are
-# validated by recursion in load.py.
+# kind's fragment (schema.py). Structural kinds (node, children, steps, independent, state,
+# scope) are validated by recursion in load.py.
 KIND_SCHEMAS: dict[str, dict[str, Any]] = {
     "node_type": {"enum": [*NODE_FIELDS, *TYPE_ALIASES]},
     "name": {"type": "string", "pattern": NAME_PATTERN},
@@ -286,6 +292,7 @@ KIND_SCHEMAS: dict[str, dict[str, Any]] = {
     "node": {"$ref": "#/$defs/node"},
     "children": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/node"}},
     "steps": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/step"}},
+    "independent": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/action"}},
 }
 
 # How an error message names what a kind expects: "<key> must be <phrase>, got ...".
@@ -314,6 +321,7 @@ KIND_PHRASES: dict[str, str] = {
     "tool_entries": "a list of tool names such as Read, mcp__server__tool or Bash(pytest*)",
     "children": "a non-empty list of nodes",
     "steps": "a non-empty list of steps",
+    "independent": "a non-empty list of action nodes",
 }
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {

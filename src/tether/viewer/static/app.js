@@ -8,7 +8,7 @@ const STATUS = {
   failure: ["✗", "failure"], skipped: ["↷", "skipped"], halted: ["⊘", "halted"],
 };
 const GOOD = new Set(["evaluation_passed", "step_complete", "action_complete", "protocol_accepted",
-  "passed", "entered", "written", "recorded", "jumped", "ran", "success"]);
+  "passed", "entered", "written", "recorded", "jumped", "ran", "success", "called", "closed"]);
 const BAD = new Set(["evaluation_failed", "action_failed", "failed", "error", "protocol_rejected",
   "refused", "failure"]);
 // The per-server token `tether view` writes into this page: its posts carry it.
@@ -632,6 +632,11 @@ function describe(entry) {
     if (shown !== undefined) parts.push(el("code", { class: "value" }, String(shown).slice(0, 200)));
   } else if (entry.kind === "human") {
     parts.push(`answered from the ${entry.by} `);
+  } else if (entry.kind === "independent") {
+    parts.push(el("span", { class: "muted" }, "outside the workflow"), " ");
+    for (const [path, value] of Object.entries(entry.values || {})) {
+      parts.push(el("code", { class: "value" }, `$VAR.${path} = ${JSON.stringify(value)}`), " ");
+    }
   } else if (entry.submitted !== undefined) {
     parts.push(el("code", {}, String(entry.submitted)), " ");
   }
