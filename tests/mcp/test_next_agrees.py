@@ -16,6 +16,7 @@ import yaml
 from mcp.client.client import Client
 
 from bot.botkit import action, bot, phase
+from support.person import at_terminal
 from tether.bot.session import BotSession
 from tether.mcp.bot import build_server as build_bot_server
 from tether.mcp.server import build_server
@@ -69,6 +70,13 @@ def tether(folder: Path, *args: str) -> Any:
     return json.loads(done.stdout)
 
 
+def person(folder: Path, verb: str, *args: str) -> Any:
+    """A person's `tether approve|reject` at a terminal of its own, typing the code it shows."""
+    done = at_terminal([verb, str(folder / "run.json"), *args])
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
     for name, data in TREES.items():
@@ -84,7 +92,7 @@ def _answer(request: dict[str, Any]) -> tuple[str, str]:
 
 
 @pytest.mark.parametrize(
-    ("name", "person", "last"),
+    ("name", "person_says", "last"),
     [
         ("abort", None, {"status": "failure"}),
         ("ship", None, {"status": "done"}),
@@ -93,18 +101,18 @@ def _answer(request: dict[str, Any]) -> tuple[str, str]:
     ],
 )
 def test_each_answer_of_the_command_line_carries_what_next_returns(
-    folder: Path, name: str, person: str | None, last: dict[str, str]
+    folder: Path, name: str, person_says: str | None, last: dict[str, str]
 ) -> None:
     tether(folder, "start", f"{name}.yaml", "run.json")
     request = tether(folder, "next", "run.json")
     answered = 0
     while "status" not in request:
         if request["type"] == "human":
-            verb, args = str(person), []
+            verb = str(person_says)
+            out = person(folder, verb, "--step", request["step"])
         else:
             verb, answer = _answer(request)
-            args = [answer]
-        out = tether(folder, verb, "run.json", *args, "--step", request["step"])
+            out = tether(folder, verb, "run.json", answer, "--step", request["step"])
         request = tether(folder, "next", "run.json")
         assert out["next"] == request, (verb, out)
         answered += 1
@@ -132,7 +140,7 @@ async def test_each_answer_of_the_mcp_tools_carries_what_next_step_returns(
             request = await call("next_step")
             assert out["next"] == request == tether(folder, "next", "run.json"), out
         if request.get("type") == "human":  # a person answers, from the command line
-            out = tether(folder, "reject", "run.json", "--step", request["step"])
+            out = person(folder, "reject", "--step", request["step"])
             request = await call("next_step")
             assert out["next"] == request == {"status": "failure"}
         assert request in ({"status": "done"}, {"status": "failure"})
