@@ -514,12 +514,7 @@ def _tool_call(tree: dict[str, Any], state: dict[str, Any], answer: ToolCall, no
 def _independent(
     tree: dict[str, Any], state: dict[str, Any], answer: Independent, now: str, condition: Condition
 ) -> Outcome:
-    if not state["protocol_accepted"]:
-        raise TetherError(
-            "wrong_phase",
-            "the protocol gate is still open; accept it first",
-            current=current(state),
-        )
+    _require_gate(state)
     actions = {a["name"]: a for a in tree.get("independent", [])}
     action = actions.get(answer.name)
     if action is None:
@@ -712,12 +707,7 @@ def _jump(
             f"jump goes to an action; {target['name']!r} is a {target['type']}",
             path=answer.path,
         )
-    if not state["protocol_accepted"]:
-        raise TetherError(
-            "wrong_phase",
-            "the protocol gate is still open; accept it first",
-            current=current(state),
-        )
+    _require_gate(state)
     runtime: dict[str, dict[str, Any]] = {}
     node = tree["root"]
     for depth, i in enumerate(answer.path):
@@ -755,12 +745,7 @@ def _close(
     condition: Condition,
     tools: list[dict[str, Any]],
 ) -> Outcome:
-    if not state["protocol_accepted"]:
-        raise TetherError(
-            "wrong_phase",
-            "the protocol gate is still open; accept it first",
-            current=current(state),
-        )
+    _require_gate(state)
     open_ = state["open"]
     req = (
         open_[0]
@@ -859,3 +844,11 @@ def _missing_writes(required: list[str], written: list[str]) -> list[str]:
         )
 
     return [p for p in required if not covered(p)]
+
+
+def _require_gate(state: dict[str, Any]) -> None:
+    """`wrong_phase` while the protocol gate is open: a jump, a close or an independent call
+    comes after it."""
+    if not state["protocol_accepted"]:
+        message = "the protocol gate is still open; accept it first"
+        raise TetherError("wrong_phase", message, current=current(state))
