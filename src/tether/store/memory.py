@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tether.errors import TetherError
+from tether.locking import hold
 from tether.store import encode
 from tether.store.base import Summary, wanted
 
@@ -54,7 +55,7 @@ class MemoryStore:
     def create(self, uri: str, state: dict[str, Any], tree: dict[str, Any]) -> dict[str, Any]:
         key = self.canonical(uri)
         stored = dict(state, trace={"entries": 0})
-        with self._guard:
+        with hold(self._guard):
             if key in self._records:
                 raise TetherError(
                     "already_exists",
@@ -127,7 +128,7 @@ class MemoryStore:
     @contextmanager
     def transaction(self, uri: str) -> Iterator[_MemoryTransaction]:
         record = self._record(uri)
-        with record.lock:
+        with hold(record.lock):
             yield _MemoryTransaction(record)
 
 
