@@ -54,12 +54,13 @@ def may_wait() -> None:
 
 
 @contextmanager
-def hold(mutex: threading.Lock) -> Iterator[None]:
+def hold(mutex: threading.Lock, reading: bool = False) -> Iterator[None]:
     """Hold an in-process lock for the block, as `with mutex:` does, but under
-    `without_waiting` raise `WouldWait` when another thread holds it."""
+    `without_waiting` raise `WouldWait` when another thread holds it. A block that only reads
+    (`reading`) leaves the refusal on for the locks after it."""
     if not mutex.acquire(blocking=not _refuses()):
         raise WouldWait
-    _refusing.on = False
+    _refusing.on = reading and _refuses()
     try:
         yield
     finally:

@@ -112,3 +112,9 @@ def test_only_the_first_lock_of_a_call_may_refuse_to_wait() -> None:
             may_wait()
     with busy, without_waiting(), pytest.raises(WouldWait), hold(busy):
         pass
+    # A read commits nothing: the locks after it may still refuse.
+    with without_waiting():
+        with hold(free, reading=True):
+            pass
+        with pytest.raises(WouldWait):
+            may_wait()

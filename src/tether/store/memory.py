@@ -86,7 +86,7 @@ class MemoryStore:
 
     def read_execution(self, uri: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         record = self._record(uri)
-        with record.lock:
+        with hold(record.lock, reading=True):
             state = dict(json.loads(record.state))
             lines = record.trace[: state["trace"]["entries"]]
         return state, [json.loads(line) for line in lines]
