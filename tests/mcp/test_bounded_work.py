@@ -79,7 +79,7 @@ def test_a_costly_check_at_run_time_fails_its_action_and_stalls_nobody(
     assert answer["next"]["status"] == "failure"
     assert answer["next"]["message"].startswith(
         "The check of 'Costly' could not be evaluated: too costly: its work grows as n**3 and "
-        "its longest list or map has 200 items (8,000,000 > 500,000)"
+        "its longest list or map has 200 items (8,000,000 > 100,000)"
     )
 
 

@@ -57,7 +57,7 @@ _SHOWN_CHARS = 120  # how much of a wrong result a reason quotes
 
 # Bounded work (see the module's docstring and `_Shape.levels`).
 MAX_NESTING = 2
-MAX_WORK = 500_000
+MAX_WORK = 100_000
 _ITERATES = frozenset({"all", "exists", "exists_one", "map", "filter"})
 _BUILDS = frozenset({"map", "filter"})  # they build a list, one copy per item: n**2 each
 _TOKEN = re.compile(
