@@ -63,12 +63,12 @@ _BUILDS = frozenset({"map", "filter"})  # they build a list, one copy per item: 
 _TOKEN = re.compile(
     r"(?P<skip>//[^\n]*|\s+)|(?P<quote>[rRbB]{0,2}[\"'])"
     r"|\.\s*(?P<call>[A-Za-z_]\w*)\s*\(|(?P<word>[A-Za-z_]\w*)|(?P<open>[(\[{])|(?P<close>[)\]}])"
-    r"|(?P<comma>,)|."
+    r"|."
 )
 
 _cel: ModuleType | None = None
 _loading = threading.Lock()  # servers compile on worker threads; the extension loads once
-_programs: dict[str, Any] = {}
+_programs: dict[str, tuple[Any, _Shape]] = {}
 
 
 class ExpressionError(Exception):
