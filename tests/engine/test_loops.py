@@ -776,3 +776,11 @@ def test_visiting_too_many_nodes_is_refused_too_naming_the_loop() -> None:
     # Root once, then 25 nodes per item (24 sequences and the leaf).
     assert error.details["loops"][0]["at"] == f"item {(MAX_VISITS - 1) // 25 + 1} of 1000"
     assert len(w.trace) == 0
+
+
+def test_a_tree_without_loops_past_the_limit_is_refused_outside_any_loop() -> None:
+    checks = [action(f"C{i}", chk("true")) for i in range(MAX_ENTRIES)]
+    w = Walk(tree(seq("Checks", *checks)), accept=False)
+    error = refused("work_limit", w, core.Submit("success"))
+    assert (error.details["loop"], error.details["loops"]) == (None, [])
+    assert "nothing changed (outside any loop)" in error.message
