@@ -32,6 +32,7 @@ _EXIT_BY_CODE: dict[str, int] = {
     "corrupt_execution": EXIT_INVALID,
     "verify_failed": EXIT_INVALID,
     "forbidden": EXIT_INVALID,
+    "work_limit": EXIT_INVALID,
     "not_found": EXIT_NOT_FOUND,
     "already_exists": EXIT_CONFLICT,
     "wrong_phase": EXIT_CONFLICT,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from support.command import ok, refused
+from support.command import ok, refused, snapshot
 from tether.errors import EXIT_CONFLICT, EXIT_INVALID
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -99,3 +99,28 @@ def test_a_wrong_loop_key_is_refused_and_nothing_is_started(tmp_path: Path) -> N
     )
     error = refused(EXIT_INVALID, "invalid_expression", "validate", tree)
     assert error["key"] == "tree.repeat.until"
+
+
+def test_an_answer_past_the_work_limit_is_refused_and_nothing_is_stored(tmp_path: Path) -> None:
+    # From a review: a for_each of 300 x 300 check-only actions ran 20 s inside one answer and
+    # wrote 14 MB to the trace.
+    tree = tmp_path / "grid.yaml"
+    tree.write_text(
+        "name: grid\nstate:\n  var:\n    xs: [" + ", ".join(map(str, range(300))) + "]\n"
+        "tree:\n  type: sequence\n  name: Rows\n  for_each: {in: VAR.xs, as: row, max: 300}\n"
+        "  children:\n    - type: action\n      name: Cell\n"
+        "      for_each: {in: VAR.xs, as: col, max: 300}\n"
+        "      steps: [{check: 'ITEMS.row + ITEMS.col >= 0'}]\n"
+    )
+    run = tmp_path / "runs" / "grid.json"
+    ok("start", tree, run)
+    before = snapshot(run.parent)
+    error = refused(EXIT_INVALID, "work_limit", "submit", run, "success")
+    assert error["loop"] == "Cell"
+    assert (
+        "(in the loop 'Cell' (for_each item 192 of 300, path [0]) inside 'Rows'"
+        in (error["message"])
+    )
+    assert snapshot(run.parent) == before
+    assert ok("next", run)["name"] == "Acknowledge_Protocol"
+    assert ok("verify", run)["ok"] is True

@@ -8,6 +8,7 @@ from typing import Any
 from support.trees import Walk, action, chk, each, ev, ins, par, refused, seq, tree
 from tether.engine import core
 from tether.engine.replay import verify
+from tether.engine.ticking import MAX_ENTRIES, MAX_VISITS
 
 FILES = ["a.py", "b.py", "c.py"]
 
@@ -701,3 +702,85 @@ def test_when_inside_a_repeat_is_checked_again_each_run() -> None:
         "skipped",
     ]
     _verify(w)
+
+
+# -- the work one answer may do ----------------------------------------------------------------
+
+
+def _runs(max: int) -> dict[str, Any]:
+    return {"until": "false", "max": max}
+
+
+def _checks_over(outer: int, inner: int) -> Walk:
+    """A `for_each` of check-only actions inside a `for_each`, at the protocol gate."""
+    action_ = action("Inner", chk("ITEMS.a >= 0"), for_each=each("VAR.xs", "b", 10_000))
+    loops = seq("Outer", action_, for_each=each("VAR.ys", "a", 10_000))
+    return Walk(tree(loops, var={"xs": list(range(inner)), "ys": list(range(outer))}), False)
+
+
+def test_a_for_each_of_300_by_300_checks_is_refused_whole_naming_the_loop() -> None:
+    # From a review: this took 20 s inside one answer and wrote 14 MB to the trace.
+    w = _checks_over(300, 300)
+    error = refused("work_limit", w, core.Submit("success"))
+    # The gate's entry, Outer's list, and 301 entries per outer item: the 2,001st entry is
+    # Inner's 192nd check of Outer's 7th item.
+    assert error.details["loop"] == "Inner"
+    assert error.details["loops"] == [
+        {"name": "Inner", "path": [0], "kind": "for_each", "at": "item 192 of 300"},
+        {"name": "Outer", "path": [], "kind": "for_each", "at": "item 7 of 300"},
+    ]
+    assert error.message == (
+        f"this answer would write more than {MAX_ENTRIES:,} trace entries, more than one answer "
+        "may; it is refused whole and nothing changed (in the loop 'Inner' (for_each item 192 "
+        "of 300, path [0]) inside 'Outer' (for_each item 7 of 300, path [])): give the loop "
+        "fewer items or runs, or a step for the agent to answer"
+    )
+    assert w.trace == [] and w.next()["name"] == "Acknowledge_Protocol"
+
+
+def test_an_answer_may_write_up_to_the_limit_and_no_more() -> None:
+    w = _checks_over(1, MAX_ENTRIES - 3)  # gate, two lists and the checks: exactly the limit
+    w.submit("success")
+    assert len(w.trace) == MAX_ENTRIES and w.next() == {"status": "done"}
+    _verify(w)
+    refused("work_limit", _checks_over(1, MAX_ENTRIES - 2), core.Submit("success"))
+
+
+def test_a_repeat_inside_a_repeat_is_refused_whole_naming_the_inner_loop() -> None:
+    # From a review: 10,000 x 10,000 runs had not finished after 90 s.
+    poll = action("Poll", chk("true"), repeat=_runs(10_000))
+    w = Walk(tree(seq("Rounds", poll, repeat=_runs(10_000))), accept=False)
+    error = refused("work_limit", w, core.Submit("success"))
+    # The gate's entry, then a check and an until per run: the 2,001st is run 1,000's until.
+    assert error.details["loops"] == [
+        {"name": "Poll", "path": [0], "kind": "repeat", "at": "run 1000 of 10000"},
+        {"name": "Rounds", "path": [], "kind": "repeat", "at": "run 1 of 10000"},
+    ]
+
+
+def test_visiting_too_many_nodes_is_refused_too_naming_the_loop() -> None:
+    # Each item walks down 24 sequences to one check: the visits pass their limit while the
+    # entries are well within theirs.
+    node = action("Leaf", chk("true"))
+    for depth in range(24):
+        node = seq(f"S{depth}", node)
+    w = Walk(
+        tree(
+            seq("Root", node, for_each=each("VAR.xs", "x", 10_000)), var={"xs": list(range(1_000))}
+        ),
+        accept=False,
+    )
+    error = refused("work_limit", w, core.Submit("success"))
+    assert error.message.startswith(f"this answer would visit more than {MAX_VISITS:,} nodes")
+    assert error.details["loop"] == "Root"
+    # Root once, then 25 nodes per item (24 sequences and the leaf).
+    assert error.details["loops"][0]["at"] == f"item {(MAX_VISITS - 1) // 25 + 1} of 1000"
+    assert len(w.trace) == 0
+
+
+def test_a_tree_without_loops_past_the_limit_is_refused_outside_any_loop() -> None:
+    checks = [action(f"C{i}", chk("true")) for i in range(MAX_ENTRIES)]
+    w = Walk(tree(seq("Checks", *checks)), accept=False)
+    error = refused("work_limit", w, core.Submit("success"))
+    assert (error.details["loop"], error.details["loops"]) == (None, [])
+    assert "nothing changed (outside any loop)" in error.message

@@ -4,8 +4,10 @@ Owns: what each node type does (sequence, selector, parallel, action), the modif
 `optional`, `when`, `for_each`, `repeat`, `invert`; their order on one node is in `Ticker.tick`
 and docs/semantics.md), entering and finishing nodes (frames created and dropped, `events`),
 `check` steps and modifier conditions with their `check` trace entries, the open requests and
-step tokens a tick produces, the loop items a node sees, the tree navigation helpers
-(`node_at`, `tool_policy`, node keys) and the injected CEL evaluators (`Condition`).
+step tokens a tick produces, the loop items a node sees, the work one answer's ticking may do
+(`MAX_VISITS` nodes visited, `MAX_ENTRIES` trace entries; past either, `work_limit` names the
+loops it was in), the tree navigation helpers (`node_at`, `tool_policy`, node keys) and the
+injected CEL evaluators (`Condition`).
 
 It does not own the phase and status a tick leaves (`tether.engine.phases.settle`), nor the
 answers that move a frame before a tick (`tether.engine.answers`). Pure: no I/O, no clock; the
@@ -40,6 +42,13 @@ from tether.errors import TetherError
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+# The work one answer may do, counted (never timed, so replay decides alike): the nodes its
+# ticking visits and the trace entries it writes (those written before the tick included).
+# Loops (`for_each`, `repeat`) are what can reach them; an answer that would pass either is
+# refused whole with `work_limit`.
+MAX_VISITS = 20_000
+MAX_ENTRIES = 2_000
 
 # An evaluator of CEL conditions: (expression, var, const, tools, names) -> bool, raising an
 # exception whose str() is the reason when the expression cannot be evaluated. `tools` is what
@@ -101,6 +110,7 @@ class Ticker:
         self.reasons: list[str] = []
         self.retried: list[str] = []
         self.looped: list[str] = []
+        self.visits = 0
 
     def _finish(self, key: str, result: str) -> None:
         self.finished[key] = result
@@ -116,6 +126,9 @@ class Ticker:
         `until` is false, `optional` makes a failure count as success (a failed `for_each` item
         included: the loop goes on), `for_each` runs all that once per item, and `when`,
         checked once as the node is first reached, skips the lot."""
+        self.visits += 1
+        if self.visits > MAX_VISITS:
+            raise self._over(path, f"visit more than {MAX_VISITS:,} nodes")
         frame = self.runtime.get(key)
         if frame is None:
             when = node.get("when")
@@ -396,6 +409,45 @@ class Ticker:
         self.state["seq"] += 1
         self.state["since_reset"] += 1
         self.entries.append(entry)
+        if len(self.entries) > MAX_ENTRIES:
+            raise self._over(path, f"write more than {MAX_ENTRIES:,} trace entries")
+
+    def _over(self, path: list[int], what: str) -> TetherError:
+        """The refusal of an answer whose ticking would `what`, naming the loops it was in at
+        `path` (innermost first: the one that hit the limit) and the item or run each was at."""
+        loops = self._loops(path)
+        where = " inside ".join(
+            f"{loop['name']!r} ({loop['kind']} {loop['at']}, path {loop['path']})" for loop in loops
+        )
+        return TetherError(
+            "work_limit",
+            f"this answer would {what}, more than one answer may; it is refused whole and "
+            f"nothing changed ({f'in the loop {where}' if loops else 'outside any loop'}): give "
+            "the loop fewer items or runs, or a step for the agent to answer",
+            loop=loops[0]["name"] if loops else None,
+            loops=loops,
+        )
+
+    def _loops(self, path: list[int]) -> list[dict[str, Any]]:
+        """The `for_each` and `repeat` loops at and above `path`, innermost first, each with
+        the item or run it is at."""
+        loops: list[dict[str, Any]] = []
+        node, key = self.tree["root"], ""
+        for depth in range(len(path) + 1):
+            frame = self.runtime.get(key, {})
+            if "for_each" in node and ITEMS in frame:
+                at = f"item {frame[ITEM] + 1} of {len(frame[ITEMS])}"
+                loops.insert(
+                    0, {"name": node["name"], "path": path[:depth], "kind": "for_each", "at": at}
+                )
+            if "repeat" in node:
+                at = f"run {frame.get(RUNS, 0) + 1} of {node['repeat']['max']}"
+                loops.insert(
+                    0, {"name": node["name"], "path": path[:depth], "kind": "repeat", "at": at}
+                )
+            if depth < len(path):
+                node, key = node["children"][path[depth]], child_key(key, path[depth])
+        return loops
 
     def _drop(self, key: str) -> None:
         if not key:

@@ -19,7 +19,7 @@ import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio.to_thread
 import mcp_types as types
@@ -28,10 +28,12 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from tether.errors import TetherError
+from tether.locking import WouldWait, without_waiting
 from tether.verbs import Runtime, parse_value
 
 logger = logging.getLogger("tether.mcp")
 
+_T = TypeVar("_T")
 Arguments = dict[str, Any]
 Handler = Callable[[Runtime, Arguments], Any]
 
@@ -609,6 +611,8 @@ def call_spec(
         if given and "argument" not in exc.details:
             exc.details["argument"] = given[0]
         return error_result(exc, runtime.root)
+    except WouldWait:
+        raise
     except Exception:
         logger.exception("tool %s failed", spec.name)
         return error_result(
@@ -657,6 +661,15 @@ def _relative_text(text: str, root: str) -> str:
     return mention.sub(lambda m: "" if m.group(1) else ".", text)
 
 
+async def _unless_waiting(work: Callable[..., _T], *args: Any) -> _T:
+    """`work(*args)` on the event loop, or on a worker thread if it would have to wait."""
+    try:
+        with without_waiting():
+            return work(*args)
+    except WouldWait:
+        return await anyio.to_thread.run_sync(work, *args)
+
+
 def register_tools(server: Server[Any], runtime: Runtime) -> None:
     """Serve the runtime tools on `server`, every call going to `runtime`."""
     serve_tools(server, runtime, lambda: _BY_NAME)
@@ -670,10 +683,13 @@ def serve_tools(
     `runtime`. When `specs()` itself is refused, listing is a protocol error and a call is a
     tool error carrying the refusal."""
 
-    # Tool work reads and writes stores (files, a database, locks held by other processes) and
-    # loads trees: it runs on a worker thread, so one slow call never stalls the event loop and
-    # with it every other client, /health included. Each call holds the store's lock for its
-    # execution, so calls on one execution still apply one at a time, in order.
+    # A call runs on the event loop: its work is bounded (CEL expressions and loops have limits)
+    # and a thread hop would cost every call more than most calls take. What would stall the
+    # loop, and with it every other client, /health included, is waiting: for a lock another
+    # process or call holds, or for a database. Such a call is refused before it has done
+    # anything (`without_waiting`) and runs again on a worker thread, where it waits alone. Each
+    # call holds the store's lock for its execution, so calls on one execution still apply one
+    # at a time, in order.
     def listing() -> types.ListToolsResult:
         try:
             return types.ListToolsResult(tools=[s.to_tool() for s in specs().values()])
@@ -695,12 +711,12 @@ def serve_tools(
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams
     ) -> types.ListToolsResult:
-        return await anyio.to_thread.run_sync(listing)
+        return await _unless_waiting(listing)
 
     async def call(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        return await anyio.to_thread.run_sync(answer, params.name, params.arguments or {})
+        return await _unless_waiting(answer, params.name, params.arguments or {})
 
     def input_schema(name: str) -> dict[str, Any] | None:
         spec = specs().get(name)

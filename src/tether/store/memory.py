@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tether.errors import TetherError
+from tether.locking import hold
 from tether.store import encode
 from tether.store.base import Summary, wanted
 
@@ -87,7 +88,7 @@ class MemoryStore:
         lines = [encode(e) for e in entries or []]
         stored = dict(state, trace={"entries": len(lines)})
         record = _Record(key, encode(stored), encode(tree), lines)
-        with self._guard:
+        with hold(self._guard):
             if key in self._records:
                 raise TetherError(
                     "already_exists",
@@ -119,7 +120,7 @@ class MemoryStore:
 
     def read_execution(self, uri: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         record = self._record(uri)
-        with record.lock:
+        with hold(record.lock, reading=True):
             state = dict(json.loads(record.state))
             lines = record.trace[: state["trace"]["entries"]]
         return state, [json.loads(line) for line in lines]
@@ -161,7 +162,7 @@ class MemoryStore:
     @contextmanager
     def transaction(self, uri: str) -> Iterator[_MemoryTransaction]:
         record = self._record(uri)
-        with record.lock:
+        with hold(record.lock):
             yield _MemoryTransaction(self, record)
 
 

@@ -51,6 +51,7 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from tether.errors import TetherError
+from tether.locking import may_wait
 from tether.store import encode
 from tether.store.base import Summary, wanted
 
@@ -260,7 +261,9 @@ def _close_pools() -> None:
 @contextmanager
 def _connection(target: Target) -> Iterator[psycopg.Connection[Any]]:
     """A checked connection from the pool (schema ensured), with database failures turned into
-    `store_unavailable` errors. A transaction left open by a failure is rolled back."""
+    `store_unavailable` errors. A transaction left open by a failure is rolled back. Under
+    `tether.locking.without_waiting` it raises `WouldWait`: a database is waited on."""
+    may_wait()
     try:
         with _pool(target).connection() as conn:
             if target.dsn not in _ready:

@@ -13,6 +13,16 @@ step-text spelling `$VAR.x`, `$LOCAL.x`, `$CONST.x`, `$GLOBAL.x` or `$ITEM`: bef
 the `$` of those prefixes (outside string literals) becomes a space, so every column the library
 reports still points at the author's text.
 
+Bounded work. The library has no cost limit and holds the interpreter lock while it evaluates
+(one `map` three deep over 200 items ran for minutes and froze a server), so an expression's
+work is bounded from its text and its inputs before it runs. Comprehensions (`all`, `exists`,
+`exists_one`, `map`, `filter`) nest at most `MAX_NESTING` deep: deeper is `invalid_tree` when
+the tree loads. An expression whose work grows faster than its inputs (comprehensions nested,
+`map`/`filter`, which copy their list once per item, `in` inside a comprehension) is refused
+with an `ExpressionError` when the longest list or map it could iterate, to the power of those
+levels, exceeds `MAX_WORK`; that is decided by counting, never by a clock, so replay decides
+alike. Only the names an expression reads are converted into the library's values.
+
 Loading the library. `import cel` costs about 200 ms, because the package's `__init__` also
 imports its interactive command line (prompt_toolkit and friends), and the CLI's step path has to
 stay fast. So the compiled extension module `cel/cel.*.so` (or `.pyd`) is loaded on its own, by
@@ -45,9 +55,20 @@ _ERROR = re.compile(r"ERROR: <input>:(\d+):(\d+): ([^\n]*)")
 _QUOTES = "\"'"
 _SHOWN_CHARS = 120  # how much of a wrong result a reason quotes
 
+# Bounded work (see the module's docstring and `_Shape.levels`).
+MAX_NESTING = 2
+MAX_WORK = 100_000
+_ITERATES = frozenset({"all", "exists", "exists_one", "map", "filter"})
+_BUILDS = frozenset({"map", "filter"})  # they build a list, one copy per item: n**2 each
+_TOKEN = re.compile(
+    r"(?P<skip>//[^\n]*|\s+)|(?P<quote>[rRbB]{0,2}[\"'])"
+    r"|\.\s*(?P<call>[A-Za-z_]\w*)\s*\(|(?P<word>[A-Za-z_]\w*)|(?P<open>[(\[{])|(?P<close>[)\]}])"
+    r"|."
+)
+
 _cel: ModuleType | None = None
 _loading = threading.Lock()  # servers compile on worker threads; the extension loads once
-_programs: dict[str, Any] = {}
+_programs: dict[str, tuple[Any, _Shape]] = {}
 
 
 class ExpressionError(Exception):
@@ -129,9 +150,54 @@ def _string_end(src: str, start: int) -> int:
     return len(src)
 
 
-def _compile(src: str) -> Any:
-    program = _programs.get(src)
-    if program is None:
+class _Shape:
+    """What an expression's text says about its work. `nesting`: how deep its comprehensions
+    nest (with the line, column and macro of the deepest); `levels`: the power of `n` its work
+    grows by, where a comprehension at depth k counts k (k + 1 for `map` and `filter`, which
+    copy their list once per item) and `in` inside k comprehensions counts k + 1 (it searches
+    a list); `listed`: a bound on the length of a list written in the text (its commas + 1);
+    `reads`: the names it reads (only those are converted into the library's values, which
+    costs time in proportion to their size)."""
+
+    __slots__ = ("column", "levels", "line", "listed", "macro", "nesting", "reads")
+
+    def __init__(self, src: str, reads: list[str]) -> None:
+        self.reads = frozenset(reads)
+        self.nesting = self.levels = 0
+        self.line = self.column = 1
+        self.macro = ""
+        self.listed = src.count(",") + 1
+        stack: list[bool] = []  # open brackets, True for a comprehension's
+        i = 0
+        while i < len(src):
+            token = _TOKEN.match(src, i)
+            assert token is not None  # the last alternative matches any character
+            i = token.end()
+            if token["quote"]:
+                i = _string_end(src, i - 1)
+            elif token["call"]:
+                iterates = token["call"] in _ITERATES
+                if iterates:
+                    self._site(src, token.start("call"), token["call"], sum(stack) + 1)
+                stack.append(iterates)
+            elif token["word"] == "in":
+                self.levels = max(self.levels, sum(stack) + 1)
+            elif token["open"]:
+                stack.append(False)
+            elif token["close"] and stack:
+                stack.pop()
+
+    def _site(self, src: str, at: int, macro: str, depth: int) -> None:
+        self.levels = max(self.levels, depth + (macro in _BUILDS))
+        if depth > self.nesting:
+            self.nesting, self.macro = depth, macro
+            self.line = src.count("\n", 0, at) + 1
+            self.column = at - src.rfind("\n", 0, at)
+
+
+def _compile(src: str) -> tuple[Any, _Shape]:
+    compiled = _programs.get(src)
+    if compiled is None:
         try:
             program = _library().compile(prepare(src))
         except ValueError as exc:
@@ -144,8 +210,23 @@ def _compile(src: str) -> Any:
                 problem=problem,
                 expression=src,
             ) from None
-        _programs[src] = program
-    return program
+        shape = _Shape(src, program.variables())
+        if shape.nesting > MAX_NESTING:
+            problem = (
+                f"{shape.macro} is nested {shape.nesting} comprehensions deep, more than "
+                f"{MAX_NESTING} (its work would grow with a list's length to the power "
+                f"{shape.nesting})"
+            )
+            raise TetherError(
+                "invalid_tree",
+                f"CEL expression too costly at {shape.line}:{shape.column}: {problem}",
+                line=shape.line,
+                column=shape.column,
+                problem=problem,
+                expression=src,
+            )
+        compiled = _programs[src] = (program, shape)
+    return compiled
 
 
 def _syntax_problem(text: str) -> tuple[int, int, str]:
@@ -176,7 +257,7 @@ def evaluate(
 ) -> Any:
     """The plain Python value of `src` against the scopes, `TOOLS` and `names` (ITEM,
     ITEM_INDEX, ITEMS inside a loop); ExpressionError if evaluation fails."""
-    program = _compile(src)
+    program, shape = _compile(src)
     scopes = {
         **(names or {}),
         "VAR": var,
@@ -185,14 +266,37 @@ def evaluate(
         "GLOBAL": const,
         "TOOLS": tools or [],
     }
+    read = {name: value for name, value in scopes.items() if name in shape.reads}
+    if shape.levels > 1:
+        _bound_work(shape, read)
     try:
-        return program.execute(scopes)
+        return program.execute(read)
     except KeyError as exc:
         raise ExpressionError(
             f"no such key {exc.args[0]!r}" if exc.args else "no such key"
         ) from None
     except Exception as exc:
         raise ExpressionError(_first_sentence(str(exc)) or type(exc).__name__) from None
+
+
+def _bound_work(shape: _Shape, scopes: dict[str, Any]) -> None:
+    """ExpressionError unless `n ** shape.levels` is within `MAX_WORK`, `n` being the length of
+    the longest list or map in `scopes` or written in the expression. (Work that grows no
+    faster than the inputs, levels 0 and 1, is bounded by the caps on what the scopes hold.)"""
+    longest, pending = shape.listed, list(scopes.values())
+    while pending:
+        value = pending.pop()
+        if isinstance(value, dict):
+            value = list(value.values())
+        if isinstance(value, list):
+            longest = max(longest, len(value))
+            pending += value
+    if longest**shape.levels > MAX_WORK:
+        raise ExpressionError(
+            f"too costly: its work grows as n**{shape.levels} and its longest list or map has "
+            f"{longest} items ({longest**shape.levels:,} > {MAX_WORK:,}); iterate shorter "
+            "lists or nest fewer comprehensions"
+        )
 
 
 def _first_sentence(text: str) -> str:

@@ -335,9 +335,9 @@ class _Loader:
         except TetherError as exc:
             line, column = exc.details["line"], exc.details["column"]
             where.fail(
-                "invalid CEL expression",
+                exc.message.split(" at ")[0],
                 after=f"{line}:{column}: {exc.details['problem']}",
-                code="invalid_expression",
+                code=exc.code,
                 expression_line=line,
                 expression_column=column,
             )
