@@ -22,7 +22,7 @@ from field.gemini import Call, GeminiModel, Text, installed, run
 
 TETHER = str(Path(sys.executable).with_name("tether"))
 TRACE = "runs/feature.json"
-PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider test_calc.py"
+PYTEST = "python -m pytest -q -p no:cacheprovider test_calc.py"  # the venv's python, first on PATH
 REFUSED = "(Stop refused {} of 3 times in a row.)"
 
 
@@ -73,8 +73,10 @@ def entries(project: Path, kind: str) -> list[dict[str, Any]]:
 
 
 def bindings(home: Path) -> list[dict[str, Any]]:
+    """Every execution a session is bound to (`trace`, `via`), over the sessions."""
     folder = home / ".local" / "state" / "tether" / "guard" / "bindings"
-    return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+    files = sorted(folder.glob("*.json"))
+    return [e for p in files for e in json.loads(p.read_text())["executions"]]
 
 
 def test_a_shell_start_binds_the_session_and_its_stops_are_refused_up_to_the_cap(
