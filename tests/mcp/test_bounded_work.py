@@ -76,8 +76,10 @@ def test_a_costly_check_at_run_time_fails_its_action_and_stalls_nobody(
         _meanwhile_the_server_answers(http_server, "memory://another")
         failed, answer = _result(costly.result(timeout=60))
     assert not failed
-    assert answer["next"]["status"] == "failure"
-    assert answer["next"]["message"].startswith(
+    assert answer["next"] == {"status": "failure"}
+    failed, execution = _result(http_server.call("get_execution", trace_output=trace))
+    assert not failed
+    assert execution["failure"].startswith(
         "The check of 'Costly' could not be evaluated: too costly: its work grows as n**3 and "
         "its longest list or map has 200 items (8,000,000 > 100,000)"
     )
