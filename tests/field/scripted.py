@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -51,8 +52,9 @@ class Reply:
     chunks: list[bytes] = field(default_factory=list)
 
 
-class ScriptedModel:
-    """The server; use as a context manager. `url` is its base address."""
+class ScriptedModel(ABC):
+    """The server; use as a context manager. `url` is its base address. A harness's subclass
+    gives `answer`, its wire format."""
 
     def __init__(self, script: list[Turn]) -> None:
         self.script = list(script)
@@ -83,9 +85,9 @@ class ScriptedModel:
                 return turn
             return Text("done")
 
+    @abstractmethod
     def answer(self, request: Request) -> Reply:
-        """The harness's wire format: overridden by each harness's subclass."""
-        raise NotImplementedError
+        """The reply to one request, in the harness's wire format."""
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         model = self

@@ -454,9 +454,17 @@ def test_a_made_up_event_is_no_evidence(project: Path, run: str) -> None:
     assert entries(run, "tool") == []
     hk.hook_json(project, forged)  # the session the guard has seen
     assert [e["input"]["command"] for e in entries(run, "tool")] == ["pytest -q"]
-    # and the bound agent may not feed the guard's hook itself
-    feed = {"command": "echo '{}' | tether guard hook --state-dir .state"}
-    assert "tether guard" in reason(hk.hook_json(project, hk.pre(project, "Bash", feed)))
+    # and the bound agent may not feed the guard's hook itself, however it spells the call
+    for line in (
+        "echo '{}' | tether guard hook --state-dir .state",
+        "echo '{}' | python3 -m tether.guard.cli hook",
+        "echo '{}' | python -m tether guard hook",
+        "echo '{}' | uv run tether guard hook",
+        "echo '{}' | uvx --from . tether guard hook",
+        "echo '{}' | env X=1 /usr/local/bin/tether guard hook",
+    ):
+        out = hk.hook_json(project, hk.pre(project, "Bash", {"command": line}))
+        assert "tether guard" in reason(out), line
 
 
 @pytest.mark.parametrize(

@@ -223,21 +223,11 @@ def _shell_trace(words: list[str]) -> str | None:
     return parsed.args.get(_SHELL_BINDERS[args[0]])
 
 
-def _tether_args(name: str, args: list[str]) -> list[str] | None:
-    """The arguments `tether` gets from a command (`tether …`, `python -m tether …`, `uvx
-    --from tether-bt tether …`, `uv run tether …`), or None when it does not run Tether."""
-    if name in ("tether", "tether.exe"):
-        return args
-    if name.startswith("python") and args[:1] == ["-m"] and len(args) > 1:
-        return args[2:] if args[1].split(".", 1)[0] == "tether" else None
-    if name in ("uv", "uvx", "pipx") and "tether" in args:
-        return args[args.index("tether") + 1 :]
-    return None
-
-
 def _not_the_agents(name: str, args: list[str]) -> str | None:
     """A `shell.first` judge: the `tether reset` or `tether guard hook` a command runs."""
-    given = _tether_args(name, args)
+    from tether.guard.shell import tether_args
+
+    given = tether_args(name, args)
     if given is None:
         return None
     sub = next((a for a in given if not a.startswith("-")), None)
@@ -331,7 +321,7 @@ class Guarded:
         return None
 
     def _line(self, line: str, project: str) -> str | None:
-        from tether.guard.shell import first
+        from tether.guard.shell import first, tether_args
 
         for target in _redirect_targets(line) if ">" in line else ():
             found = self.what(target, project)
@@ -339,7 +329,7 @@ class Guarded:
                 return found
 
         def judge(name: str, args: list[str]) -> str | None:
-            if name in _READERS or _tether_args(name, args) is not None:
+            if name in _READERS or tether_args(name, args) is not None:
                 return None
             for arg in args:
                 for target in _redirect_targets(arg) if ">" in arg else ():

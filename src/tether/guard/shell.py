@@ -220,7 +220,8 @@ def _destructive(name: str, args: list[str]) -> str | None:
 # `tether` subcommands that are a person's answer to a human step.
 PERSON_ANSWERS = ("approve", "reject")
 _PYTHONS = ("python", "python3")
-_TETHER_MODULES = ("tether", "tether.cli.main")
+# The modules `python -m` runs as Tether, and the command words each stands for.
+_TETHER_MODULES = {"tether": [], "tether.cli.main": [], "tether.guard.cli": ["guard"]}
 _TETHERS = ("tether", "tether.exe")
 
 
@@ -232,21 +233,25 @@ def answers_for_a_person(line: str) -> str | None:
     return first(line, ("tether", "appro", "rejec"), _person_answer)
 
 
-def _person_answer(name: str, args: list[str]) -> str | None:
+def tether_args(name: str, args: list[str]) -> list[str] | None:
+    """A `first` judge's reading of one command (launchers and wrappers already unwrapped): the
+    arguments Tether gets when it runs Tether (`tether …`, a path to it, `python -m tether …`,
+    `python3 PATH/tether …`), else None."""
     if name.startswith(_PYTHONS):
         if "-m" in args:
             at = args.index("-m") + 1
-            if at >= len(args) or args[at] not in _TETHER_MODULES:
-                return None
-            args = args[at + 1 :]
-        else:
-            script = next((a for a in args if not a.startswith("-")), None)
-            if script is None or _name(script) not in _TETHERS:
-                return None
-            args = args[args.index(script) + 1 :]
-    elif name not in _TETHERS:
-        return None
-    sub = next((a for a in args if not a.startswith("-")), None)
+            words = _TETHER_MODULES.get(args[at]) if at < len(args) else None
+            return None if words is None else [*words, *args[at + 1 :]]
+        script = next((a for a in args if not a.startswith("-")), None)
+        if script is None or _name(script) not in _TETHERS:
+            return None
+        return args[args.index(script) + 1 :]
+    return args if name in _TETHERS else None
+
+
+def _person_answer(name: str, args: list[str]) -> str | None:
+    given = tether_args(name, args)
+    sub = next((a for a in given if not a.startswith("-")), None) if given is not None else None
     if sub is None:
         return None
     found = next((p for p in PERSON_ANSWERS if fnmatchcase(p, sub.lower())), None)
