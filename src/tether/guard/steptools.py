@@ -87,15 +87,12 @@ def simple_commands(line: str) -> list[list[str]] | None:
 
 
 def tether_args(words: list[str]) -> list[str] | None:
-    """The arguments after `tether` when `words` runs Tether (`tether ...` or a path to it,
-    behind `env` or `VAR=value` assignments), else None."""
+    """The arguments Tether gets when the simple command `words` runs it (as `shell.tether_args`
+    reads a command, behind `env` or `VAR=value` assignments), else None."""
     i = 0
     while i < len(words) and (words[i] == "env" or _ASSIGNMENT.match(words[i])):
         i += 1
-    if i >= len(words):
-        return None
-    program = os.path.basename(words[i])
-    return words[i + 1 :] if program in ("tether", "tether.exe") else None
+    return shell.tether_args(os.path.basename(words[i]), words[i + 1 :]) if i < len(words) else None
 
 
 def _plain_tether(words: list[str]) -> list[str] | None:
