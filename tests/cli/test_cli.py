@@ -345,3 +345,17 @@ def test_a_tree_file_given_as_trace_is_named_a_tree(cli: Cli) -> None:
         err = cli.fails(EXIT_INVALID, "invalid_value", "next", tree)
         assert "is a tree file, not an execution" in err["message"]
         assert "tether start" in err["message"]
+
+
+def test_python_m_tether_is_the_tether_command(tmp_path: Path) -> None:
+    """The guard and its docs read `python -m tether …` as a call of Tether: it runs as one."""
+    tree = Path(__file__).parents[2] / "examples" / "hello-world.yaml"
+    done = subprocess.run(
+        [sys.executable, "-m", "tether", "validate", str(tree)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["name"]
