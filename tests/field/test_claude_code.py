@@ -219,6 +219,21 @@ def test_a_human_step_lets_the_agent_stop_and_denies_its_own_approve(tmp_path: P
     assert "waits on a person" in str(run.events), run.events[-3:]
 
 
+def test_an_approve_the_guard_cannot_read_is_refused_by_the_runtime(tmp_path: Path) -> None:
+    """A spelling the guard's denial does not read (a program that runs `tether approve`) runs,
+    and the runtime refuses it: the process runs under Claude Code, whose mark its Bash tool's
+    shell carries."""
+    project = ck.project(tmp_path, trees={"release.yaml": HUMAN})
+    sneak = 'python3 -c \'import subprocess; subprocess.run(["tether", "approve", "run.json"])\''
+    script = [*start("release.yaml"), [bash(sneak)], Text("Over to you.")]
+    with AnthropicModel(script) as model:
+        ck.claude(project, model)
+    ran = tool_results(model.turns[3])[-1]
+    assert "human_only" in ran["text"] and "CLAUDECODE" in ran["text"], ran
+    assert ck.kinds(ck.trace(project, "run.json"), "human") == []
+    assert ck.tether(project, "get", "run.json")["status"] == "running"
+
+
 def test_a_sub_agent_is_held_to_the_same_policy(tmp_path: Path) -> None:
     project = ck.project(tmp_path, trees={"review.yaml": REVIEW, "calc.py": CALC})
     calc = project / "calc.py"
