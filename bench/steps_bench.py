@@ -41,7 +41,7 @@ from typing import Any
 
 from mcp.client.client import Client
 
-from tether.cli.output import emit
+from tether.command.output import emit
 from tether.mcp.server import build_server
 from tether.verbs import Runtime
 
@@ -108,7 +108,7 @@ class Tally:
 
 
 def _cli_bytes(result: Any) -> int:
-    """What `tether` prints for this result (`tether.cli.output.emit`), in bytes."""
+    """What `tether` prints for this result (`tether.command.output.emit`), in bytes."""
     out = io.StringIO()
     emit(result, out)
     return len(out.getvalue().encode())

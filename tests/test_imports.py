@@ -1,6 +1,8 @@
-"""Imports run one way: no package of Tether imports, at module level, a package that imports it
-back, and `tether.bot` never names `tether.mcp`, even inside a function (the bot's MCP server
-lives in `tether.mcp.bot`)."""
+"""Imports run one way. No module of Tether imports, even inside a function, a module that
+imports it back, directly or through others; no package imports, at module level, a package
+that imports it back; and `tether.bot` never names `tether.mcp`, even inside a function (the
+bot's MCP server lives in `tether.mcp.bot`). Imports the type checker alone reads (under
+`if TYPE_CHECKING:`) are not imports at run time and do not count."""
 
 from __future__ import annotations
 
@@ -20,67 +22,177 @@ def _package(name: str) -> str:
     return ".".join(parts[:2])
 
 
-def _imports(tree: ast.Module, *, top_level_only: bool) -> set[str]:
-    nodes = tree.body if top_level_only else list(ast.walk(tree))
-    names: set[str] = set()
-    for node in nodes:
-        if isinstance(node, ast.Import):
-            names.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-    return {n for n in names if n.startswith("tether.")}
+def _modules() -> dict[str, ast.Module]:
+    """Every module of the package by its dotted name, parsed."""
+    return {
+        _module_name(path): ast.parse(path.read_text(encoding="utf-8"))
+        for path in sorted(SRC.rglob("*.py"))
+    }
 
 
-def _graph(*, top_level_only: bool) -> dict[str, set[str]]:
+def _runtime_nodes(tree: ast.Module, *, top_level_only: bool) -> list[ast.stmt]:
+    """The import statements Python runs: those at module level (also inside `if`/`try` there)
+    or, unless `top_level_only`, anywhere; never those under `if TYPE_CHECKING:`."""
+    found: list[ast.stmt] = []
+    pending: list[ast.AST] = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            pending.extend(node.orelse)
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+            continue
+        if top_level_only and isinstance(
+            node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+        ):
+            continue
+        pending.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _targets(node: ast.stmt, known: set[str]) -> set[str]:
+    """The modules of `known` that an import statement loads: `import P.M` loads P.M;
+    `from P import N` loads P.N when that is a module, else P."""
+    if isinstance(node, ast.Import):
+        return {a.name for a in node.names if a.name in known}
+    assert isinstance(node, ast.ImportFrom)
+    assert node.level == 0, f"a relative import ({ast.unparse(node)}): the scan reads absolute ones"
+    base = node.module or ""
+    return {f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names} & known
+
+
+def module_graph(*, top_level_only: bool = False) -> dict[str, set[str]]:
+    """Which modules of the package each module imports, by dotted name."""
+    modules = _modules()
+    known = set(modules)
     graph: dict[str, set[str]] = {}
-    for path in SRC.rglob("*.py"):
-        source = ast.parse(path.read_text(encoding="utf-8"))
-        package = _package(_module_name(path))
-        targets = {_package(n) for n in _imports(source, top_level_only=top_level_only)}
-        graph.setdefault(package, set()).update(targets - {package})
+    for name, tree in modules.items():
+        targets: set[str] = set()
+        for node in _runtime_nodes(tree, top_level_only=top_level_only):
+            targets |= _targets(node, known)
+        graph[name] = targets - {name}
     return graph
 
 
-def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    """A cycle among the packages of `graph`, as a path, or None."""
-    state: dict[str, int] = {}
-    stack: list[str] = []
+def _package_graph(*, top_level_only: bool) -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for module, targets in module_graph(top_level_only=top_level_only).items():
+        package = _package(module)
+        graph.setdefault(package, set()).update({_package(t) for t in targets} - {package})
+    return graph
 
-    def visit(node: str) -> list[str] | None:
-        state[node] = 1
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One circle through each group of nodes of `graph` that reach each other, as a path that
+    ends where it starts (`[a, b, a]`), in a stable order."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: list[list[str]] = []
+
+    def connect(node: str) -> None:  # Tarjan's strongly connected components
+        index[node] = low[node] = len(index)
         stack.append(node)
         for nxt in sorted(graph.get(node, ())):
-            if state.get(nxt) == 1:
-                return [*stack[stack.index(nxt) :], nxt]
-            if nxt not in state:
-                found = visit(nxt)
-                if found:
-                    return found
-        stack.pop()
-        state[node] = 2
-        return None
+            if nxt not in index:
+                connect(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
 
     for node in sorted(graph):
-        if node not in state:
-            found = visit(node)
-            if found:
-                return found
-    return None
+        if node not in index:
+            connect(node)
+    return sorted(_circle_in(graph, set(group)) for group in groups)
 
 
-def test_the_scan_sees_the_packages_and_their_imports() -> None:
-    graph = _graph(top_level_only=False)
-    assert {"tether.mcp", "tether.bot", "tether.verbs", "tether.store"} <= set(graph)
-    assert "tether.bot" in graph["tether.mcp"]
+def _circle_in(graph: dict[str, set[str]], group: set[str]) -> list[str]:
+    """The shortest circle from the group's first node back to it, through the group."""
+    start = min(group)
+    paths = {start: [start]}
+    frontier = [start]
+    while frontier:
+        following = []
+        for node in frontier:
+            for nxt in sorted(graph.get(node, set()) & group):
+                if nxt == start:
+                    return [*paths[node], start]
+                if nxt not in paths:
+                    paths[nxt] = [*paths[node], nxt]
+                    following.append(nxt)
+        frontier = following
+    raise AssertionError(f"{sorted(group)} is not a circle")
 
 
-def test_no_cycle_at_module_level_among_packages() -> None:
-    assert _cycle(_graph(top_level_only=True)) is None
+def _shown(found: list[list[str]]) -> str:
+    return "\n".join(" -> ".join(circle) for circle in found)
+
+
+SAMPLE = """
+import tether.a
+from tether import b, __version__
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from tether.c import Name
+else:
+    import tether.e
+def f():
+    from tether.d import name
+"""
+
+
+def test_the_scan_reads_each_kind_of_import() -> None:
+    known = {"tether", "tether.a", "tether.b", "tether.c", "tether.d", "tether.e"}
+    tree = ast.parse(SAMPLE)
+
+    def loaded(top_level_only: bool) -> set[str]:
+        nodes = _runtime_nodes(tree, top_level_only=top_level_only)
+        return set().union(*(_targets(node, known) for node in nodes))
+
+    assert loaded(True) == {"tether", "tether.a", "tether.b", "tether.e"}
+    assert loaded(False) == {"tether", "tether.a", "tether.b", "tether.d", "tether.e"}
+
+
+def test_the_scan_sees_the_modules_and_their_imports() -> None:
+    graph = module_graph()
+    assert {"tether.mcp.cli", "tether.bot.cli", "tether.verbs", "tether.store"} <= set(graph)
+    assert "tether.mcp.server" in graph["tether.mcp.cli"]  # inside a function
+    assert "tether.mcp.server" not in module_graph(top_level_only=True)["tether.mcp.cli"]
+
+
+def test_no_circle_among_modules_function_level_imports_included() -> None:
+    found = circles(module_graph())
+    assert found == [], f"import circles:\n{_shown(found)}"
+
+
+def test_no_circle_at_module_level_among_packages() -> None:
+    found = circles(_package_graph(top_level_only=True))
+    assert found == [], f"import circles:\n{_shown(found)}"
 
 
 def test_the_bot_package_never_imports_the_mcp_package() -> None:
-    assert "tether.mcp" not in _graph(top_level_only=False)["tether.bot"]
+    assert "tether.mcp" not in _package_graph(top_level_only=False)["tether.bot"]
 
 
-def test_the_cycle_finder_finds_a_cycle() -> None:
-    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+def test_the_circle_finder_finds_each_circle_with_its_chain() -> None:
+    graph = {
+        "a": {"b"},
+        "b": {"c", "x"},
+        "c": {"a"},
+        "x": {"y"},
+        "y": {"x", "z"},
+        "z": set(),
+        "solo": {"solo"},
+    }
+    assert circles(graph) == [["a", "b", "c", "a"], ["x", "y", "x"]]
+    assert circles({"a": {"b"}, "b": {"c"}, "c": set()}) == []

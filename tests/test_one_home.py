@@ -2,8 +2,8 @@
 comments and docstrings do not count) for the calls only that home may make: replacing a file by
 rename (`tether.files.write_atomic`), cutting a file back (`tether.appendlog`'s torn tail, the
 file store's committed length), writing a file in place, printing a JSON error document on
-stderr (`tether.cli.output`), reading YAML (`tether.tree.locations`, with positions) and parsing
-a command line with argparse (`tether.cli.args` is the CLI's parser)."""
+stderr (`tether.command.output`), reading YAML (`tether.tree.locations`, with positions) and parsing
+a command line with argparse (`tether.command.args` is the CLI's parser)."""
 
 from __future__ import annotations
 
@@ -105,7 +105,7 @@ def test_each_mechanism_is_called_only_from_its_home() -> None:
     assert strays == {}
     assert found.get("write in place", set()) <= WRITE_HOMES
     assert _yaml_importers() == YAML_HOMES
-    # Errors reach stderr through tether.cli.output's emit, which prints every JSON document.
+    # Errors reach stderr through tether.command.output's emit, which prints every JSON document.
     assert "sys.stderr.write(json.dumps(...))" not in found
 
 
@@ -116,5 +116,5 @@ def test_every_family_reports_errors_through_the_cli_frame() -> None:
     for target, _ in FAMILIES.values():
         module = target.partition(":")[0]
         source = (PACKAGE.parent / (module.replace(".", "/") + ".py")).read_text()
-        assert "from tether.cli.output import" in source, module
+        assert "from tether.command.output import" in source, module
         assert "import argparse" not in source, module

@@ -10,6 +10,11 @@ names the temporary files `write_atomic` leaves behind when its process is kille
 owner of a folder can tidy them. It does not decide where files go, what they hold or which error
 a refusal becomes: callers turn `NotARegularFile` and `OSError` into their own `TetherError`.
 
+For the files Tether edits in a user's project or home (an MCP client's configuration, an agent's
+hook settings, the skill), `read_json` reads a JSON object and `write_file` replaces a file
+through `write_atomic`, never through a symbolic link among the project's folders; these two
+refuse with a `TetherError` naming the file, which is left untouched.
+
 `TETHER_FSYNC=1` (read once, at import) makes every write `fsync` the file before the rename, for
 durability across a power loss; without it a write survives the death of the process.
 """
@@ -18,9 +23,17 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import re
 import stat
+
+from tether.errors import TetherError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
 
 FSYNC = os.environ.get("TETHER_FSYNC", "") not in ("", "0")
 # What `write_atomic` names its temporary file: `<target>.<pid>.<8 hex digits>.tmp`. Before this
@@ -126,3 +139,50 @@ def write_atomic(path: str, data: str | bytes, *, fsync: bool = FSYNC) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.remove(temporary)
         raise
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """The JSON object in `path` (`{}` when it is missing or empty); anything else is refused
+    with the file named, and the file is left untouched."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise TetherError(
+            "invalid_value", f"cannot read {path}: {exc.strerror}", path=str(path)
+        ) from None
+    if not text.strip():
+        return {}
+    try:
+        document = json.loads(text)
+    except ValueError as exc:
+        raise TetherError(
+            "invalid_json",
+            f"{path} is not valid JSON ({exc}); it was left untouched",
+            path=str(path),
+        ) from None
+    if not isinstance(document, dict):
+        raise TetherError(
+            "invalid_value",
+            f"{path} does not hold a JSON object; it was left untouched",
+            path=str(path),
+        )
+    return document
+
+
+def write_file(path: Path, text: str, root: Path | None = None) -> None:
+    """Replace `path` with `text`, making its folder first: the installers' write, atomic
+    through `write_atomic` (a symbolic link there is replaced, not written through; a file's
+    permissions are kept). Refused (`forbidden`) when a folder between `root` (the project)
+    and the file is a symbolic link, as `tether init` refuses."""
+    linked = None if root is None else linked_folder(str(root), str(path))
+    if linked is not None:
+        raise TetherError(
+            "forbidden",
+            f"{linked} is a symbolic link; {path} would be written through it, outside the "
+            "project: left alone",
+            path=str(path),
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(str(path), text)

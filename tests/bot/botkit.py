@@ -20,7 +20,7 @@ def stdio_server(tree: Path, state: Path) -> StdioServerParameters:
     environment (so it imports the sources under test, as the tests do)."""
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "tether.mcp.bot", "--bot", str(tree), "--state", str(state)],
+        args=["-m", "tether.cli.main", "mcp", "--bot", str(tree), "--state", str(state)],
         env=dict(os.environ),
     )
 

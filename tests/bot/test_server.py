@@ -21,11 +21,12 @@ from support.locks import held_lock, wait_until_waiting
 from support.servers import HttpServer, start_server
 from tether.bot.session import BotSession
 from tether.errors import EXIT_INVALID, EXIT_USAGE
-from tether.mcp.bot import build_server, main
+from tether.mcp.bot import build_server
+from tether.mcp.cli import main
 from tether.verbs import Runtime
 
 pytestmark = pytest.mark.anyio
-SERVE = [sys.executable, "-m", "tether.mcp.bot"]
+SERVE = [sys.executable, "-m", "tether.cli.main", "mcp"]
 _LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import os
 
-from tether.cli.args import Command, Parsed
-from tether.cli.output import emit, run_family
+from tether.command.args import Command, Parsed
+from tether.command.output import emit, run_family
 from tether.errors import EXIT_OK, TetherError
 
 TOOLS = Command(

@@ -1,5 +1,6 @@
-"""The command-line edge: parse arguments, call the verb layer, print JSON.
+"""The `tether` command: its entry point (`main`) and `tether list` (`listing`).
 
-This package is on the start-up path of every command, so it imports nothing. How files written
-for other programs start `tether` is `tether.cli.launch`'s.
+The frame it shares with every other command line (parser, output, the verbs as commands,
+launch) is `tether.command`'s; nothing in Tether imports this package but `python -m tether`.
+This package is on the start-up path of every command, so it imports nothing.
 """

@@ -13,8 +13,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from tether.cli.args import Command, Parsed
-from tether.cli.output import emit, run_command
+from tether.command.args import Command, Parsed
+from tether.command.output import emit, run_command
 from tether.errors import EXIT_OK, TetherError
 
 LIST = Command(

@@ -209,8 +209,8 @@ def started(
 
 
 def _shell_trace(words: list[str]) -> str | None:
-    from tether.cli.args import parse
-    from tether.cli.main import COMMANDS
+    from tether.command.args import parse
+    from tether.command.verbs import COMMANDS
     from tether.guard.steptools import tether_args
 
     args = tether_args(words)

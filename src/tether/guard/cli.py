@@ -22,8 +22,8 @@ import os
 import sys
 from typing import Any
 
-from tether.cli.args import Command, Parsed, parse
-from tether.cli.output import Handler, emit, emit_error, run_family
+from tether.command.args import Command, Parsed, parse
+from tether.command.output import Handler, emit, emit_error, run_family
 from tether.errors import EXIT_OK, TetherError
 from tether.guard.failsafe import DEFAULT_DEADLINE
 
@@ -484,7 +484,7 @@ def cmd_log(p: Parsed) -> int:
 
 
 def cmd_install(p: Parsed) -> int:
-    from tether.cli.launch import launch
+    from tether.command.launch import launch
     from tether.guard.install import install_claude, install_harness, settings_file
 
     agent, http = str(p.args["AGENT"]), p.options.get("--http")

@@ -28,7 +28,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from tether.cli.launch import SHAREABLE, Launch
+from tether.command.launch import SHAREABLE, Launch
 from tether.errors import TetherError
 from tether.guard.failsafe import mode
 from tether.guard.hooks import EVENTS, TOOL_EVENTS
@@ -157,7 +157,7 @@ def install_claude(
     on_error: str | None = None,
 ) -> dict[str, Any]:
     """Merge the guard's hooks into `settings`; returns what was added or changed."""
-    from tether.mcp.install import write_file
+    from tether.files import write_file
 
     path = Path(settings)
     data: dict[str, Any] = {}
@@ -211,7 +211,7 @@ def _configured(path: Path, config: str, http: str | None, on_error: str | None)
     config_file = Path(config) if os.path.isabs(config) else project / config
     created = False
     if not http and not config_file.exists():
-        from tether.mcp.install import write_file
+        from tether.files import write_file
 
         write_file(config_file, starter(mode(None, on_error)), root=project)
         created = True
@@ -276,9 +276,9 @@ def install_harness(
     `HARNESS_FILES`): one command hook per event in `harness.INSTALLED`, an entry of its own
     found by its `guard hook --harness` and replaced in place; everything else is kept.
     `portable`: whether `command` names nothing of this machine (`tether.cli.launch`)."""
+    from tether.files import read_json, write_file
     from tether.guard.harness import EVENTS as NATIVE_EVENTS
     from tether.guard.harness import INSTALLED
-    from tether.mcp.install import read_json, write_file
 
     path = Path(file or HARNESS_FILES[harness])
     data = read_json(path)

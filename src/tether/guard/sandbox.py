@@ -165,8 +165,8 @@ class Sandbox:
             self._bind(trace, "mcp")
 
     def _shell(self, project: str, args: list[str], result: Any) -> None:
-        from tether.cli.args import parse
-        from tether.cli.main import COMMANDS, HANDLERS
+        from tether.command.args import parse
+        from tether.command.verbs import COMMANDS, HANDLERS
 
         command = COMMANDS.get(args[0])
         if command is None or "TRACE" not in command.positionals:

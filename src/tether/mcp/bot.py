@@ -1,23 +1,20 @@
-"""The bot MCP server: a bot's generated tools over stdio or Streamable HTTP.
+"""The bot MCP server: a bot's generated tools, served over stdio or Streamable HTTP.
 
-Owns `main(argv)` for `--bot TREE --state URI [--root DIR] [--http --host H --port P --token T
---allow-host H --max-body-bytes N]`, the server object with the bot's instructions, the tool
-listing (computed from the execution's embedded tree on every `tools/list`, so a restart's edits
-show) and the dispatch of each call to one `BotSession` operation. Results are structured
+Owns the server object with the bot's instructions (`build_server`), the tool listing (computed
+from the execution's embedded tree on every `tools/list`, so a restart's edits show) and the
+dispatch of each call to one `BotSession` operation. Results are structured
 content plus the same JSON as text; anything the runtime refuses is a tool error carrying the
 CLI's stable code. Argument checking, tool records and error results are `tether.mcp.tools`'s;
 the HTTP guards (Host/Origin checks, bearer token, body limit, socket binding) are
 `tether.mcp.http`'s.
 
-It does not own what the tools do (`tether.bot.session`), their names (`tether.bot.surface`) or
-the runtime (`tether.verbs`).
+It does not own what the tools do (`tether.bot.session`), their names (`tether.bot.surface`), the
+runtime (`tether.verbs`) or the command line that serves them (`tether mcp --bot`, in
+`tether.mcp.cli`).
 """
 
 from __future__ import annotations
 
-import logging
-import os
-import sys
 from typing import Any
 
 import mcp_types as types
@@ -29,39 +26,13 @@ from tether.bot.surface import (
     ACTION,
     CLOSE,
     CONTINUE,
-    DEFAULT_SERVER,
     INDEPENDENT,
     PHASE,
     RESTART,
     Surface,
     Tool,
-    name_budget,
 )
-from tether.cli.args import Command, Parsed
-from tether.cli.output import run_command
-from tether.errors import EXIT_OK, TetherError
-from tether.mcp.cli import HTTP_HELP, HTTP_VALUES
 from tether.mcp.tools import ToolSpec, serve_tools
-from tether.verbs import Runtime
-
-COMMAND = Command(
-    "mcp --bot",
-    "serve a bot's generated tools over MCP: stdio by default, Streamable HTTP with --http",
-    values=("--bot", "--state", "--root", "--name", *HTTP_VALUES),
-    repeated=("--allow-host",),
-    flags=("--http",),
-    help=(
-        "--bot TREE        the bot's tree file: a sequence of phases, each a sequence of actions\n"
-        "                  (tether bot build turns a bot folder into one)\n"
-        "--state URI       the execution the tools drive: a path or file:// URI, memory://NAME\n"
-        "                  or postgresql://...; started from TREE on first use\n"
-        "--root DIR        relative paths are taken from DIR and file URIs must lie inside it\n"
-        "--name NAME       the name the client registers this server under (default tether):\n"
-        "                  tool names are kept short enough that mcp__NAME__TOOL has at most\n"
-        "                  64 characters\n"
-        + HTTP_HELP
-    ),
-)
 
 _NOTE = {"type": "string", "description": "Why, in a few words; kept in the execution's trace."}
 _VALUES = {
@@ -260,55 +231,3 @@ def build_server(session: BotSession) -> Server[Any]:
 
     serve_tools(server, session.runtime, lambda: tool_specs(session.surface(), session))
     return server
-
-
-# -- serving ------------------------------------------------------------------------------------
-
-
-def main(argv: list[str]) -> int:
-    """`tether mcp --bot TREE --state URI [...]`: serve until the client goes away."""
-    return run_command(COMMAND, argv, _serve)
-
-
-def _serve(p: Parsed) -> int:
-    import anyio
-
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s: %(message)s")
-    for needed in ("--bot", "--state"):
-        if needed not in p.options:
-            raise TetherError("usage", f"{needed} is required; usage: {COMMAND.usage()}")
-    root = p.options.get("--root")
-    if root is not None:
-        root = os.path.abspath(root)
-        if not os.path.isdir(root):
-            raise TetherError("not_found", f"--root {p.options['--root']} is not a directory")
-    tree = p.options["--bot"]
-    if root is not None and not os.path.isabs(tree):
-        tree = os.path.join(root, tree)
-    if os.path.isdir(tree):
-        raise TetherError(
-            "usage",
-            f"--bot {p.options['--bot']} is a folder; build it into a tree file first: "
-            f"tether bot build {p.options['--bot']} -o TREE",
-        )
-    server = p.options.get("--name", DEFAULT_SERVER)
-    name_budget(server)  # refuse a server name that leaves no room before serving
-    session = BotSession(Runtime(root=root), tree, p.options["--state"], server)
-    if "--http" not in p.flags:
-        http_only = [o for o in HTTP_VALUES if o in p.options]
-        http_only += [o for o in COMMAND.repeated if o in p.multi]
-        if http_only:
-            raise TetherError("usage", f"{http_only[0]} applies to --http only")
-        from tether.mcp.server import run_stdio
-
-        anyio.run(run_stdio, build_server(session))
-        return EXIT_OK
-    from tether.mcp.cli import http_options
-    from tether.mcp.http import serve
-
-    anyio.run(serve, build_server(session), http_options(p), "tether mcp --bot")
-    return EXIT_OK
-
-
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))

@@ -1,9 +1,11 @@
-"""The `tether mcp` command family: serve over stdio or HTTP, or register with a client.
+"""The `tether mcp` command family: serve over stdio or HTTP, serve a bot's tools, or register
+with a client.
 
-Owns the options of `tether mcp [--http ...]` and `tether mcp install ...`, their defaults (the
-root is the working directory; the token may come from the environment), and turning them into
-a `Runtime` and a transport. Errors are printed like every other `tether` command's. It does not
-own the tools, the transports or the client files (the sibling modules do).
+Owns the options of `tether mcp [--http ...]`, `tether mcp --bot TREE --state URI [...]` and
+`tether mcp install ...`, their defaults (the root is the working directory, or none for a bot;
+the token may come from the environment), and turning them into a `Runtime` (or a bot's
+session) and a transport. Errors are printed like every other `tether` command's. It does not
+own the tools, the bot's server, the transports or the client files (the sibling modules do).
 """
 
 from __future__ import annotations
@@ -14,14 +16,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tether.cli.args import Command, Parsed
-from tether.cli.output import emit, run_command
+from tether.command.args import Command, Parsed
+from tether.command.output import emit, run_command
 from tether.errors import EXIT_OK, TetherError
 
 if TYPE_CHECKING:
     from tether.mcp.http import HttpOptions
 
-# The HTTP serving options, shared with `tether mcp --bot`.
+# The HTTP serving options, `tether mcp --bot`'s too.
 HTTP_VALUES = ("--host", "--port", "--token", "--max-body-bytes")
 HTTP_HELP = (
     "--http            serve Streamable HTTP at POST /mcp (and GET /health) instead of stdio\n"
@@ -52,6 +54,24 @@ SERVE = Command(
     ),
 )
 
+BOT = Command(
+    "mcp --bot",
+    "serve a bot's generated tools over MCP: stdio by default, Streamable HTTP with --http",
+    values=("--bot", "--state", "--root", "--name", *HTTP_VALUES),
+    repeated=("--allow-host",),
+    flags=("--http",),
+    help=(
+        "--bot TREE        the bot's tree file: a sequence of phases, each a sequence of actions\n"
+        "                  (tether bot build turns a bot folder into one)\n"
+        "--state URI       the execution the tools drive: a path or file:// URI, memory://NAME\n"
+        "                  or postgresql://...; started from TREE on first use\n"
+        "--root DIR        relative paths are taken from DIR and file URIs must lie inside it\n"
+        "--name NAME       the name the client registers this server under (default tether):\n"
+        "                  tool names are kept short enough that mcp__NAME__TOOL has at most\n"
+        "                  64 characters\n" + HTTP_HELP
+    ),
+)
+
 INSTALL = Command(
     "mcp install",
     "register the stdio server in an MCP client's configuration (other servers are kept)",
@@ -74,9 +94,7 @@ INSTALL = Command(
 
 def main(argv: list[str]) -> int:
     if "--bot" in argv:
-        from tether.mcp.bot import main as serve_bot
-
-        return serve_bot(argv)
+        return run_command(BOT, argv, _serve_bot)
     if argv[:1] == ["install"]:
         return run_command(INSTALL, argv[1:], _install)
     return run_command(SERVE, argv, _serve)
@@ -94,11 +112,7 @@ def _serve(p: Parsed) -> int:
         stores=p.multi.get("--allow-store", []),
     )
     if "--http" not in p.flags:
-        both = ("--root", "--store", "--allow-store")
-        http_only = [o for o in (*SERVE.values, *SERVE.repeated) if o not in both]
-        given = [o for o in http_only if o in p.options or o in p.multi]
-        if given:
-            raise TetherError("usage", f"{given[0]} applies to --http only")
+        _stdio_only(p)
         from tether.mcp.server import serve_stdio
 
         anyio.run(serve_stdio, runtime)
@@ -109,9 +123,58 @@ def _serve(p: Parsed) -> int:
     return EXIT_OK
 
 
+def _serve_bot(p: Parsed) -> int:
+    """`tether mcp --bot TREE --state URI [...]`: serve until the client goes away."""
+    import anyio
+
+    from tether.bot.session import BotSession
+    from tether.bot.surface import DEFAULT_SERVER, name_budget
+    from tether.mcp.bot import build_server
+    from tether.verbs import Runtime
+
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s: %(message)s")
+    for needed in ("--bot", "--state"):
+        if needed not in p.options:
+            raise TetherError("usage", f"{needed} is required; usage: {BOT.usage()}")
+    root = p.options.get("--root")
+    if root is not None:
+        root = os.path.abspath(root)
+        if not os.path.isdir(root):
+            raise TetherError("not_found", f"--root {p.options['--root']} is not a directory")
+    tree = p.options["--bot"]
+    if root is not None and not os.path.isabs(tree):
+        tree = os.path.join(root, tree)
+    if os.path.isdir(tree):
+        raise TetherError(
+            "usage",
+            f"--bot {p.options['--bot']} is a folder; build it into a tree file first: "
+            f"tether bot build {p.options['--bot']} -o TREE",
+        )
+    server = p.options.get("--name", DEFAULT_SERVER)
+    name_budget(server)  # refuse a server name that leaves no room before serving
+    session = BotSession(Runtime(root=root), tree, p.options["--state"], server)
+    if "--http" not in p.flags:
+        _stdio_only(p)
+        from tether.mcp.server import run_stdio
+
+        anyio.run(run_stdio, build_server(session))
+        return EXIT_OK
+    from tether.mcp.http import serve
+
+    anyio.run(serve, build_server(session), http_options(p), "tether mcp --bot")
+    return EXIT_OK
+
+
+def _stdio_only(p: Parsed) -> None:
+    """Refuse an HTTP serving option given without `--http`."""
+    given = [o for o in (*HTTP_VALUES, "--allow-host") if o in p.options or o in p.multi]
+    if given:
+        raise TetherError("usage", f"{given[0]} applies to --http only")
+
+
 def http_options(p: Parsed) -> HttpOptions:
     """The HTTP serving options (`--host`, `--port`, `--token` or its environment variable,
-    `--allow-host`, `--max-body-bytes`) of a parsed command line; the bot server shares them."""
+    `--allow-host`, `--max-body-bytes`) of a parsed command line, `--bot`'s too."""
     from tether.mcp.http import DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT, TOKEN_ENV, HttpOptions
 
     return HttpOptions(
@@ -124,7 +187,7 @@ def http_options(p: Parsed) -> HttpOptions:
 
 
 def _install(p: Parsed) -> int:
-    from tether.cli.launch import launch
+    from tether.command.launch import launch
     from tether.mcp.install import Install, install
 
     target = p.options.get("--target")

@@ -7,8 +7,9 @@ the entry written for Tether, and the merge: the file's other servers and other 
 they are, an unreadable file is refused rather than overwritten, and the file is replaced
 atomically. A project file is shared (teams commit it), so an entry whose command names this
 machine (an absolute path) is written to the local or user scope instead, and the result says
-so. It does not choose the command (`tether.cli.launch`), start servers or parse the command line
-(`tether.mcp.cli`).
+so. It does not choose the command (`tether.command.launch`), start servers or parse the command
+line (`tether.mcp.cli`). Reading and writing the file is `tether.files`'s (`read_json`,
+`write_file`).
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tether.cli.launch import SHAREABLE
+from tether.command.launch import SHAREABLE
 from tether.errors import TetherError
-from tether.files import linked_folder, write_atomic
+from tether.files import read_json, write_file
 
 TARGETS = ("claude-code", "claude-desktop", "cursor", "vscode", "gemini")
 SCOPES = ("project", "local", "user")
@@ -163,50 +164,3 @@ def install(plan: Install) -> dict[str, Any]:
     if note:
         result["note"] = note
     return result
-
-
-def read_json(path: Path) -> dict[str, Any]:
-    """The JSON object in `path` (`{}` when it is missing or empty); anything else is refused
-    with the file named, and the file is left untouched."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    except OSError as exc:
-        raise TetherError(
-            "invalid_value", f"cannot read {path}: {exc.strerror}", path=str(path)
-        ) from None
-    if not text.strip():
-        return {}
-    try:
-        document = json.loads(text)
-    except ValueError as exc:
-        raise TetherError(
-            "invalid_json",
-            f"{path} is not valid JSON ({exc}); it was left untouched",
-            path=str(path),
-        ) from None
-    if not isinstance(document, dict):
-        raise TetherError(
-            "invalid_value",
-            f"{path} does not hold a JSON object; it was left untouched",
-            path=str(path),
-        )
-    return document
-
-
-def write_file(path: Path, text: str, root: Path | None = None) -> None:
-    """Replace `path` with `text`, making its folder first: the installers' write, atomic
-    through `tether.files.write_atomic` (a symbolic link there is replaced, not written
-    through; a file's permissions are kept). Refused (`forbidden`) when a folder between
-    `root` (the project) and the file is a symbolic link, as `tether init` refuses."""
-    linked = None if root is None else linked_folder(str(root), str(path))
-    if linked is not None:
-        raise TetherError(
-            "forbidden",
-            f"{linked} is a symbolic link; {path} would be written through it, outside the "
-            "project: left alone",
-            path=str(path),
-        )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(str(path), text)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from tether.cli.args import Command
-from tether.cli.output import emit, guarded
+from tether.command.args import Command
+from tether.command.output import emit, guarded
 from tether.errors import EXIT_OK, TetherError
 
 if TYPE_CHECKING:

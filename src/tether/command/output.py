@@ -4,7 +4,7 @@ Owns how a result and an error look on the terminal: the result as indented JSON
 error as `{"error": {"code", "message", ...}}` on stderr, and the exit code of the error's class;
 and the frames around a command: `guarded` reports what a command raises, `run_command` parses,
 prints help or runs a command's handler within it, and `run_family` does so for a family of
-sub-commands (`tether guard X`, `tether bot X`). It does not parse (`tether.cli.args`) or decide
+sub-commands (`tether guard X`, `tether bot X`). It does not parse (`tether.command.args`) or decide
 what a command does.
 """
 
@@ -20,7 +20,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
-    from tether.cli.args import Command, Parsed
+    from tether.command.args import Command, Parsed
 
 Handler = Callable[["Parsed"], int]
 
@@ -59,7 +59,7 @@ def guarded(work: Callable[[], int]) -> int:
 def run_command(command: Command, argv: list[str], handler: Handler) -> int:
     """Parse `argv` for `command`, print its help or run `handler`, and report any error: the
     frame every `tether` sub-command family shares."""
-    from tether.cli.args import parse
+    from tether.command.args import parse
 
     def work() -> int:
         parsed = parse(command, argv)

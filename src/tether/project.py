@@ -1,4 +1,5 @@
-"""Setting a project up: `tether init [DIR]` and `tether install skill --target claude|agents`.
+"""Setting a project up, a command family of its own: `tether init [DIR]` and
+`tether install skill --target claude|agents`.
 
 Owns what `init` writes (the shipped examples under `DIR/examples/`, a guard configuration at
 `DIR/.tether/guard.yaml` with the workflow binding section, and the next three commands to run)
@@ -8,7 +9,9 @@ changed. Owns where `install skill` puts the agent skill: Claude Code's
 `.claude/skills/tether/SKILL.md`, or a section of `AGENTS.md` between markers, replaced in place
 on the next install and nothing else in the file touched. It does not own the skill's text or
 the examples (`skills/`, `examples/`, found by `tether.shipped`) or the guard's configuration
-format (`tether.guard.config`).
+(its format, `tether.guard.config`, and its starter text and plugin check, which `init` imports
+from the guard when it runs); the `tether` command (`tether.cli.main`) reaches this family by
+name only.
 """
 
 from __future__ import annotations
@@ -18,10 +21,10 @@ import sys
 from pathlib import Path
 
 from tether import shipped
-from tether.cli.args import Command, Parsed
-from tether.cli.output import emit, report, run_command
+from tether.command.args import Command, Parsed
+from tether.command.output import emit, report, run_command
 from tether.errors import EXIT_OK, TetherError
-from tether.files import linked_folder
+from tether.files import linked_folder, write_file
 
 INIT = Command(
     "init",
@@ -147,7 +150,7 @@ def _next_steps(root: str) -> tuple[list[str], str]:
     them is left out."""
     from pathlib import Path
 
-    from tether.cli.launch import ABSOLUTE, UVX, launch
+    from tether.command.launch import ABSOLUTE, UVX, launch
     from tether.guard.install import plugin_enabled
 
     how = launch()
@@ -172,8 +175,6 @@ def _next_steps(root: str) -> tuple[list[str], str]:
 
 
 def _install_skill(p: Parsed) -> int:
-    from tether.mcp.install import write_file
-
     target = p.options.get("--target")
     if target not in ("claude", "agents"):
         raise TetherError("usage", f"install skill needs --target claude or agents, got {target!r}")
