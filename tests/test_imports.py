@@ -1,8 +1,10 @@
-"""Imports run one way. No module of Tether imports, even inside a function, a module that
-imports it back, directly or through others; no package imports, at module level, a package
-that imports it back; and `tether.bot` never names `tether.mcp`, even inside a function (the
-bot's MCP server lives in `tether.mcp.bot`). Imports the type checker alone reads (under
-`if TYPE_CHECKING:`) are not imports at run time and do not count."""
+"""Imports run one way. No module of Tether imports a module that imports it back, directly or
+through others, and no package a package that imports it back: imports inside functions
+included, each circle reported with its chain. Imports the type checker alone reads (under
+`if TYPE_CHECKING:`) are not imports at run time and do not count. Nothing imports the `tether`
+command (`tether.cli`) but `python -m tether`, and the command imports none of the edges it
+dispatches to by name (they share the frame in `tether.command`); `tether.bot` never names
+`tether.mcp` (the bot's MCP server lives in `tether.mcp.bot`)."""
 
 from __future__ import annotations
 
@@ -75,21 +77,21 @@ def module_graph(*, top_level_only: bool = False) -> dict[str, set[str]]:
     return graph
 
 
-def _package_graph(*, top_level_only: bool) -> dict[str, set[str]]:
+def _package_graph() -> dict[str, set[str]]:
+    """Which packages (and top-level modules) of Tether each one imports."""
     graph: dict[str, set[str]] = {}
-    for module, targets in module_graph(top_level_only=top_level_only).items():
+    for module, targets in module_graph().items():
         package = _package(module)
         graph.setdefault(package, set()).update({_package(t) for t in targets} - {package})
     return graph
 
 
-def circles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """One circle through each group of nodes of `graph` that reach each other, as a path that
-    ends where it starts (`[a, b, a]`), in a stable order."""
+def groups(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of two or more nodes of `graph` that all reach each other, each sorted."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
-    groups: list[list[str]] = []
+    found: list[list[str]] = []
 
     def connect(node: str) -> None:  # Tarjan's strongly connected components
         index[node] = low[node] = len(index)
@@ -108,12 +110,18 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
                 if member == node:
                     break
             if len(group) > 1:
-                groups.append(sorted(group))
+                found.append(sorted(group))
 
     for node in sorted(graph):
         if node not in index:
             connect(node)
-    return sorted(_circle_in(graph, set(group)) for group in groups)
+    return sorted(found)
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One circle through each group of `graph` (`groups`), as a path that ends where it starts
+    (`[a, b, a]`), in a stable order."""
+    return [_circle_in(graph, set(group)) for group in groups(graph)]
 
 
 def _circle_in(graph: dict[str, set[str]], group: set[str]) -> list[str]:
@@ -134,8 +142,14 @@ def _circle_in(graph: dict[str, set[str]], group: set[str]) -> list[str]:
     raise AssertionError(f"{sorted(group)} is not a circle")
 
 
-def _shown(found: list[list[str]]) -> str:
-    return "\n".join(" -> ".join(circle) for circle in found)
+def _shown(graph: dict[str, set[str]]) -> str:
+    """Each circle of `graph` with its chain, and the other modules caught in it."""
+    lines = []
+    for group in groups(graph):
+        chain = _circle_in(graph, set(group))
+        others = [m for m in group if m not in chain]
+        lines.append(" -> ".join(chain) + (f" (also in it: {', '.join(others)})" if others else ""))
+    return "\n".join(lines)
 
 
 SAMPLE = """
@@ -171,17 +185,30 @@ def test_the_scan_sees_the_modules_and_their_imports() -> None:
 
 
 def test_no_circle_among_modules_function_level_imports_included() -> None:
-    found = circles(module_graph())
-    assert found == [], f"import circles:\n{_shown(found)}"
+    graph = module_graph()
+    assert groups(graph) == [], f"import circles:\n{_shown(graph)}"
 
 
-def test_no_circle_at_module_level_among_packages() -> None:
-    found = circles(_package_graph(top_level_only=True))
-    assert found == [], f"import circles:\n{_shown(found)}"
+def test_no_circle_among_packages_function_level_imports_included() -> None:
+    graph = _package_graph()
+    assert groups(graph) == [], f"import circles:\n{_shown(graph)}"
 
 
 def test_the_bot_package_never_imports_the_mcp_package() -> None:
-    assert "tether.mcp" not in _package_graph(top_level_only=False)["tether.bot"]
+    assert "tether.mcp" not in _package_graph()["tether.bot"]
+
+
+def test_no_edge_imports_the_tether_command_and_it_imports_no_edge() -> None:
+    """The edges share the command frame (`tether.command`), not the `tether` command; the
+    command reaches them by name only, when it runs one."""
+    from tether.cli.main import FAMILIES
+
+    graph = _package_graph()
+    importers = {package for package, targets in graph.items() if "tether.cli" in targets}
+    assert importers == {"tether.__main__"}
+    edges = {_package(target.partition(":")[0]) for target, _ in FAMILIES.values()}
+    assert {"tether.guard", "tether.mcp", "tether.project"} <= edges - {"tether.cli"}
+    assert graph["tether.cli"] & edges == set()
 
 
 def test_the_circle_finder_finds_each_circle_with_its_chain() -> None:
@@ -196,3 +223,6 @@ def test_the_circle_finder_finds_each_circle_with_its_chain() -> None:
     }
     assert circles(graph) == [["a", "b", "c", "a"], ["x", "y", "x"]]
     assert circles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+    # A group wider than its shortest circle names its other members.
+    wide = {"a": {"b", "c"}, "b": {"a"}, "c": {"b"}}
+    assert _shown(wide) == "a -> b -> a (also in it: c)"

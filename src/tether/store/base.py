@@ -11,8 +11,9 @@ It also owns what a listing says of an execution (`Summary`: its name and URI, t
 phase, open step, revision and last update, or why it cannot be read), built from the state by
 one function for every store, so that the file store, the memory store and PostgreSQL list alike.
 
-The JSON encoding every store writes is `tether.store.encode`, kept out of this module so that
-a step on the file store loads neither `typing` nor `dataclasses` (`tests/cli/test_lean_start.py`).
+The JSON encoding every store writes is `tether.store.shared.encode`, kept out of this module so
+that a step on the file store loads neither `typing` nor `dataclasses`
+(`tests/cli/test_lean_start.py`).
 """
 
 from __future__ import annotations

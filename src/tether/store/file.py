@@ -68,7 +68,7 @@ from tether.files import (
     write_atomic,
 )
 from tether.locking import locked
-from tether.store import encode, path_of
+from tether.store.shared import encode, path_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -2,7 +2,7 @@
 
 Owns an in-process map from URI to (state, tree, trace), guarded by one lock per URI so that
 threads see the same serialised, all-or-nothing commits as the file store gives processes. Values
-are stored as JSON text (standard JSON, `tether.store.encode`), so no caller can change a
+are stored as JSON text (standard JSON, `tether.store.shared.encode`), so no caller can change a
 stored document by mutating what it was given.
 `list("memory://")` lists every execution of the process, by the name after `memory://`.
 
@@ -25,8 +25,8 @@ from typing import Any
 
 from tether.errors import TetherError
 from tether.locking import hold
-from tether.store import encode
 from tether.store.base import Summary, wanted
+from tether.store.shared import encode
 
 _PREFIX = "memory://"
 MAX_BYTES = int(os.environ.get("TETHER_MEMORY_MAX_BYTES", 64 * 1024 * 1024))

@@ -52,8 +52,8 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from tether.errors import TetherError
 from tether.locking import may_wait
-from tether.store import encode
 from tether.store.base import Summary, wanted
+from tether.store.shared import encode
 
 SCHEMA_VERSION = 1
 _SCHEMES = ("postgresql", "postgres")

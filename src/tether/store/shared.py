@@ -1,0 +1,59 @@
+"""What the stores and their face (`tether.store`) share: how a URI names a store and a file,
+and the one JSON encoding every store writes.
+
+Owns `scheme_of` (a bare path is `file`), `path_of` (the path a `file:` URI or a bare path names,
+for executions and tree files alike) and `encode`: standard JSON only, so that a NaN or an
+infinity that slipped past the verbs is refused rather than stored in a form that other readers
+(the viewer's page, PostgreSQL) cannot parse. It sits below the face and every store, so a store
+imports it without importing the face that imports the store. Code outside `tether.store` takes
+these names from `tether.store`. It imports nothing of Tether but the errors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+from tether.errors import TetherError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
+
+
+def encode(value: Any, *, indent: int | None = None) -> str:
+    """`value` as standard JSON text (compact unless `indent`); `invalid_value` for a NaN or an
+    infinity, which JSON cannot hold."""
+    try:
+        if indent is None:
+            return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        return json.dumps(value, ensure_ascii=False, allow_nan=False, indent=indent)
+    except ValueError as exc:
+        raise TetherError("invalid_value", f"not storable as JSON: {exc}") from None
+
+
+def scheme_of(uri: str) -> str:
+    """`file` for a bare path, else the URI's scheme in lower case."""
+    match = _SCHEME.match(uri)
+    if match is None or len(match.group(1)) == 1:  # a bare path, or a Windows drive letter
+        return "file"
+    return match.group(1).lower()
+
+
+def path_of(uri: str) -> str:
+    """The filesystem path that a `file:` URI or a bare path names, made absolute."""
+    path = uri
+    if uri.startswith("file:"):
+        path = uri[len("file://") :] if uri.startswith("file://") else uri[len("file:") :]
+        if path.startswith("localhost/"):
+            path = path[len("localhost") :]
+        if "%" in path:
+            from urllib.parse import unquote
+
+            path = unquote(path)
+    if not path:
+        raise TetherError("invalid_value", f"{uri!r} names no file")
+    return os.path.abspath(os.path.expanduser(path))
