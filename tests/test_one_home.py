@@ -109,7 +109,7 @@ def test_each_mechanism_is_called_only_from_its_home() -> None:
     assert "sys.stderr.write(json.dumps(...))" not in found
 
 
-def test_every_family_reports_errors_through_the_cli_frame() -> None:
+def test_every_family_reports_errors_through_the_command_frame() -> None:
     """The modules behind `tether X` import the shared frame, none its own argparse."""
     from tether.cli.main import FAMILIES
 

@@ -1,4 +1,4 @@
-"""Command-line argument parsing for the `tether` verbs.
+"""Command-line argument parsing for every Tether command line (the `tether` verbs and families).
 
 Owns a small table-driven parser with one rule argparse cannot give: a value is never taken for
 an option. Only the option names a command declares are options; every other token, even one that
