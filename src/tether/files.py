@@ -10,13 +10,13 @@ names the temporary files `write_atomic` leaves behind when its process is kille
 owner of a folder can tidy them. It does not decide where files go, what they hold or which error
 a refusal becomes: callers turn `NotARegularFile` and `OSError` into their own `TetherError`.
 
+`TETHER_FSYNC=1` (read once, at import) makes every write `fsync` the file before the rename, for
+durability across a power loss; without it a write survives the death of the process.
+
 For the files Tether edits in a user's project or home (an MCP client's configuration, an agent's
 hook settings, the skill), `read_json` reads a JSON object and `write_file` replaces a file
 through `write_atomic`, never through a symbolic link among the project's folders; these two
 refuse with a `TetherError` naming the file, which is left untouched.
-
-`TETHER_FSYNC=1` (read once, at import) makes every write `fsync` the file before the rename, for
-durability across a power loss; without it a write survives the death of the process.
 """
 
 from __future__ import annotations
@@ -102,45 +102,6 @@ def linked_folder(root: str, path: str) -> str | None:
     return None
 
 
-def write_all(fd: int, data: bytes) -> None:
-    """Write every byte of `data` to `fd`: `os.write` may write fewer than it was given."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def write_atomic(path: str, data: str | bytes, *, fsync: bool = FSYNC) -> None:
-    """Replace the file at `path` with `data` (text is written as UTF-8) in one rename.
-
-    The temporary file is created beside `path` with `O_EXCL` and `O_NOFOLLOW`, so nothing that
-    another program put at its name (a link, a file) is written through or reused; it is removed
-    if the write fails. A regular file already at `path` keeps its permission bits; a symbolic
-    link at `path` is replaced by the file, never followed."""
-    body = data.encode() if isinstance(data, str) else data
-    temporary = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o666)
-    try:
-        try:
-            existing = os.lstat(path)
-        except FileNotFoundError:
-            pass
-        else:
-            if stat.S_ISREG(existing.st_mode):
-                os.fchmod(fd, stat.S_IMODE(existing.st_mode))
-        write_all(fd, body)
-        if fsync:
-            os.fsync(fd)
-        os.close(fd)
-        fd = -1
-        os.replace(temporary, path)
-    except BaseException:
-        if fd >= 0:
-            os.close(fd)
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(temporary)
-        raise
-
-
 def read_json(path: Path) -> dict[str, Any]:
     """The JSON object in `path` (`{}` when it is missing or empty); anything else is refused
     with the file named, and the file is left untouched."""
@@ -186,3 +147,42 @@ def write_file(path: Path, text: str, root: Path | None = None) -> None:
         )
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(str(path), text)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write every byte of `data` to `fd`: `os.write` may write fewer than it was given."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def write_atomic(path: str, data: str | bytes, *, fsync: bool = FSYNC) -> None:
+    """Replace the file at `path` with `data` (text is written as UTF-8) in one rename.
+
+    The temporary file is created beside `path` with `O_EXCL` and `O_NOFOLLOW`, so nothing that
+    another program put at its name (a link, a file) is written through or reused; it is removed
+    if the write fails. A regular file already at `path` keeps its permission bits; a symbolic
+    link at `path` is replaced by the file, never followed."""
+    body = data.encode() if isinstance(data, str) else data
+    temporary = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o666)
+    try:
+        try:
+            existing = os.lstat(path)
+        except FileNotFoundError:
+            pass
+        else:
+            if stat.S_ISREG(existing.st_mode):
+                os.fchmod(fd, stat.S_IMODE(existing.st_mode))
+        write_all(fd, body)
+        if fsync:
+            os.fsync(fd)
+        os.close(fd)
+        fd = -1
+        os.replace(temporary, path)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(temporary)
+        raise
