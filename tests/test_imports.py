@@ -9,6 +9,7 @@ dispatches to by name (they share the frame in `tether.command`); `tether.bot` n
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "tether"
@@ -24,6 +25,7 @@ def _package(name: str) -> str:
     return ".".join(parts[:2])
 
 
+@functools.cache
 def _modules() -> dict[str, ast.Module]:
     """Every module of the package by its dotted name, parsed."""
     return {
@@ -39,7 +41,7 @@ def _runtime_nodes(tree: ast.Module, *, top_level_only: bool) -> list[ast.stmt]:
     pending: list[ast.AST] = list(tree.body)
     while pending:
         node = pending.pop()
-        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+        if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING"):
             pending.extend(node.orelse)
             continue
         if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -158,6 +160,8 @@ from tether import b, __version__
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from tether.c import Name
+if typing.TYPE_CHECKING:
+    import tether.c
 else:
     import tether.e
 def f():
