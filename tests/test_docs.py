@@ -49,3 +49,46 @@ def test_the_readme_python_example_runs() -> None:
         "tree": "deploy",
         "request": "Determine_Time",
     }
+
+
+LEGEND = re.compile(r"`([A-Z]{1,2})` = `(tests/[\w/]+\.py)`")
+CITATION = re.compile(r"(?:\b([A-Z]{1,2}) )?`([^`]+)`")
+
+
+def semantics_citations() -> list[tuple[str, str | None]]:
+    """Every test `docs/semantics.md` cites in the test column of its tables: (file, test
+    name), or (file, None) for a file cited whole. A name follows its file's letter (`E
+    test_x, test_y`) or is written `path::name`."""
+    text = (ROOT / "docs" / "semantics.md").read_text(encoding="utf-8")
+    files = dict(LEGEND.findall(text))
+    cited: list[tuple[str, str | None]] = []
+    for line in text.splitlines():
+        if not line.startswith("|") or line.startswith("|---"):
+            continue
+        cell, current = line.rstrip(" |").rsplit("|", 1)[1], None
+        for letter, quoted in CITATION.findall(cell):
+            if letter:
+                current = files[letter]
+            if "::" in quoted:
+                cited.append(tuple(quoted.split("::", 1)))  # type: ignore[arg-type]
+            elif quoted.startswith("tests/"):
+                cited.append((quoted, None))
+            elif quoted.startswith("test_"):
+                assert current is not None, f"{quoted} is cited without its file: {line}"
+                cited.append((current, quoted))
+    return cited
+
+
+def test_every_test_docs_semantics_cites_exists() -> None:
+    cited = semantics_citations()
+    assert len(cited) > 100
+    missing = []
+    for path, name in cited:
+        file = ROOT / path
+        if not file.is_file():
+            missing.append(path)
+        elif name is not None and not re.search(
+            rf"^\s*(?:async )?def {name}\(", file.read_text(encoding="utf-8"), re.MULTILINE
+        ):
+            missing.append(f"{path}::{name}")
+    assert missing == []
