@@ -129,7 +129,7 @@ def test_a_cross_site_post_changes_nothing(spawn: Callable[..., Server], headers
 
 def test_a_forged_session_end_without_the_token_is_refused(spawn: Callable[..., Server]) -> None:
     server = spawn(env={"TETHER_GUARD_TOKEN": TOKEN})
-    auth = {"Authorization": f"Bearer {TOKEN}"}
+    auth: dict[str, str | None] = {"Authorization": f"Bearer {TOKEN}"}
     assert _read(server, auth)[0] == 200
     for forged in (None, f"Bearer {TOKEN}x", "Bearer ", TOKEN, f"Basic {TOKEN}"):
         status, headers, body = server.hook("SessionEnd", headers={"Authorization": forged})

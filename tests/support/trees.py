@@ -104,7 +104,7 @@ class Walk:
     def open(self) -> list[dict[str, Any]]:
         return core.all_open(self.state)
 
-    def names(self) -> list[str]:
+    def names(self) -> list[str | None]:
         return [r.get("name", r.get("status")) for r in self.open()]
 
     def eval(
