@@ -4,6 +4,7 @@ tree a file with the same content loads to, and walks in process as the runtime 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -56,23 +57,18 @@ def test_a_walk_answers_as_the_runtime_does(tmp_path: Path) -> None:
     path = tmp_path / "review.json"
     path.write_text(json.dumps(build.document(ROOT, var={"files": ["a", "b"]})))
     rt = Runtime()
-    rt.start(str(path), "memory://review")
-    rt.submit("memory://review", "success")
-    answers = [
-        ("write", "summary", "ok"),
-        ("submit", "success"),
-        ("eval", False),
-        ("reject",),
+    uri = "memory://review"
+    rt.start(str(path), uri)
+    rt.submit(uri, "success")
+    answers: list[tuple[Callable[[], object], Callable[[], object]]] = [
+        (lambda: walk.write("summary", "ok"), lambda: rt.var_write(uri, "summary", "ok")),
+        (lambda: walk.submit("success"), lambda: rt.submit(uri, "success")),
+        (lambda: walk.eval(False), lambda: rt.eval(uri, False)),
+        (walk.reject, lambda: rt.reject(uri)),
     ]
-    for verb, *args in answers:
-        getattr(walk, verb)(*args)
-        uri = "memory://review"
-        if verb == "write":
-            rt.var_write(uri, *args)
-        elif verb == "reject":
-            rt.reject(uri)
-        else:
-            getattr(rt, verb)(uri, *args)
+    for in_process, in_store in answers:
+        in_process()
+        in_store()
         mine, theirs = walk.next(), rt.next(uri)
         assert {k: v for k, v in mine.items() if k != "step"} == {
             k: v for k, v in theirs.items() if k != "step"
