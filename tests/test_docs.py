@@ -101,3 +101,24 @@ def test_every_test_docs_semantics_cites_exists() -> None:
         ):
             missing.append(f"{path}::{name}")
     assert missing == []
+
+
+PATH_LIKE = re.compile(r"`((?:src|tests|bench|schema|docs|examples)/[^`\s]*)`")
+LINK = re.compile(r"\]\(([\w./-]+\.md)\)")
+
+
+def test_every_path_the_code_map_names_exists() -> None:
+    """Each path in `docs/code-map.md` (and each test it names as `file::test`), and each page
+    it links to."""
+    text = (ROOT / "docs" / "code-map.md").read_text(encoding="utf-8")
+    named = PATH_LIKE.findall(text)
+    assert len(named) > 40
+    missing = []
+    for path in named:
+        file, _, test = path.partition("::")
+        if not (ROOT / file).exists():
+            missing.append(file)
+        elif test and f"def {test}(" not in (ROOT / file).read_text(encoding="utf-8"):
+            missing.append(path)
+    missing += [page for page in LINK.findall(text) if not (ROOT / "docs" / page).is_file()]
+    assert missing == []
