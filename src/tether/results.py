@@ -4,8 +4,9 @@ Owns the names a Python user's editor and type checker see for the verbs' result
 an agent answers (`Request`) and a verb's response (`Started`, `Answered`, `Resumed`,
 `Verified`, `Forked`, `Replaced`). Every verb returns a plain `dict` at run time; this module
 is imported only under `if TYPE_CHECKING:` (it imports `typing`, which the CLI's step path
-never loads: `tests/cli/test_lean_start.py`). It does not build or check anything: the engine (`tether.engine`) and the verb layer (`tether.verbs`) make
-the values, and the JSON Schemas under `schema/` describe the stored documents.
+never loads: `tests/cli/test_lean_start.py`). It does not build or check anything: the engine
+(`tether.engine`) and the verb layer (`tether.verbs`) make the values, and the JSON Schemas
+under `schema/` describe the stored documents.
 """
 
 from __future__ import annotations
