@@ -603,8 +603,8 @@ class Runtime:
         return [summary.to_dict() for summary in store_for(place).list(place, status=status)]
 
     def trace(self, trace: str, *, start: int | None = None, stop: int | None = None) -> list[Any]:
-        """The trace entries of the execution at `trace` with `start <= seq < stop` (either
-        bound may be omitted), in order."""
+        """The trace entries of the execution at `trace` whose `seq` is at least `start` and
+        below `stop` (either bound may be omitted), in order."""
         store, uri = self._store(trace)
         return [
             e

@@ -70,3 +70,21 @@ def test_the_public_names_still_load_lazily() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout.split() == ["False", "True"]
+
+
+def test_every_public_runtime_method_names_its_parameters() -> None:
+    """Each public verb's docstring names every parameter, in backticks, and what it returns."""
+    import inspect
+
+    from tether.verbs import Runtime
+
+    unnamed = []
+    for name, method in inspect.getmembers(Runtime, inspect.isfunction):
+        if name.startswith("_"):
+            continue
+        doc = inspect.getdoc(method) or ""
+        params = [p for p in inspect.signature(method).parameters if p != "self"]
+        unnamed += [f"{name}({p})" for p in params if f"`{p}`" not in doc]
+        if not doc:
+            unnamed.append(f"{name}: no docstring")
+    assert unnamed == []
