@@ -34,7 +34,7 @@ from tether.store import path_of, scheme_of, store_for
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Literal, overload
 
     from tether.results import (
         Answered,
@@ -425,14 +425,21 @@ class Runtime:
 
     # -- the loop ------------------------------------------------------------------------------
 
-    def next(self, trace: str, *, all: bool = False) -> Any:
+    if TYPE_CHECKING:  # what `next` returns, by `all`, for type checkers
+
+        @overload
+        def next(self, trace: str, *, all: Literal[False] = False) -> Request: ...
+        @overload
+        def next(self, trace: str, *, all: Literal[True]) -> list[Request]: ...
+
+    def next(self, trace: str, *, all: bool = False) -> Request | list[Request]:
         """The open request of the execution at `trace` (a `Request`), or with `all` a list of
         every open request (several inside a `parallel`); a finished execution's is `{"status":
         "done"}` or `{"status": "failure"}` (`core.current`, which also builds every answer's
         `next`). Replay-safe: it changes nothing."""
         store, uri = self._store(trace)
         state = store.load(uri)
-        return core.all_open(state) if all else core.current(state)
+        return _requests(core.all_open(state)) if all else _request(core.current(state))
 
     def eval(
         self,
@@ -744,6 +751,11 @@ class Runtime:
 def _request(request: Any) -> Request:
     """A request the engine built (`core.current`), under its name for type checkers."""
     return request
+
+
+def _requests(requests: Any) -> list[Request]:
+    """Requests the engine built (`core.all_open`), under their name for type checkers."""
+    return requests
 
 
 def _human_request(requests: list[dict[str, Any]], step: str | None) -> dict[str, Any] | None:

@@ -23,6 +23,8 @@ reveal_type(tether.TetherError)
 rt = tether.Runtime()
 started = rt.start("tree.yaml", "memory://run")
 reveal_type(started["current"])
+reveal_type(rt.next("memory://run"))
+reveal_type(rt.next("memory://run", all=True))
 rt.submit("memory://run", 3)
 started["nope"]
 """
@@ -48,12 +50,14 @@ def test_public_names_are_the_real_ones_and_misuse_is_caught(tmp_path: Path) -> 
     report = _mypy(tmp_path, SNIPPET)
     revealed = [line for line in report if line.startswith("note: Revealed type is")]
     errors = [line for line in report if line.startswith("error:")]
-    assert len(revealed) == 4, report
+    assert len(revealed) == 6, report
     assert revealed[0].endswith('-> tether.verbs.Runtime"'), revealed[0]
     assert revealed[1].endswith('-> tether.tree.canonical.Tree"'), revealed[1]
     assert revealed[2].endswith('-> tether.errors.TetherError"'), revealed[2]
     assert revealed[3].startswith('note: Revealed type is "TypedDict(tether.results.Request, {')
     assert "'step'?: str" in revealed[3]
+    assert revealed[4] == revealed[3]
+    assert revealed[5].startswith('note: Revealed type is "list[TypedDict(tether.results.Request')
     assert len(errors) == 2, report
     assert 'Argument 2 to "submit" of "Runtime" has incompatible type "int"' in errors[0]
     assert '"Started" has no key "nope"' in errors[1]

@@ -60,7 +60,7 @@ def _walk(rt: Runtime, uri: str) -> dict[int, dict[str, Any]]:
         return dict(response["next"])
 
     gate = rt.next(uri)
-    seen[0] = gate
+    seen[0] = dict(gate)
     gather = answered(rt.submit(uri, "success", step=gate["step"]))
     style = answered(rt.submit(uri, "success", step=gather["step"], values={"summary": "fix"}))
     tests = rt.next(uri, all=True)[1]
