@@ -1,13 +1,13 @@
 """Core benchmark: per-step cost in process on the file store, and CLI wall time per call.
 
-Run: `.venv/bin/python bench/core_bench.py` (prints a table). Measures what the core issue and
-DESIGN section 9 set as targets:
+Run: `.venv/bin/python bench/core_bench.py` (prints a table). Measures the speed targets the
+README's "Speed" table states:
 
 - per step (next + answer) in process with the trace at 10 and at 10,000 entries (target: the
   long trace within 1.5x of the short one);
 - per step with a 10-node and a 10,000-node tree (target: within 2x);
 - `tether next` and `tether submit` wall time as fresh processes on a 20-action walk, gate
-  included (target: at most 60 ms; DESIGN's aim 42 ms).
+  included (target: at most 60 ms; aim 42 ms).
 """
 
 from __future__ import annotations

@@ -3,9 +3,10 @@ throughput.
 
 Start-up is what a client waits for before its first call: `tether mcp` spawned over stdio by
 the official SDK client and initialized (the client's own handshake, its `server/discover` probe
-included), p50 of N starts. The walk is DESIGN's: a sequence of 20 one-step actions, gate
-included, driven as next_step + submit pairs on the file store. Round trips are timed per call,
-with the SDK's client (what an agent pays) and with a bare JSON-RPC client (the server's share).
+included), p50 of N starts. The walk is the one `bench/core_bench.py` times: a sequence of 20
+one-step actions, gate included, driven as next_step + submit pairs on the file store. Round
+trips are timed per call, with the SDK's client (what an agent pays) and with a bare JSON-RPC
+client (the server's share).
 Throughput: N concurrent clients over HTTP, each driving its own execution on the file store.
 Prints a table; asserts nothing.
 Usage: python bench/mcp_bench.py [--starts N] [--start-only] [--walks N] [--clients N] [--rounds N]

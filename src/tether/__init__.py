@@ -2,7 +2,9 @@
 
 The public Python API is re-exported lazily so that `import tether` stays cheap for the CLI:
 `tether.load_tree` (tree loading and validation), `tether.Runtime` (the verb layer over a store)
-and `tether.TetherError`.
+and `tether.TetherError`. Type checkers see the real names through the `if TYPE_CHECKING:`
+imports below (`tests/package/test_typed.py`); at run time `__getattr__` imports each on first
+use (`tests/cli/test_lean_start.py`). The shapes of the verbs' results are in `tether.results`.
 """
 
 from __future__ import annotations
@@ -10,6 +12,10 @@ from __future__ import annotations
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from tether.errors import TetherError
+    from tether.tree.load import load_tree
+    from tether.verbs import Runtime
 
 
 __version__ = "0.1.0"

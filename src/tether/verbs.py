@@ -34,8 +34,17 @@ from tether.store import path_of, scheme_of, store_for
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Literal, overload
 
+    from tether.results import (
+        Answered,
+        Forked,
+        Replaced,
+        Request,
+        Resumed,
+        Started,
+        Verified,
+    )
     from tether.store.base import Store
 
 Clock = Callable[[], str]
@@ -321,7 +330,12 @@ class Runtime:
         *,
         var: dict[str, Any] | None = None,
         const: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
+    ) -> Started:
+        """Start an execution of the tree file `tree_uri` (a path or `file:` URI) at `trace` (a
+        path, `file://`, `memory://NAME` or `postgresql://…#NAME`), its `$VAR` and `$CONST`
+        seeded from `var` and `const`. Returns `Started`: the canonical `uri`, the tree's name
+        and hash, and `current`, the protocol gate to accept first. `already_exists` when
+        `trace` exists."""
         import secrets
 
         store, uri = self._store(trace)
@@ -358,10 +372,12 @@ class Runtime:
             "tree": tree.data["name"],
             "tree_hash": tree.hash,
             "message": "Execution created. `current` is the first request: the protocol.",
-            "current": core.current(stored),
+            "current": _request(core.current(stored)),
         }
 
-    def resume(self, trace: str) -> dict[str, Any]:
+    def resume(self, trace: str) -> Resumed:
+        """Confirm the execution at `trace` can be driven. Returns `Resumed`: its status
+        (`resumable` while running), phase, revision and current request."""
         store, uri = self._store(trace)
         state = store.load(uri)
         self._tree(store, uri, state)
@@ -371,16 +387,20 @@ class Runtime:
             "tree": state.get("tree_name"),
             "phase": state["phase"],
             "revision": state["revision"],
-            "current": core.current(state),
+            "current": _request(core.current(state)),
         }
 
-    def reset(self, trace: str) -> dict[str, Any]:
+    def reset(self, trace: str) -> Answered:
+        """Clear the trace of the execution at `trace`, restore its scopes and re-arm the protocol
+        gate (idempotent). Returns `Answered` with status `reset`."""
         return self._answer(trace, core.Reset())
 
-    def replace_tree(self, trace: str, tree_uri: str) -> dict[str, Any]:
-        """Swap the execution's embedded tree for the tree file at `tree_uri`, keeping the trace
-        and the cursor, if the execution still fits it (`tether.engine.replay.refit`: its trace
-        must replay against the new tree to the same entries and state); else `invalid_tree`."""
+    def replace_tree(self, trace: str, tree_uri: str) -> Replaced:
+        """Swap the embedded tree of the execution at `trace` for the tree file at
+        `tree_uri`, keeping the trace and the cursor, if the execution still fits it
+        (`tether.engine.replay.refit`: its trace must replay against the new tree to the same
+        entries and state); else `invalid_tree`. Returns `Replaced`: status `replaced` with
+        `current`, or `unchanged` when the tree is the same."""
         from tether.engine.replay import refit
 
         store, uri = self._store(trace)
@@ -400,17 +420,26 @@ class Runtime:
             "status": "replaced",
             "uri": uri,
             "tree_hash": new.hash,
-            "current": core.current(state),
+            "current": _request(core.current(state)),
         }
 
     # -- the loop ------------------------------------------------------------------------------
 
-    def next(self, trace: str, *, all: bool = False) -> Any:
-        """The open request (every open request with `all`), or the terminal status
-        (`core.current`, which also builds every answer's `next`)."""
+    if TYPE_CHECKING:  # what `next` returns, by `all`, for type checkers
+
+        @overload
+        def next(self, trace: str, *, all: Literal[False] = False) -> Request: ...
+        @overload
+        def next(self, trace: str, *, all: Literal[True]) -> list[Request]: ...
+
+    def next(self, trace: str, *, all: bool = False) -> Request | list[Request]:
+        """The open request of the execution at `trace` (a `Request`), or with `all` a list of
+        every open request (several inside a `parallel`); a finished execution's is `{"status":
+        "done"}` or `{"status": "failure"}` (`core.current`, which also builds every answer's
+        `next`). Replay-safe: it changes nothing."""
         store, uri = self._store(trace)
         state = store.load(uri)
-        return core.all_open(state) if all else core.current(state)
+        return _requests(core.all_open(state)) if all else _request(core.current(state))
 
     def eval(
         self,
@@ -420,9 +449,11 @@ class Runtime:
         note: str | None = None,
         step: str | None = None,
         values: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        """Answer the evaluate step; `values` (var path → value) are written in the same commit,
-        before it is judged. The response's `next` is the request that follows."""
+    ) -> Answered:
+        """Answer the evaluate step of the execution at `trace` with `result` (true or false),
+        with an optional `note`; `step` is the token of the request answered (a stale one is
+        `stale_step`); `values` (var path → value) are written in the same commit, before it is
+        judged. Returns `Answered`, whose `next` is the request that follows."""
         return self._answer(trace, core.Eval(result, note, step, values))
 
     def submit(
@@ -433,8 +464,10 @@ class Runtime:
         note: str | None = None,
         step: str | None = None,
         values: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        """Answer the instruct step (or the protocol gate); `values` as for `eval`."""
+    ) -> Answered:
+        """Answer the instruct step (or the protocol gate) of the execution at `trace` with
+        `status` (`success`, `failure` or `running`); `note`, `step` and `values` as for `eval`.
+        Returns `Answered`, whose `next` is the request that follows."""
         return self._answer(trace, core.Submit(status, note, step, values))
 
     def approve(
@@ -445,13 +478,15 @@ class Runtime:
         step: str | None = None,
         by: str = "api",
         sent_by: int | None = None,
-    ) -> dict[str, Any]:
-        """A person's success on the open human step (or the one `step` names); `by` says where
-        the answer came from (`cli`, `viewer`, `api`). `wrong_phase` when no human step is open. A
-        person's answer is refused from inside an agent's process tree (this process's, or that
-        of `sent_by`, the process it came from: the viewer's browser), and one from the command
-        line is first confirmed at the controlling terminal (`tether.person`); an execution in
-        `memory://` belongs to the calling process alone and needs neither."""
+    ) -> Answered:
+        """A person's success on the open human step of the execution at `trace` (or the one
+        `step` names), with an optional `note`; `by` says where the answer came from (`cli`,
+        `viewer`, `api`). Returns `Answered`, whose `next` is the request that follows;
+        `wrong_phase` when no human step is open. A person's answer is refused from inside an
+        agent's process tree (this process's, or that of `sent_by`, the process it came from:
+        the viewer's browser), and one from the command line is first confirmed at the
+        controlling terminal (`tether.person`); an execution in `memory://` belongs to the
+        calling process alone and needs neither."""
         return self._human(trace, True, note, step, by, sent_by)
 
     def reject(
@@ -462,8 +497,9 @@ class Runtime:
         step: str | None = None,
         by: str = "api",
         sent_by: int | None = None,
-    ) -> dict[str, Any]:
-        """A person's failure on the open human step, as `approve`."""
+    ) -> Answered:
+        """A person's failure on the open human step of the execution at `trace`: the step's
+        action fails. `note`, `step`, `by` and `sent_by` as for `approve`; returns `Answered`."""
         return self._human(trace, False, note, step, by, sent_by)
 
     def _human(
@@ -474,7 +510,7 @@ class Runtime:
         step: str | None,
         by: str,
         sent_by: int | None,
-    ) -> dict[str, Any]:
+    ) -> Answered:
         source = _human_source(by)
         uri = self._store(trace)[1]
         if scheme_of(uri) != "memory":
@@ -488,17 +524,21 @@ class Runtime:
                     step = request["step"]  # the answer is to the step the person saw
         return self._answer(trace, core.Human(approved, source, note, step))
 
-    def think(self, trace: str, thought: str, *, step: str | None = None) -> dict[str, Any]:
+    def think(self, trace: str, thought: str, *, step: str | None = None) -> Answered:
+        """Record `thought`, a checkpoint on the action in flight of the execution at `trace`
+        (`step` names its request). Returns `Answered` with status `recorded`; nothing moves."""
         return self._answer(trace, core.Think(thought, step))
 
-    def jump(self, trace: str, path: list[int], *, note: str | None = None) -> dict[str, Any]:
-        """Move the cursor to the action at `path`, out of order (bot tools)."""
+    def jump(self, trace: str, path: list[int], *, note: str | None = None) -> Answered:
+        """Move the cursor of the execution at `trace` to the action at `path` (child indices
+        from the root), out of order, recording `note` (bot tools). Returns `Answered` with
+        `current`."""
         return self._answer(trace, core.Jump(path, note))
 
-    def close(
-        self, trace: str, *, note: str | None = None, step: str | None = None
-    ) -> dict[str, Any]:
-        """Mark the current action done once its checks hold and its writes were made."""
+    def close(self, trace: str, *, note: str | None = None, step: str | None = None) -> Answered:
+        """Mark the current action of the execution at `trace` (or the one `step` names) done
+        once its checks hold and its writes were made, recording `note` (bot tools). Returns
+        `Answered` with `current`."""
         return self._answer(trace, core.Close(note, step))
 
     def independent(
@@ -509,29 +549,37 @@ class Runtime:
         close: bool = False,
         values: dict[str, Any] | None = None,
         note: str | None = None,
-    ) -> dict[str, Any]:
-        """Record a call of the independent action `name`, moving nothing; with `close`, write
-        `values` and close it once its writes and checks hold (bot tools)."""
+    ) -> Answered:
+        """Record a call of the independent action `name` of the execution at `trace`,
+        moving nothing; with `close`, write `values` and close it once its writes and checks hold,
+        recording `note` (bot tools). Returns `Answered`."""
         return self._answer(trace, core.Independent(name, close, values, note))
 
     # -- scopes --------------------------------------------------------------------------------
 
     def var_read(self, trace: str, path: str | None = None) -> Any:
+        """The `$VAR` of the execution at `trace`, or the value at the dotted `path` in it
+        (`not_found` when nothing is there)."""
         store, uri = self._store(trace)
         return read_path(store.load(uri)["var"], path, "var")
 
-    def var_write(
-        self, trace: str, path: str, value: Any, *, step: str | None = None
-    ) -> dict[str, Any]:
+    def var_write(self, trace: str, path: str, value: Any, *, step: str | None = None) -> Answered:
+        """Write `value` at the dotted `path` of the `$VAR` of the execution at `trace`, as
+        part of the request `step` names when given. Returns `Answered` with status `written`,
+        echoing `path` and `value`."""
         return self._answer(trace, core.VarWrite(path, value, step))
 
     def const_read(self, trace: str, path: str | None = None) -> Any:
+        """The `$CONST` of the execution at `trace` (read-only after start), or the value
+        at the dotted `path` in it."""
         store, uri = self._store(trace)
         return read_path(store.load(uri)["const"], path, "const")
 
     # -- inspection ----------------------------------------------------------------------------
 
     def get(self, trace: str) -> dict[str, Any]:
+        """The whole document of the execution at `trace`: its state without the store's
+        bookkeeping, its embedded `tree` and its `trace` entries, read at one revision."""
         store, uri = self._store(trace)
         state, entries = store.read_execution(uri)
         doc = {k: v for k, v in state.items() if k not in _INTERNAL}
@@ -544,9 +592,10 @@ class Runtime:
     ) -> list[dict[str, Any]]:
         """The executions at `where` — a folder (its sub-folders included), `memory://` or a
         database (`postgresql://...` without `#name`); by default the default store, else the
-        root, else the current folder — as the store lists them (`tether.store.base.Summary`),
-        only those whose status is `status` when given. A relative folder is relative to the
-        root; a folder outside the root is `forbidden`."""
+        root, else the current folder — as the store lists them (`tether.store.base.Summary`:
+        name, uri, tree, status, phase, open step, revision, last update; or name, uri and
+        `error`), only those whose status is `status` when given. A relative folder is relative to
+        the root; a folder outside the root is `forbidden`."""
         if status is not None and status not in STATUSES:
             raise TetherError(
                 "invalid_value",
@@ -561,7 +610,8 @@ class Runtime:
         return [summary.to_dict() for summary in store_for(place).list(place, status=status)]
 
     def trace(self, trace: str, *, start: int | None = None, stop: int | None = None) -> list[Any]:
-        """Trace entries with `start <= seq < stop` (either bound may be omitted)."""
+        """The trace entries of the execution at `trace` whose `seq` is at least `start` and
+        below `stop` (either bound may be omitted), in order."""
         store, uri = self._store(trace)
         return [
             e
@@ -569,7 +619,10 @@ class Runtime:
             if (start is None or e["seq"] >= start) and (stop is None or e["seq"] < stop)
         ]
 
-    def verify(self, trace: str) -> dict[str, Any]:
+    def verify(self, trace: str) -> Verified:
+        """Replay the trace of the execution at `trace` against its embedded tree and compare
+        with the stored state. Returns `Verified`: `ok`, the number of entries, the revision and
+        each difference."""
         from tether.engine.replay import verify
 
         store, uri = self._store(trace)
@@ -584,12 +637,13 @@ class Runtime:
             "differences": diffs,
         }
 
-    def fork(self, trace: str, new: str, *, at: int, same_tokens: bool = False) -> dict[str, Any]:
+    def fork(self, trace: str, new: str, *, at: int, same_tokens: bool = False) -> Forked:
         """A new execution at `new` (any store) whose trace is the first `at` entries of
         `trace`'s, its state derived by replaying them (`tether.engine.replay.fork`), created in
-        one commit; `trace` is not changed. `new` records `forked_from: {uri, at}`. Refuses a
-        `new` that exists, and a `trace` that does not verify (`corrupt_execution`): a fork
-        replays what the source recorded, so it must be what the source's answers made."""
+        one commit; `trace` is not changed. `new` records `forked_from: {uri, at}`; it draws its
+        own step tokens unless `same_tokens`. Returns `Forked`, with the new execution's `next`.
+        Refuses a `new` that exists, and a `trace` that does not verify (`corrupt_execution`): a
+        fork replays what the source recorded, so it must be what the source's answers made."""
         import secrets
 
         from tether.engine.replay import fork, verify
@@ -631,27 +685,31 @@ class Runtime:
             "uri": new_uri,
             "forked_from": origin,
             "entries": len(kept),
-            "next": core.current(state),
+            "next": _request(core.current(state)),
         }
 
     # -- a bound agent session (tether.guard.binding) ------------------------------------------
 
     def stop(self, trace: str, *, cap: int) -> dict[str, Any]:
-        """Record that the agent tried to stop while the execution runs: `refused`, or `allowed`
-        once `cap` refusals in a row went without an answer (a `stop` entry either way)."""
+        """Record that the agent bound to the execution at `trace` tried to stop while it runs:
+        status `refused`, or `allowed` once `cap` refusals in a row went without an answer (a
+        `stop` entry either way). Returns the engine's response, with `blocks`, `cap` and
+        `current`."""
         return self._answer(trace, core.Stop(cap))
 
     def record_tool(
         self, trace: str, tool: str, input: Any, *, ok: bool | None, step: str | None = None
     ) -> dict[str, Any]:
-        """Record a tool call the agent made while a step was open (a `tool` entry); every
-        string of `input` is cut at `EVIDENCE_TEXT` characters, and marked where cut."""
+        """Record a call of `tool` with `input` that the agent made while a step of the
+        execution at `trace` was open (a `tool` entry; `ok` whether it succeeded, when known; `step`
+        the request it belongs to); every string of `input` is cut at `EVIDENCE_TEXT` characters,
+        and marked where cut. Returns the engine's response, status `recorded`."""
         return self._answer(trace, core.ToolCall(tool, bounded(input), ok, step))
 
     def open_steps(self, trace: str) -> dict[str, Any]:
-        """The execution's status, its refused stops in a row (`stop_blocks`), its current
-        request and every open one (each with the `tools` policy that applies to it, when a
-        node declares one), read from the state alone."""
+        """The status of the execution at `trace`, its refused stops in a row
+        (`stop_blocks`), its current request and every open one (each with the `tools` policy that
+        applies to it, when a node declares one), read from the state alone."""
         store, uri = self._store(trace)
         state = store.load(uri)
         return {
@@ -670,7 +728,7 @@ class Runtime:
             cached = self._trees[state["tree_hash"]] = store.load_tree(uri)
         return cached
 
-    def _answer(self, trace: str, answer: core.Answer) -> dict[str, Any]:
+    def _answer(self, trace: str, answer: core.Answer) -> Any:
         _check_answer(answer)
         store, uri = self._store(trace)
         with store.transaction(uri) as tx:
@@ -688,6 +746,16 @@ class Runtime:
                     outcome.state, outcome.entries, reset_trace=isinstance(answer, core.Reset)
                 )
         return outcome.response
+
+
+def _request(request: Any) -> Request:
+    """A request the engine built (`core.current`), under its name for type checkers."""
+    return request
+
+
+def _requests(requests: Any) -> list[Request]:
+    """Requests the engine built (`core.all_open`), under their name for type checkers."""
+    return requests
 
 
 def _human_request(requests: list[dict[str, Any]], step: str | None) -> dict[str, Any] | None:

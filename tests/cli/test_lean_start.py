@@ -1,6 +1,6 @@
-"""The CLI's step path loads only what it needs (DESIGN section 9): `next`, `eval` and `var` on a
-file execution never import YAML, pydantic, the CEL library, the MCP SDK or the
-PostgreSQL driver, nor `typing` and `dataclasses`."""
+"""The CLI's step path loads only what it needs (docs/code-map.md, "Lean start-up"): `next`,
+`eval` and `var` on a file execution never import YAML, pydantic, the CEL library, the MCP SDK
+or the PostgreSQL driver, nor `typing` and `dataclasses`."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from support.command import HELLO, ok, refused, run, snapshot
+from support.command import HELLO, Arg, ok, refused, run, snapshot
 from tether.errors import EXIT_INVALID, EXIT_OK
 from tether.verbs import MAX_DEPTH
 
@@ -72,22 +72,24 @@ def test_deep_nesting_is_bad_input_with_its_limit(run_json: Path) -> None:
 def test_bytes_that_are_not_utf8_are_bad_input(run_json: Path, tmp_path: Path) -> None:
     before = snapshot(tmp_path)
     bad = os.fsencode("caf\udce9")  # b"caf\xe9": Latin-1, not UTF-8
-    for args in (
+    calls: list[list[Arg]] = [
         ["var", run_json, bad, "1"],
         ["var", run_json, "x", bad],
         ["think", run_json, bad],
         ["start", HELLO, tmp_path / "new.json", "--var", b"k=" + bad],
         ["start", HELLO, tmp_path / "new.json", "--const", bad + b"=1"],
         ["start", HELLO, os.fsencode(tmp_path) + b"/" + bad + b".json"],
-    ):
+    ]
+    for args in calls:
         error = refused(EXIT_INVALID, "invalid_value", *args)
         assert "not UTF-8" in error["message"], error
     (tmp_path / "latin1.txt").write_bytes(b"caf\xe9")
-    for args in (
+    calls = [
         ["var", run_json, "x", "--file", tmp_path / "latin1.txt"],
         ["submit", run_json, "success", "--note-file", tmp_path / "latin1.txt"],
         ["think", run_json, "--file", tmp_path / "latin1.txt"],
-    ):
+    ]
+    for args in calls:
         error = refused(EXIT_INVALID, "invalid_value", *args)
         assert "latin1.txt is not UTF-8 text: byte 0xe9 at offset 3" in error["message"]
     error = refused(EXIT_INVALID, "invalid_value", "var", run_json, "x", "--stdin", stdin=b"\xff")

@@ -29,7 +29,7 @@ def _loop_checks(w: Walk, on: str) -> list[dict[str, Any]]:
 def _walk_items(w: Walk) -> list[dict[str, Any]]:
     """Answer success to every open instruct until none is left; the items the requests
     carried, in order."""
-    seen = []
+    seen: list[Any] = []
     while w.next().get("type") == "instruct":
         seen.append(w.next().get("item"))
         w.submit("success")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from support.trees import Walk, action, chk, ev, ins, seq, tree
@@ -24,11 +26,11 @@ BOT = tree(
 )
 
 
-def _jump(w: Walk, path: list[int]) -> dict[str, object]:
+def _jump(w: Walk, path: list[int]) -> dict[str, Any]:
     return w.apply(core.Jump(path, "user asked"))
 
 
-def _close(w: Walk, **kw: object) -> dict[str, object]:
+def _close(w: Walk, **kw: object) -> dict[str, Any]:
     return w.apply(core.Close(**kw))  # type: ignore[arg-type]
 
 

@@ -1,5 +1,5 @@
-"""The phase machine (DESIGN section 3): gate, tokens, phases, terminal states, think, reset,
-var. Each test proves one row of docs/semantics.md."""
+"""The phase machine: gate, tokens, phases, terminal states, think, reset, var. Each test
+proves one row of docs/semantics.md ("Phases, tokens and scopes")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Node semantics (DESIGN section 2): each test proves one row of docs/semantics.md."""
+"""Node semantics: each test proves one row of docs/semantics.md."""
 
 from __future__ import annotations
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tether.results import Answered
 from tether.tree.load import load_tree
 from tether.verbs import Runtime
 
@@ -32,7 +33,7 @@ def _answer(
     *answer: Any,
     writes: dict[str, Any] | None = None,
     step: str | None = None,
-) -> dict[str, Any]:
+) -> Answered:
     request = rt.next(uri)
     if step is None:
         assert request.get("name") == name, request

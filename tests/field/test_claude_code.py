@@ -12,7 +12,7 @@ from typing import Any
 
 from field import claudekit as ck
 from field.anthropic import AnthropicModel, said, tool_results
-from field.scripted import Call, Text
+from field.scripted import Call, Text, Turn
 
 REPORT = """\
 name: report
@@ -95,7 +95,7 @@ def said_in(message: dict[str, Any]) -> str:
     content = message.get("content")
     if isinstance(content, str):
         return content
-    return "\n".join(b.get("text", "") for b in content if isinstance(b, dict))
+    return "\n".join(b.get("text", "") for b in content or () if isinstance(b, dict))
 
 
 def test_a_shell_start_binds_and_stops_are_refused_up_to_the_cap(tmp_path: Path) -> None:
@@ -144,7 +144,7 @@ def test_an_edit_outside_the_steps_policy_is_denied_and_the_file_kept(tmp_path: 
 
 def test_evidence_is_ok_for_a_passing_command_and_not_for_a_failing_one(tmp_path: Path) -> None:
     project = ck.project(tmp_path, trees={"checked.yaml": CHECKED, "check.sh": "test -f fixed\n"})
-    script = [
+    script: list[Turn] = [
         *start("checked.yaml"),
         [bash("sh check.sh")],
         [bash("tether submit run.json success")],
@@ -183,7 +183,7 @@ def test_a_resumed_session_is_told_its_current_request(tmp_path: Path) -> None:
 def test_an_mcp_start_binds_the_session(tmp_path: Path) -> None:
     project = ck.project(tmp_path, "      max_stop_blocks: 1\n", trees={"report.yaml": REPORT})
     ck.tether(project, "mcp", "install", "--target", "claude-code")
-    script = [
+    script: list[Turn] = [
         [Call("ToolSearch", {"query": "select:mcp__tether__start_execution,mcp__tether__submit"})],
         [
             Call(
@@ -205,7 +205,11 @@ def test_an_mcp_start_binds_the_session(tmp_path: Path) -> None:
 
 def test_a_human_step_lets_the_agent_stop_and_denies_its_own_approve(tmp_path: Path) -> None:
     project = ck.project(tmp_path, trees={"release.yaml": HUMAN})
-    script = [*start("release.yaml"), [bash("tether approve run.json")], Text("Over to you.")]
+    script: list[Turn] = [
+        *start("release.yaml"),
+        [bash("tether approve run.json")],
+        Text("Over to you."),
+    ]
     with AnthropicModel(script) as model:
         run = ck.claude(project, model)
     denied = tool_results(model.turns[3])[-1]
@@ -225,7 +229,7 @@ def test_an_approve_the_guard_cannot_read_is_refused_by_the_runtime(tmp_path: Pa
     shell carries."""
     project = ck.project(tmp_path, trees={"release.yaml": HUMAN})
     sneak = 'python3 -c \'import subprocess; subprocess.run(["tether", "approve", "run.json"])\''
-    script = [*start("release.yaml"), [bash(sneak)], Text("Over to you.")]
+    script: list[Turn] = [*start("release.yaml"), [bash(sneak)], Text("Over to you.")]
     with AnthropicModel(script) as model:
         ck.claude(project, model)
     ran = tool_results(model.turns[3])[-1]
@@ -246,7 +250,13 @@ def test_a_sub_agent_is_held_to_the_same_policy(tmp_path: Path) -> None:
             "run_in_background": False,  # so that its turns come in the script's order
         },
     )
-    script = [*start("review.yaml"), [agent], *edit(calc), Text("Could not."), Text("Reviewed.")]
+    script: list[Turn] = [
+        *start("review.yaml"),
+        [agent],
+        *edit(calc),
+        Text("Could not."),
+        Text("Reviewed."),
+    ]
     with AnthropicModel(script) as model:
         ck.claude(project, model)
     assert calc.read_text() == CALC
@@ -324,7 +334,10 @@ def test_a_plugin_that_cannot_start_tether_blocks_tool_calls(tmp_path: Path) -> 
     shutil.copy2(ck.REPO / "scripts" / "claude-plugin", plugin / "scripts" / "claude-plugin")
     project = ck.project(tmp_path, install=False, trees={})
     made = project / "notes.md"
-    script = [[Call("Write", {"file_path": str(made), "content": "unguarded"})], Text("Done.")]
+    script: list[Turn] = [
+        [Call("Write", {"file_path": str(made), "content": "unguarded"})],
+        Text("Done."),
+    ]
     with AnthropicModel(script) as model:
         run = ck.claude(
             project,

@@ -225,14 +225,14 @@ def test_a_sub_agents_test_run_is_the_sessions_evidence(project: Path) -> None:
     transcript, satisfies the step's check. (`gpt-5-codex`: a model whose sub-agent tools
     Codex declares up front rather than behind its tool search.)"""
     walk_to(project, "Test")
-    parent = [
+    parent: list[Turn] = [
         [sh(f"tether resume {TRACE}")],
         [Call("spawn_agent", {"message": "Run the tests."})],
         [Call("wait_agent", {"timeout_ms": 60000})],
         [sh(f"tether submit {TRACE} success")],
         Text("finished"),
     ]
-    child = [[sh("python -m pytest -q test_calc.py")], Text("1 passed")]
+    child: list[Turn] = [[sh("python -m pytest -q test_calc.py")], Text("1 passed")]
     run = codex(project, parent, subagent=child, model="gpt-5-codex")
 
     tools = [(e["tool"], e["input"].get("command"), e["ok"]) for e in entries(project, "tool")]

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from field.gemini import Call, GeminiModel, Text, installed, run
+from field.gemini import GeminiModel, installed, run
+from field.scripted import Call, Text, Turn
 
 TETHER = str(Path(sys.executable).with_name("tether"))
 TRACE = "runs/feature.json"
@@ -98,7 +99,7 @@ def test_a_shell_start_binds_the_session_and_its_stops_are_refused_up_to_the_cap
 
 def test_an_mcp_start_binds_the_session(project: Path, home: Path) -> None:
     start = {"tree_uri": "feature.yaml", "trace_output": TRACE}
-    script = [[Call("mcp_tether_start_execution", start)], Text("Started.")]
+    script: list[Turn] = [[Call("mcp_tether_start_execution", start)], Text("Started.")]
     with GeminiModel(script) as model:
         result = run(project, home, model, "Start the feature workflow.")
     assert result.code == 0, result.stderr
@@ -118,7 +119,11 @@ def test_a_call_outside_the_step_policy_is_denied_and_the_file_is_left_as_it_was
         "old_string": "return a + b",
         "new_string": "return b + a",
     }
-    script = [shell(f"tether resume {TRACE}"), [Call("replace", edit)], Text("Reviewed.")]
+    script: list[Turn] = [
+        shell(f"tether resume {TRACE}"),
+        [Call("replace", edit)],
+        Text("Reviewed."),
+    ]
     with GeminiModel(script) as model:
         result = run(project, home, model, "Review the change.")
     assert result.code == 0, result.stderr
@@ -144,7 +149,7 @@ def test_evidence_is_ok_only_on_a_sign_of_success_and_the_tools_check_decides_on
         "new_string": "return a + b",
     }
     submit = shell(f"tether submit {TRACE} success")
-    script = [
+    script: list[Turn] = [
         shell(f"tether resume {TRACE}"),
         [Call("read_file", {"file_path": "missing.py"})],  # fails: Gemini CLI sets `error`
         [Call("read_file", {"file_path": "calc.py"})],

@@ -43,7 +43,7 @@ def llm() -> Iterator[FakeLLM]:
             fake.requests.append(
                 {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
             )
-            reply = (
+            reply: dict[str, Any] = (
                 fake.replies.pop(0)
                 if fake.replies
                 else {"content": "{}", "delay": 0, "status": 200}

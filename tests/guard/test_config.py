@@ -264,8 +264,7 @@ def test_invalid_yaml_names_the_line_and_where_the_bracket_opened(tmp_path):
 
 
 BOMB = "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
-    f"{b}: &{b} [{', '.join([f'*{a}'] * 9)}]\n"
-    for a, b in ["ab", "bc", "cd", "de", "ef", "fg", "gh", "hi"]
+    f"{b}: &{b} [{', '.join([f'*{a}'] * 9)}]\n" for a, b in zip("abcdefgh", "bcdefghi", strict=True)
 )
 
 

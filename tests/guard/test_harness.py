@@ -8,6 +8,7 @@ import json
 import os
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +78,12 @@ _PROMPTS = {"codex": "UserPromptSubmit", "gemini": "BeforeAgent", "cursor": "bef
 def prompted(project: Path, harness: str) -> None:
     """The session's first prompt: the guard records evidence only from a session it has seen
     before (a made-up session id piped into the hook is not one)."""
-    make = {"codex": hx.codex, "gemini": hx.gemini, "cursor": hx.cursor}[harness]
+    makers: dict[str, Callable[..., dict[str, Any]]] = {
+        "codex": hx.codex,
+        "gemini": hx.gemini,
+        "cursor": hx.cursor,
+    }
+    make = makers[harness]
     hx.answer(project, harness, make(_PROMPTS[harness], project, prompt="Build the feature."))
 
 

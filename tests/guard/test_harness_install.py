@@ -141,7 +141,7 @@ def test_cursor_writes_version_1_and_flat_entries(
     assert data["hooks"]["stop"] == [{"command": COMMAND.format(h="cursor"), "timeout": 30}]
 
 
-EXISTING = {
+EXISTING: dict[str, dict[str, Any]] = {
     "codex": {
         "hooks": {
             "PreToolUse": [

@@ -7,10 +7,13 @@ import itertools
 import json
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tether.results import Resumed
 
 TREE = """\
 name: feature
@@ -100,7 +103,7 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def mcp(text: dict[str, Any]) -> list[dict[str, Any]]:
+def mcp(text: Mapping[str, Any]) -> list[dict[str, Any]]:
     """An MCP tool's result as the transcript keeps it: text blocks."""
     return [{"type": "text", "text": json.dumps(text)}]
 
@@ -224,7 +227,7 @@ def test_a_recorded_fork_is_replayed_in_memory_and_bound(project: Path, via: str
     assert not (project / "runs").exists()
 
 
-def _earlier_session(project: Path, run: str) -> dict[str, Any]:
+def _earlier_session(project: Path, run: str) -> Resumed:
     """An execution an earlier session started and took past its gate and `Implement`; the
     answer a resume gave at that point."""
     from tether.verbs import Runtime

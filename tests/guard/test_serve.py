@@ -38,6 +38,7 @@ def server(tmp_path: Path) -> Iterator[str]:
         stderr=subprocess.PIPE,
         text=True,
     )
+    assert proc.stdout is not None and proc.stderr is not None
     try:
         line = proc.stdout.readline()
         assert line, proc.stderr.read()

@@ -87,7 +87,12 @@ def test_a_costly_check_at_run_time_fails_its_action_and_stalls_nobody(
 
 async def test_a_call_that_need_not_wait_runs_where_it_was_called() -> None:
     ran: list[threading.Thread] = []
-    assert await _unless_waiting(lambda: ran.append(threading.current_thread()) or 1) == 1
+
+    def call() -> int:
+        ran.append(threading.current_thread())
+        return 1
+
+    assert await _unless_waiting(call) == 1
     assert ran == [threading.current_thread()]
 
 

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.anyio
 
 async def test_an_http_client_walks_hello_world_to_done(http_server: Any, agent_for: Any) -> None:
     async with Client(http_server.url) as client:
-        assert client.instructions.startswith(PROTOCOL_TEXT)
+        assert (client.instructions or "").startswith(PROTOCOL_TEXT)
         assert len((await client.list_tools()).tools) == len(TOOLS)
         document = await agent_for(client).hello_to_done("memory://over-http")
     assert document["status"] == "complete"

@@ -68,7 +68,7 @@ async def test_a_50_mb_var_is_too_large(agent: Any, memory_uri: str) -> None:
 
 async def test_60000_values_in_one_answer_are_too_large(agent: Any, memory_uri: str) -> None:
     step = await _started(agent, memory_uri)
-    values = {f"k{i}": i for i in range(60_000)}
+    values: dict[str, Any] = {f"k{i}": i for i in range(60_000)}
     error = await agent.fail(
         "submit", "too_large", trace_output=memory_uri, status="success", step=step, values=values
     )

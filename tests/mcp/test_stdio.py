@@ -30,7 +30,7 @@ def _params(root: Path) -> StdioServerParameters:
 @pytest.mark.anyio
 async def test_a_stdio_client_walks_hello_world_to_done(root: Path, agent_for: Any) -> None:
     async with Client(_params(root)) as client:
-        assert client.instructions.startswith(PROTOCOL_TEXT)
+        assert (client.instructions or "").startswith(PROTOCOL_TEXT)
         assert len((await client.list_tools()).tools) == len(TOOLS)
         agent = agent_for(client)
         document = await agent.hello_to_done("run.json")

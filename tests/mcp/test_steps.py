@@ -14,12 +14,11 @@ from tether.verbs import Runtime
 pytestmark = pytest.mark.anyio
 
 
-
 async def test_hello_world_takes_one_call_per_step_after_start(agent: Any, memory_uri: str) -> None:
     started = await agent.ok(
         "start_execution", tree_uri="hello-world.yaml", trace_output=memory_uri
     )
-    answers = {
+    answers: dict[Any, tuple[str, dict[str, Any]]] = {
         "Acknowledge_Protocol": ("submit", {"status": "success"}),
         "Determine_Time": ("submit", {"status": "success", "values": {"time_of_day": "morning"}}),
         ("evaluate", "Morning_Greeting"): ("eval", {"result": True}),

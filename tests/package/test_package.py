@@ -263,7 +263,7 @@ def test_tether_view_serves_its_page(installed: Installed, tmp_path: Path) -> No
     )
     try:
         assert server.stdout is not None
-        lines = []
+        lines: list[str] = []
         while not lines or lines[-1] != "}\n":
             line = server.stdout.readline()
             assert line, server.stderr.read() if server.stderr else "no output"

@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -87,10 +88,10 @@ class _Agent:
             while time.monotonic() < deadline and self.after_restart < 10:
                 request = self.call(lambda: rt.next(self.uri))
                 thought = f"{self.uri} before {request['name']}, try {self.outages + self.stale}"
-                self.call(lambda t=thought: rt.think(self.uri, t))
+                self.call(partial(rt.think, self.uri, thought))
                 self.thoughts.append(thought)
                 try:
-                    self.call(lambda r=request: rt.submit(self.uri, "success", step=r["step"]))
+                    self.call(partial(rt.submit, self.uri, "success", step=request["step"]))
                 except TetherError as exc:
                     if exc.code != "stale_step":  # an answer whose commit outlived its error
                         raise
@@ -114,9 +115,7 @@ def test_a_database_restart_mid_run_loses_nothing_committed(
         rt.submit(agent.uri, "success")
     restarted = threading.Event()
     deadline = time.monotonic() + 120
-    threads = [
-        threading.Thread(target=a.run, args=(rt, restarted, deadline)) for a in agents
-    ]
+    threads = [threading.Thread(target=a.run, args=(rt, restarted, deadline)) for a in agents]
     for t in threads:
         t.start()
     while min(a.steps for a in agents) < 5 and time.monotonic() < deadline:

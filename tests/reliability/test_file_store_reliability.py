@@ -1,4 +1,5 @@
-"""The file store under process death and concurrent processes (DESIGN section 4)."""
+"""The file store under process death and concurrent processes (docs/semantics.md,
+"Storage")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The store conformance suite (DESIGN section 4): every store passes all of it."""
+"""The store conformance suite: every store passes all of it (docs/semantics.md, "Storage")."""
 
 from __future__ import annotations
 

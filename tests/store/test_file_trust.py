@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from support.command import HELLO, ok, refused, snapshot
+from support.command import HELLO, Arg, ok, refused, snapshot
 from tether.errors import EXIT_CONFLICT, EXIT_INTERNAL, EXIT_INVALID
 
 SECRET = b'{"seq":0,"kind":"think","submitted":"TOP-SECRET"}\n'
@@ -68,7 +68,7 @@ def test_a_state_file_naming_another_trace_file_is_corrupt(
     forged = str(outside / "secret.jsonl") if name == "ABSOLUTE" else name
     _forge(run_json, trace={"file": forged, "entries": 1, "bytes": len(SECRET)})
     before, secret_before = snapshot(runs), snapshot(outside)
-    for verb in (
+    verbs: list[list[Arg]] = [
         ["submit", run_json, "success"],
         ["reset", run_json],
         ["get", run_json],
@@ -76,7 +76,8 @@ def test_a_state_file_naming_another_trace_file_is_corrupt(
         ["verify", run_json],
         ["next", run_json],
         ["var", run_json, "x", "1"],
-    ):
+    ]
+    for verb in verbs:
         error = refused(EXIT_INVALID, "corrupt_execution", *verb)
         assert forged in error["message"] and "not run.json.trace[.N].jsonl" in error["message"]
         assert not _leaks(error)
@@ -89,7 +90,12 @@ def test_a_state_file_naming_another_tree_file_is_corrupt(runs: Path, outside: P
     for forged in (str(outside / "tree.json"), "../outside/tree.json", "run.json.tree.1.json.x"):
         _forge(run_json, tree_file=forged)
         before = snapshot(runs)
-        for verb in (["get", run_json], ["submit", run_json, "success"], ["resume", run_json]):
+        verbs: list[list[Arg]] = [
+            ["get", run_json],
+            ["submit", run_json, "success"],
+            ["resume", run_json],
+        ]
+        for verb in verbs:
             error = refused(EXIT_INVALID, "corrupt_execution", *verb)
             assert "not run.json.tree[.N].json" in error["message"]
             assert not _leaks(error)
@@ -116,7 +122,8 @@ def test_a_symlinked_sidecar_is_neither_followed_nor_written(
     (runs / sidecar).symlink_to(target)
     secret_before = snapshot(outside)
     before = snapshot(runs)
-    for verb in (["get", run_json], ["think", run_json, "hm"], ["verify", run_json]):
+    verbs: list[list[Arg]] = [["get", run_json], ["think", run_json, "hm"], ["verify", run_json]]
+    for verb in verbs:
         error = refused(EXIT_INVALID, "corrupt_execution", *verb)
         assert "symbolic link" in error["message"]
         assert not _leaks(error)

@@ -3,6 +3,7 @@ the verbs, and fork from each store into each other one."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -54,12 +55,12 @@ def _walk(rt: Runtime, uri: str) -> dict[int, dict[str, Any]]:
     """Drive the gated review to done, one call per step; what next returned at each length."""
     seen: dict[int, dict[str, Any]] = {}
 
-    def answered(response: dict[str, Any]) -> dict[str, Any]:
+    def answered(response: Mapping[str, Any]) -> dict[str, Any]:
         seen[len(rt.trace(uri))] = response["next"]
         return dict(response["next"])
 
     gate = rt.next(uri)
-    seen[0] = gate
+    seen[0] = dict(gate)
     gather = answered(rt.submit(uri, "success", step=gate["step"]))
     style = answered(rt.submit(uri, "success", step=gather["step"], values={"summary": "fix"}))
     tests = rt.next(uri, all=True)[1]

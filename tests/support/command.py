@@ -13,9 +13,11 @@ from typing import Any
 TETHER = str(Path(sys.executable).parent / "tether")
 REPO = Path(__file__).resolve().parents[2]
 HELLO = REPO / "examples" / "hello-world.yaml"
+# One argument of the command line: text, bytes (not always UTF-8) or a path.
+Arg = str | bytes | Path
 
 
-def run(*args: str | bytes | Path, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+def run(*args: Arg, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
     """`tether ARGS...`; arguments may be bytes (`os.fsencode`) to pass what is not UTF-8."""
     return subprocess.run(
         [TETHER, *(a if isinstance(a, bytes) else os.fspath(a) for a in args)],
@@ -26,14 +28,14 @@ def run(*args: str | bytes | Path, stdin: bytes = b"") -> subprocess.CompletedPr
     )
 
 
-def ok(*args: str | bytes | Path, stdin: bytes = b"") -> Any:
+def ok(*args: Arg, stdin: bytes = b"") -> Any:
     """The JSON result of a call that must succeed."""
     done = run(*args, stdin=stdin)
     assert done.returncode == 0, (args, done.stderr.decode(errors="replace"))
     return json.loads(done.stdout)
 
 
-def refused(exit_code: int, code: str, *args: str | bytes | Path, stdin: bytes = b"") -> Any:
+def refused(exit_code: int, code: str, *args: Arg, stdin: bytes = b"") -> Any:
     """The error of a call that must fail with `exit_code` and error `code`, printing nothing
     on stdout."""
     done = run(*args, stdin=stdin)

@@ -1,5 +1,7 @@
-"""Builders for normalised trees (the form `tether.tree` produces), and a driver over the pure
-engine, so semantics tests read like the tree they exercise."""
+"""The public builders (`tether.build`) under the short names semantics tests read like the tree
+they exercise, and a `Walk` that also checks, on every answer, that the engine never mutates
+the state it was given. Trees built here skip the loader's checks (`build.tree` runs them), so a
+test may build what a file could not say."""
 
 from __future__ import annotations
 
@@ -10,129 +12,41 @@ from typing import Any
 
 import pytest
 
+from tether import build
 from tether.engine import core
 from tether.errors import TetherError
 
+ev, ins, chk, each = build.evaluate, build.instruct, build.check, build.for_each
+action, seq, sel, par = build.action, build.sequence, build.selector, build.parallel
+
 _clock = itertools.count()
-
-
-def ev(text: str) -> dict[str, Any]:
-    return {"evaluate": text}
-
-
-def ins(text: str, writes: list[str] | None = None) -> dict[str, Any]:
-    return {"instruct": text, **({"writes": writes} if writes else {})}
-
-
-def chk(expression: str) -> dict[str, Any]:
-    return {"check": expression}
-
-
-def action(name: str, *steps: dict[str, Any], **mods: Any) -> dict[str, Any]:
-    return {"type": "action", "name": name, "steps": list(steps), **mods}
-
-
-def seq(name: str, *children: dict[str, Any], **mods: Any) -> dict[str, Any]:
-    return {"type": "sequence", "name": name, "children": list(children), **mods}
-
-
-def sel(name: str, *children: dict[str, Any], **mods: Any) -> dict[str, Any]:
-    return {"type": "selector", "name": name, "children": list(children), **mods}
-
-
-def par(name: str, *children: dict[str, Any], policy: Any = "all", **mods: Any) -> dict[str, Any]:
-    return {"type": "parallel", "name": name, "children": list(children), "policy": policy, **mods}
-
-
-def each(expression: str, name: str = "item", max: int = 100) -> dict[str, Any]:
-    """A normalised `for_each` (pass as `for_each=`)."""
-    return {"in": expression, "as": name, "max": max}
 
 
 def tree(
     root: dict[str, Any], var: dict[str, Any] | None = None, const: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    return {
-        "name": "test",
-        "version": "1",
-        "state": {"var": var or {}, "const": const or {}},
-        "root": root,
-    }
+    """The normalised tree with `root`, as `build.tree` makes it but unchecked."""
+    state = {"var": var or {}, "const": const or {}}
+    return {"name": "test", "version": "1", "state": state, "root": root}
 
 
-class Walk:
-    """Drives one execution through the pure engine, checking on every answer that the engine
-    never mutates the state it was given, and keeping the whole trace for replay checks."""
+def _now() -> str:
+    return f"2026-01-01T00:00:{next(_clock) % 60:02d}.000Z"
+
+
+class Walk(build.Walk):
+    """`build.Walk` with fixed step tokens and timestamps, checking on every answer that the
+    engine never mutates the state it was given."""
 
     def __init__(self, t: dict[str, Any], accept: bool = True, **scopes: Any) -> None:
-        self.tree = t
-        self.state = core.initial_state(
-            t,
-            uri="memory://walk",
-            tree_uri="file:///tree.yaml",
-            tree_hash="sha256:x",
-            now=self._now(),
-            salt="abcd1234",
-            **scopes,
-        )
-        self.trace: list[dict[str, Any]] = []
-        self.responses: list[dict[str, Any]] = []
-        if accept:
-            self.submit("success")
-
-    @staticmethod
-    def _now() -> str:
-        return f"2026-01-01T00:00:{next(_clock) % 60:02d}.000Z"
+        super().__init__(t, accept, clock=_now, salt="abcd1234", **scopes)
 
     def apply(self, answer: core.Answer) -> dict[str, Any]:
-        before = json.dumps(self.state, sort_keys=True)
-        snapshot = copy.deepcopy(self.state)
-        tools = core.tool_records(self.trace, core.tools_since(self.state))
-        outcome = core.apply(self.tree, snapshot, answer, self._now(), tools=tools)
-        assert json.dumps(snapshot, sort_keys=True) == before, "engine mutated its input"
-        if outcome.entries:
-            if isinstance(answer, core.Reset):
-                self.trace = []
-            self.trace.extend(outcome.entries)
-        self.state = outcome.state
-        self.responses.append(outcome.response)
-        return outcome.response
-
-    def next(self) -> dict[str, Any]:
-        return core.current(self.state)
-
-    def open(self) -> list[dict[str, Any]]:
-        return core.all_open(self.state)
-
-    def names(self) -> list[str]:
-        return [r.get("name", r.get("status")) for r in self.open()]
-
-    def eval(
-        self, result: bool, step: str | None = None, note: str | None = None
-    ) -> dict[str, Any]:
-        return self.apply(core.Eval(result, note, step))
-
-    def submit(
-        self, status: str, step: str | None = None, note: str | None = None
-    ) -> dict[str, Any]:
-        return self.apply(core.Submit(status, note, step))
-
-    def write(self, path: str, value: Any) -> dict[str, Any]:
-        return self.apply(core.VarWrite(path, value))
-
-    def think(self, thought: str) -> dict[str, Any]:
-        return self.apply(core.Think(thought))
-
-    def reset(self) -> dict[str, Any]:
-        return self.apply(core.Reset())
-
-    def asked(self, kind: str | None = None) -> list[str]:
-        """Names of the steps the agent answered, in order (gate excluded)."""
-        return [
-            e["name"]
-            for e in self.trace
-            if e["kind"] in ((kind,) if kind else ("evaluate", "instruct"))
-        ]
+        given, before = self.state, json.dumps(self.state, sort_keys=True)
+        try:
+            return super().apply(answer)
+        finally:
+            assert json.dumps(given, sort_keys=True) == before, "engine mutated its input"
 
 
 def refused(code: str, w: Walk, answer: core.Answer) -> TetherError:

@@ -186,7 +186,7 @@ BOMB = (
     "name: t\na: &a [x,x,x,x,x,x,x,x,x]\n"
     + "".join(
         f"{b}: &{b} [{', '.join([f'*{a}'] * 9)}]\n"
-        for a, b in ["ab", "bc", "cd", "de", "ef", "fg", "gh", "hi"]
+        for a, b in zip("abcdefgh", "bcdefghi", strict=True)
     )
     + f"tree: {ACTION}\n"
 )

@@ -28,7 +28,12 @@ def _box(page: Page, name: str) -> Locator:
 def _bounds(locator: Locator) -> dict[str, float]:
     bounds = locator.bounding_box()
     assert bounds is not None, "it is drawn"
-    return dict(bounds)
+    return {
+        "x": bounds["x"],
+        "y": bounds["y"],
+        "width": bounds["width"],
+        "height": bounds["height"],
+    }
 
 
 def _inside(inner: dict[str, float], outer: dict[str, float]) -> bool:

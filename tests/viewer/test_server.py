@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 import pytest
 
+from support.hosts import FOREIGN_HOSTS
 from viewer.driver import EXAMPLES, ViewServer, answer, tether
 
 
@@ -244,7 +245,7 @@ def test_requests_from_elsewhere_are_refused_by_the_shared_gate(
 ) -> None:
     port = server.base.rstrip("/").rsplit(":", 1)[1]
     assert server.get("/api/runs", host=f"localhost:{port}")[0] == 200
-    for host in (f"127.0.0.1.evil.example:{port}", f"localhost:{port}@evil.example", ""):
+    for host in (h.format(port=port) for h in FOREIGN_HOSTS):
         status, body = server.get("/api/runs", host=host)
         assert (status, body["error"]["code"]) == (403, "forbidden"), host
     request = urllib.request.Request(server.base + "api/runs")

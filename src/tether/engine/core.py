@@ -13,8 +13,9 @@ Every function is pure: it takes the normalised tree (`tether.tree`'s `data` dic
 state and an answer, and returns a new state, a response and the new trace entries. There is no
 I/O and no clock: the caller passes `now`.
 
-It does not own persistence (the store), concurrency (the verbs commit with compare-and-swap), the
-tree format (`tether.tree`), or argument parsing (the CLI and MCP edges).
+It does not own persistence (the store), concurrency (each verb holds the store's lock on the
+execution for its read and its commit: `Store.transaction`), the tree format (`tether.tree`),
+or argument parsing (the CLI and MCP edges).
 
 State layout (a plain JSON dict; the store persists it as is):
 - `runtime` maps a node key ("" for the root, "0.2" for the third child of the first child) to a

@@ -367,20 +367,13 @@ class _Loader:
     # -- nodes -----------------------------------------------------------------------------
 
     def node(self, raw: Any, where: Where, context: _Context) -> dict[str, Any]:
+        """The node `raw` at `where`, checked and normalised, its `$ref`s expanded."""
         if not isinstance(raw, dict):
             shown = _describe(raw, content=bool(where.path))
             where.fail(f"a node must be a mapping, got {shown}")
         if "$ref" in raw:
             return self.ref(raw, where, context)
-        if "type" not in raw:
-            where.fail("a node needs a 'type'", hint=f"{KIND_PHRASES['node_type']}, or a '$ref'")
-        kind = raw["type"]
-        if not conforms(kind, KIND_SCHEMAS["node_type"]):
-            close = difflib.get_close_matches(str(kind), KIND_SCHEMAS["node_type"]["enum"], n=1)
-            hint = f"did you mean {close[0]!r}?" if close else KIND_PHRASES["node_type"]
-            shown = repr(kind) if isinstance(kind, str) else _describe(kind)
-            (where / "type").fail(f"unknown node type {shown}", hint=hint)
-        kind = str(TYPE_ALIASES.get(kind, kind))
+        kind = self.node_type(raw, where)
         fields = {**COMMON_FIELDS, **NODE_FIELDS[kind]}
         self.keys(raw, fields, where, f"a {kind} node")
         values = {key: self.field(raw, key, field, where) for key, field in fields.items()}
@@ -397,6 +390,26 @@ class _Loader:
             out["children"] = self.children(values["children"], where, context)
         if kind == "parallel":
             out["policy"] = self.policy(values["policy"], len(out["children"]), where)
+        out.update(self.modifiers(values, where))
+        return out
+
+    def node_type(self, raw: dict[str, Any], where: Where) -> str:
+        """A node's `type`, its alias resolved (`fallback` is `selector`); a misspelt one is
+        refused with the nearest name."""
+        if "type" not in raw:
+            where.fail("a node needs a 'type'", hint=f"{KIND_PHRASES['node_type']}, or a '$ref'")
+        kind = raw["type"]
+        if not conforms(kind, KIND_SCHEMAS["node_type"]):
+            close = difflib.get_close_matches(str(kind), KIND_SCHEMAS["node_type"]["enum"], n=1)
+            hint = f"did you mean {close[0]!r}?" if close else KIND_PHRASES["node_type"]
+            shown = repr(kind) if isinstance(kind, str) else _describe(kind)
+            (where / "type").fail(f"unknown node type {shown}", hint=hint)
+        return str(TYPE_ALIASES.get(kind, kind))
+
+    def modifiers(self, values: dict[str, Any], where: Where) -> dict[str, Any]:
+        """The modifiers a node's checked `values` set (retries, optional, the loops, when,
+        tools, ...), in their normalised form; those left at their defaults are left out."""
+        out: dict[str, Any] = {}
         if values["retries"]:
             out["retries"] = values["retries"]
         if values["optional"]:

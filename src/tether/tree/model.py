@@ -342,27 +342,32 @@ def conforms(value: object, fragment: dict[str, Any]) -> bool:
         return any(conforms(value, f) for f in fragment["anyOf"])
     if "enum" in fragment:
         return isinstance(value, str) and value in fragment["enum"]
-    if "type" in fragment:
-        names = fragment["type"]
-        allowed = [names] if isinstance(names, str) else names
-        if isinstance(value, bool) and "boolean" not in allowed:
-            return False
-        if not any(isinstance(value, _JSON_TYPES[t]) for t in allowed):
-            return False
-    if isinstance(value, str):
-        if len(value) < fragment.get("minLength", 0):
-            return False
-        if "pattern" in fragment and not re.search(fragment["pattern"], value):
-            return False
-    if isinstance(value, int) and not fragment.get("minimum", value) <= value <= fragment.get(
-        "maximum", value
-    ):
+    if "type" in fragment and not _of_type(value, fragment["type"]):
         return False
+    if isinstance(value, str):
+        return len(value) >= fragment.get("minLength", 0) and (
+            "pattern" not in fragment or re.search(fragment["pattern"], value) is not None
+        )
     if isinstance(value, list):
-        items = fragment.get("items", {})
-        if len(value) < fragment.get("minItems", 0):
-            return False
-        if fragment.get("uniqueItems") and len(set(map(repr, value))) < len(value):
-            return False
-        return all(conforms(v, items) for v in value)
+        return _list_conforms(value, fragment)
+    if isinstance(value, int):
+        return bool(fragment.get("minimum", value) <= value <= fragment.get("maximum", value))
     return True
+
+
+def _of_type(value: object, names: str | list[str]) -> bool:
+    """Whether `value` is of one of the JSON types `names` (a bool is not a number)."""
+    allowed = [names] if isinstance(names, str) else names
+    if isinstance(value, bool) and "boolean" not in allowed:
+        return False
+    return any(isinstance(value, _JSON_TYPES[t]) for t in allowed)
+
+
+def _list_conforms(value: list[Any], fragment: dict[str, Any]) -> bool:
+    """`conforms` for a list: its length, its items' uniqueness, and each item."""
+    if len(value) < fragment.get("minItems", 0):
+        return False
+    if fragment.get("uniqueItems") and len(set(map(repr, value))) < len(value):
+        return False
+    items = fragment.get("items", {})
+    return all(conforms(v, items) for v in value)

@@ -20,6 +20,7 @@ import json
 import os
 import tempfile
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -155,7 +156,7 @@ def _request(step: Step) -> str:
     return f"{step.kind} {step.name!r}"
 
 
-def _shown(response: dict[str, Any]) -> str:
+def _shown(response: Mapping[str, Any]) -> str:
     if "type" in response:
         return f"{response['type']} {response.get('name')!r}"
     return json.dumps(response, ensure_ascii=False)

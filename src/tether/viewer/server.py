@@ -298,7 +298,7 @@ class Viewer:
         self.load(rel)
         target, runtime = self.uri_of(rel), Runtime(root=self.root)
         verb = runtime.approve if decision == "approve" else runtime.reject
-        return verb(target, note=note or None, step=step, by="viewer", sent_by=sent_by)
+        return dict(verb(target, note=note or None, step=step, by="viewer", sent_by=sent_by))
 
     # -- change signals ------------------------------------------------------------------------
 
