@@ -4,8 +4,9 @@ Owns: creating a fresh, gated execution (`initial_state`) and restoring one for 
 (`pristine`), the protocol gate's request (`open_gate`), the phase and status a tick leaves
 (`settle`: protocol, evaluating, performing, idle; running, complete, failed), what `next`
 returns (`current`, `all_open`), whether every open step waits on a person, and the selection of
-the open request an answer targets (`select`, `select_human`, `attributed`), with the refusals
-(`stale_step`, `wrong_phase`, `human_only`) when it names none or the wrong kind.
+the open request an answer targets (`named`, the one lookup of a step token; `select`,
+`select_human`), with the refusals (`stale_step`, `wrong_phase`, `human_only`) when it names none
+or the wrong kind, and the refusal of what comes only after the protocol gate (`require_gate`).
 
 It does not own what a node does when ticked (`tether.engine.ticking`), what an answer does once
 its request is chosen (`tether.engine.answers`), nor the gate's text (`tether.engine.protocol`).
@@ -134,21 +135,28 @@ def waits_on_person(requests: list[dict[str, Any]]) -> bool:
     return bool(requests) and all(r["type"] == "human" for r in requests)
 
 
-def select(state: dict[str, Any], token: str | None, kind: str, verb: str) -> dict[str, Any]:
+def named(state: dict[str, Any], token: str | None) -> dict[str, Any]:
+    """The open request `token` names, else the first: the one lookup of a step token. A token
+    that names no open step is refused (`stale_step`), with the open requests in the error."""
     open_ = state["open"]
     if token is None:
-        req = open_[0]
-    else:
-        found = [r for r in open_ if r["step"] == token]
-        if not found:
-            raise TetherError(
-                "stale_step",
-                f"step token {token!r} does not name an open step of this execution "
-                "(it was already answered, belongs to an earlier attempt, or to another execution)",
-                current=dict(open_[0]),
-                open=[dict(r) for r in open_],
-            )
-        req = found[0]
+        return open_[0]
+    for req in open_:
+        if req["step"] == token:
+            return req
+    raise TetherError(
+        "stale_step",
+        f"step token {token!r} does not name an open step of this execution "
+        "(it was already answered, belongs to an earlier attempt, or to another execution)",
+        current=dict(open_[0]),
+        open=[dict(r) for r in open_],
+    )
+
+
+def select(state: dict[str, Any], token: str | None, kind: str, verb: str) -> dict[str, Any]:
+    """The open request an `eval` or `submit` (`verb`) answers: the one `token` names, which
+    must be of `kind` (`wrong_phase`) and not a human step (`human_only`)."""
+    req = named(state, token)
     if req["type"] == "human":
         raise TetherError(
             "human_only",
@@ -170,18 +178,11 @@ def select(state: dict[str, Any], token: str | None, kind: str, verb: str) -> di
 def select_human(state: dict[str, Any], token: str | None) -> dict[str, Any]:
     """The open human step `token` names, else the first open one; `wrong_phase` if none is
     open (or the token names a step that is not one)."""
-    humans = [r for r in state["open"] if r["type"] == "human"]
-    if token is not None:
-        req = next((r for r in state["open"] if r["step"] == token), None)
-        if req is None:
-            raise TetherError(
-                "stale_step",
-                f"step token {token!r} does not name an open step of this execution",
-                current=dict(state["open"][0]),
-                open=[dict(r) for r in state["open"]],
-            )
-        humans = [req] if req["type"] == "human" else []
-    if not humans:
+    if token is None:
+        req = next((r for r in state["open"] if r["type"] == "human"), None)
+    else:
+        req = named(state, token)
+    if req is None or req["type"] != "human":
         first = state["open"][0]
         raise TetherError(
             "wrong_phase",
@@ -189,23 +190,18 @@ def select_human(state: dict[str, Any], token: str | None) -> dict[str, Any]:
             "answered by the agent",
             current=dict(first),
         )
-    return humans[0]
+    return req
 
 
-def attributed(state: dict[str, Any], token: str | None) -> dict[str, Any]:
-    """The open step a var write or a thought is recorded against: the one `token` names (a
-    stale token is refused like an answer's), else the first."""
-    if token is None:
-        return dict(state["open"][0])
-    for req in state["open"]:
-        if req["step"] == token:
-            return dict(req)
-    raise TetherError(
-        "stale_step",
-        f"step token {token!r} does not name an open step of this execution",
-        current=dict(state["open"][0]),
-        open=[dict(r) for r in state["open"]],
-    )
+def require_gate(state: dict[str, Any], verb: str) -> None:
+    """`wrong_phase` while the protocol gate is open: `verb` (think, jump, close, an independent
+    action) comes after it."""
+    if not state["protocol_accepted"]:
+        raise TetherError(
+            "wrong_phase",
+            f"{verb} comes after the protocol gate, which is still open; accept it first",
+            current=current(state),
+        )
 
 
 def cursor_of(req: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -33,9 +33,9 @@ from tether.engine.names import (
     SKIPPED,
     STEP,
     SUCCESS,
-    TOOLS_FROM,
 )
 from tether.engine.phases import settle
+from tether.engine.trace import attempt_tools, record
 from tether.engine.varpath import named_values
 from tether.errors import TetherError
 
@@ -358,26 +358,19 @@ class Ticker:
         condition (k is None, `on` names it: when, until); record it in the trace. Returns the
         verdict, or None when the expression could not be evaluated."""
         names = loop_names(loop_items(self.tree, self.runtime, path))
-        try:
-            verdict: bool | None = bool(
-                self.condition(expression, self.state["var"], self.state["const"], tools, names)
-            )
-        except Exception as exc:  # the evaluator's reason goes to the trace, whatever it is
-            verdict = None
-            reason = str(exc) or type(exc).__name__
+        scopes = (self.state["var"], self.state["const"], tools)
+        verdict, why = judge(self.condition, expression, scopes, names)
         if verdict is None:
-            self._check(node, path, k, expression, "error", on=on, note=reason)
+            self._check(node, path, k, expression, "error", on=on, note=why)
             where = on if k is None else "check"
-            self.reasons.append(
-                f"The {where} of {node['name']!r} could not be evaluated: {reason}."
-            )
+            self.reasons.append(f"The {where} of {node['name']!r} could not be evaluated: {why}.")
         elif verdict or k is None:
             self._check(node, path, k, expression, words[0] if verdict else words[1], on=on)
         else:
-            why = no_tools(expression, tools)
-            note = {"note": why.removeprefix(": ")} if why else {}
-            self._check(node, path, k, expression, words[1], on=on, **note)
-            self.reasons.append(f"Check {expression!r} of {node['name']!r} is false{why}.")
+            self._check(node, path, k, expression, words[1], on=on, note=why or None)
+            self.reasons.append(
+                f"Check {expression!r} of {node['name']!r} is false{': ' + why if why else ''}."
+            )
         return verdict
 
     def _check(
@@ -391,23 +384,19 @@ class Ticker:
         **fields: Any,
     ) -> None:
         """Record a `check` entry: of a check step (k is its index) or of the modifier `on`."""
-        entry = {
-            "seq": self.state["seq"],
-            "ts": self.now,
-            "kind": "check",
-            "cursor": {"path": list(path), "step": k},
-            "name": node["name"],
-            "submitted": expression,
-        }
         items = loop_items(self.tree, self.runtime, path)
-        if items:
-            entry["item"] = items[-1]["index"]
-        if k is None:
-            entry["on"] = on
-        entry["outcome"] = outcome
-        entry.update(fields)
-        self.state["seq"] += 1
-        self.state["since_reset"] += 1
+        entry = record(
+            self.state,
+            self.now,
+            "check",
+            {"path": list(path), "step": k},
+            node["name"],
+            submitted=expression,
+            item=items[-1]["index"] if items else None,
+            on=on if k is None else None,
+            outcome=outcome,
+            **fields,
+        )
         self.entries.append(entry)
         if len(self.entries) > MAX_ENTRIES:
             raise self._over(path, f"write more than {MAX_ENTRIES:,} trace entries")
@@ -531,18 +520,25 @@ def loop_names(items: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def attempt_tools(frame: dict[str, Any], tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The tool calls of an action's current attempt, from the records the caller passed."""
-    first = frame.get(TOOLS_FROM)
-    return [] if first is None else [r for r in tools if r["seq"] >= first]
-
-
-def no_tools(expression: str, tools: list[dict[str, Any]]) -> str:
-    """Why a false check that reads TOOLS saw none, or nothing."""
-    if tools or "TOOLS" not in expression:
-        return ""
-    return (
-        ": TOOLS is empty, no tool call was recorded during this attempt of the action "
+def judge(
+    condition: Condition,
+    expression: str,
+    scopes: tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]],
+    names: dict[str, Any],
+) -> tuple[bool | None, str]:
+    """The one evaluation of a `check` (or a modifier's condition): its verdict on `scopes`
+    (var, const, the tool records it sees as TOOLS) with the loop `names`, and why: for None
+    (it could not be evaluated) the evaluator's reason, for False that TOOLS was empty when the
+    expression reads it and saw none (else "")."""
+    var, const, tools = scopes
+    try:
+        verdict = bool(condition(expression, var, const, tools, names))
+    except Exception as exc:  # the evaluator's reason is the verdict's reason, whatever it is
+        return None, str(exc) or type(exc).__name__
+    if verdict or tools or "TOOLS" not in expression:
+        return verdict, ""
+    return False, (
+        "TOOLS is empty, no tool call was recorded during this attempt of the action "
         "(tool calls are recorded only from an agent session bound to the execution)"
     )
 
