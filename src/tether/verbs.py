@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable
 from tether.engine import core
 from tether.engine.varpath import parse_path, read_path
 from tether.errors import TetherError
+from tether.files import is_inside
 from tether.store import path_of, scheme_of, store_for
 
 TYPE_CHECKING = False
@@ -304,8 +305,7 @@ class Runtime:
         """Refuse a file outside the root, however it is reached (`..`, symbolic links); the
         error names the file as it was `given`."""
         assert self._root is not None
-        real = os.path.realpath(path)
-        if os.path.commonpath([real, self._root]) != self._root:
+        if not is_inside(path, self._root):
             raise TetherError(
                 "forbidden",
                 f"{given!r} is outside the allowed root {self._root} (the server's --root)",

@@ -27,6 +27,7 @@ from typing import Any
 from tether.engine import core
 from tether.engine.replay import apply_entry
 from tether.errors import TetherError
+from tether.files import is_inside
 from tether.treetest.cases import Case, Step
 from tether.verbs import Runtime
 
@@ -138,7 +139,7 @@ def _stage(files: dict[str, str], folder: Path) -> None:
     already refuses `..` and absolute paths; this holds whatever the path)."""
     for relative, text in files.items():
         target = (folder / relative).resolve()
-        if os.path.commonpath([target, folder]) != str(folder) or target == folder:
+        if not is_inside(target, folder) or target == folder.resolve():
             raise _Differs("start", "files inside the case's folder", f"{relative!r} leaves it")
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
