@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 Clock = Callable[[], str]
 
 # The statuses an execution can have, what `list` filters on.
-STATUSES = ("running", "complete", "failed")
+STATUSES = tuple(core.Status)
 
 # The answers whose checks may read TOOLS.
 _MOVES = (core.Eval, core.Submit, core.Human, core.Close)
@@ -366,7 +366,7 @@ class Runtime:
         state = store.load(uri)
         self._tree(store, uri, state)
         return {
-            "status": "resumable" if state["status"] == "running" else state["status"],
+            "status": "resumable" if state["status"] == core.Status.RUNNING else state["status"],
             "uri": uri,
             "tree": state.get("tree_name"),
             "phase": state["phase"],
@@ -659,7 +659,7 @@ class Runtime:
             "status": state["status"],
             "stop_blocks": state.get("stops", 0),
             "current": core.current(state),
-            "open": core.all_open(state) if state["status"] == "running" else [],
+            "open": core.all_open(state) if state["status"] == core.Status.RUNNING else [],
         }
 
     # -- internals -----------------------------------------------------------------------------

@@ -11,13 +11,13 @@ which request it targets (`tether.engine.phases`). Pure data: no I/O, no clock.
 
 from __future__ import annotations
 
-from tether.engine.names import FAILURE, RUNNING, SUCCESS
+from tether.engine.names import Result
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-SUBMIT_STATUSES = (SUCCESS, FAILURE, RUNNING)
+SUBMIT_STATUSES = (Result.SUCCESS, Result.FAILURE, Result.RUNNING)
 
 # The note of a `stop` let through because nothing open is the agent's to answer.
 PERSON_NOTE = "every open step waits on a person (tether approve or reject, or the viewer)"

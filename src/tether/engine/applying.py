@@ -32,22 +32,7 @@ from tether.engine.answers import (
     VarWrite,
 )
 from tether.engine.closing import hold_to_close, require_writes
-from tether.engine.names import (
-    CHILD,
-    COMPLETE,
-    FAILED,
-    FAILING,
-    FAILURE,
-    LEVELS,
-    OPENED,
-    PHASE_IDLE,
-    RESULTS,
-    RUNNING,
-    STEP,
-    SUCCESS,
-    TOOLS_FROM,
-    WRITTEN,
-)
+from tether.engine.names import LEVELS, Key, Kind, Phase, Reply, Request, Result, Status
 from tether.engine.phases import (
     current,
     cursor_of,
@@ -92,7 +77,7 @@ def apply(
     work = _copy_state(state)
     if isinstance(answer, Reset):
         return _reset(state, work, now)
-    if state["status"] != RUNNING:
+    if state["status"] != Status.RUNNING:
         raise TetherError(
             "execution_finished",
             f"the execution is {state['status']}; nothing more can be answered "
@@ -124,7 +109,7 @@ def _move(
 ) -> Outcome:
     """Apply an answer that may move the cursor."""
     if isinstance(answer, Eval):
-        req = select(work, answer.step, "evaluate", "eval")
+        req = select(work, answer.step, Request.EVALUATE, "eval")
         return _with_values(tree, work, req, answer, now, condition, tools)
     if isinstance(answer, Submit):
         if answer.status not in SUBMIT_STATUSES:
@@ -132,7 +117,7 @@ def _move(
                 "invalid_value",
                 f"submit status must be one of {', '.join(SUBMIT_STATUSES)}, got {answer.status!r}",
             )
-        req = select(work, answer.step, "instruct", "submit")
+        req = select(work, answer.step, Request.INSTRUCT, "submit")
         return _with_values(tree, work, req, answer, now, condition, tools)
     if isinstance(answer, Human):
         req = select_human(work, answer.step)
@@ -153,7 +138,7 @@ def _copy_state(state: dict[str, Any]) -> dict[str, Any]:
 
 def _copy_frame(frame: dict[str, Any]) -> dict[str, Any]:
     out = dict(frame)
-    for key in (RESULTS, WRITTEN):
+    for key in (Key.RESULTS, Key.WRITTEN):
         if key in out:
             out[key] = list(out[key])
     return out
@@ -196,14 +181,17 @@ def _entry(
 def _reset(state: dict[str, Any], work: dict[str, Any], now: str) -> Outcome:
     if state["since_reset"] == 0:
         return Outcome(
-            state, {"status": "reset", "message": "The execution is already at its start."}
+            state, {"status": Reply.RESET, "message": "The execution is already at its start."}
         )
-    entry = _entry(work, "reset", now, None, outcome="reset")
+    entry = _entry(work, Kind.RESET, now, None, outcome=Reply.RESET)
     out = pristine(work)  # after the entry: the reset is the first thing a fresh start counts
     open_gate(out)
     return Outcome(
         out,
-        {"status": "reset", "message": "Trace cleared, scopes restored, protocol gate re-armed."},
+        {
+            "status": Reply.RESET,
+            "message": "Trace cleared, scopes restored, protocol gate re-armed.",
+        },
         [entry],
     )
 
@@ -215,16 +203,16 @@ def _var_write(
     req = named(state, answer.step) if state["protocol_accepted"] else None
     state["var"] = write_path(state["var"], answer.path, answer.value, fresh)
     entry = _entry(
-        state, "var_write", now, req, path=answer.path, value=answer.value, outcome="written"
+        state, Kind.VAR_WRITE, now, req, path=answer.path, value=answer.value, outcome=Reply.WRITTEN
     )
     for i, r in enumerate(state["open"]):
         if r["path"] is not None and r.get("writes"):
             frame = state["runtime"][node_key(r["path"])]
-            frame.setdefault(WRITTEN, []).append(answer.path)  # the working copy's own list
+            frame.setdefault(Key.WRITTEN, []).append(answer.path)  # the working copy's own list
         if "shows" in r:
             _reshow(state, i, r)
     return Outcome(
-        state, {"status": "written", "path": answer.path, "value": answer.value}, [entry]
+        state, {"status": Reply.WRITTEN, "path": answer.path, "value": answer.value}, [entry]
     )
 
 
@@ -234,7 +222,7 @@ def _reshow(state: dict[str, Any], i: int, req: dict[str, Any]) -> None:
     shows = named_values(req["prompt"], state)
     if shows != req["shows"]:
         frame = state["runtime"][node_key(req["path"])]
-        frame[OPENED] = state["seq"]
+        frame[Key.OPENED] = state["seq"]
         token = step_token(req["path"], req["index"], frame, state["salt"])
         state["open"][i] = {**req, "shows": shows, "step": token}
 
@@ -242,8 +230,8 @@ def _reshow(state: dict[str, Any], i: int, req: dict[str, Any]) -> None:
 def _think(state: dict[str, Any], answer: Think, now: str) -> Outcome:
     require_gate(state, "think")
     req = named(state, answer.step)
-    entry = _entry(state, "think", now, req, submitted=answer.thought, outcome="recorded")
-    return Outcome(state, {"status": "recorded", "message": "Thought recorded."}, [entry])
+    entry = _entry(state, Kind.THINK, now, req, submitted=answer.thought, outcome=Reply.RECORDED)
+    return Outcome(state, {"status": Reply.RECORDED, "message": "Thought recorded."}, [entry])
 
 
 def _stop(state: dict[str, Any], answer: Stop, now: str) -> Outcome:
@@ -254,17 +242,17 @@ def _stop(state: dict[str, Any], answer: Stop, now: str) -> Outcome:
     blocks = state.get("stops", 0)
     note = None
     if waits_on_person(open_):
-        outcome, blocks, note = "allowed", 0, PERSON_NOTE
+        outcome, blocks, note = Reply.ALLOWED, 0, PERSON_NOTE
         state.pop("stops", None)
     elif blocks >= answer.cap:
-        outcome = "allowed"
+        outcome = Reply.ALLOWED
         state.pop("stops", None)
     else:
-        outcome = "refused"
+        outcome = Reply.REFUSED
         blocks += 1
         state["stops"] = blocks
     entry = _entry(
-        state, "stop", now, req, step=req["step"], cap=answer.cap, outcome=outcome, note=note
+        state, Kind.STOP, now, req, step=req["step"], cap=answer.cap, outcome=outcome, note=note
     )
     response = {"status": outcome, "blocks": blocks, "cap": answer.cap, "current": req}
     if note:
@@ -274,13 +262,15 @@ def _stop(state: dict[str, Any], answer: Stop, now: str) -> Outcome:
 
 def _tool_call(tree: dict[str, Any], state: dict[str, Any], answer: ToolCall, now: str) -> Outcome:
     req = named(state, answer.step)
-    entry = _entry(state, "tool", now, req, step=req["step"], tool=answer.tool, input=answer.input)
+    entry = _entry(
+        state, Kind.TOOL, now, req, step=req["step"], tool=answer.tool, input=answer.input
+    )
     entry["ok"] = answer.ok  # null too: the harness gave no sign either way
     for r in state["open"]:
         if r["path"] is not None and reads_tools(node_at(tree, r["path"])):
             frame = state["runtime"][node_key(r["path"])]
-            frame.setdefault(TOOLS_FROM, entry["seq"])
-    return Outcome(state, {"status": "recorded", "step": req["step"]}, [entry])
+            frame.setdefault(Key.TOOLS_FROM, entry["seq"])
+    return Outcome(state, {"status": Reply.RECORDED, "step": req["step"]}, [entry])
 
 
 def _independent(
@@ -303,12 +293,12 @@ def _independent(
         state["var"] = _closing_independent(action, state, answer.values or {}, condition)
     entry = _entry(
         state,
-        "independent",
+        Kind.INDEPENDENT,
         now,
         None,
         values=answer.values or None,
         note=answer.note,
-        outcome="closed" if answer.close else "called",
+        outcome=Reply.CLOSED if answer.close else Reply.CALLED,
     )
     entry["name"] = answer.name
     return Outcome(state, {"status": entry["outcome"], "current": current(state)}, [entry])
@@ -332,12 +322,14 @@ def _closing_independent(
 def _answer_gate(
     tree: dict[str, Any], state: dict[str, Any], answer: Submit, now: str, condition: Condition
 ) -> Outcome:
-    status = {SUCCESS: "protocol_accepted", FAILURE: "protocol_rejected"}.get(
-        answer.status, RUNNING
-    )
+    replies: dict[str, Reply] = {
+        Result.SUCCESS: Reply.PROTOCOL_ACCEPTED,
+        Result.FAILURE: Reply.PROTOCOL_REJECTED,
+    }
+    status = replies.get(answer.status, Reply.RUNNING)
     entry = _entry(
         state,
-        "protocol",
+        Kind.PROTOCOL,
         now,
         state["open"][0],
         submitted=answer.status,
@@ -346,14 +338,14 @@ def _answer_gate(
     )
     entries = [entry]
     events: list[tuple[str, str]] = []
-    if answer.status == SUCCESS:
+    if answer.status == Result.SUCCESS:
         state["protocol_accepted"] = True
         events = _tick(tree, state, now, entries, condition).events
         message = "Protocol accepted."
-    elif answer.status == FAILURE:
+    elif answer.status == Result.FAILURE:
         state.update(
-            status=FAILED,
-            phase=PHASE_IDLE,
+            status=Status.FAILED,
+            phase=Phase.IDLE,
             open=[],
             cursor=None,
             failure="The protocol was declined.",
@@ -380,23 +372,23 @@ def _answer(
     frame = state["runtime"][key]
     kind, submitted, advance = _judged(answer)
     if advance and isinstance(answer, Submit):
-        require_writes(req, frame.get(WRITTEN, []))
+        require_writes(req, frame.get(Key.WRITTEN, []))
     entry = _entry(state, kind, now, req, submitted=submitted, note=answer.note)
-    if isinstance(answer, Submit) and answer.status == RUNNING:
-        entry["outcome"] = RUNNING
+    if isinstance(answer, Submit) and answer.status == Result.RUNNING:
+        entry["outcome"] = Reply.RUNNING
         message = f"Step {req['name']!r} stays open; submit again when done."
-        response = {"status": RUNNING, "message": message, "next": current(state)}
+        response = {"status": Reply.RUNNING, "message": message, "next": current(state)}
         return Outcome(state, response, [entry])
     if advance:
-        frame[STEP] = frame.get(STEP, 0) + 1
-        frame.pop(OPENED, None)
-        frame.pop(WRITTEN, None)
+        frame[Key.STEP] = frame.get(Key.STEP, 0) + 1
+        frame.pop(Key.OPENED, None)
+        frame.pop(Key.WRITTEN, None)
     else:
-        frame[FAILING] = 1
+        frame[Key.FAILING] = 1
     ticker = _tick(tree, state, now, [entry], condition, tools)
     status = _status(answer, ticker.finished.get(key))
     if isinstance(answer, Human):
-        entry.update(outcome=SUCCESS if answer.approved else FAILURE, by=answer.by)
+        entry.update(outcome=Result.SUCCESS if answer.approved else Result.FAILURE, by=answer.by)
         if "shows" in req:
             entry["shown"] = req["shows"]
     else:
@@ -407,21 +399,21 @@ def _answer(
 def _judged(answer: Eval | Submit | Human) -> tuple[str, bool | str | None, bool]:
     """The entry kind of an answer to a step, what it submitted, and whether the step passed."""
     if isinstance(answer, Eval):
-        return "evaluate", answer.result, answer.result
+        return Kind.EVALUATE, answer.result, answer.result
     if isinstance(answer, Human):
-        return "human", None, answer.approved
-    return "instruct", answer.status, answer.status == SUCCESS
+        return Kind.HUMAN, None, answer.approved
+    return Kind.INSTRUCT, answer.status, answer.status == Result.SUCCESS
 
 
-def _status(answer: Eval | Submit | Human, finished: str | None) -> str:
+def _status(answer: Eval | Submit | Human, finished: str | None) -> Reply:
     """The response status of an answer to a step, its action `finished` as it did (or not)."""
     if isinstance(answer, Eval):
-        return "evaluation_passed" if answer.result else "evaluation_failed"
+        return Reply.EVALUATION_PASSED if answer.result else Reply.EVALUATION_FAILED
     if isinstance(answer, Human):
-        return "approved" if answer.approved else "rejected"
-    if finished == FAILURE:
-        return "action_failed"
-    return "action_complete" if finished == SUCCESS else "step_complete"
+        return Reply.APPROVED if answer.approved else Reply.REJECTED
+    if finished == Result.FAILURE:
+        return Reply.ACTION_FAILED
+    return Reply.ACTION_COMPLETE if finished == Result.SUCCESS else Reply.STEP_COMPLETE
 
 
 def _tick(
@@ -439,7 +431,7 @@ def _tick(
 
 
 def _moved(
-    state: dict[str, Any], status: str, req: dict[str, Any], ticker: Ticker, then: str
+    state: dict[str, Any], status: Reply, req: dict[str, Any], ticker: Ticker, then: str
 ) -> Outcome:
     """The outcome of an answer to the step `req` that ticked the tree: its `status`, the
     message, and the request that follows (as `then`: next or current)."""
@@ -448,16 +440,16 @@ def _moved(
     return Outcome(state, response, ticker.entries, ticker.events)
 
 
-def _message(status: str, req: dict[str, Any], ticker: Ticker, state: dict[str, Any]) -> str:
+def _message(status: Reply, req: dict[str, Any], ticker: Ticker, state: dict[str, Any]) -> str:
     name = req["name"]
     text = {
-        "evaluation_passed": f"{name} passed.",
-        "evaluation_failed": f"{name} failed its evaluate.",
-        "step_complete": f"{name}: step done.",
-        "action_complete": f"{name} complete.",
-        "action_failed": f"{name} failed.",
-        "approved": f"{name} approved.",
-        "rejected": f"{name} rejected.",
+        Reply.EVALUATION_PASSED: f"{name} passed.",
+        Reply.EVALUATION_FAILED: f"{name} failed its evaluate.",
+        Reply.STEP_COMPLETE: f"{name}: step done.",
+        Reply.ACTION_COMPLETE: f"{name} complete.",
+        Reply.ACTION_FAILED: f"{name} failed.",
+        Reply.APPROVED: f"{name} approved.",
+        Reply.REJECTED: f"{name} rejected.",
     }[status]
     if ticker.reasons:
         text += " " + " ".join(ticker.reasons)
@@ -465,9 +457,9 @@ def _message(status: str, req: dict[str, Any], ticker: Ticker, state: dict[str, 
         text += " Retrying: " + ", ".join(ticker.retried) + "."
     if ticker.looped:
         text += " Looping: " + ", ".join(ticker.looped) + "."
-    if state["status"] == COMPLETE:
+    if state["status"] == Status.COMPLETE:
         return text + " The workflow is done."
-    if state["status"] == FAILED:
+    if state["status"] == Status.FAILED:
         return text + " The workflow has failed."
     return text
 
@@ -489,18 +481,18 @@ def _jump(
         key = node_key(answer.path[:depth])
         if node["type"] == "parallel":
             runtime[key] = {
-                RESULTS: [None if j == i else True for j in range(len(node["children"]))]
+                Key.RESULTS: [None if j == i else True for j in range(len(node["children"]))]
             }
         else:
-            runtime[key] = {CHILD: i}
+            runtime[key] = {Key.CHILD: i}
         node = node["children"][i]
-    runtime[node_key(answer.path)] = {STEP: 0}
+    runtime[node_key(answer.path)] = {Key.STEP: 0}
     state["runtime"] = runtime
     request = {"path": answer.path, "index": 0, "name": target["name"]}
-    entry = _entry(state, "jump", now, request, note=answer.note, outcome="jumped")
+    entry = _entry(state, Kind.JUMP, now, request, note=answer.note, outcome=Reply.JUMPED)
     ticker = _tick(tree, state, now, [entry], condition)
     response = {
-        "status": "jumped",
+        "status": Reply.JUMPED,
         "message": f"Moved to action {target['name']!r}.",
         "current": current(state),
     }
@@ -526,16 +518,16 @@ def _close(
         f"action {action['name']!r}",
         action["steps"],
         req["index"],
-        frame.get(WRITTEN, []),
+        frame.get(Key.WRITTEN, []),
         (state["var"], state["const"], attempt_tools(frame, tools)),
         loop_names(loop_items(tree, state["runtime"], req["path"])),
         condition,
         current=dict(req),
     )
-    entry = _entry(state, "close", now, req, note=answer.note, outcome="action_complete")
+    entry = _entry(state, Kind.CLOSE, now, req, note=answer.note, outcome=Reply.ACTION_COMPLETE)
     state["runtime"][key] = {
-        STEP: len(action["steps"]),
+        Key.STEP: len(action["steps"]),
         **{level: frame[level] for level in LEVELS if level in frame},
     }
     ticker = _tick(tree, state, now, [entry], condition, tools)
-    return _moved(state, "action_complete", req, ticker, "current")
+    return _moved(state, Reply.ACTION_COMPLETE, req, ticker, "current")

@@ -62,7 +62,7 @@ from tether.engine.answers import (
     VarWrite,
 )
 from tether.engine.applying import apply
-from tether.engine.names import FAILURE, RUNNING, SUCCESS
+from tether.engine.names import Key, Kind, Phase, Reply, Request, Result, Status
 from tether.engine.phases import (
     SCHEMA_VERSION,
     all_open,
@@ -85,12 +85,9 @@ from tether.engine.trace import tool_records, tools_since
 _Ticker = Ticker
 
 __all__ = [
-    "FAILURE",
     "PERSON_NOTE",
-    "RUNNING",
     "SCHEMA_VERSION",
     "SUBMIT_STATUSES",
-    "SUCCESS",
     "Answer",
     "Close",
     "Condition",
@@ -98,8 +95,15 @@ __all__ = [
     "Human",
     "Independent",
     "Jump",
+    "Key",
+    "Kind",
     "Outcome",
+    "Phase",
+    "Reply",
+    "Request",
     "Reset",
+    "Result",
+    "Status",
     "Stop",
     "Submit",
     "Think",

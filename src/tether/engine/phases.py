@@ -17,17 +17,7 @@ from __future__ import annotations
 
 import copy
 
-from tether.engine.names import (
-    COMPLETE,
-    FAILED,
-    FAILURE,
-    PHASE_EVALUATING,
-    PHASE_IDLE,
-    PHASE_PERFORMING,
-    PHASE_PROTOCOL,
-    RUNNING,
-    SUCCESS,
-)
+from tether.engine.names import Phase, Reply, Request, Result, Status
 from tether.engine.protocol import GATE_NAME, PROTOCOL_TEXT
 from tether.errors import TetherError
 
@@ -61,8 +51,8 @@ def initial_state(
         "tree_hash": tree_hash,
         "tree_name": tree["name"],
         "salt": salt,
-        "status": RUNNING,
-        "phase": PHASE_PROTOCOL,
+        "status": Status.RUNNING,
+        "phase": Phase.PROTOCOL,
         "cursor": None,
         "open": [],
         "protocol_accepted": False,
@@ -84,7 +74,7 @@ def initial_state(
 def open_gate(state: dict[str, Any]) -> None:
     state["open"] = [
         {
-            "type": "instruct",
+            "type": Request.INSTRUCT,
             "name": GATE_NAME,
             "instruction": PROTOCOL_TEXT,
             "step": f"gate:0:0:{state['seq']}:{state['salt']}",
@@ -92,14 +82,14 @@ def open_gate(state: dict[str, Any]) -> None:
             "index": 0,
         }
     ]
-    state["phase"] = PHASE_PROTOCOL
+    state["phase"] = Phase.PROTOCOL
     state["cursor"] = None
 
 
 def pristine(state: dict[str, Any]) -> dict[str, Any]:
     out = dict(state)
     out.update(
-        status=RUNNING,
+        status=Status.RUNNING,
         protocol_accepted=False,
         var=copy.deepcopy(state["initial"]["var"]),
         const=copy.deepcopy(state["initial"]["const"]),
@@ -115,16 +105,16 @@ def current(state: dict[str, Any]) -> dict[str, Any]:
     """The response of `next`, and the `next` of every answer: the first open request, or
     exactly `{"status": "done"}` or `{"status": "failure"}`, as abtree and behaviors-sh answer
     (why it failed is the state's `failure`, and the message of the answer that ended it)."""
-    if state["status"] == COMPLETE:
-        return {"status": "done"}
-    if state["status"] == FAILED:
-        return {"status": FAILURE}
+    if state["status"] == Status.COMPLETE:
+        return {"status": Reply.DONE}
+    if state["status"] == Status.FAILED:
+        return {"status": Reply.FAILURE}
     return dict(state["open"][0])
 
 
 def all_open(state: dict[str, Any]) -> list[dict[str, Any]]:
     """Every open request (several inside a `parallel`), or the terminal status as one item."""
-    if state["status"] != RUNNING:
+    if state["status"] != Status.RUNNING:
         return [current(state)]
     return [dict(r) for r in state["open"]]
 
@@ -132,7 +122,7 @@ def all_open(state: dict[str, Any]) -> list[dict[str, Any]]:
 def waits_on_person(requests: list[dict[str, Any]]) -> bool:
     """Whether every open request is a human step: nothing is the agent's to answer, so it may
     stop while a person decides."""
-    return bool(requests) and all(r["type"] == "human" for r in requests)
+    return bool(requests) and all(r["type"] == Request.HUMAN for r in requests)
 
 
 def named(state: dict[str, Any], token: str | None) -> dict[str, Any]:
@@ -157,7 +147,7 @@ def select(state: dict[str, Any], token: str | None, kind: str, verb: str) -> di
     """The open request an `eval` or `submit` (`verb`) answers: the one `token` names, which
     must be of `kind` (`wrong_phase`) and not a human step (`human_only`)."""
     req = named(state, token)
-    if req["type"] == "human":
+    if req["type"] == Request.HUMAN:
         raise TetherError(
             "human_only",
             f"step {req['name']!r} is for a person to answer (tether approve or reject, or the "
@@ -179,10 +169,10 @@ def select_human(state: dict[str, Any], token: str | None) -> dict[str, Any]:
     """The open human step `token` names, else the first open one; `wrong_phase` if none is
     open (or the token names a step that is not one)."""
     if token is None:
-        req = next((r for r in state["open"] if r["type"] == "human"), None)
+        req = next((r for r in state["open"] if r["type"] == Request.HUMAN), None)
     else:
         req = named(state, token)
-    if req is None or req["type"] != "human":
+    if req is None or req["type"] != Request.HUMAN:
         first = state["open"][0]
         raise TetherError(
             "wrong_phase",
@@ -221,15 +211,15 @@ def settle(
     requests are `open_` and the phase follows the first (evaluating or performing); once it
     finished, nothing is open, the phase is idle and the execution complete or failed (with
     the `reasons` gathered, else that the root `root` failed)."""
-    if result == RUNNING:
+    if result == Result.RUNNING:
         state["open"] = open_
         first = open_[0]
-        state["phase"] = PHASE_EVALUATING if first["type"] == "evaluate" else PHASE_PERFORMING
+        state["phase"] = Phase.EVALUATING if first["type"] == Request.EVALUATE else Phase.PERFORMING
         state["cursor"] = cursor_of(first)
         return
     state["open"] = []
     state["cursor"] = None
-    state["phase"] = PHASE_IDLE
-    state["status"] = COMPLETE if result == SUCCESS else FAILED
-    if result == FAILURE:
+    state["phase"] = Phase.IDLE
+    state["status"] = Status.COMPLETE if result == Result.SUCCESS else Status.FAILED
+    if result == Result.FAILURE:
         state["failure"] = " ".join(reasons) or f"The root {root!r} failed."

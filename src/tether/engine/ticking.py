@@ -18,22 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tether.engine.names import (
-    CHILD,
-    FAILING,
-    FAILURE,
-    ITEM,
-    ITEMS,
-    LEVELS,
-    OPENED,
-    RESULTS,
-    RETRIES,
-    RUNNING,
-    RUNS,
-    SKIPPED,
-    STEP,
-    SUCCESS,
-)
+from tether.engine.names import LEVELS, Key, Kind, Request, Result
 from tether.engine.phases import settle
 from tether.engine.trace import attempt_tools, record
 from tether.engine.varpath import named_values
@@ -135,41 +120,41 @@ class Ticker:
             if when is not None:
                 verdict = self._condition(node, path, None, when, ("entered", "skipped"), [])
                 if verdict is None:
-                    self._finish(key, FAILURE)
-                    return SUCCESS if node.get("optional") else FAILURE
+                    self._finish(key, Result.FAILURE)
+                    return Result.SUCCESS if node.get("optional") else Result.FAILURE
                 if not verdict:
-                    self._finish(key, SKIPPED)
-                    return SUCCESS
+                    self._finish(key, Result.SKIPPED)
+                    return Result.SUCCESS
             frame = self.runtime[key] = {}
-        if "for_each" in node and ITEMS not in frame:
+        if "for_each" in node and Key.ITEMS not in frame:
             listed = self._for_each(node, path, frame)
-            if listed != RUNNING:
+            if listed != Result.RUNNING:
                 return self._done(node, key, listed)
         while True:
             result = self._tick_type(node, key, path, frame)
-            if result == RUNNING:
-                return RUNNING
+            if result == Result.RUNNING:
+                return Result.RUNNING
             if node.get("invert"):
-                result = FAILURE if result == SUCCESS else SUCCESS
-            used = frame.get(RETRIES, 0)
-            if result == FAILURE and used < node.get("retries", 0):
+                result = Result.FAILURE if result == Result.SUCCESS else Result.SUCCESS
+            used = frame.get(Key.RETRIES, 0)
+            if result == Result.FAILURE and used < node.get("retries", 0):
                 self.retried.append(f"{node['name']!r} attempt {used + 2} of {node['retries'] + 1}")
-                frame = self._restart(key, frame, result, "retry", RETRIES, used + 1)
+                frame = self._restart(key, frame, result, "retry", Key.RETRIES, used + 1)
                 continue
-            if result == SUCCESS and "repeat" in node:
+            if result == Result.SUCCESS and "repeat" in node:
                 result = self._until(node, path, frame)
-                if result == RUNNING:
-                    runs = frame.get(RUNS, 0) + 1
-                    frame = self._restart(key, frame, SUCCESS, "repeat", RUNS, runs)
+                if result == Result.RUNNING:
+                    runs = frame.get(Key.RUNS, 0) + 1
+                    frame = self._restart(key, frame, Result.SUCCESS, "repeat", Key.RUNS, runs)
                     continue
-            if ITEMS in frame and (result == SUCCESS or node.get("optional")):
-                n = frame[ITEM] + 1
-                if n < len(frame[ITEMS]):
-                    self.looped.append(f"{node['name']!r} item {n + 1} of {len(frame[ITEMS])}")
-                    frame = self._restart(key, frame, result, "item", ITEM, n)
+            if Key.ITEMS in frame and (result == Result.SUCCESS or node.get("optional")):
+                n = frame[Key.ITEM] + 1
+                if n < len(frame[Key.ITEMS]):
+                    self.looped.append(f"{node['name']!r} item {n + 1} of {len(frame[Key.ITEMS])}")
+                    frame = self._restart(key, frame, result, "item", Key.ITEM, n)
                     continue
-            if ITEMS in frame and result == FAILURE and not node.get("optional"):
-                where = f"item {frame[ITEM] + 1} of {len(frame[ITEMS])}"
+            if Key.ITEMS in frame and result == Result.FAILURE and not node.get("optional"):
+                where = f"item {frame[Key.ITEM] + 1} of {len(frame[Key.ITEMS])}"
                 self.reasons.append(f"{node['name']!r} failed at {where}.")
             break
         return self._done(node, key, result)
@@ -178,8 +163,8 @@ class Ticker:
         """The node is finished with its own `result`: what its parent sees."""
         self._drop(key)
         self._finish(key, result)
-        if result == FAILURE and node.get("optional"):
-            return SUCCESS
+        if result == Result.FAILURE and node.get("optional"):
+            return Result.SUCCESS
         return result
 
     def _restart(
@@ -190,7 +175,7 @@ class Ticker:
         self._finish(key, result)
         self._drop(key)
         self.events.append((key, event))
-        kept = {k: frame[k] for k in LEVELS[: LEVELS.index(level)] if k in frame}
+        kept: dict[str, Any] = {k: frame[k] for k in LEVELS[: LEVELS.index(level)] if k in frame}
         frame = self.runtime[key] = {**kept, level: value}
         return frame
 
@@ -199,21 +184,21 @@ class Ticker:
         SUCCESS when it holds, RUNNING when it does not and a run is left (run again), FAILURE
         when none is left or it cannot be evaluated."""
         repeat = node["repeat"]
-        runs = frame.get(RUNS, 0) + 1
+        runs = frame.get(Key.RUNS, 0) + 1
         left = runs < repeat["max"]
         words = ("passed", "repeat" if left else "failed")
         verdict = self._condition(node, path, None, repeat["until"], words, [], on="until")
         if verdict is None:
-            return FAILURE
+            return Result.FAILURE
         if verdict:
-            return SUCCESS
+            return Result.SUCCESS
         if left:
             self.looped.append(f"{node['name']!r} run {runs + 1} of {repeat['max']}")
-            return RUNNING
+            return Result.RUNNING
         self.reasons.append(
             f"{node['name']!r} ran {runs} times and its until {repeat['until']!r} is still false."
         )
-        return FAILURE
+        return Result.FAILURE
 
     def _for_each(self, node: dict[str, Any], path: list[int], frame: dict[str, Any]) -> str:
         """Evaluate a `for_each` list as its node is entered, and record it as a `check` entry
@@ -232,13 +217,13 @@ class Ticker:
         if problem is not None:
             self._check(node, path, None, loop["in"], "error", on="for_each", note=problem)
             self.reasons.append(f"The for_each of {node['name']!r} failed: {problem}.")
-            return FAILURE
+            return Result.FAILURE
         outcome = "entered" if items else "empty"
         self._check(node, path, None, loop["in"], outcome, on="for_each", count=len(items))
         if not items:
-            return SUCCESS
-        frame.update({ITEMS: items, ITEM: 0})
-        return RUNNING
+            return Result.SUCCESS
+        frame.update({Key.ITEMS: items, Key.ITEM: 0})
+        return Result.RUNNING
 
     def _tick_type(
         self, node: dict[str, Any], key: str, path: list[int], frame: dict[str, Any]
@@ -248,18 +233,18 @@ class Ticker:
             return self._action(node, key, path, frame)
         if kind == "parallel":
             return self._parallel(node, key, path, frame)
-        stop_on = FAILURE if kind == "sequence" else SUCCESS
+        stop_on = Result.FAILURE if kind == "sequence" else Result.SUCCESS
         children = node["children"]
-        i = frame.get(CHILD, 0)
+        i = frame.get(Key.CHILD, 0)
         while i < len(children):
             result = self.tick(children[i], child_key(key, i), [*path, i])
-            if result == RUNNING:
-                frame[CHILD] = i
-                return RUNNING
+            if result == Result.RUNNING:
+                frame[Key.CHILD] = i
+                return Result.RUNNING
             if result == stop_on:
                 return result
             i += 1
-        return SUCCESS if kind == "sequence" else FAILURE
+        return Result.SUCCESS if kind == "sequence" else Result.FAILURE
 
     def _parallel(
         self, node: dict[str, Any], key: str, path: list[int], frame: dict[str, Any]
@@ -268,19 +253,19 @@ class Ticker:
         n = len(children)
         policy = node.get("policy", "all")
         need = n if policy == "all" else 1 if policy == "any" else int(policy)
-        results: list[bool | None] = frame.get(RESULTS) or [None] * n
-        frame[RESULTS] = results
+        results: list[bool | None] = frame.get(Key.RESULTS) or [None] * n
+        frame[Key.RESULTS] = results
         for i, child in enumerate(children):
             if results[i] is None:
                 result = self.tick(child, child_key(key, i), [*path, i])
-                if result != RUNNING:
-                    results[i] = result == SUCCESS
+                if result != Result.RUNNING:
+                    results[i] = result == Result.SUCCESS
             ok = sum(1 for r in results if r is True)
             pending = sum(1 for r in results if r is None)
             if ok >= need or ok + pending < need:
                 self._halt(key, path, results)
-                return SUCCESS if ok >= need else FAILURE
-        return RUNNING
+                return Result.SUCCESS if ok >= need else Result.FAILURE
+        return Result.RUNNING
 
     def _halt(self, key: str, path: list[int], results: list[bool | None]) -> None:
         for i, r in enumerate(results):
@@ -292,24 +277,24 @@ class Ticker:
     def _action(
         self, node: dict[str, Any], key: str, path: list[int], frame: dict[str, Any]
     ) -> str:
-        if frame.pop(FAILING, None):
-            return FAILURE
+        if frame.pop(Key.FAILING, None):
+            return Result.FAILURE
         steps = node["steps"]
-        k = frame.get(STEP, 0)
+        k = frame.get(Key.STEP, 0)
         while k < len(steps):
             step = steps[k]
             if "check" in step:
                 seen = attempt_tools(frame, self.tools)
                 if not self._condition(node, path, k, step["check"], ("passed", "failed"), seen):
-                    return FAILURE
+                    return Result.FAILURE
                 k += 1
                 continue
-            frame[STEP] = k
-            if OPENED not in frame:
-                frame[OPENED] = self.state["seq"]
+            frame[Key.STEP] = k
+            if Key.OPENED not in frame:
+                frame[Key.OPENED] = self.state["seq"]
             self.open.append(self._request(node, path, k, step, frame))
-            return RUNNING
-        return SUCCESS
+            return Result.RUNNING
+        return Result.SUCCESS
 
     def _request(
         self,
@@ -322,17 +307,17 @@ class Ticker:
         token = step_token(path, k, frame, self.state["salt"])
         if "evaluate" in step:
             req: dict[str, Any] = {
-                "type": "evaluate",
+                "type": Request.EVALUATE,
                 "name": node["name"],
                 "expression": step["evaluate"],
             }
         elif "human" in step:
-            req = {"type": "human", "name": node["name"], "prompt": step["human"]}
+            req = {"type": Request.HUMAN, "name": node["name"], "prompt": step["human"]}
             shows = named_values(step["human"], self.state)
             if shows:
                 req["shows"] = shows
         else:
-            req = {"type": "instruct", "name": node["name"], "instruction": step["instruct"]}
+            req = {"type": Request.INSTRUCT, "name": node["name"], "instruction": step["instruct"]}
             if step.get("writes"):
                 req["writes"] = list(step["writes"])
         req.update(step=token, path=list(path), index=k)
@@ -388,7 +373,7 @@ class Ticker:
         entry = record(
             self.state,
             self.now,
-            "check",
+            Kind.CHECK,
             {"path": list(path), "step": k},
             node["name"],
             submitted=expression,
@@ -424,13 +409,13 @@ class Ticker:
         node, key = self.tree["root"], ""
         for depth in range(len(path) + 1):
             frame = self.runtime.get(key, {})
-            if "for_each" in node and ITEMS in frame:
-                at = f"item {frame[ITEM] + 1} of {len(frame[ITEMS])}"
+            if "for_each" in node and Key.ITEMS in frame:
+                at = f"item {frame[Key.ITEM] + 1} of {len(frame[Key.ITEMS])}"
                 loops.insert(
                     0, {"name": node["name"], "path": path[:depth], "kind": "for_each", "at": at}
                 )
             if "repeat" in node:
-                at = f"run {frame.get(RUNS, 0) + 1} of {node['repeat']['max']}"
+                at = f"run {frame.get(Key.RUNS, 0) + 1} of {node['repeat']['max']}"
                 loops.insert(
                     0, {"name": node["name"], "path": path[:depth], "kind": "repeat", "at": at}
                 )
@@ -487,7 +472,7 @@ def reads_tools(action: dict[str, Any]) -> bool:
 
 def step_token(path: list[int], k: int, frame: dict[str, Any], salt: str) -> str:
     """The token of the step `k` of the action at `path`, as opened in `frame`."""
-    return f"{node_key(path) or '-'}:{k}:{frame.get(RETRIES, 0)}:{frame[OPENED]}:{salt}"
+    return f"{node_key(path) or '-'}:{k}:{frame.get(Key.RETRIES, 0)}:{frame[Key.OPENED]}:{salt}"
 
 
 def loop_items(
@@ -499,9 +484,9 @@ def loop_items(
     node, key = tree["root"], ""
     for depth in range(len(path) + 1):
         frame = runtime.get(key) if "for_each" in node else None
-        if frame is not None and ITEMS in frame:
-            n = frame[ITEM]
-            out.append({"name": node["for_each"]["as"], "index": n, "value": frame[ITEMS][n]})
+        if frame is not None and Key.ITEMS in frame:
+            n = frame[Key.ITEM]
+            out.append({"name": node["for_each"]["as"], "index": n, "value": frame[Key.ITEMS][n]})
         if depth < len(path):
             node, key = node["children"][path[depth]], child_key(key, path[depth])
     return out

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from tether.engine.names import TOOLS_FROM
+from tether.engine.names import Key, Kind
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ def record(
 
 def tools_since(state: dict[str, Any]) -> int | None:
     """The seq from which an answer's checks may read `tool` entries (None: they read none)."""
-    found = [f[TOOLS_FROM] for f in state["runtime"].values() if TOOLS_FROM in f]
+    found = [f[Key.TOOLS_FROM] for f in state["runtime"].values() if Key.TOOLS_FROM in f]
     return min(found) if found else None
 
 
@@ -59,11 +59,11 @@ def tool_records(entries: Iterable[dict[str, Any]], since: int | None) -> list[d
     return [
         {"tool": e["tool"], "input": e.get("input"), "ok": e["ok"] is True, "seq": e["seq"]}
         for e in entries
-        if e["kind"] == "tool" and e["seq"] >= since
+        if e["kind"] == Kind.TOOL and e["seq"] >= since
     ]
 
 
 def attempt_tools(frame: dict[str, Any], tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The tool calls of an action's current attempt, from the records the caller passed."""
-    first = frame.get(TOOLS_FROM)
+    first = frame.get(Key.TOOLS_FROM)
     return [] if first is None else [r for r in tools if r["seq"] >= first]

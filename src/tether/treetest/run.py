@@ -103,7 +103,7 @@ def _unloaded(case: Case, error: str) -> Result:
     if case.steps:
         step = case.steps[0]
         return Result(case, False, _place(1, step), _request(step), ended, error)
-    if case.status != "failure":
+    if case.status != core.Reply.FAILURE:
         return Result(case, False, "end", f"status {case.status}", ended, error)
     if case.expect_var or case.retries:
         what = "var values" if case.expect_var else "retry counts"
@@ -164,7 +164,7 @@ def _shown(response: dict[str, Any]) -> str:
 
 def _walk(rt: Runtime, case: Case, uri: str) -> None:
     gate = rt.next(uri)
-    rt.submit(uri, "success", step=gate["step"])
+    rt.submit(uri, core.Result.SUCCESS, step=gate["step"])
     for number, step in enumerate(case.steps, 1):
         at = _place(number, step)
         request = rt.next(uri)
