@@ -6,11 +6,13 @@ and docs/semantics.md), entering and finishing nodes (frames created and dropped
 `check` steps and modifier conditions with their `check` trace entries, the open requests and
 step tokens a tick produces, the loop items a node sees, the work one answer's ticking may do
 (`MAX_VISITS` nodes visited, `MAX_ENTRIES` trace entries; past either, `work_limit` names the
-loops it was in), the tree navigation helpers (`node_at`, `tool_policy`, node keys) and the
-injected CEL evaluators (`Condition`).
+loops it was in), the tree navigation helpers (`node_at`, `tool_policy`, node keys), the
+injected CEL evaluators (`Condition`) and `judge`, the one evaluation of a check or condition
+(a close's checks go through it too).
 
-It does not own the phase and status a tick leaves (`tether.engine.phases.settle`), nor the
-answers that move a frame before a tick (`tether.engine.answers`). Pure: no I/O, no clock; the
+It does not own the phase and status a tick leaves (`tether.engine.phases.settle`), the answers
+that move a frame before a tick (`tether.engine.applying`), nor how a trace entry is numbered
+(`tether.engine.trace`). Pure: no I/O, no clock; the
 CEL library is loaded only when a tree uses a condition.
 """
 
