@@ -30,6 +30,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+# The members read on every node visited, bound once: on Python 3.11 reading a member off its
+# enum class costs three times a global (`EnumType.__getattr__` keeps the lookup uncached).
+RUNNING, SUCCESS, FAILURE, SKIPPED = Result.RUNNING, Result.SUCCESS, Result.FAILURE, Result.SKIPPED
+CHILD, RESULTS, STEP, OPENED, FAILING = Key.CHILD, Key.RESULTS, Key.STEP, Key.OPENED, Key.FAILING
+RETRIES, ITEMS, ITEM, RUNS = Key.RETRIES, Key.ITEMS, Key.ITEM, Key.RUNS
+
 # The work one answer may do, counted (never timed, so replay decides alike): the nodes its
 # ticking visits and the trace entries it writes (those written before the tick included).
 # Loops (`for_each`, `repeat`) are what can reach them; an answer that would pass either is
@@ -122,41 +128,41 @@ class Ticker:
             if when is not None:
                 verdict = self._condition(node, path, None, when, ("entered", "skipped"), [])
                 if verdict is None:
-                    self._finish(key, Result.FAILURE)
-                    return Result.SUCCESS if node.get("optional") else Result.FAILURE
+                    self._finish(key, FAILURE)
+                    return SUCCESS if node.get("optional") else FAILURE
                 if not verdict:
-                    self._finish(key, Result.SKIPPED)
-                    return Result.SUCCESS
+                    self._finish(key, SKIPPED)
+                    return SUCCESS
             frame = self.runtime[key] = {}
-        if "for_each" in node and Key.ITEMS not in frame:
+        if "for_each" in node and ITEMS not in frame:
             listed = self._for_each(node, path, frame)
-            if listed != Result.RUNNING:
+            if listed != RUNNING:
                 return self._done(node, key, listed)
         while True:
             result = self._tick_type(node, key, path, frame)
-            if result == Result.RUNNING:
-                return Result.RUNNING
+            if result == RUNNING:
+                return RUNNING
             if node.get("invert"):
-                result = Result.FAILURE if result == Result.SUCCESS else Result.SUCCESS
-            used = frame.get(Key.RETRIES, 0)
-            if result == Result.FAILURE and used < node.get("retries", 0):
+                result = FAILURE if result == SUCCESS else SUCCESS
+            used = frame.get(RETRIES, 0)
+            if result == FAILURE and used < node.get("retries", 0):
                 self.retried.append(f"{node['name']!r} attempt {used + 2} of {node['retries'] + 1}")
-                frame = self._restart(key, frame, result, "retry", Key.RETRIES, used + 1)
+                frame = self._restart(key, frame, result, "retry", RETRIES, used + 1)
                 continue
-            if result == Result.SUCCESS and "repeat" in node:
+            if result == SUCCESS and "repeat" in node:
                 result = self._until(node, path, frame)
-                if result == Result.RUNNING:
-                    runs = frame.get(Key.RUNS, 0) + 1
-                    frame = self._restart(key, frame, Result.SUCCESS, "repeat", Key.RUNS, runs)
+                if result == RUNNING:
+                    runs = frame.get(RUNS, 0) + 1
+                    frame = self._restart(key, frame, SUCCESS, "repeat", RUNS, runs)
                     continue
-            if Key.ITEMS in frame and (result == Result.SUCCESS or node.get("optional")):
-                n = frame[Key.ITEM] + 1
-                if n < len(frame[Key.ITEMS]):
-                    self.looped.append(f"{node['name']!r} item {n + 1} of {len(frame[Key.ITEMS])}")
-                    frame = self._restart(key, frame, result, "item", Key.ITEM, n)
+            if ITEMS in frame and (result == SUCCESS or node.get("optional")):
+                n = frame[ITEM] + 1
+                if n < len(frame[ITEMS]):
+                    self.looped.append(f"{node['name']!r} item {n + 1} of {len(frame[ITEMS])}")
+                    frame = self._restart(key, frame, result, "item", ITEM, n)
                     continue
-            if Key.ITEMS in frame and result == Result.FAILURE and not node.get("optional"):
-                where = f"item {frame[Key.ITEM] + 1} of {len(frame[Key.ITEMS])}"
+            if ITEMS in frame and result == FAILURE and not node.get("optional"):
+                where = f"item {frame[ITEM] + 1} of {len(frame[ITEMS])}"
                 self.reasons.append(f"{node['name']!r} failed at {where}.")
             break
         return self._done(node, key, result)
@@ -165,8 +171,8 @@ class Ticker:
         """The node is finished with its own `result`: what its parent sees."""
         self._drop(key)
         self._finish(key, result)
-        if result == Result.FAILURE and node.get("optional"):
-            return Result.SUCCESS
+        if result == FAILURE and node.get("optional"):
+            return SUCCESS
         return result
 
     def _restart(
@@ -186,21 +192,21 @@ class Ticker:
         SUCCESS when it holds, RUNNING when it does not and a run is left (run again), FAILURE
         when none is left or it cannot be evaluated."""
         repeat = node["repeat"]
-        runs = frame.get(Key.RUNS, 0) + 1
+        runs = frame.get(RUNS, 0) + 1
         left = runs < repeat["max"]
         words = ("passed", "repeat" if left else "failed")
         verdict = self._condition(node, path, None, repeat["until"], words, [], on="until")
         if verdict is None:
-            return Result.FAILURE
+            return FAILURE
         if verdict:
-            return Result.SUCCESS
+            return SUCCESS
         if left:
             self.looped.append(f"{node['name']!r} run {runs + 1} of {repeat['max']}")
-            return Result.RUNNING
+            return RUNNING
         self.reasons.append(
             f"{node['name']!r} ran {runs} times and its until {repeat['until']!r} is still false."
         )
-        return Result.FAILURE
+        return FAILURE
 
     def _for_each(self, node: dict[str, Any], path: list[int], frame: dict[str, Any]) -> str:
         """Evaluate a `for_each` list as its node is entered, and record it as a `check` entry
@@ -219,13 +225,13 @@ class Ticker:
         if problem is not None:
             self._check(node, path, None, loop["in"], "error", on="for_each", note=problem)
             self.reasons.append(f"The for_each of {node['name']!r} failed: {problem}.")
-            return Result.FAILURE
+            return FAILURE
         outcome = "entered" if items else "empty"
         self._check(node, path, None, loop["in"], outcome, on="for_each", count=len(items))
         if not items:
-            return Result.SUCCESS
-        frame.update({Key.ITEMS: items, Key.ITEM: 0})
-        return Result.RUNNING
+            return SUCCESS
+        frame.update({ITEMS: items, ITEM: 0})
+        return RUNNING
 
     def _tick_type(
         self, node: dict[str, Any], key: str, path: list[int], frame: dict[str, Any]
@@ -235,18 +241,18 @@ class Ticker:
             return self._action(node, key, path, frame)
         if kind == "parallel":
             return self._parallel(node, key, path, frame)
-        stop_on = Result.FAILURE if kind == "sequence" else Result.SUCCESS
+        stop_on = FAILURE if kind == "sequence" else SUCCESS
         children = node["children"]
-        i = frame.get(Key.CHILD, 0)
+        i = frame.get(CHILD, 0)
         while i < len(children):
             result = self.tick(children[i], child_key(key, i), [*path, i])
-            if result == Result.RUNNING:
-                frame[Key.CHILD] = i
-                return Result.RUNNING
+            if result == RUNNING:
+                frame[CHILD] = i
+                return RUNNING
             if result == stop_on:
                 return result
             i += 1
-        return Result.SUCCESS if kind == "sequence" else Result.FAILURE
+        return SUCCESS if kind == "sequence" else FAILURE
 
     def _parallel(
         self, node: dict[str, Any], key: str, path: list[int], frame: dict[str, Any]
@@ -255,19 +261,19 @@ class Ticker:
         n = len(children)
         policy = node.get("policy", "all")
         need = n if policy == "all" else 1 if policy == "any" else int(policy)
-        results: list[bool | None] = frame.get(Key.RESULTS) or [None] * n
-        frame[Key.RESULTS] = results
+        results: list[bool | None] = frame.get(RESULTS) or [None] * n
+        frame[RESULTS] = results
         for i, child in enumerate(children):
             if results[i] is None:
                 result = self.tick(child, child_key(key, i), [*path, i])
-                if result != Result.RUNNING:
-                    results[i] = result == Result.SUCCESS
+                if result != RUNNING:
+                    results[i] = result == SUCCESS
             ok = sum(1 for r in results if r is True)
             pending = sum(1 for r in results if r is None)
             if ok >= need or ok + pending < need:
                 self._halt(key, path, results)
-                return Result.SUCCESS if ok >= need else Result.FAILURE
-        return Result.RUNNING
+                return SUCCESS if ok >= need else FAILURE
+        return RUNNING
 
     def _halt(self, key: str, path: list[int], results: list[bool | None]) -> None:
         for i, r in enumerate(results):
@@ -279,24 +285,24 @@ class Ticker:
     def _action(
         self, node: dict[str, Any], key: str, path: list[int], frame: dict[str, Any]
     ) -> str:
-        if frame.pop(Key.FAILING, None):
-            return Result.FAILURE
+        if frame.pop(FAILING, None):
+            return FAILURE
         steps = node["steps"]
-        k = frame.get(Key.STEP, 0)
+        k = frame.get(STEP, 0)
         while k < len(steps):
             step = steps[k]
             if "check" in step:
                 seen = attempt_tools(frame, self.tools)
                 if not self._condition(node, path, k, step["check"], ("passed", "failed"), seen):
-                    return Result.FAILURE
+                    return FAILURE
                 k += 1
                 continue
-            frame[Key.STEP] = k
-            if Key.OPENED not in frame:
-                frame[Key.OPENED] = self.state["seq"]
+            frame[STEP] = k
+            if OPENED not in frame:
+                frame[OPENED] = self.state["seq"]
             self.open.append(self._request(node, path, k, step, frame))
-            return Result.RUNNING
-        return Result.SUCCESS
+            return RUNNING
+        return SUCCESS
 
     def _request(
         self,
@@ -411,13 +417,13 @@ class Ticker:
         node, key = self.tree["root"], ""
         for depth in range(len(path) + 1):
             frame = self.runtime.get(key, {})
-            if "for_each" in node and Key.ITEMS in frame:
-                at = f"item {frame[Key.ITEM] + 1} of {len(frame[Key.ITEMS])}"
+            if "for_each" in node and ITEMS in frame:
+                at = f"item {frame[ITEM] + 1} of {len(frame[ITEMS])}"
                 loops.insert(
                     0, {"name": node["name"], "path": path[:depth], "kind": "for_each", "at": at}
                 )
             if "repeat" in node:
-                at = f"run {frame.get(Key.RUNS, 0) + 1} of {node['repeat']['max']}"
+                at = f"run {frame.get(RUNS, 0) + 1} of {node['repeat']['max']}"
                 loops.insert(
                     0, {"name": node["name"], "path": path[:depth], "kind": "repeat", "at": at}
                 )
@@ -474,7 +480,7 @@ def reads_tools(action: dict[str, Any]) -> bool:
 
 def step_token(path: list[int], k: int, frame: dict[str, Any], salt: str) -> str:
     """The token of the step `k` of the action at `path`, as opened in `frame`."""
-    return f"{node_key(path) or '-'}:{k}:{frame.get(Key.RETRIES, 0)}:{frame[Key.OPENED]}:{salt}"
+    return f"{node_key(path) or '-'}:{k}:{frame.get(RETRIES, 0)}:{frame[OPENED]}:{salt}"
 
 
 def loop_items(
@@ -486,9 +492,9 @@ def loop_items(
     node, key = tree["root"], ""
     for depth in range(len(path) + 1):
         frame = runtime.get(key) if "for_each" in node else None
-        if frame is not None and Key.ITEMS in frame:
-            n = frame[Key.ITEM]
-            out.append({"name": node["for_each"]["as"], "index": n, "value": frame[Key.ITEMS][n]})
+        if frame is not None and ITEMS in frame:
+            n = frame[ITEM]
+            out.append({"name": node["for_each"]["as"], "index": n, "value": frame[ITEMS][n]})
         if depth < len(path):
             node, key = node["children"][path[depth]], child_key(key, path[depth])
     return out
