@@ -118,3 +118,41 @@ def test_every_family_reports_errors_through_the_command_frame() -> None:
         source = (PACKAGE.parent / (module.replace(".", "/") + ".py")).read_text()
         assert "from tether.command.output import" in source, module
         assert "import argparse" not in source, module
+
+
+# Path confinement: whether a resolved path lies inside a root. `tether.files.is_inside` is the
+# rule; these are the other spellings of it, found by shape: `os.path.commonpath(...)`,
+# `Path.is_relative_to(...)` and `x.startswith(y + os.sep)`.
+CONFINEMENT_HOMES = {
+    "files.py",  # is_inside itself; linked_folder tells a path outside by its leading `..`
+    "mcp/install.py",  # writes `--root` relative when it lies under the project, as spelled
+    "guard/session_store.py",  # drops its own cache's entries under a folder, as keyed
+}
+
+
+def _confines(call: ast.Call) -> bool:
+    name = _dotted(call.func)
+    if name in ("os.path.commonpath", "commonpath") or (
+        isinstance(call.func, ast.Attribute) and call.func.attr == "is_relative_to"
+    ):
+        return True
+    if not (isinstance(call.func, ast.Attribute) and call.func.attr == "startswith"):
+        return False
+    return any(
+        isinstance(arg, ast.BinOp) and _dotted(arg.right) in ("os.sep", "sep") for arg in call.args
+    )
+
+
+def test_path_confinement_has_one_home() -> None:
+    """Every check that a path stays inside a root (`--root`, the served folder, a `$ref` base,
+    a project) calls `tether.files.is_inside`; none compares paths itself."""
+    found = set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        calls = [n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Call)]
+        if any(_confines(call) for call in calls):
+            found.add(str(path.relative_to(PACKAGE)))
+    assert "files.py" in found  # the scan sees the home itself
+    assert found <= CONFINEMENT_HOMES
+    users = {"verbs.py", "viewer/server.py", "tree/load.py", "treetest/run.py", "guard/sandbox.py"}
+    for rel in users:
+        assert "is_inside(" in (PACKAGE / rel).read_text(), rel

@@ -10,6 +10,10 @@ names the temporary files `write_atomic` leaves behind when its process is kille
 owner of a folder can tidy them. It does not decide where files go, what they hold or which error
 a refusal becomes: callers turn `NotARegularFile` and `OSError` into their own `TetherError`.
 
+It owns path confinement too: `is_inside`, whether a path, resolved, lies inside a root, the one
+rule that every `--root`, served folder, `$ref` base and project boundary is held to (no other
+module compares paths for it; `tests/test_one_home.py` holds that).
+
 `TETHER_FSYNC=1` (read once, at import) makes every write `fsync` the file before the rename, for
 durability across a power loss; without it a write survives the death of the process.
 
@@ -85,6 +89,15 @@ def read_regular(path: str, limit: int | None = None) -> bytes:
         if limit is None:
             return f.read()
         return f.read(min(limit, os.fstat(fd).st_size))
+
+
+def is_inside(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> bool:
+    """Whether `path` lies inside `root` (or is `root`), both resolved first: made absolute,
+    `..` folded and every symbolic link followed, so neither a link nor `..` climbs out, a
+    sibling whose name starts with the root's (`/srv/root2` beside `/srv/root`) is outside, and
+    a root reached through a link holds what lies in its target."""
+    real, base = os.path.realpath(path), os.path.realpath(root)
+    return os.path.commonpath([real, base]) == base
 
 
 def linked_folder(root: str, path: str) -> str | None:

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable
 from tether.engine import core
 from tether.engine.varpath import parse_path, read_path
 from tether.errors import TetherError
+from tether.files import is_inside
 from tether.store import path_of, scheme_of, store_for
 
 TYPE_CHECKING = False
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
 Clock = Callable[[], str]
 
 # The statuses an execution can have, what `list` filters on.
-STATUSES = ("running", "complete", "failed")
+STATUSES = tuple(core.Status)
 
 # The answers whose checks may read TOOLS.
 _MOVES = (core.Eval, core.Submit, core.Human, core.Close)
@@ -313,8 +314,7 @@ class Runtime:
         """Refuse a file outside the root, however it is reached (`..`, symbolic links); the
         error names the file as it was `given`."""
         assert self._root is not None
-        real = os.path.realpath(path)
-        if os.path.commonpath([real, self._root]) != self._root:
+        if not is_inside(path, self._root):
             raise TetherError(
                 "forbidden",
                 f"{given!r} is outside the allowed root {self._root} (the server's --root)",
@@ -382,7 +382,7 @@ class Runtime:
         state = store.load(uri)
         self._tree(store, uri, state)
         return {
-            "status": "resumable" if state["status"] == "running" else state["status"],
+            "status": "resumable" if state["status"] == core.Status.RUNNING else state["status"],
             "uri": uri,
             "tree": state.get("tree_name"),
             "phase": state["phase"],
@@ -717,7 +717,7 @@ class Runtime:
             "status": state["status"],
             "stop_blocks": state.get("stops", 0),
             "current": core.current(state),
-            "open": core.all_open(state) if state["status"] == "running" else [],
+            "open": core.all_open(state) if state["status"] == core.Status.RUNNING else [],
         }
 
     # -- internals -----------------------------------------------------------------------------

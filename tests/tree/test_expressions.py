@@ -158,7 +158,8 @@ def test_library_is_loaded_lazily_without_its_cli() -> None:
     assert _run(code).splitlines() == ["[]", "True False False", "6"]
 
 
-def test_tree_package_imports_nothing_of_tether_but_errors() -> None:
+def test_tree_package_imports_nothing_of_tether_but_errors_and_files() -> None:
+    """`tether.files` holds the one path confinement a `$ref` base is held to."""
     code = (
         "import sys\n"
         "from tether.tree import load_tree, json_schema\n"
@@ -167,4 +168,4 @@ def test_tree_package_imports_nothing_of_tether_but_errors() -> None:
         "print(sorted(m for m in sys.modules if m.startswith('tether') and "
         "not m.startswith('tether.tree')))\n"
     )
-    assert _run(code) == "['tether', 'tether.errors']"
+    assert _run(code) == "['tether', 'tether.errors', 'tether.files']"

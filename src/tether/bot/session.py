@@ -32,6 +32,7 @@ import os
 from typing import Any
 
 from tether.bot.surface import CLOSE, DEFAULT_SERVER, Action, Surface, surface_of
+from tether.engine.names import Kind, Reply, Result, Status
 from tether.errors import TetherError
 from tether.verbs import Runtime, check_values
 
@@ -70,10 +71,10 @@ class BotSession:
                 if race.code != "already_exists" or "files" in race.details:
                     raise
             doc = self.runtime.get(self.state)
-        if doc["status"] == "running" and not doc["protocol_accepted"]:
+        if doc["status"] == Status.RUNNING and not doc["protocol_accepted"]:
             gate = doc["open"][0]
             try:
-                self.runtime.submit(self.state, "success", note=GATE_NOTE, step=gate["step"])
+                self.runtime.submit(self.state, Result.SUCCESS, note=GATE_NOTE, step=gate["step"])
             except TetherError as race:
                 if race.code != "stale_step":
                     raise
@@ -135,11 +136,11 @@ class BotSession:
             return _incomplete(self.document(), surface, closing, left)
         closed = self.runtime.close(self.state, note=note, step=request["step"])
         after = self.document()
-        out = describe(after, surface, "closed" if after["status"] == "running" else "done")
+        out = describe(after, surface, "closed" if after["status"] == Status.RUNNING else "done")
         out["closed"] = {"phase": closing.phase, "action": closing.name}
         out["next"] = closed["current"]
         moved = f"Closed {closing.phase}.{closing.name}."
-        if after["status"] == "running" and out["phase"] != closing.phase:
+        if after["status"] == Status.RUNNING and out["phase"] != closing.phase:
             moved += f" Phase {closing.phase!r} is complete; on to phase {out['phase']!r}."
         out["message"] = f"{moved} {out['message']}"
         return out
@@ -251,7 +252,7 @@ def _since_reset(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The entries after the last reset."""
     since = 0
     for i, entry in enumerate(trace):
-        if entry["kind"] == "reset":
+        if entry["kind"] == Kind.RESET:
             since = i + 1
     return trace[since:]
 
@@ -261,12 +262,12 @@ def _approved(trace: list[dict[str, Any]]) -> list[tuple[list[int], int]]:
     return [
         (e["cursor"]["path"], e["cursor"]["step"])
         for e in trace
-        if e["kind"] == "human" and e.get("outcome") == "success" and e.get("cursor")
+        if e["kind"] == Kind.HUMAN and e.get("outcome") == Result.SUCCESS and e.get("cursor")
     ]
 
 
 def _require_running(doc: dict[str, Any]) -> None:
-    if doc["status"] != "running":
+    if doc["status"] != Status.RUNNING:
         raise TetherError(
             "execution_finished",
             f"the execution at {doc['uri']} is {doc['status']}; nothing more can move "
@@ -278,7 +279,7 @@ def completed_paths(trace: list[dict[str, Any]]) -> list[list[int]]:
     """The paths of the actions completed since the last reset, in the order they completed."""
     done: list[list[int]] = []
     for entry in _since_reset(trace):
-        closed = entry["kind"] == "close" or entry.get("outcome") == "action_complete"
+        closed = entry["kind"] == Kind.CLOSE or entry.get("outcome") == Reply.ACTION_COMPLETE
         if closed and entry.get("cursor") and entry["cursor"]["path"] not in done:
             done.append(entry["cursor"]["path"])
     return done
@@ -287,7 +288,7 @@ def completed_paths(trace: list[dict[str, Any]]) -> list[list[int]]:
 def skipped_actions(doc: dict[str, Any], surface: Surface, done: list[list[int]]) -> list[Action]:
     """The actions passed over without a close: while the workflow runs, those before the
     current action; once it is over, every one not closed."""
-    if doc["status"] == "running":
+    if doc["status"] == Status.RUNNING:
         here = tuple(doc["open"][0]["path"])
         behind = [a for a in surface.actions if a.path < here]
     else:
@@ -310,7 +311,7 @@ def describe(doc: dict[str, Any], surface: Surface, status: str) -> dict[str, An
         },
     }
     close_tool = surface.tool(CLOSE)
-    if doc["status"] == "complete":
+    if doc["status"] == Status.COMPLETE:
         out["status"] = "done"
         out["message"] = f"Every phase of {surface.title} is complete."
         if skipped:
@@ -320,7 +321,7 @@ def describe(doc: dict[str, Any], surface: Surface, status: str) -> dict[str, An
                 f"{', '.join(f'{a.phase}.{a.name}' for a in skipped)}."
             )
         return out
-    if doc["status"] == "failed":
+    if doc["status"] == Status.FAILED:
         out["status"] = "failed"
         out["message"] = (
             f"The execution has failed: {doc.get('failure') or 'no reason recorded'} "

@@ -28,6 +28,8 @@ import sys
 from dataclasses import dataclass
 from urllib.parse import unquote, urlparse
 
+from tether.files import is_inside
+
 # The distribution's name on the package index (the command and the package are `tether`).
 DISTRIBUTION = "tether-bt"
 PATH, UVX, ABSOLUTE, GIVEN = "path", "uvx", "absolute", "given"
@@ -80,10 +82,7 @@ def uv_cache_dirs() -> list[str]:
 def under_uvx() -> bool:
     """Whether this interpreter's environment lives in uv's cache, as uvx's environments do."""
     prefix = os.path.realpath(sys.prefix)
-    return any(
-        os.path.commonpath([prefix, os.path.realpath(d)]) == os.path.realpath(d)
-        for d in uv_cache_dirs()
-    )
+    return any(is_inside(prefix, d) for d in uv_cache_dirs())
 
 
 def installed_from() -> str | None:

@@ -254,7 +254,9 @@ def _eval(p: Parsed) -> Any:
 
 def _submit(p: Parsed) -> Any:
     status = str(p.args["STATUS"]).lower()
-    if status not in ("success", "failure", "running"):
+    from tether.engine.answers import SUBMIT_STATUSES
+
+    if status not in SUBMIT_STATUSES:
         raise TetherError(
             "usage", f"submit STATUS must be success, failure or running, got {p.args['STATUS']!r}"
         )

@@ -3,19 +3,21 @@
 Owns: nothing of its own; it re-exports the names the rest of Tether imports from the engine
 (verbs, replay, guard, viewer, treetest, tests), so no caller depends on how the engine is split:
 - `tether.engine.names`: node results, execution statuses, phases and frame keys, named once;
-- `tether.engine.answers`: the answer classes, `Outcome` and `apply`, which dispatches each answer
-  to what it does, with the trace entries it produces and the response it returns;
+- `tether.engine.answers`: the answer classes and `Outcome`;
+- `tether.engine.applying`: `apply`, which dispatches each answer to what it does, with the trace
+  entries it produces and the response it returns;
 - `tether.engine.phases`: the phase machine (protocol gate, performing/idle, `current`, and the
   selection of the open request an answer targets);
+- `tether.engine.trace`: the one builder of a trace entry, and what checks see of `TOOLS`;
+- `tether.engine.closing`: what an action needs before it may finish (writes, checks);
 - `tether.engine.ticking`: the node semantics (entering and finishing nodes, composites, the
   modifiers `retries`, `optional`, `when`, `for_each`, `repeat`, `invert`).
 Every function is pure: it takes the normalised tree (`tether.tree`'s `data` dict), the execution
 state and an answer, and returns a new state, a response and the new trace entries. There is no
 I/O and no clock: the caller passes `now`.
 
-It does not own persistence (the store), concurrency (each verb holds the store's lock on the
-execution for its read and its commit: `Store.transaction`), the tree format (`tether.tree`),
-or argument parsing (the CLI and MCP edges).
+It does not own persistence (the store), concurrency (the verbs commit under the store's lock), the
+tree format (`tether.tree`), or argument parsing (the CLI and MCP edges).
 
 State layout (a plain JSON dict; the store persists it as is):
 - `runtime` maps a node key ("" for the root, "0.2" for the third child of the first child) to a
@@ -58,11 +60,9 @@ from tether.engine.answers import (
     Think,
     ToolCall,
     VarWrite,
-    apply,
-    tool_records,
-    tools_since,
 )
-from tether.engine.names import FAILURE, RUNNING, SUCCESS
+from tether.engine.applying import apply
+from tether.engine.names import Key, Kind, Phase, Reply, Request, Result, Status
 from tether.engine.phases import (
     SCHEMA_VERSION,
     all_open,
@@ -79,17 +79,15 @@ from tether.engine.ticking import (
     reads_tools,
     tool_policy,
 )
+from tether.engine.trace import tool_records, tools_since
 
 # `_Ticker` stays reachable under its former name (a viewer test watches its `run`).
 _Ticker = Ticker
 
 __all__ = [
-    "FAILURE",
     "PERSON_NOTE",
-    "RUNNING",
     "SCHEMA_VERSION",
     "SUBMIT_STATUSES",
-    "SUCCESS",
     "Answer",
     "Close",
     "Condition",
@@ -97,8 +95,15 @@ __all__ = [
     "Human",
     "Independent",
     "Jump",
+    "Key",
+    "Kind",
     "Outcome",
+    "Phase",
+    "Reply",
+    "Request",
     "Reset",
+    "Result",
+    "Status",
     "Stop",
     "Submit",
     "Think",

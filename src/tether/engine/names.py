@@ -1,49 +1,175 @@
-"""The engine's named values: node results, execution statuses, phases and frame keys.
+"""The engine's named values: node results, execution statuses, phases, request types, response
+statuses, trace entry kinds and frame keys.
 
-Owns: the strings the engine stores and compares, each named once. Their values are part of
-the stored format (a state is a plain JSON dict, and executions already stored must still load),
-so a value here never changes; only its name may.
+Owns: the strings the engine stores, returns and compares, each named once, as a `StrEnum` whose
+members are those strings (a member compares, hashes and serialises as its value, so a state, a
+response or a trace entry holding one is the same JSON as before). Their values are part of the
+stored format and of what agents read (a state is a plain JSON dict, and executions already
+stored must still load), so a value here never changes; only its name may.
 
 It does not own what the values mean (the ticking in `tether.engine.ticking`, the phase rules in
-`tether.engine.phases`, the answers in `tether.engine.answers`) nor the trace entry kinds.
+`tether.engine.phases`, what answers do in `tether.engine.applying`), nor the outcomes an entry
+records. `enum` is loaded by `re` already: naming these costs the step path no import.
 """
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Final
+from enum import StrEnum
 
 
-# What a node's tick yields, and what an `events` entry says of a node that finished.
-RUNNING: Final = "running"
-SUCCESS: Final = "success"
-FAILURE: Final = "failure"
-SKIPPED: Final = "skipped"
+class Result(StrEnum):
+    """What a node's tick yields, and what an `events` entry says of a node that finished."""
 
-# `state["status"]` of an execution (running is RUNNING).
-COMPLETE: Final = "complete"
-FAILED: Final = "failed"
+    RUNNING = "running"
+    """The node has not finished: a step of it is open."""
+    SUCCESS = "success"
+    """The node finished and succeeded (its parent goes on, a selector stops)."""
+    FAILURE = "failure"
+    """The node finished and failed (a sequence stops, a selector tries the next child)."""
+    SKIPPED = "skipped"
+    """Its `when` was false as it was reached: it never ran, and counts as success."""
 
-# `state["phase"]`.
-PHASE_PROTOCOL: Final = "protocol"
-PHASE_EVALUATING: Final = "evaluating"
-PHASE_PERFORMING: Final = "performing"
-PHASE_IDLE: Final = "idle"
 
-# The keys of a runtime frame (one per entered, unfinished node; single letters, as stored).
-CHILD: Final = "i"  # sequence/selector: the index of the current child
-RESULTS: Final = "res"  # parallel: each child's result, None while it runs
-STEP: Final = "k"  # action: the index of the current step
-OPENED: Final = "o"  # action: the trace seq at which the open step was opened
-WRITTEN: Final = "w"  # action: the var paths written while the open step was open
-FAILING: Final = "x"  # action: a failure waiting to propagate
-RETRIES: Final = "r"  # any node: the retries used
-TOOLS_FROM: Final = "t"  # action reading TOOLS: the seq of its attempt's first tool call
-ITEMS: Final = "e"  # for_each: the items, as evaluated on entry
-ITEM: Final = "n"  # for_each: the index of the current item
-RUNS: Final = "p"  # repeat: the runs done
+class Status(StrEnum):
+    """`state["status"]`: where an execution is in its life."""
+
+    RUNNING = "running"
+    """Steps are open; answers are taken."""
+    COMPLETE = "complete"
+    """The root succeeded; nothing more is answered (a reset starts over)."""
+    FAILED = "failed"
+    """The root failed, or the protocol was declined; `state["failure"]` says why."""
+
+
+class Phase(StrEnum):
+    """`state["phase"]`: what the first open request waits for."""
+
+    PROTOCOL = "protocol"
+    """The protocol gate is open: submit success to accept it."""
+    EVALUATING = "evaluating"
+    """The first open request is an evaluate step (answered with eval)."""
+    PERFORMING = "performing"
+    """The first open request is an instruct or human step."""
+    IDLE = "idle"
+    """Nothing is open: the execution has finished."""
+
+
+class Request(StrEnum):
+    """An open request's `type`: which answer it takes."""
+
+    EVALUATE = "evaluate"
+    """A precondition to judge: answered with eval true or false."""
+    INSTRUCT = "instruct"
+    """Work to do: answered with submit success, failure or running."""
+    HUMAN = "human"
+    """For a person to answer: tether approve or reject, or the viewer."""
+
+
+class Reply(StrEnum):
+    """A response's `status`: what an answer did, or (`DONE`, `FAILURE`) that the execution is
+    over, as `next` says it."""
+
+    DONE = "done"
+    """`next` of a complete execution."""
+    FAILURE = "failure"
+    """`next` of a failed execution."""
+    RUNNING = "running"
+    """A step submitted as running stays open; or the gate answered with neither."""
+    PROTOCOL_ACCEPTED = "protocol_accepted"
+    """The protocol gate was accepted: the tree starts."""
+    PROTOCOL_REJECTED = "protocol_rejected"
+    """The protocol gate was declined: the execution failed."""
+    EVALUATION_PASSED = "evaluation_passed"
+    """An evaluate step was answered true."""
+    EVALUATION_FAILED = "evaluation_failed"
+    """An evaluate step was answered false: its action failed."""
+    STEP_COMPLETE = "step_complete"
+    """An instruct step succeeded; its action has more steps."""
+    ACTION_COMPLETE = "action_complete"
+    """An action finished with success (its last step, or a close)."""
+    ACTION_FAILED = "action_failed"
+    """An instruct step was submitted as failure, or a check after it failed."""
+    APPROVED = "approved"
+    """A person approved a human step."""
+    REJECTED = "rejected"
+    """A person rejected a human step."""
+    WRITTEN = "written"
+    """A value was written into `var`."""
+    RECORDED = "recorded"
+    """A thought or a tool call was recorded."""
+    ALLOWED = "allowed"
+    """An agent's stop was let through."""
+    REFUSED = "refused"
+    """An agent's stop was refused: the execution still needs it."""
+    JUMPED = "jumped"
+    """The cursor moved to another action."""
+    CALLED = "called"
+    """An independent action was called."""
+    CLOSED = "closed"
+    """An independent action was closed."""
+    RESET = "reset"
+    """The execution is back at its start, gate re-armed."""
+
+
+class Kind(StrEnum):
+    """A trace entry's `kind`: what it records."""
+
+    PROTOCOL = "protocol"
+    """An answer to the protocol gate."""
+    EVALUATE = "evaluate"
+    """An eval of an evaluate step."""
+    INSTRUCT = "instruct"
+    """A submit of an instruct step."""
+    HUMAN = "human"
+    """A person's answer to a human step."""
+    CHECK = "check"
+    """A `check` step, or a modifier's condition (`when`, `until`, a `for_each` list), judged."""
+    VAR_WRITE = "var_write"
+    """A value written into `var`."""
+    THINK = "think"
+    """A checkpoint thought."""
+    TOOL = "tool"
+    """A tool call the bound agent made."""
+    STOP = "stop"
+    """The bound agent tried to end its turn."""
+    JUMP = "jump"
+    """The cursor moved to an action out of order."""
+    CLOSE = "close"
+    """An action closed before its remaining steps."""
+    INDEPENDENT = "independent"
+    """An independent action called or closed."""
+    RESET = "reset"
+    """The execution was reset."""
+
+
+class Key(StrEnum):
+    """The keys of a runtime frame (one per entered, unfinished node; single letters, as
+    stored)."""
+
+    CHILD = "i"
+    """Sequence or selector: the index of the current child."""
+    RESULTS = "res"
+    """Parallel: each child's result, None while it runs."""
+    STEP = "k"
+    """Action: the index of the current step."""
+    OPENED = "o"
+    """Action: the trace seq at which the open step was opened."""
+    WRITTEN = "w"
+    """Action: the var paths written while the open step was open."""
+    FAILING = "x"
+    """Action: a failure waiting to propagate."""
+    RETRIES = "r"
+    """Any node: the retries used."""
+    TOOLS_FROM = "t"
+    """Action reading TOOLS: the seq of its attempt's first tool call."""
+    ITEMS = "e"
+    """`for_each`: the items, as evaluated on entry."""
+    ITEM = "n"
+    """`for_each`: the index of the current item."""
+    RUNS = "p"
+    """`repeat`: the runs done."""
+
 
 # The loop keys of a frame, outermost first: a `for_each`'s items and index, a `repeat`'s runs
 # done, the retries used. Another run at one level keeps the keys before it.
-LEVELS: Final = (ITEMS, ITEM, RUNS, RETRIES)
+LEVELS = (Key.ITEMS, Key.ITEM, Key.RUNS, Key.RETRIES)

@@ -4,8 +4,9 @@ Owns: creating a fresh, gated execution (`initial_state`) and restoring one for 
 (`pristine`), the protocol gate's request (`open_gate`), the phase and status a tick leaves
 (`settle`: protocol, evaluating, performing, idle; running, complete, failed), what `next`
 returns (`current`, `all_open`), whether every open step waits on a person, and the selection of
-the open request an answer targets (`select`, `select_human`, `attributed`), with the refusals
-(`stale_step`, `wrong_phase`, `human_only`) when it names none or the wrong kind.
+the open request an answer targets (`named`, the one lookup of a step token; `select`,
+`select_human`), with the refusals (`stale_step`, `wrong_phase`, `human_only`) when it names none
+or the wrong kind, and the refusal of what comes only after the protocol gate (`require_gate`).
 
 It does not own what a node does when ticked (`tether.engine.ticking`), what an answer does once
 its request is chosen (`tether.engine.answers`), nor the gate's text (`tether.engine.protocol`).
@@ -16,17 +17,7 @@ from __future__ import annotations
 
 import copy
 
-from tether.engine.names import (
-    COMPLETE,
-    FAILED,
-    FAILURE,
-    PHASE_EVALUATING,
-    PHASE_IDLE,
-    PHASE_PERFORMING,
-    PHASE_PROTOCOL,
-    RUNNING,
-    SUCCESS,
-)
+from tether.engine.names import Phase, Reply, Request, Result, Status
 from tether.engine.protocol import GATE_NAME, PROTOCOL_TEXT
 from tether.errors import TetherError
 
@@ -60,8 +51,8 @@ def initial_state(
         "tree_hash": tree_hash,
         "tree_name": tree["name"],
         "salt": salt,
-        "status": RUNNING,
-        "phase": PHASE_PROTOCOL,
+        "status": Status.RUNNING,
+        "phase": Phase.PROTOCOL,
         "cursor": None,
         "open": [],
         "protocol_accepted": False,
@@ -83,7 +74,7 @@ def initial_state(
 def open_gate(state: dict[str, Any]) -> None:
     state["open"] = [
         {
-            "type": "instruct",
+            "type": Request.INSTRUCT,
             "name": GATE_NAME,
             "instruction": PROTOCOL_TEXT,
             "step": f"gate:0:0:{state['seq']}:{state['salt']}",
@@ -91,14 +82,14 @@ def open_gate(state: dict[str, Any]) -> None:
             "index": 0,
         }
     ]
-    state["phase"] = PHASE_PROTOCOL
+    state["phase"] = Phase.PROTOCOL
     state["cursor"] = None
 
 
 def pristine(state: dict[str, Any]) -> dict[str, Any]:
     out = dict(state)
     out.update(
-        status=RUNNING,
+        status=Status.RUNNING,
         protocol_accepted=False,
         var=copy.deepcopy(state["initial"]["var"]),
         const=copy.deepcopy(state["initial"]["const"]),
@@ -114,16 +105,16 @@ def current(state: dict[str, Any]) -> dict[str, Any]:
     """The response of `next`, and the `next` of every answer: the first open request, or
     exactly `{"status": "done"}` or `{"status": "failure"}`, as abtree and behaviors-sh answer
     (why it failed is the state's `failure`, and the message of the answer that ended it)."""
-    if state["status"] == COMPLETE:
-        return {"status": "done"}
-    if state["status"] == FAILED:
-        return {"status": FAILURE}
+    if state["status"] == Status.COMPLETE:
+        return {"status": Reply.DONE}
+    if state["status"] == Status.FAILED:
+        return {"status": Reply.FAILURE}
     return dict(state["open"][0])
 
 
 def all_open(state: dict[str, Any]) -> list[dict[str, Any]]:
     """Every open request (several inside a `parallel`), or the terminal status as one item."""
-    if state["status"] != RUNNING:
+    if state["status"] != Status.RUNNING:
         return [current(state)]
     return [dict(r) for r in state["open"]]
 
@@ -131,25 +122,32 @@ def all_open(state: dict[str, Any]) -> list[dict[str, Any]]:
 def waits_on_person(requests: list[dict[str, Any]]) -> bool:
     """Whether every open request is a human step: nothing is the agent's to answer, so it may
     stop while a person decides."""
-    return bool(requests) and all(r["type"] == "human" for r in requests)
+    return bool(requests) and all(r["type"] == Request.HUMAN for r in requests)
+
+
+def named(state: dict[str, Any], token: str | None) -> dict[str, Any]:
+    """The open request `token` names, else the first: the one lookup of a step token. A token
+    that names no open step is refused (`stale_step`), with the open requests in the error."""
+    open_ = state["open"]
+    if token is None:
+        return open_[0]
+    for req in open_:
+        if req["step"] == token:
+            return req
+    raise TetherError(
+        "stale_step",
+        f"step token {token!r} does not name an open step of this execution "
+        "(it was already answered, belongs to an earlier attempt, or to another execution)",
+        current=dict(open_[0]),
+        open=[dict(r) for r in open_],
+    )
 
 
 def select(state: dict[str, Any], token: str | None, kind: str, verb: str) -> dict[str, Any]:
-    open_ = state["open"]
-    if token is None:
-        req = open_[0]
-    else:
-        found = [r for r in open_ if r["step"] == token]
-        if not found:
-            raise TetherError(
-                "stale_step",
-                f"step token {token!r} does not name an open step of this execution "
-                "(it was already answered, belongs to an earlier attempt, or to another execution)",
-                current=dict(open_[0]),
-                open=[dict(r) for r in open_],
-            )
-        req = found[0]
-    if req["type"] == "human":
+    """The open request an `eval` or `submit` (`verb`) answers: the one `token` names, which
+    must be of `kind` (`wrong_phase`) and not a human step (`human_only`)."""
+    req = named(state, token)
+    if req["type"] == Request.HUMAN:
         raise TetherError(
             "human_only",
             f"step {req['name']!r} is for a person to answer (tether approve or reject, or the "
@@ -170,18 +168,11 @@ def select(state: dict[str, Any], token: str | None, kind: str, verb: str) -> di
 def select_human(state: dict[str, Any], token: str | None) -> dict[str, Any]:
     """The open human step `token` names, else the first open one; `wrong_phase` if none is
     open (or the token names a step that is not one)."""
-    humans = [r for r in state["open"] if r["type"] == "human"]
-    if token is not None:
-        req = next((r for r in state["open"] if r["step"] == token), None)
-        if req is None:
-            raise TetherError(
-                "stale_step",
-                f"step token {token!r} does not name an open step of this execution",
-                current=dict(state["open"][0]),
-                open=[dict(r) for r in state["open"]],
-            )
-        humans = [req] if req["type"] == "human" else []
-    if not humans:
+    if token is None:
+        req = next((r for r in state["open"] if r["type"] == Request.HUMAN), None)
+    else:
+        req = named(state, token)
+    if req is None or req["type"] != Request.HUMAN:
         first = state["open"][0]
         raise TetherError(
             "wrong_phase",
@@ -189,23 +180,18 @@ def select_human(state: dict[str, Any], token: str | None) -> dict[str, Any]:
             "answered by the agent",
             current=dict(first),
         )
-    return humans[0]
+    return req
 
 
-def attributed(state: dict[str, Any], token: str | None) -> dict[str, Any]:
-    """The open step a var write or a thought is recorded against: the one `token` names (a
-    stale token is refused like an answer's), else the first."""
-    if token is None:
-        return dict(state["open"][0])
-    for req in state["open"]:
-        if req["step"] == token:
-            return dict(req)
-    raise TetherError(
-        "stale_step",
-        f"step token {token!r} does not name an open step of this execution",
-        current=dict(state["open"][0]),
-        open=[dict(r) for r in state["open"]],
-    )
+def require_gate(state: dict[str, Any], verb: str) -> None:
+    """`wrong_phase` while the protocol gate is open: `verb` (think, jump, close, an independent
+    action) comes after it."""
+    if not state["protocol_accepted"]:
+        raise TetherError(
+            "wrong_phase",
+            f"{verb} comes after the protocol gate, which is still open; accept it first",
+            current=current(state),
+        )
 
 
 def cursor_of(req: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -225,15 +211,15 @@ def settle(
     requests are `open_` and the phase follows the first (evaluating or performing); once it
     finished, nothing is open, the phase is idle and the execution complete or failed (with
     the `reasons` gathered, else that the root `root` failed)."""
-    if result == RUNNING:
+    if result == Result.RUNNING:
         state["open"] = open_
         first = open_[0]
-        state["phase"] = PHASE_EVALUATING if first["type"] == "evaluate" else PHASE_PERFORMING
+        state["phase"] = Phase.EVALUATING if first["type"] == Request.EVALUATE else Phase.PERFORMING
         state["cursor"] = cursor_of(first)
         return
     state["open"] = []
     state["cursor"] = None
-    state["phase"] = PHASE_IDLE
-    state["status"] = COMPLETE if result == SUCCESS else FAILED
-    if result == FAILURE:
+    state["phase"] = Phase.IDLE
+    state["status"] = Status.COMPLETE if result == Result.SUCCESS else Status.FAILED
+    if result == Result.FAILURE:
         state["failure"] = " ".join(reasons) or f"The root {root!r} failed."

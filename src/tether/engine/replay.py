@@ -23,8 +23,11 @@ from tether.engine.core import (
     Human,
     Independent,
     Jump,
+    Kind,
     Outcome,
+    Reply,
     Reset,
+    Result,
     Stop,
     Submit,
     Think,
@@ -115,33 +118,35 @@ def apply_entry(
 def answer_of(entry: dict[str, Any], state: dict[str, Any]) -> Answer | None:
     """The answer that wrote a trace entry, aimed at the step its cursor names in `state`."""
     kind = entry["kind"]
-    if kind == "check":
+    if kind == Kind.CHECK:
         return None
-    if kind == "reset":
+    if kind == Kind.RESET:
         return Reset()
-    if kind == "think":
+    if kind == Kind.THINK:
         return Think(entry["submitted"], _token_at(state, entry.get("cursor")))
-    if kind == "var_write":
+    if kind == Kind.VAR_WRITE:
         return VarWrite(entry["path"], entry["value"], _token_at(state, entry.get("cursor")))
-    if kind == "jump":
+    if kind == Kind.JUMP:
         return Jump(entry["cursor"]["path"], entry.get("note"))
-    if kind == "stop":
+    if kind == Kind.STOP:
         return Stop(int(entry["cap"]))
-    if kind == "independent":
+    if kind == Kind.INDEPENDENT:
         return Independent(
-            entry["name"], entry["outcome"] == "closed", entry.get("values"), entry.get("note")
+            entry["name"], entry["outcome"] == Reply.CLOSED, entry.get("values"), entry.get("note")
         )
-    if kind == "tool":
+    if kind == Kind.TOOL:
         token = _token_at(state, entry.get("cursor"))
         return ToolCall(str(entry["tool"]), entry.get("input"), entry["ok"], token)
     token = _token_at(state, entry.get("cursor"))
-    if kind == "evaluate":
+    if kind == Kind.EVALUATE:
         return Eval(bool(entry["submitted"]), entry.get("note"), token)
-    if kind in ("instruct", "protocol"):
+    if kind in (Kind.INSTRUCT, Kind.PROTOCOL):
         return Submit(str(entry["submitted"]), entry.get("note"), token)
-    if kind == "human":
-        return Human(entry["outcome"] == "success", str(entry.get("by")), entry.get("note"), token)
-    if kind == "close":
+    if kind == Kind.HUMAN:
+        return Human(
+            entry["outcome"] == Result.SUCCESS, str(entry.get("by")), entry.get("note"), token
+        )
+    if kind == Kind.CLOSE:
         return Close(entry.get("note"), token)
     raise TetherError(
         "corrupt_execution", f"trace entry {entry.get('seq')} has unknown kind {kind!r}"
@@ -267,9 +272,9 @@ def fork(
             f"to {len(trace)}",
             at=at,
         )
-    if at < len(trace) and trace[at]["kind"] == "check":
-        before = max((k for k in range(at) if trace[k]["kind"] != "check"), default=0)
-        after = next((k for k in range(at, len(trace)) if trace[k]["kind"] != "check"), None)
+    if at < len(trace) and trace[at]["kind"] == Kind.CHECK:
+        before = max((k for k in range(at) if trace[k]["kind"] != Kind.CHECK), default=0)
+        after = next((k for k in range(at, len(trace)) if trace[k]["kind"] != Kind.CHECK), None)
         after = len(trace) if after is None else after
         raise TetherError(
             "invalid_value",

@@ -6,11 +6,13 @@ and docs/semantics.md), entering and finishing nodes (frames created and dropped
 `check` steps and modifier conditions with their `check` trace entries, the open requests and
 step tokens a tick produces, the loop items a node sees, the work one answer's ticking may do
 (`MAX_VISITS` nodes visited, `MAX_ENTRIES` trace entries; past either, `work_limit` names the
-loops it was in), the tree navigation helpers (`node_at`, `tool_policy`, node keys) and the
-injected CEL evaluators (`Condition`).
+loops it was in), the tree navigation helpers (`node_at`, `tool_policy`, node keys), the
+injected CEL evaluators (`Condition`) and `judge`, the one evaluation of a check or condition
+(a close's checks go through it too).
 
-It does not own the phase and status a tick leaves (`tether.engine.phases.settle`), nor the
-answers that move a frame before a tick (`tether.engine.answers`). Pure: no I/O, no clock; the
+It does not own the phase and status a tick leaves (`tether.engine.phases.settle`), the answers
+that move a frame before a tick (`tether.engine.applying`), nor how a trace entry is numbered
+(`tether.engine.trace`). Pure: no I/O, no clock; the
 CEL library is loaded only when a tree uses a condition.
 """
 
@@ -18,30 +20,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tether.engine.names import (
-    CHILD,
-    FAILING,
-    FAILURE,
-    ITEM,
-    ITEMS,
-    LEVELS,
-    OPENED,
-    RESULTS,
-    RETRIES,
-    RUNNING,
-    RUNS,
-    SKIPPED,
-    STEP,
-    SUCCESS,
-    TOOLS_FROM,
-)
+from tether.engine.names import LEVELS, Key, Kind, Request, Result
 from tether.engine.phases import settle
+from tether.engine.trace import attempt_tools, record
 from tether.engine.varpath import named_values
 from tether.errors import TetherError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+# The members read on every node visited, bound once: on Python 3.11 reading a member off its
+# enum class costs three times a global (`EnumType.__getattr__` keeps the lookup uncached).
+RUNNING, SUCCESS, FAILURE, SKIPPED = Result.RUNNING, Result.SUCCESS, Result.FAILURE, Result.SKIPPED
+CHILD, RESULTS, STEP, OPENED, FAILING = Key.CHILD, Key.RESULTS, Key.STEP, Key.OPENED, Key.FAILING
+RETRIES, ITEMS, ITEM, RUNS = Key.RETRIES, Key.ITEMS, Key.ITEM, Key.RUNS
 
 # The work one answer may do, counted (never timed, so replay decides alike): the nodes its
 # ticking visits and the trace entries it writes (those written before the tick included).
@@ -190,7 +183,7 @@ class Ticker:
         self._finish(key, result)
         self._drop(key)
         self.events.append((key, event))
-        kept = {k: frame[k] for k in LEVELS[: LEVELS.index(level)] if k in frame}
+        kept: dict[str, Any] = {k: frame[k] for k in LEVELS[: LEVELS.index(level)] if k in frame}
         frame = self.runtime[key] = {**kept, level: value}
         return frame
 
@@ -322,17 +315,17 @@ class Ticker:
         token = step_token(path, k, frame, self.state["salt"])
         if "evaluate" in step:
             req: dict[str, Any] = {
-                "type": "evaluate",
+                "type": Request.EVALUATE,
                 "name": node["name"],
                 "expression": step["evaluate"],
             }
         elif "human" in step:
-            req = {"type": "human", "name": node["name"], "prompt": step["human"]}
+            req = {"type": Request.HUMAN, "name": node["name"], "prompt": step["human"]}
             shows = named_values(step["human"], self.state)
             if shows:
                 req["shows"] = shows
         else:
-            req = {"type": "instruct", "name": node["name"], "instruction": step["instruct"]}
+            req = {"type": Request.INSTRUCT, "name": node["name"], "instruction": step["instruct"]}
             if step.get("writes"):
                 req["writes"] = list(step["writes"])
         req.update(step=token, path=list(path), index=k)
@@ -358,26 +351,19 @@ class Ticker:
         condition (k is None, `on` names it: when, until); record it in the trace. Returns the
         verdict, or None when the expression could not be evaluated."""
         names = loop_names(loop_items(self.tree, self.runtime, path))
-        try:
-            verdict: bool | None = bool(
-                self.condition(expression, self.state["var"], self.state["const"], tools, names)
-            )
-        except Exception as exc:  # the evaluator's reason goes to the trace, whatever it is
-            verdict = None
-            reason = str(exc) or type(exc).__name__
+        scopes = (self.state["var"], self.state["const"], tools)
+        verdict, why = judge(self.condition, expression, scopes, names)
         if verdict is None:
-            self._check(node, path, k, expression, "error", on=on, note=reason)
+            self._check(node, path, k, expression, "error", on=on, note=why)
             where = on if k is None else "check"
-            self.reasons.append(
-                f"The {where} of {node['name']!r} could not be evaluated: {reason}."
-            )
+            self.reasons.append(f"The {where} of {node['name']!r} could not be evaluated: {why}.")
         elif verdict or k is None:
             self._check(node, path, k, expression, words[0] if verdict else words[1], on=on)
         else:
-            why = no_tools(expression, tools)
-            note = {"note": why.removeprefix(": ")} if why else {}
-            self._check(node, path, k, expression, words[1], on=on, **note)
-            self.reasons.append(f"Check {expression!r} of {node['name']!r} is false{why}.")
+            self._check(node, path, k, expression, words[1], on=on, note=why or None)
+            self.reasons.append(
+                f"Check {expression!r} of {node['name']!r} is false{': ' + why if why else ''}."
+            )
         return verdict
 
     def _check(
@@ -391,23 +377,19 @@ class Ticker:
         **fields: Any,
     ) -> None:
         """Record a `check` entry: of a check step (k is its index) or of the modifier `on`."""
-        entry = {
-            "seq": self.state["seq"],
-            "ts": self.now,
-            "kind": "check",
-            "cursor": {"path": list(path), "step": k},
-            "name": node["name"],
-            "submitted": expression,
-        }
         items = loop_items(self.tree, self.runtime, path)
-        if items:
-            entry["item"] = items[-1]["index"]
-        if k is None:
-            entry["on"] = on
-        entry["outcome"] = outcome
-        entry.update(fields)
-        self.state["seq"] += 1
-        self.state["since_reset"] += 1
+        entry = record(
+            self.state,
+            self.now,
+            Kind.CHECK,
+            {"path": list(path), "step": k},
+            node["name"],
+            submitted=expression,
+            item=items[-1]["index"] if items else None,
+            on=on if k is None else None,
+            outcome=outcome,
+            **fields,
+        )
         self.entries.append(entry)
         if len(self.entries) > MAX_ENTRIES:
             raise self._over(path, f"write more than {MAX_ENTRIES:,} trace entries")
@@ -531,18 +513,25 @@ def loop_names(items: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def attempt_tools(frame: dict[str, Any], tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The tool calls of an action's current attempt, from the records the caller passed."""
-    first = frame.get(TOOLS_FROM)
-    return [] if first is None else [r for r in tools if r["seq"] >= first]
-
-
-def no_tools(expression: str, tools: list[dict[str, Any]]) -> str:
-    """Why a false check that reads TOOLS saw none, or nothing."""
-    if tools or "TOOLS" not in expression:
-        return ""
-    return (
-        ": TOOLS is empty, no tool call was recorded during this attempt of the action "
+def judge(
+    condition: Condition,
+    expression: str,
+    scopes: tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]],
+    names: dict[str, Any],
+) -> tuple[bool | None, str]:
+    """The one evaluation of a `check` (or a modifier's condition): its verdict on `scopes`
+    (var, const, the tool records it sees as TOOLS) with the loop `names`, and why: for None
+    (it could not be evaluated) the evaluator's reason, for False that TOOLS was empty when the
+    expression reads it and saw none (else "")."""
+    var, const, tools = scopes
+    try:
+        verdict = bool(condition(expression, var, const, tools, names))
+    except Exception as exc:  # the evaluator's reason is the verdict's reason, whatever it is
+        return None, str(exc) or type(exc).__name__
+    if verdict or tools or "TOOLS" not in expression:
+        return verdict, ""
+    return False, (
+        "TOOLS is empty, no tool call was recorded during this attempt of the action "
         "(tool calls are recorded only from an agent session bound to the execution)"
     )
 

@@ -46,7 +46,7 @@ import re
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tether.errors import TetherError
-from tether.files import write_atomic
+from tether.files import is_inside, write_atomic
 from tether.guard.session_store import safe_name
 
 if TYPE_CHECKING:
@@ -288,7 +288,7 @@ class Guarded:
                 return f"a file of the bound execution {state}"
         if real in self.config:
             return f"the guard's configuration {real}"
-        if real == self.state or real.startswith(self.state + os.sep):
+        if is_inside(real, self.state):
             return f"the guard's state folder {self.state}"
         return None
 
@@ -298,7 +298,7 @@ class Guarded:
         if real == os.sep or not os.path.isdir(real):
             return "every file" if real == os.sep else None
         for path in [*self.executions, *self.config, self.state]:
-            if path.startswith(real + os.sep):
+            if path != real and is_inside(path, real):
                 return self._what(path)
         return None
 

@@ -28,6 +28,7 @@ import tempfile
 from typing import Any
 
 from tether.errors import TetherError
+from tether.files import is_inside
 from tether.guard.binding import Binder, Binding, resolve, result_uri
 from tether.guard.steptools import MCP_TOOLS, is_own_tool, simple_commands, tether_args
 
@@ -45,8 +46,7 @@ def _in(project: str, tree: str) -> str | None:
 
     named = path_of(tree) if tree.startswith("file:") else tree
     path = os.path.realpath(os.path.join(project, named))
-    root = os.path.realpath(project)
-    return path if os.path.commonpath([path, root]) == root else None
+    return path if is_inside(path, project) else None
 
 
 def _opened(result: Any) -> int | None:

@@ -37,6 +37,7 @@ import shlex
 import sys
 from typing import Any, NamedTuple
 
+from tether.files import is_inside
 from tether.guard import shell
 from tether.guard.state import DEFAULT_TARGET_KEYS
 from tether.guard.triggers import Trigger, bare, canonical
@@ -116,7 +117,7 @@ def _reads_outside(args: list[str], project: str) -> bool:
             continue
         path = value if eq else (args[i + 1] if i + 1 < len(args) else "")
         target = os.path.realpath(os.path.join(project, os.path.expanduser(path)))
-        if os.path.commonpath([target, root]) != root:
+        if not is_inside(target, root):
             return True
     return False
 

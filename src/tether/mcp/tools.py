@@ -27,6 +27,8 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
+from tether.engine.answers import SUBMIT_STATUSES
+from tether.engine.names import Phase, Reply, Request, Status
 from tether.errors import TetherError
 from tether.locking import WouldWait, without_waiting
 from tether.verbs import Runtime, parse_value
@@ -74,7 +76,7 @@ def _or_null(schema: dict[str, Any]) -> dict[str, Any]:
 
 _REQUEST_PROPERTIES: dict[str, Any] = {
     "type": {
-        "enum": ["evaluate", "instruct", "human"],
+        "enum": [*Request],
         "description": "The kind of open request (human: only a person answers it; tell the "
         "user and wait).",
     },
@@ -105,7 +107,10 @@ _REQUEST_PROPERTIES: dict[str, Any] = {
         "description": "Inside a for_each loop: the item this request is for ({name, index, "
         "value}); $ITEM in the request's text means this value.",
     },
-    "status": {"enum": ["done", "failure"], "description": "Set when the execution is over."},
+    "status": {
+        "enum": [Reply.DONE, Reply.FAILURE],
+        "description": "Set when the execution is over.",
+    },
     "message": {"type": "string"},
 }
 _REQUEST = {
@@ -287,10 +292,10 @@ TOOLS: tuple[ToolSpec, ...] = (
         {
             "type": "object",
             "properties": {
-                "status": {"enum": ["resumable", "complete", "failed"]},
+                "status": {"enum": ["resumable", Status.COMPLETE, Status.FAILED]},
                 "uri": {"type": "string"},
                 "tree": _or_null({"type": "string"}),
-                "phase": {"enum": ["idle", "evaluating", "performing", "protocol"]},
+                "phase": {"enum": [*Phase]},
                 "revision": {"type": "integer"},
                 "current": _REQUEST,
             },
@@ -305,7 +310,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "tree, re-arm the protocol gate. Idempotent. Everything recorded so far is discarded.",
         {"trace_output": _TRACE},
         ("trace_output",),
-        _outcome("reset"),
+        _outcome(Reply.RESET),
         _annotations("Reset an execution", read_only=False, destructive=True, idempotent=True),
         lambda rt, a: rt.reset(a["trace_output"]),
     ),
@@ -354,7 +359,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "values": _VALUES,
         },
         ("trace_output", "result"),
-        _answered("evaluation_passed", "evaluation_failed"),
+        _answered(Reply.EVALUATION_PASSED, Reply.EVALUATION_FAILED),
         _annotations("Answer an evaluate", read_only=False),
         lambda rt, a: rt.eval(
             a["trace_output"],
@@ -376,7 +381,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "trace_output": _TRACE,
             "status": {
                 "type": "string",
-                "enum": ["success", "failure", "running"],
+                "enum": [*SUBMIT_STATUSES],
                 "description": "success, failure, or running (still working).",
             },
             "note": _NOTE,
@@ -385,12 +390,12 @@ TOOLS: tuple[ToolSpec, ...] = (
         },
         ("trace_output", "status"),
         _answered(
-            "step_complete",
-            "action_complete",
-            "action_failed",
-            "running",
-            "protocol_accepted",
-            "protocol_rejected",
+            Reply.STEP_COMPLETE,
+            Reply.ACTION_COMPLETE,
+            Reply.ACTION_FAILED,
+            Reply.RUNNING,
+            Reply.PROTOCOL_ACCEPTED,
+            Reply.PROTOCOL_REJECTED,
         ),
         _annotations("Answer an instruct", read_only=False),
         lambda rt, a: rt.submit(
@@ -412,7 +417,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "step": _STEP,
         },
         ("trace_output", "thought"),
-        _outcome("recorded"),
+        _outcome(Reply.RECORDED),
         _annotations("Record a thought", read_only=False),
         lambda rt, a: rt.think(a["trace_output"], a["thought"], step=a.get("step")),
     ),
@@ -434,7 +439,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         {
             "type": "object",
             "properties": {
-                "status": {"enum": ["written"]},
+                "status": {"enum": [Reply.WRITTEN]},
                 "path": {"type": "string"},
                 "value": _ANY,
             },
@@ -456,8 +461,8 @@ TOOLS: tuple[ToolSpec, ...] = (
             "type": "object",
             "properties": {
                 "uri": {"type": "string"},
-                "status": {"enum": ["running", "complete", "failed"]},
-                "phase": {"enum": ["idle", "evaluating", "performing", "protocol"]},
+                "status": {"enum": [*Status]},
+                "phase": {"enum": [*Phase]},
                 "revision": {"type": "integer"},
                 "var": {"type": "object"},
                 "const": {"type": "object"},

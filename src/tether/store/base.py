@@ -24,6 +24,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from tether.engine.names import Status
 from tether.errors import TetherError
 
 
@@ -52,7 +53,7 @@ class Summary:
         requests = state.get("open")
         first = requests[0] if isinstance(requests, list) and requests else None
         open_step = None
-        if state.get("status") == "running" and isinstance(first, dict):
+        if state.get("status") == Status.RUNNING and isinstance(first, dict):
             open_step = {"name": _text(first.get("name")), "type": _text(first.get("type"))}
         revision = state.get("revision")
         if not isinstance(revision, int) or isinstance(revision, bool):

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from tether.errors import TetherError
+from tether.files import is_inside
 from tether.tree.canonical import Tree, tree_hash
 from tether.tree.expressions import check_expression
 from tether.tree.locations import (
@@ -220,7 +221,7 @@ class _Loader:
 
     def inside(self, file: Path) -> bool:
         """Whether the resolved `file` lies under the root."""
-        return os.path.commonpath([file, self.root]) == str(self.root)
+        return is_inside(file, self.root)
 
     def document(self, file: Path, referrer: Where) -> Document:
         doc = self.docs.get(file)

@@ -28,6 +28,7 @@ from typing import Any
 from tether.engine import core
 from tether.engine.replay import apply_entry
 from tether.errors import TetherError
+from tether.files import is_inside
 from tether.treetest.cases import Case, Step
 from tether.verbs import Runtime
 
@@ -103,7 +104,7 @@ def _unloaded(case: Case, error: str) -> Result:
     if case.steps:
         step = case.steps[0]
         return Result(case, False, _place(1, step), _request(step), ended, error)
-    if case.status != "failure":
+    if case.status != core.Reply.FAILURE:
         return Result(case, False, "end", f"status {case.status}", ended, error)
     if case.expect_var or case.retries:
         what = "var values" if case.expect_var else "retry counts"
@@ -139,7 +140,7 @@ def _stage(files: dict[str, str], folder: Path) -> None:
     already refuses `..` and absolute paths; this holds whatever the path)."""
     for relative, text in files.items():
         target = (folder / relative).resolve()
-        if os.path.commonpath([target, folder]) != str(folder) or target == folder:
+        if not is_inside(target, folder) or target == folder.resolve():
             raise _Differs("start", "files inside the case's folder", f"{relative!r} leaves it")
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -164,7 +165,7 @@ def _shown(response: Mapping[str, Any]) -> str:
 
 def _walk(rt: Runtime, case: Case, uri: str) -> None:
     gate = rt.next(uri)
-    rt.submit(uri, "success", step=gate["step"])
+    rt.submit(uri, core.Result.SUCCESS, step=gate["step"])
     for number, step in enumerate(case.steps, 1):
         at = _place(number, step)
         request = rt.next(uri)

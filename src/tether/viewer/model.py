@@ -19,14 +19,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tether.engine.core import Condition, Outcome, default_condition, tool_records
+from tether.engine.names import Kind, Result, Status
 from tether.engine.replay import apply_entry, fresh_state
 from tether.errors import TetherError
 
 NOT_REACHED = "not_reached"
 OPEN = "open"
-SUCCESS = "success"
-FAILURE = "failure"
-SKIPPED = "skipped"
+SUCCESS, FAILURE, SKIPPED = Result.SUCCESS, Result.FAILURE, Result.SKIPPED
 HALTED = "halted"
 STATUSES = (NOT_REACHED, OPEN, SUCCESS, FAILURE, SKIPPED, HALTED)
 SETTLED = (SUCCESS, FAILURE, SKIPPED)
@@ -155,7 +154,7 @@ class Snapshot:
 
     def open_keys(self) -> list[str]:
         """Keys of the nodes with an open step, the cursor (what `next` returns) first."""
-        if self.state["status"] != "running":
+        if self.state["status"] != Status.RUNNING:
             return []
         return [key_of(r["path"]) for r in self.state["open"] if r["path"] is not None]
 
@@ -225,7 +224,7 @@ class Timeline:
             return
         self.state = outcome.state
         self.tools.extend(tool_records(outcome.entries, 0))
-        if entry["kind"] == "reset":
+        if entry["kind"] == Kind.RESET:
             self.views = {key: NodeView() for key in self.nodes}
             return
         self._settle(before["runtime"], outcome)

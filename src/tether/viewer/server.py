@@ -66,6 +66,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tether.errors import TetherError
+from tether.files import is_inside
 from tether.httpgate import Gate
 from tether.store import path_of, scheme_of, store_for
 from tether.store.base import Summary
@@ -141,8 +142,7 @@ class Viewer:
         if ".." in rel.replace("\\", "/").split("/"):
             raise TetherError("forbidden", f"{rel!r} climbs out of the served folder")
         path = os.path.join(self.root, rel)
-        real = os.path.realpath(path)
-        if os.path.commonpath([real, self.root]) != self.root:
+        if not is_inside(path, self.root):
             raise TetherError("forbidden", f"{rel!r} leads outside the served folder")
         return path
 

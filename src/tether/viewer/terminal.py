@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tether.engine.names import Status
 from tether.engine.protocol import GATE_NAME
 from tether.viewer.model import (
     GLYPHS,
@@ -52,7 +53,7 @@ def draw(tree: dict[str, Any], snap: Snapshot, *, total: int, colour: bool = Fal
         else plural(total, "entry", "entries")
     )
     lines = [f"{tree['name']} · {state['status']} · {state['phase']} · {at}"]
-    if state["status"] == "running" and not state["protocol_accepted"]:
+    if state["status"] == Status.RUNNING and not state["protocol_accepted"]:
         lines.append(paint(f"▶ waiting for the protocol ({GATE_NAME})", _COLOURS["open"]))
 
     def visit(node: Node, prefix: str, last: bool) -> None:
@@ -72,7 +73,7 @@ def draw(tree: dict[str, Any], snap: Snapshot, *, total: int, colour: bool = Fal
             visit(nodes[child], below, i == len(node.children) - 1)
 
     visit(nodes[""], "", True)
-    if state["status"] == "failed" and state.get("failure"):
+    if state["status"] == Status.FAILED and state.get("failure"):
         lines.append(paint(f"✗ {state['failure']}", _COLOURS["failure"]))
     if snap.error:
         lines.append(paint(f"! replay stopped: {snap.error}", _COLOURS["failure"]))
