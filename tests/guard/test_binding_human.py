@@ -17,7 +17,7 @@ from guard import hookkit as hk
 from support.command import TETHER
 from support.person import at_terminal
 from support.trees import SIGN_OFF_YAML
-from tether.guard.shell import answers_for_a_person
+from tether.guard.rules.shell import answers_for_a_person
 from tether.verbs import Runtime
 
 RUN = "runs/ship.json"

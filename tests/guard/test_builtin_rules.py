@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tether.guard import Guard, GuardSession
-from tether.guard.rules import BUILTIN_IDS
+from tether.guard.rules.rule import BUILTIN_IDS
 
 
 def only(rule_id: str, cwd: str | None = None, **thresholds: int) -> GuardSession:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tether.errors import EXIT_USAGE
-from tether.guard.session_store import SessionStore
+from tether.guard.harness.session_store import SessionStore
 
 TOKEN = "guard-token-for-tests"
 SESSION = "victim"

@@ -17,7 +17,7 @@ __all__ = ["Decision", "Guard", "GuardSession"]
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from tether.guard import engine
+        from tether.guard.rules import engine
 
         return getattr(engine, name)
     raise AttributeError(name)

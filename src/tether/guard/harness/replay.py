@@ -21,9 +21,9 @@ import json
 from typing import Any
 
 from tether.errors import TetherError
-from tether.guard.engine import Decision, Guard, GuardSession
-from tether.guard.hooks import assistant_text, is_user_prompt, tool_ok
-from tether.guard.sandbox import Sandbox
+from tether.guard.binding.sandbox import Sandbox
+from tether.guard.harness.hooks import assistant_text, is_user_prompt, tool_ok
+from tether.guard.rules.engine import Decision, Guard, GuardSession
 
 
 def _prompt_text(entry: dict[str, Any]) -> str:

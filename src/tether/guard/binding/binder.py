@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tether.errors import TetherError
 from tether.files import write_atomic
-from tether.guard.session_store import safe_name
+from tether.guard.harness.session_store import safe_name
 
 if TYPE_CHECKING:
     from tether.verbs import Runtime
@@ -191,7 +191,7 @@ def started(
         command = params.get("command")
         if not isinstance(command, str) or "tether" not in command:
             return None
-        from tether.guard.steptools import simple_commands
+        from tether.guard.binding.steptools import simple_commands
 
         given = None
         for words in simple_commands(command) or []:
@@ -211,7 +211,7 @@ def started(
 def _shell_trace(words: list[str]) -> str | None:
     from tether.cli.args import parse
     from tether.cli.main import COMMANDS
-    from tether.guard.steptools import tether_args
+    from tether.guard.binding.steptools import tether_args
 
     args = tether_args(words)
     if not args or args[0] not in _SHELL_BINDERS:
@@ -225,7 +225,7 @@ def _shell_trace(words: list[str]) -> str | None:
 
 def _not_the_agents(name: str, args: list[str]) -> str | None:
     """A `shell.first` judge: the `tether reset` or `tether guard hook` a command runs."""
-    from tether.guard.shell import tether_args
+    from tether.guard.rules.shell import tether_args
 
     given = tether_args(name, args)
     if given is None:
@@ -238,7 +238,7 @@ def _not_the_agents(name: str, args: list[str]) -> str | None:
 
 def _redirect_targets(text: str) -> list[str]:
     """The files a line's output redirections write (`> f`, `>> f`, `&> f`, `>| f`)."""
-    from tether.guard.shell import tokens
+    from tether.guard.rules.shell import tokens
 
     words = tokens(text)
     return [
@@ -305,7 +305,7 @@ class Guarded:
     def call(self, tool: str, params: dict[str, Any], project: str) -> str | None:
         """What guarded file the call would write, or None: a file tool's path, or a shell
         line's output redirection or a command's argument (bar commands that only read)."""
-        from tether.guard.triggers import bare
+        from tether.guard.rules.triggers import bare
 
         command = params.get("command")
         name = bare(tool)
@@ -321,7 +321,7 @@ class Guarded:
         return None
 
     def _line(self, line: str, project: str) -> str | None:
-        from tether.guard.shell import first, tether_args
+        from tether.guard.rules.shell import first, tether_args
 
         for target in _redirect_targets(line) if ">" in line else ():
             found = self.what(target, project)
@@ -527,7 +527,7 @@ class Binder:
     def own(self, tool: str, params: dict[str, Any], project: str) -> bool:
         """Whether a call is Tether's own (`steptools.is_own_tool`), its MCP tools counting only
         on a server Tether is registered as."""
-        from tether.guard.steptools import is_own_tool
+        from tether.guard.binding.steptools import is_own_tool
 
         server = mcp_server(tool)
         return (server is None or server in self.servers) and is_own_tool(tool, params, project)
@@ -543,13 +543,13 @@ class Binder:
         bindings = self.bound(session_id, project, record)
         if not bindings:
             return None
-        from tether.guard.steptools import SHELL_TOOLS, refusal
-        from tether.guard.triggers import canonical
+        from tether.guard.binding.steptools import SHELL_TOOLS, refusal
+        from tether.guard.rules.triggers import canonical
 
         command = params.get("command")
         line = command if canonical(tool) in SHELL_TOOLS and isinstance(command, str) else None
         if line is not None:
-            from tether.guard.shell import answers_for_a_person, first
+            from tether.guard.rules.shell import answers_for_a_person, first
 
             answer = answers_for_a_person(line)
             if answer is not None:

@@ -21,7 +21,7 @@ from typing import Any
 from tether.files import write_atomic
 
 CACHE_VERSION = 2
-_SOURCES = ("config.py", "rules.py", "profiles.py", "conditions.py", "prompts/dev.md")
+_SOURCES = ("config.py", "rule.py", "profiles.py", "conditions.py", "prompts/dev.md")
 
 
 def _stamp(path: str) -> list[int] | None:
@@ -85,7 +85,7 @@ def load_plan(path: str | os.PathLike[str], cache_dir: str | None = None) -> dic
             return dict(from_cache["plan"])
     except (KeyError, TypeError, AttributeError):
         pass
-    from tether.guard.config import plan_from_file
+    from tether.guard.rules.config import plan_from_file
 
     absolute = os.path.abspath(path)
     plan, read = plan_from_file(path)

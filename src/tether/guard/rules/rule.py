@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from tether.guard.conditions import Condition, References, compile_condition
-from tether.guard.messages import Template
-from tether.guard.triggers import Trigger
+from tether.guard.rules.conditions import Condition, References, compile_condition
+from tether.guard.rules.messages import Template
+from tether.guard.rules.triggers import Trigger
 
 THRESHOLDS: dict[str, int] = {
     "max_blind_reads": 3,

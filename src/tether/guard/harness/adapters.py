@@ -66,7 +66,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tether.guard.cli import DEFAULT_CONFIG
-from tether.guard.hooks import NATIVE, TOOL_EVENTS
+from tether.guard.harness.hooks import NATIVE, TOOL_EVENTS
 
 HARNESSES = ("claude", "codex", "gemini", "cursor")
 CODEX_EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop")

@@ -29,8 +29,8 @@ from typing import Any, NamedTuple
 
 from tether import appendlog, locking
 from tether.files import open_regular, write_atomic
-from tether.guard.engine import Guard, GuardSession
-from tether.guard.state import SessionState
+from tether.guard.rules.engine import Guard, GuardSession
+from tether.guard.rules.state import SessionState
 
 _SAFE = re.compile(r"[^A-Za-z0-9_-]")
 SNAPSHOT_EVERY = 64

@@ -28,8 +28,8 @@ import tempfile
 from typing import Any
 
 from tether.errors import TetherError
-from tether.guard.binding import Binder, Binding, resolve, result_uri
-from tether.guard.steptools import MCP_TOOLS, is_own_tool, simple_commands, tether_args
+from tether.guard.binding.binder import Binder, Binding, resolve, result_uri
+from tether.guard.binding.steptools import MCP_TOOLS, is_own_tool, simple_commands, tether_args
 
 SESSION = "replay"
 _OPENERS = ("start", "resume", "start_execution", "resume_execution")

@@ -35,10 +35,10 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from tether.guard.binding import Binder, project_dir
-from tether.guard.engine import Decision, Guard
-from tether.guard.session_store import SessionStore
-from tether.guard.state import outcome
+from tether.guard.binding.binder import Binder, project_dir
+from tether.guard.harness.session_store import SessionStore
+from tether.guard.rules.engine import Decision, Guard
+from tether.guard.rules.state import outcome
 
 TAIL_BYTES = 256 * 1024
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
@@ -172,7 +172,7 @@ def _installed_twice(project: str) -> str | None:
         return None
     from pathlib import Path
 
-    from tether.guard.install import installed_hooks, twice
+    from tether.guard.harness.install import installed_hooks, twice
 
     hooks = installed_hooks(Path(project))
     return twice(hooks, f"loaded from {plugin}") if hooks else None

@@ -22,8 +22,8 @@ from __future__ import annotations
 import os
 from typing import Any, NamedTuple
 
-from tether.guard.patterns import Pattern
-from tether.guard.triggers import Trigger, canonical
+from tether.guard.rules.patterns import Pattern
+from tether.guard.rules.triggers import Trigger, canonical
 
 DEFAULT_TARGET_KEYS: tuple[str, ...] = (
     "file_path",

@@ -16,7 +16,7 @@ command that is a path on this machine is written to the project's file, and the
 Tether's Claude Code plugin runs the same hooks: installing them beside an enabled plugin is
 said (`plugin_enabled`, read from `enabledPlugins` in the user's and the project's settings), and
 the plugin's hooks say so when they find these installed (`installed_hooks`); either way each
-event is handled once (`tether.guard.hooks`). It does not choose the command
+event is handled once (`tether.guard.harness.hooks`). It does not choose the command
 (`tether.cli.launch`) or run hooks.
 """
 
@@ -30,9 +30,9 @@ from typing import Any
 
 from tether.cli.launch import SHAREABLE, Launch
 from tether.errors import TetherError
-from tether.guard.failsafe import mode
-from tether.guard.hooks import EVENTS, TOOL_EVENTS
-from tether.guard.serve import TOKEN_ENV
+from tether.guard.harness.failsafe import mode
+from tether.guard.harness.hooks import EVENTS, TOOL_EVENTS
+from tether.guard.harness.serve import TOKEN_ENV
 
 SHARED_SETTINGS = os.path.join(".claude", "settings.json")
 LOCAL_SETTINGS = os.path.join(".claude", "settings.local.json")
@@ -276,8 +276,8 @@ def install_harness(
     `HARNESS_FILES`): one command hook per event in `harness.INSTALLED`, an entry of its own
     found by its `guard hook --harness` and replaced in place; everything else is kept.
     `portable`: whether `command` names nothing of this machine (`tether.cli.launch`)."""
-    from tether.guard.harness import EVENTS as NATIVE_EVENTS
-    from tether.guard.harness import INSTALLED
+    from tether.guard.harness.adapters import EVENTS as NATIVE_EVENTS
+    from tether.guard.harness.adapters import INSTALLED
     from tether.mcp.install import read_json, write_file
 
     path = Path(file or HARNESS_FILES[harness])
