@@ -26,9 +26,8 @@ from tether.cli.args import Command, Parsed, parse
 from tether.cli.output import Handler, emit, emit_error, run_family
 from tether.errors import EXIT_OK, TetherError
 from tether.guard.harness.failsafe import DEFAULT_DEADLINE
+from tether.guard.rules.plan import CONFIG_ENV, DEFAULT_CONFIG
 
-CONFIG_ENV = "TETHER_GUARD_CONFIG"
-DEFAULT_CONFIG = os.path.join(".tether", "guard.yaml")
 DEFAULT_PORT = 8977
 DEFAULT_LIMIT = 50
 ON_ERROR = ("block", "allow")
@@ -297,7 +296,7 @@ def cmd_prompt(p: Parsed) -> int:
 def _read_payload(
     attempt: Any, harness: str = "claude", config: str | None = None
 ) -> list[dict[str, Any]]:
-    """The event on stdin, read as Claude Code's (`harness.events`); `attempt.payload` is the
+    """The event on stdin, read as Claude Code's (`adapters.events`); `attempt.payload` is the
     first payload read, or the event as sent when the guard does not answer it."""
     from tether.guard.harness.adapters import events
 
@@ -401,7 +400,8 @@ def _harness_flag(argv: list[str]) -> str:
 def run_hook(argv: list[str]) -> int:
     """`tether guard hook ARGS`: one event from stdin, the harness's output on stdout. A command
     line that cannot be parsed is a guard that cannot start: the event is still answered."""
-    from tether.guard.harness.failsafe import Attempt, within
+    from tether.guard.harness.failsafe import Attempt
+    from tether.guard.rules.deadline import within
 
     try:
         p = parse(HOOK, argv)
@@ -420,7 +420,8 @@ def run_hook(argv: list[str]) -> int:
 
 def cmd_hook(p: Parsed) -> int:
     """Answer the event on stdin within `--deadline`, or as `failsafe` says."""
-    from tether.guard.harness.failsafe import Attempt, within
+    from tether.guard.harness.failsafe import Attempt
+    from tether.guard.rules.deadline import within
 
     harness = _harness(p)
     attempt = Attempt(_state_dir(p.options.get("--state-dir")), _on_error(p))

@@ -25,7 +25,7 @@ and what a bound session gets at each hook event:
   execution (`steptools`), and while one cannot be read only reading tools run.
 - `PostToolUse`, `PostToolUseFailure`: auto-binding (by a call that did not fail; with no sign
   of success, only to the execution its answer names), then evidence: every call but Tether's
-  own is recorded through the `record_tool` verb (a `tool` entry, `ok` as `hooks.tool_ok` read
+  own is recorded through the `record_tool` verb (a `tool` entry, `ok` as `claude.tool_ok` read
   it: true, false or null) in each running execution, for a session the guard has seen before
   (the hooks say which).
 
@@ -46,8 +46,7 @@ import re
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tether.errors import TetherError
-from tether.files import write_atomic
-from tether.guard.harness.session_store import safe_name
+from tether.files import safe_name, write_atomic
 
 if TYPE_CHECKING:
     from tether.verbs import Runtime
@@ -635,7 +634,7 @@ class Binder:
         (`bind: auto`); then record the call as evidence in every running execution it is
         bound to (`evidence`), unless it is Tether's own or the session is not `known` (the
         guard saw no earlier event of it). `ok`: how the call went, None when the harness gave
-        no sign (`hooks.tool_ok`)."""
+        no sign (`claude.tool_ok`)."""
         if ok is not False and self.settings["bind"] == "auto":
             found = started(tool, params, response, project, ok, self.servers)
             if found is not None and self._running(found.trace):

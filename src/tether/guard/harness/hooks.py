@@ -1,9 +1,10 @@
 """The Claude Code adapter: hook payloads in, Claude Code's hook output out.
 
 Owns: mapping each hook event onto a guard session and each decision onto Claude Code's output
-format, plus the two small reads of the session transcript that hooks need (whether the model
-wrote text before its first tool call of a turn; the last assistant message when `Stop` does not
-carry it). It does not parse configuration or talk HTTP (the CLI and `serve` do).
+format. What Claude Code sends and writes is read by `claude` (the event names, the transcript:
+whether the model wrote text before its first tool call of a turn, the last assistant message
+when `Stop` does not carry it). It does not parse configuration or talk HTTP (the CLI and
+`serve` do).
 
 - `SessionStart`: `session_context()` (the system-prompt section, short unless the configuration
   says `context: full`), answered as `additionalContext`.
@@ -18,9 +19,9 @@ carry it). It does not parse configuration or talk HTTP (the CLI and `serve` do)
 - `SessionEnd`: the session's stored state is forgotten.
 
 An event is handled once however many hooks deliver it (the plugin's and `tether guard install`'s,
-say): `delivery` names it (a tool call by its `tool_use_id`, a prompt by its `prompt_id`, a stop
-by the transcript's last assistant entry, a start by its source and the transcript's size), and a
-repeat gets no answer (`SessionStore.first_delivery`).
+say): `claude.delivery` names it (a tool call by its `tool_use_id`, a prompt by its `prompt_id`, a
+stop by the transcript's last assistant entry, a start by its source and the transcript's size),
+and a repeat gets no answer (`SessionStore.first_delivery`).
 
 A session bound to an execution (`binding`) also gets, on top of the rules: its current request
 as context at `SessionStart` and `UserPromptSubmit`, a `deny` for a call outside the open step's
@@ -30,138 +31,21 @@ as context at `SessionStart` and `UserPromptSubmit`, a `deny` for a call outside
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Iterator
 from typing import Any
 
 from tether.guard.binding.binder import Binder, project_dir
+from tether.guard.harness.claude import (
+    SESSION_EVENTS,
+    delivery,
+    installed_hooks,
+    last_assistant_text,
+    text_since_prompt,
+    tool_ok,
+    twice,
+)
 from tether.guard.harness.session_store import SessionStore
 from tether.guard.rules.engine import Decision, Guard
-from tether.guard.rules.state import outcome
-
-TAIL_BYTES = 256 * 1024
-TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
-SESSION_EVENTS = ("UserPromptSubmit", *TOOL_EVENTS, "Stop", "SubagentStop")
-EVENTS = ("SessionStart", *SESSION_EVENTS, "SessionEnd")
-# The harness's own name of the event, set by `harness.events` on a payload of another harness:
-# a payload without it is Claude Code's.
-NATIVE = "harness_event"
-
-
-def _entries_backwards(path: str) -> Iterator[dict[str, Any]]:
-    """The transcript's last entries, newest first (a bounded read of the file's tail)."""
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            handle.seek(max(0, size - TAIL_BYTES))
-            chunk = handle.read()
-    except OSError:
-        return
-    lines = chunk.decode("utf-8", errors="replace").splitlines()
-    if size > TAIL_BYTES:
-        lines = lines[1:]
-    for line in reversed(lines):
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(entry, dict):
-            yield entry
-
-
-def _blocks(entry: dict[str, Any]) -> list[Any]:
-    content = (entry.get("message") or {}).get("content")
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    return content if isinstance(content, list) else []
-
-
-def is_user_prompt(entry: dict[str, Any]) -> bool:
-    """A transcript entry that is a message the user typed (not a tool result)."""
-    if entry.get("type") != "user" or entry.get("isMeta"):
-        return False
-    blocks = _blocks(entry)
-    return bool(blocks) and not any(
-        isinstance(b, dict) and b.get("type") == "tool_result" for b in blocks
-    )
-
-
-def assistant_text(entry: dict[str, Any]) -> str:
-    """The text blocks of an assistant transcript entry, joined."""
-    if entry.get("type") != "assistant":
-        return ""
-    return "\n".join(
-        b.get("text", "")
-        for b in _blocks(entry)
-        if isinstance(b, dict) and b.get("type") == "text" and b.get("text", "").strip()
-    )
-
-
-def text_since_prompt(transcript: str) -> bool:
-    """Whether the model wrote any text since the user's last prompt."""
-    for entry in _entries_backwards(transcript):
-        if is_user_prompt(entry):
-            return False
-        if assistant_text(entry):
-            return True
-    return False
-
-
-def last_assistant_text(transcript: str) -> str:
-    for entry in _entries_backwards(transcript):
-        if is_user_prompt(entry):
-            return ""
-        text = assistant_text(entry)
-        if text:
-            return text
-    return ""
-
-
-def tool_ok(payload: dict[str, Any]) -> bool | None:
-    """How a call went (DESIGN: evidence never claims more than it saw): False for
-    `PostToolUseFailure`, else what its response says (`state.outcome`, which an adapter of
-    another harness fills in where that harness gave a sign), else True for Claude Code's own
-    `PostToolUse` (it sends `PostToolUseFailure` for a call that failed), else None."""
-    if payload.get("hook_event_name") == "PostToolUseFailure":
-        return False
-    ok = outcome(payload.get("tool_response"))
-    return True if ok is None and NATIVE not in payload else ok
-
-
-def last_assistant_uuid(transcript: str) -> str | None:
-    """The `uuid` of the transcript's last assistant entry (Claude Code writes it before `Stop`)."""
-    for entry in _entries_backwards(transcript):
-        if entry.get("type") == "assistant" and isinstance(entry.get("uuid"), str):
-            return str(entry["uuid"])
-    return None
-
-
-def delivery(payload: dict[str, Any]) -> str | None:
-    """What makes this event one, whichever hook delivers it (None: nothing does)."""
-    event = payload.get("hook_event_name", "")
-    if event in TOOL_EVENTS:
-        call = payload.get("tool_use_id")
-        params = payload.get("tool_input")
-        target = params.get("file_path") if isinstance(params, dict) else None
-        return f"{event} {call} {payload.get('tool_name')} {target}" if call else None
-    if event == "UserPromptSubmit":
-        prompt = payload.get("prompt_id")
-        return f"{event} {prompt}" if prompt else None
-    transcript = payload.get("agent_transcript_path") or payload.get("transcript_path")
-    if not isinstance(transcript, str) or not transcript:
-        return None
-    if event in ("Stop", "SubagentStop"):
-        entry = last_assistant_uuid(transcript)
-        return f"{event} {payload.get('agent_id')} {entry}" if entry else None
-    if event == "SessionStart":
-        try:
-            size = os.stat(transcript).st_size
-        except OSError:
-            size = 0
-        return f"{event} {payload.get('source')} {size}"
-    return None
 
 
 def _installed_twice(project: str) -> str | None:
@@ -171,8 +55,6 @@ def _installed_twice(project: str) -> str | None:
     if not plugin:
         return None
     from pathlib import Path
-
-    from tether.guard.harness.install import installed_hooks, twice
 
     hooks = installed_hooks(Path(project))
     return twice(hooks, f"loaded from {plugin}") if hooks else None

@@ -3,7 +3,7 @@
 Owns: reading a transcript in order and turning its entries into guard calls: a typed user
 message starts a turn, an assistant text block is `on_text`, a `tool_use` block is `pre_tool`,
 the matching `tool_result` is `post_tool` (with `error` when it is marked `is_error`; how the
-call went is read as the hooks read Claude Code's `PostToolUse`, `hooks.tool_ok`). Sub-agent
+call went is read as the hooks read Claude Code's `PostToolUse`, `claude.tool_ok`). Sub-agent
 entries (`isSidechain`) run in their own session, keyed by their `agentId`. It returns every
 decision, in order, with the line it came from. It does not judge whether the recorded agent
 obeyed: a call the rules would have blocked still ran in the recording, so its result is
@@ -22,7 +22,7 @@ from typing import Any
 
 from tether.errors import TetherError
 from tether.guard.binding.sandbox import Sandbox
-from tether.guard.harness.hooks import assistant_text, is_user_prompt, tool_ok
+from tether.guard.harness.claude import assistant_text, is_user_prompt, tool_ok
 from tether.guard.rules.engine import Decision, Guard, GuardSession
 
 

@@ -21,7 +21,7 @@ import os
 import re
 from typing import Any
 
-from tether.guard.harness.failsafe import DeadlineExceeded, within
+from tether.guard.rules.deadline import DeadlineExceeded, within
 from tether.guard.rules.state import SessionState
 
 FOLLOWUPS = frozenset(

@@ -7,8 +7,8 @@ into a plan: the active rules (built-ins switched on by the profile and `rules`,
 `rule_definitions` with the same id, legacy `custom` rules converted), the merged state
 tracking, the thresholds, the prompt, the classifier settings and the `workflow` section. The
 plan is plain JSON, so it can be cached and compiled without this module (see `plan.py`).
-Evaluation lives in the engine, binding in `binding.py`. Reading and parsing a file, with its
-limits and positions, is `tether.tree.locations`' (the same as for tree files).
+Evaluation lives in the engine, binding in `tether.guard.binding`. Reading and parsing a file,
+with its limits and positions, is `tether.tree.locations`' (the same as for tree files).
 """
 
 from __future__ import annotations

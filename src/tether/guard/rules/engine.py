@@ -306,7 +306,7 @@ class GuardSession:
         ok: bool | None = None,
     ) -> Decision:
         """Record a call, then run post rules unless it failed. It failed when `error` is given;
-        else it went as `ok` says when the caller read that (`hooks.tool_ok`), else as `result`
+        else it went as `ok` says when the caller read that (`claude.tool_ok`), else as `result`
         says (`state.outcome`: None when it says nothing)."""
         if error is not None and error is not False:
             ok = False

@@ -8,7 +8,8 @@ never just a time stamp) and from the guard's own rule and profile sources as th
 time stamp): a cache never outranks the file it was made from. `last_plan` gives the plan a
 cache holds whatever the file says now: the last good plan, for when the file cannot be read.
 A fresh cache is read without importing YAML or pydantic, which keeps `tether guard hook` quick.
-It does not validate anything itself.
+It also names where a project's configuration file is by default (`DEFAULT_CONFIG`, or the file
+`$TETHER_GUARD_CONFIG` names). It does not validate anything itself.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from typing import Any
 
 from tether.files import write_atomic
 
+# Where a project keeps its configuration, and the variable naming another file.
+CONFIG_ENV = "TETHER_GUARD_CONFIG"
+DEFAULT_CONFIG = os.path.join(".tether", "guard.yaml")
 CACHE_VERSION = 2
 _SOURCES = ("config.py", "rule.py", "profiles.py", "conditions.py", "prompts/dev.md")
 
