@@ -29,7 +29,8 @@ def module_names(root: Path, package: str) -> dict[str, Path]:
 
 
 def imported(name: str, path: Path, known: set[str]) -> set[str]:
-    """The modules of `known` that module `name` imports anywhere in its source."""
+    """The modules that module `name` imports anywhere in its source (a name imported from a
+    package is the submodule when `known` has it)."""
     is_package = path.name == "__init__.py"
     targets: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -44,12 +45,14 @@ def imported(name: str, path: Path, known: set[str]) -> set[str]:
             for alias in node.names:
                 sub = f"{base}.{alias.name}"
                 targets.add(sub if sub in known else base)
-    return {t for t in targets if t in known and t != name}
+    return targets - {name}
 
 
 def graph(root: Path, package: str) -> dict[str, set[str]]:
+    """Who imports whom among the modules under `root`."""
     modules = module_names(root, package)
-    return {name: imported(name, path, set(modules)) for name, path in modules.items()}
+    known = set(modules)
+    return {name: imported(name, path, known) & known for name, path in modules.items()}
 
 
 def layer(name: str, package: str) -> int:
@@ -114,6 +117,18 @@ def test_no_module_imports_a_higher_layer() -> None:
 
 def test_no_import_circle_inside_the_guard() -> None:
     assert circles(graph(ROOT, PACKAGE)) == []
+
+
+def test_the_guard_reaches_the_runtime_only_through_the_verbs() -> None:
+    """The engine and the stores are the runtime's insides: the guard calls `tether.verbs`."""
+    modules = module_names(ROOT, PACKAGE)
+    inside = sorted(
+        f"{name} imports {target}"
+        for name, path in modules.items()
+        for target in imported(name, path, set(modules))
+        if target.split(".")[:2] in (["tether", "engine"], ["tether", "store"])
+    )
+    assert inside == []
 
 
 def test_the_reading_sees_deferred_relative_and_submodule_imports(tmp_path: Path) -> None:

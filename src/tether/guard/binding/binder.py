@@ -253,9 +253,9 @@ class Guarded:
 
     def __init__(self, traces: list[str], config: frozenset[str], state: str) -> None:
         """`config` and `state` as they resolve (`os.path.realpath`)."""
-        from tether.store import path_of
+        from tether.verbs import file_of
 
-        self.executions = [os.path.realpath(path_of(t)) for t in traces if t.startswith("file:")]
+        self.executions = [os.path.realpath(file_of(t)) for t in traces if t.startswith("file:")]
         self.config = config
         self.state = state
 
@@ -736,9 +736,7 @@ def _warning(trace: str, view: dict[str, Any]) -> str:
     """What `stop: warn` tells the user of one execution."""
     if view["status"] == "unreadable":
         return _unreadable(trace, view)
-    from tether.engine.core import waits_on_person
-
-    if waits_on_person(view["open"]):
+    if view["for_person"]:
         return _for_a_person(trace, view["open"])
     return _open_step(trace, view["current"])
 

@@ -41,9 +41,9 @@ def _in(project: str, tree: str) -> str | None:
     """A tree file named by a recorded call (relative to the project), or None when it lies
     outside the project, however it climbs out (`..`, a symbolic link): a transcript names no
     file that replay reads beyond the project's own."""
-    from tether.store import path_of
+    from tether.verbs import file_of
 
-    named = path_of(tree) if tree.startswith("file:") else tree
+    named = file_of(tree) if tree.startswith("file:") else tree
     path = os.path.realpath(os.path.join(project, named))
     root = os.path.realpath(project)
     return path if os.path.commonpath([path, root]) == root else None
