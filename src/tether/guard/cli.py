@@ -5,13 +5,14 @@ Owns the commands `check`, `prompt`, `hook`, `serve`, `install claude|codex|gemi
 by the CLI's own parser (`tether.cli.args`), and their output, through the frame every `tether`
 command shares (`tether.cli.output`): JSON on stdout, errors as JSON on stderr with the exit code
 of their class. The exception is `hook`, whose stdout is exactly the hook output of Claude Code,
-or of the harness `--harness` names (`harness`; nothing when there is nothing to say). A hook
-whose configuration exists but cannot be read goes on under the last good plan made from it
-(`plan.last_plan`), saying so in every answer. A hook that cannot decide answers as `failsafe`
-says: under `on_error: block`
-a `PreToolUse` is denied (exit 0, or exit 2 when the event itself could not be read), otherwise
-it exits 1, Claude Code's non-blocking error; every such error is logged. The main `tether`
-command calls `main(argv)` with the arguments after `guard`.
+or of the harness `--harness` names (`harness.adapters`; nothing when there is nothing to say).
+A hook whose configuration exists but cannot be read goes on under the last good plan made from
+it (`rules.plan.last_plan`), saying so in every answer. A hook that cannot decide answers as
+`harness.failsafe` says: under `on_error: block` a `PreToolUse` is denied (exit 0, or exit 2
+when the event itself could not be read), otherwise it exits 1, Claude Code's non-blocking
+error; every such error is logged. The main `tether` command calls `main(argv)` with the
+arguments after `guard`; `python -m tether.guard.cli` runs it too. It sits above the guard's
+three layers (`rules`, `binding`, `harness`).
 """
 
 from __future__ import annotations
