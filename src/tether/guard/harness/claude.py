@@ -36,6 +36,7 @@ PLUGIN = "tether"  # the plugin's name in .claude-plugin/plugin.json
 
 
 def read_settings(path: Path) -> dict[str, Any]:
+    """A settings file's JSON object; {} when it cannot be read or holds something else."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
