@@ -5,7 +5,8 @@ symbolic link, written, optionally synced, then renamed over the target, so a re
 file or the new one and never half of either), `write_all` (every byte of a buffer to a
 descriptor, which appends and commits share), `open_regular` (a file descriptor for a regular
 file, refusing a symbolic link at the last component, a folder, a FIFO or a device) and
-`linked_folder` (the folder of a project's file that is a symbolic link, if one is). It also
+`linked_folder` (the folder of a project's file that is a symbolic link, if one is) and
+`safe_name` (a file name for an id given by someone else). It also
 names the temporary files `write_atomic` leaves behind when its process is killed, so that the
 owner of a folder can tidy them. It does not decide where files go, what they hold or which error
 a refusal becomes: callers turn `NotARegularFile` and `OSError` into their own `TetherError`.
@@ -199,3 +200,15 @@ def write_atomic(path: str, data: str | bytes, *, fsync: bool = FSYNC) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.remove(temporary)
         raise
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def safe_name(value: str) -> str:
+    """A file name for an id: readable when the id is tame, a digest otherwise."""
+    if value and len(value) <= 80 and not _UNSAFE.search(value):
+        return value
+    import hashlib
+
+    return "h-" + hashlib.sha256(value.encode()).hexdigest()[:32]

@@ -9,9 +9,9 @@ changed. Owns where `install skill` puts the agent skill: Claude Code's
 `.claude/skills/tether/SKILL.md`, or a section of `AGENTS.md` between markers, replaced in place
 on the next install and nothing else in the file touched. It does not own the skill's text or
 the examples (`skills/`, `examples/`, found by `tether.shipped`) or the guard's configuration
-(its format, `tether.guard.config`, and its starter text and plugin check, which `init` imports
-from the guard when it runs); the `tether` command (`tether.cli.main`) reaches this family by
-name only.
+(its format, `tether.guard.rules.config`, and its starter text and plugin check, which `init`
+imports from the guard when it runs); the `tether` command (`tether.cli.main`) reaches this
+family by name only.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ SKILL = Command(
     "--dir D      the project directory (default: the working directory)",
 )
 GUARD_CONFIG = os.path.join(".tether", "guard.yaml")
-# Appended to the guard's starter configuration (`tether.guard.install.starter`).
+# Appended to the guard's starter configuration (`tether.guard.harness.install.starter`).
 WORKFLOW_TEXT = """\
     # Bind a Claude Code session to the Tether execution it starts or resumes, and keep the
     # agent from stopping while that execution has an open step.
@@ -115,8 +115,8 @@ def _example_files() -> list[tuple[str, bytes]]:
 def _guard_config() -> str:
     """The guard's starter configuration (its profile and on_error mode), with the workflow
     section."""
-    from tether.guard.failsafe import DEFAULT_ON_ERROR
-    from tether.guard.install import starter
+    from tether.guard.harness.failsafe import DEFAULT_ON_ERROR
+    from tether.guard.harness.install import starter
 
     return starter(DEFAULT_ON_ERROR) + WORKFLOW_TEXT
 
@@ -151,7 +151,7 @@ def _next_steps(root: str) -> tuple[list[str], str]:
     from pathlib import Path
 
     from tether.command.launch import ABSOLUTE, UVX, launch
-    from tether.guard.install import plugin_enabled
+    from tether.guard.harness.install import plugin_enabled
 
     how = launch()
     tether = how.shell() if how.how in (UVX, ABSOLUTE) else "tether"

@@ -707,17 +707,20 @@ class Runtime:
         return self._answer(trace, core.ToolCall(tool, bounded(input), ok, step))
 
     def open_steps(self, trace: str) -> dict[str, Any]:
-        """The status of the execution at `trace`, its refused stops in a row
-        (`stop_blocks`), its current request and every open one (each with the `tools` policy that
-        applies to it, when a node declares one), read from the state alone."""
+        """The execution's status, its refused stops in a row (`stop_blocks`), its current
+        request and every open one (each with the `tools` policy that applies to it, when a
+        node declares one), and whether every open one waits on a person (`for_person`), read
+        from the state alone."""
         store, uri = self._store(trace)
         state = store.load(uri)
+        open_ = core.all_open(state) if state["status"] == core.Status.RUNNING else []
         return {
             "uri": uri,
             "status": state["status"],
             "stop_blocks": state.get("stops", 0),
             "current": core.current(state),
-            "open": core.all_open(state) if state["status"] == core.Status.RUNNING else [],
+            "open": open_,
+            "for_person": core.waits_on_person(open_),
         }
 
     # -- internals -----------------------------------------------------------------------------
@@ -763,6 +766,11 @@ def _human_request(requests: list[dict[str, Any]], step: str | None) -> dict[str
     None."""
     human = [r for r in requests if r.get("type") == "human"]
     return next((r for r in human if step is None or r.get("step") == step), None)
+
+
+def file_of(uri: str) -> str:
+    """The file a `file:` URI (or a bare path) names, as the file store reads it."""
+    return path_of(uri)
 
 
 _OWN_STORES = ("file", "memory")  # confined by the root, and the process's own

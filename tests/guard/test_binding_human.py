@@ -17,7 +17,7 @@ from guard import hookkit as hk
 from support.command import TETHER
 from support.person import at_terminal
 from support.trees import SIGN_OFF_YAML
-from tether.guard.shell import answers_for_a_person
+from tether.guard.rules.shell import answers_for_a_person
 from tether.verbs import Runtime
 
 RUN = "runs/ship.json"
@@ -40,7 +40,9 @@ def run(project: Path) -> str:
     uri = str(rt.start(str(project / "sign-off.yaml"), str(project / RUN))["uri"])
     rt.submit(uri, "success")
     rt.submit(uri, "success", values={"notes": "v2: faster"})
-    assert [r["name"] for r in rt.open_steps(uri)["open"]] == ["Sign_Off", "Lint"]
+    opened = rt.open_steps(uri)
+    assert [r["name"] for r in opened["open"]] == ["Sign_Off", "Lint"]
+    assert opened["for_person"] is False, "the agent still has Lint to answer"
     return uri
 
 
@@ -48,6 +50,7 @@ def lint_done(uri: str) -> None:
     """The agent submits its `Lint`, by token: only the sign-off is left open."""
     lint = next(r for r in Runtime().open_steps(uri)["open"] if r["name"] == "Lint")
     Runtime().submit(uri, "success", step=lint["step"])
+    assert Runtime().open_steps(uri)["for_person"] is True
 
 
 def stops(uri: str) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from guard import hookkit as hk
-from tether.guard.steptools import refusal
+from tether.guard.binding.steptools import refusal
 from tether.verbs import Runtime
 
 TREE = """\
@@ -342,6 +342,7 @@ def test_a_poisoned_plan_cache_never_outranks_its_file(
     tmp_path: Path, poison: dict[str, Any]
 ) -> None:
     write_config(tmp_path, "profile: dev\n")
+
     def rm() -> dict[str, Any]:  # each call its own tool_use_id, as a harness sends them
         return hk.pre(tmp_path, "Bash", {"command": "rm -rf /"})
 

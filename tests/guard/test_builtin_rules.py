@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tether.guard import Guard, GuardSession
-from tether.guard.rules import BUILTIN_IDS
+from tether.guard.rules.rule import BUILTIN_IDS, THRESHOLDS
 
 
 def only(rule_id: str, cwd: str | None = None, **thresholds: int) -> GuardSession:
@@ -34,6 +34,26 @@ def test_the_reference_table():
         "delegate_large_reads": (["read"], "post_tool", "remind"),
         "max_sequential_same_tool": (["*"], "pre_tool", "warn"),
         "always_lint_check": (["edit", "write"], "post_tool", "warn"),
+    }
+
+
+def test_every_threshold_reaches_the_plan_as_the_number_given():
+    """The built-in rules are data naming their thresholds: each named one is filled in, in the
+    plan a configuration compiles to, with the value given (never left as its name)."""
+    given = {name: 40 + i for i, name in enumerate(THRESHOLDS)}
+    plan = Guard.from_config({"profile": "dev", "rules": given}).plan
+    read = {}
+    for rule in plan["rules"]:
+        for kind, arg in rule["condition"].items():
+            if kind == "consecutive_gte":
+                read[rule["id"]] = arg
+            elif isinstance(arg, dict) and "value" in arg and kind == "counter_gte":
+                read[rule["id"]] = arg["value"]
+    assert all(type(value) is int for value in read.values()), read
+    assert {rule: read[rule] for rule in read if read[rule] in given.values()} == {
+        "search_before_read": given["max_blind_reads"],
+        "test_after_changes": given["changes_before_test_reminder"],
+        "max_sequential_same_tool": given["max_sequential_same_tool"],
     }
 
 

@@ -13,8 +13,8 @@ import pytest
 
 from tether.errors import TetherError
 from tether.guard import Guard
-from tether.guard.hooks import handle
-from tether.guard.session_store import SessionStore
+from tether.guard.harness.hooks import handle
+from tether.guard.harness.session_store import SessionStore
 
 
 class FakeLLM:

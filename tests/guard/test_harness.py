@@ -16,7 +16,7 @@ import pytest
 
 from guard import harnesskit as hx
 from guard import hookkit as hk
-from tether.guard import harness
+from tether.guard.harness import adapters as harness
 from tether.verbs import Runtime
 
 TREE = """\

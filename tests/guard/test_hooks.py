@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from tether.guard import Guard
-from tether.guard.hooks import handle
-from tether.guard.session_store import SessionStore
-from tether.guard.state import SessionState
+from tether.guard.harness.hooks import handle
+from tether.guard.harness.session_store import SessionStore
+from tether.guard.rules.state import SessionState
 
 # Each tool call its own id, as the harness gives it (one event is handled once per id).
 CALLS = itertools.count(1)

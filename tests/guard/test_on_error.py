@@ -197,7 +197,7 @@ def test_on_error_is_validated_like_every_other_key(tmp_path: Path) -> None:
 
 
 def test_the_log_keeps_the_last_megabyte_and_limits_its_output(tmp_path: Path) -> None:
-    from tether.guard import failsafe
+    from tether.guard.harness import failsafe
 
     state = str(tmp_path / "state")
     for i in range(3):

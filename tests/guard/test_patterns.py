@@ -13,7 +13,7 @@ import pytest
 
 from tether.errors import EXIT_INVALID
 from tether.guard import Guard
-from tether.guard.patterns import MAX_TEXT, Pattern
+from tether.guard.rules.patterns import MAX_TEXT, Pattern
 
 GUARD = [sys.executable, "-m", "tether.guard.cli"]
 

@@ -9,7 +9,7 @@ import pytest
 
 from tether.errors import TetherError
 from tether.guard import Guard
-from tether.guard.rules import BUILTIN_IDS
+from tether.guard.rules.rule import BUILTIN_IDS
 
 
 def active(profile: str) -> set[str]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tether.guard import Guard
-from tether.guard.state import SessionState, outcome
-from tether.guard.triggers import Trigger, canonical
+from tether.guard.rules.state import SessionState, outcome
+from tether.guard.rules.triggers import Trigger, canonical
 
 
 @pytest.mark.parametrize(

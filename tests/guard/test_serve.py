@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tether.guard import Guard
-from tether.guard.serve import GuardServer, ServeOptions
+from tether.guard.harness.serve import GuardServer, ServeOptions
 
 
 @pytest.fixture

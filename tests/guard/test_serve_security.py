@@ -17,7 +17,7 @@ import pytest
 
 from support.hosts import FOREIGN_HOSTS
 from tether.errors import EXIT_USAGE
-from tether.guard.session_store import SessionStore
+from tether.guard.harness.session_store import SessionStore
 
 TOKEN = "guard-token-for-tests"
 SESSION = "victim"

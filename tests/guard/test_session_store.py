@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tether.guard import Guard
-from tether.guard.session_store import KEPT_DELIVERIES, SNAPSHOT_EVERY, SessionStore
-from tether.guard.state import SessionState
+from tether.guard.harness.session_store import KEPT_DELIVERIES, SNAPSHOT_EVERY, SessionStore
+from tether.guard.rules.state import SessionState
 
 
 def fill(store: SessionStore, guard: Guard, calls: int, agent: str | None = None) -> None:

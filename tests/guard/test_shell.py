@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tether.guard import Guard
-from tether.guard.shell import MAX_DEPTH, destructive
+from tether.guard.rules.shell import MAX_DEPTH, destructive
 
 HOOK = [sys.executable, "-m", "tether.guard.cli", "hook"]
 EVASIONS = [

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tether.guard.steptools import (
+from tether.guard.binding.steptools import (
     MCP_TOOLS,
     glob_match,
     is_own_tool,

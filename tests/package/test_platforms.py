@@ -77,8 +77,8 @@ import tether.locking
 sys.platform = real
 
 from tether.verbs import Runtime
-from tether.guard.engine import Guard
-from tether.guard.session_store import SessionStore
+from tether.guard.rules.engine import Guard
+from tether.guard.harness.session_store import SessionStore
 
 run, state, example = sys.argv[1:4]
 rt = Runtime()

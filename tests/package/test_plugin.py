@@ -41,7 +41,7 @@ from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 
 from tether import __version__
-from tether.guard.hooks import EVENTS, TOOL_EVENTS
+from tether.guard.harness.claude import EVENTS, TOOL_EVENTS
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN = json.loads((REPO / ".claude-plugin" / "plugin.json").read_text(encoding="utf-8"))

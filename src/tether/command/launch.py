@@ -14,8 +14,8 @@ user's own files. In order:
   only to the user's or the local scope, never to a project file (and `tether` when there is
   no script, as when running from a source tree).
 
-It does not write any file (`tether.mcp.install`, `tether.guard.install` do). Imported only by
-the install commands, never on the step path.
+It does not write any file (`tether.mcp.install`, `tether.guard.harness.install` do). Imported
+only by the install commands, never on the step path.
 """
 
 from __future__ import annotations

@@ -2,16 +2,17 @@
 
 Owns the commands `check`, `prompt`, `hook`, `serve`, `install claude|codex|gemini|cursor`,
 `log`, `replay`, `status` (the workflow bindings, `binding`) and `test`: their arguments, parsed
-by the CLI's own parser (`tether.cli.args`), and their output, through the frame every `tether`
-command shares (`tether.cli.output`): JSON on stdout, errors as JSON on stderr with the exit code
-of their class. The exception is `hook`, whose stdout is exactly the hook output of Claude Code,
-or of the harness `--harness` names (`harness`; nothing when there is nothing to say). A hook
-whose configuration exists but cannot be read goes on under the last good plan made from it
-(`plan.last_plan`), saying so in every answer. A hook that cannot decide answers as `failsafe`
-says: under `on_error: block`
-a `PreToolUse` is denied (exit 0, or exit 2 when the event itself could not be read), otherwise
-it exits 1, Claude Code's non-blocking error; every such error is logged. The main `tether`
-command calls `main(argv)` with the arguments after `guard`.
+by the command frame's parser (`tether.command.args`), and their output, through the frame every
+`tether` command shares (`tether.command.output`): JSON on stdout, errors as JSON on stderr with
+the exit code of their class. The exception is `hook`, whose stdout is exactly the hook output
+of Claude Code, or of the harness `--harness` names (`harness.adapters`; nothing when there is nothing to say).
+A hook whose configuration exists but cannot be read goes on under the last good plan made from
+it (`rules.plan.last_plan`), saying so in every answer. A hook that cannot decide answers as
+`harness.failsafe` says: under `on_error: block` a `PreToolUse` is denied (exit 0, or exit 2
+when the event itself could not be read), otherwise it exits 1, Claude Code's non-blocking
+error; every such error is logged. The main `tether` command calls `main(argv)` with the
+arguments after `guard`; `python -m tether.guard.cli` runs it too. It sits above the guard's
+three layers (`rules`, `binding`, `harness`).
 """
 
 from __future__ import annotations
@@ -25,10 +26,9 @@ from typing import Any
 from tether.command.args import Command, Parsed, parse
 from tether.command.output import Handler, emit, emit_error, run_family
 from tether.errors import EXIT_OK, TetherError
-from tether.guard.failsafe import DEFAULT_DEADLINE
+from tether.guard.harness.failsafe import DEFAULT_DEADLINE
+from tether.guard.rules.plan import CONFIG_ENV, DEFAULT_CONFIG
 
-CONFIG_ENV = "TETHER_GUARD_CONFIG"
-DEFAULT_CONFIG = os.path.join(".tether", "guard.yaml")
 DEFAULT_PORT = 8977
 DEFAULT_LIMIT = 50
 ON_ERROR = ("block", "allow")
@@ -159,13 +159,13 @@ def _find_config(given: str | None, cwd: str | None = None) -> str:
 
 
 def _state_dir(given: str | None) -> str:
-    from tether.guard.session_store import default_state_dir
+    from tether.guard.harness.session_store import default_state_dir
 
     return given or default_state_dir()
 
 
 def _load(p: Parsed, cwd: str | None = None) -> Any:
-    from tether.guard.engine import Guard
+    from tether.guard.rules.engine import Guard
 
     return Guard.from_file(
         _find_config(p.options.get("--config"), cwd),
@@ -219,8 +219,8 @@ def _stop_cap_warnings(plan: dict[str, Any]) -> list[dict[str, Any]]:
 def _policy_warnings(trees: list[str]) -> list[dict[str, Any]]:
     """An entry of a tree's `tools` policy naming a tool no supported harness has (a bare
     name; `mcp__server__tool`, dotted names and `*` are left alone)."""
-    from tether.guard.harness import tool_names
-    from tether.guard.triggers import canonical
+    from tether.guard.harness.adapters import tool_names
+    from tether.guard.rules.triggers import canonical
     from tether.tree.load import load_tree
 
     known = {canonical(n) for names in tool_names().values() for n in names}
@@ -248,7 +248,7 @@ def _policy_warnings(trees: list[str]) -> list[dict[str, Any]]:
 
 
 def cmd_check(p: Parsed) -> int:
-    from tether.guard.engine import Guard
+    from tether.guard.rules.engine import Guard
 
     guard = Guard.from_file(str(p.args["CONFIG"]))
     emit(
@@ -281,7 +281,7 @@ def cmd_check(p: Parsed) -> int:
 
 
 def cmd_prompt(p: Parsed) -> int:
-    from tether.guard.engine import Guard
+    from tether.guard.rules.engine import Guard
 
     guard = Guard.from_file(str(p.args["CONFIG"]))
     emit(
@@ -297,9 +297,9 @@ def cmd_prompt(p: Parsed) -> int:
 def _read_payload(
     attempt: Any, harness: str = "claude", config: str | None = None
 ) -> list[dict[str, Any]]:
-    """The event on stdin, read as Claude Code's (`harness.events`); `attempt.payload` is the
+    """The event on stdin, read as Claude Code's (`adapters.events`); `attempt.payload` is the
     first payload read, or the event as sent when the guard does not answer it."""
-    from tether.guard.harness import events
+    from tether.guard.harness.adapters import events
 
     try:
         payload = json.loads(sys.stdin.read() or "{}")
@@ -313,9 +313,9 @@ def _read_payload(
 
 
 def _decide(p: Parsed, harness: str, attempt: Any) -> dict[str, Any] | None:
-    from tether.guard.harness import answer
-    from tether.guard.hooks import handle
-    from tether.guard.session_store import SessionStore
+    from tether.guard.harness.adapters import answer
+    from tether.guard.harness.hooks import handle
+    from tether.guard.harness.session_store import SessionStore
 
     config = p.options.get("--config")
     found = _read_payload(attempt, harness, config)
@@ -343,9 +343,9 @@ def _last_good(p: Parsed, cwd: str | None, attempt: Any, exc: TetherError) -> tu
     when there is none."""
     import time
 
-    from tether.guard.engine import Guard
-    from tether.guard.failsafe import record
-    from tether.guard.plan import last_plan
+    from tether.guard.harness.failsafe import record
+    from tether.guard.rules.engine import Guard
+    from tether.guard.rules.plan import last_plan
 
     config = _find_config(p.options.get("--config"), cwd)
     plan = last_plan(config, os.path.join(attempt.state_dir, "plans"))
@@ -377,7 +377,7 @@ def _noted(out: dict[str, Any] | None, note: str) -> dict[str, Any]:
 
 
 def _harness(p: Parsed) -> str:
-    from tether.guard.harness import HARNESSES
+    from tether.guard.harness.adapters import HARNESSES
 
     name = p.options.get("--harness", "claude")
     if name not in HARNESSES:
@@ -388,7 +388,7 @@ def _harness(p: Parsed) -> str:
 def _harness_flag(argv: list[str]) -> str:
     """`--harness` of a hook command line that may not parse as a whole (claude when it is not
     there or names no harness)."""
-    from tether.guard.harness import HARNESSES
+    from tether.guard.harness.adapters import HARNESSES
 
     given = [
         token.partition("=")[2] if token.startswith("--harness=") else argv[i + 1]
@@ -401,7 +401,8 @@ def _harness_flag(argv: list[str]) -> str:
 def run_hook(argv: list[str]) -> int:
     """`tether guard hook ARGS`: one event from stdin, the harness's output on stdout. A command
     line that cannot be parsed is a guard that cannot start: the event is still answered."""
-    from tether.guard.failsafe import Attempt, within
+    from tether.guard.harness.failsafe import Attempt
+    from tether.guard.rules.deadline import within
 
     try:
         p = parse(HOOK, argv)
@@ -420,7 +421,8 @@ def run_hook(argv: list[str]) -> int:
 
 def cmd_hook(p: Parsed) -> int:
     """Answer the event on stdin within `--deadline`, or as `failsafe` says."""
-    from tether.guard.failsafe import Attempt, within
+    from tether.guard.harness.failsafe import Attempt
+    from tether.guard.rules.deadline import within
 
     harness = _harness(p)
     attempt = Attempt(_state_dir(p.options.get("--state-dir")), _on_error(p))
@@ -435,7 +437,7 @@ def cmd_hook(p: Parsed) -> int:
 def _failed(attempt: Any, harness: str, exc: Exception) -> int:
     """The failsafe's answer, in the harness's format; the error on stderr when it exits
     non-zero (JSON, except where the harness would read it as its answer)."""
-    from tether.guard.harness import error_text, render
+    from tether.guard.harness.adapters import error_text, render
 
     code, failed, error = attempt.failed(exc)
     if code:
@@ -455,7 +457,7 @@ def _hook_output(out: dict[str, Any] | None) -> None:
 
 
 def cmd_serve(p: Parsed) -> int:
-    from tether.guard.serve import DEFAULT_MAX_BODY_BYTES, TOKEN_ENV, ServeOptions, serve
+    from tether.guard.harness.serve import DEFAULT_MAX_BODY_BYTES, TOKEN_ENV, ServeOptions, serve
 
     options = ServeOptions(
         host=p.options.get("--host", "127.0.0.1"),
@@ -471,7 +473,7 @@ def cmd_serve(p: Parsed) -> int:
 
 
 def cmd_log(p: Parsed) -> int:
-    from tether.guard.failsafe import log_path, read_log
+    from tether.guard.harness.failsafe import log_path, read_log
 
     state_dir = _state_dir(p.options.get("--state-dir"))
     emit(
@@ -485,7 +487,7 @@ def cmd_log(p: Parsed) -> int:
 
 def cmd_install(p: Parsed) -> int:
     from tether.command.launch import launch
-    from tether.guard.install import install_claude, install_harness, settings_file
+    from tether.guard.harness.install import install_claude, install_harness, settings_file
 
     agent, http = str(p.args["AGENT"]), p.options.get("--http")
     if agent not in AGENTS:
@@ -521,8 +523,8 @@ def cmd_install(p: Parsed) -> int:
 
 
 def cmd_replay(p: Parsed) -> int:
-    from tether.guard.engine import Guard
-    from tether.guard.replay import replay
+    from tether.guard.harness.replay import replay
+    from tether.guard.rules.engine import Guard
 
     guard = Guard.from_file(_find_config(p.options.get("--config")))
     emit(replay(guard, str(p.args["TRANSCRIPT"]), explain="--explain" in p.flags))
@@ -530,8 +532,8 @@ def cmd_replay(p: Parsed) -> int:
 
 
 def cmd_status(p: Parsed) -> int:
-    from tether.guard.binding import Binder
-    from tether.guard.plan import load_plan
+    from tether.guard.binding.binder import Binder
+    from tether.guard.rules.plan import load_plan
 
     project = os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
     try:
@@ -549,7 +551,7 @@ def cmd_status(p: Parsed) -> int:
 
 
 def cmd_test(p: Parsed) -> int:
-    from tether.guard.cases import run_cases
+    from tether.guard.rules.cases import run_cases
 
     report = run_cases(
         str(p.args["CASES"]), config=p.options.get("--config"), explain="--explain" in p.flags

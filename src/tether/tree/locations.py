@@ -12,7 +12,7 @@ while composing so that nothing expands or recurses first; the key path notation
 problem names the file, the position and the key path.
 
 Does not own: what a valid tree is (`model.py`, `load.py`) or a valid guard configuration
-(`tether.guard.config`), nor which files a load may read (`load.py` confines `$ref`).
+(`tether.guard.rules.config`), nor which files a load may read (`load.py` confines `$ref`).
 """
 
 from __future__ import annotations

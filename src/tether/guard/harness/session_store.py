@@ -22,17 +22,15 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 from tether import appendlog, locking
-from tether.files import open_regular, write_atomic
-from tether.guard.engine import Guard, GuardSession
-from tether.guard.state import SessionState
+from tether.files import open_regular, safe_name, write_atomic
+from tether.guard.rules.engine import Guard, GuardSession
+from tether.guard.rules.state import SessionState
 
-_SAFE = re.compile(r"[^A-Za-z0-9_-]")
 SNAPSHOT_EVERY = 64
 KEPT_DELIVERIES = 256  # the last delivered events of a session that a repeat is checked against
 
@@ -53,15 +51,6 @@ def default_state_dir() -> str:
         os.path.expanduser("~"), ".local", "state"
     )
     return os.path.join(base, "tether", "guard")
-
-
-def safe_name(value: str) -> str:
-    """A file name for an id: readable when the id is tame, a digest otherwise."""
-    if value and len(value) <= 80 and not _SAFE.search(value):
-        return value
-    import hashlib
-
-    return "h-" + hashlib.sha256(value.encode()).hexdigest()[:32]
 
 
 class SessionStore:

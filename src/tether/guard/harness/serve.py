@@ -29,12 +29,13 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from tether.errors import TetherError
-from tether.guard.binding import Binder
-from tether.guard.engine import Guard
-from tether.guard.failsafe import DEFAULT_DEADLINE, Attempt, mode, within
-from tether.guard.harness import EVENTS, HARNESSES, NATIVE, answer, events, render
-from tether.guard.hooks import handle
-from tether.guard.session_store import SessionStore
+from tether.guard.binding.binder import Binder
+from tether.guard.harness.adapters import EVENTS, HARNESSES, NATIVE, answer, events, render
+from tether.guard.harness.failsafe import DEFAULT_DEADLINE, Attempt, mode
+from tether.guard.harness.hooks import handle
+from tether.guard.harness.session_store import SessionStore
+from tether.guard.rules.deadline import within
+from tether.guard.rules.engine import Guard
 from tether.httpgate import Gate, host_name, require_token
 
 TOKEN_ENV = "TETHER_GUARD_TOKEN"

@@ -11,7 +11,7 @@ Events (plain JSON objects):
 - `{"e": "text", "text": ...}`: the model produced text.
 - `{"e": "tool", "tool", "ok", "target", "add", "inc", "reset", "set", "unset"}`: a tool call.
   `ok` is true on a sign of success from the harness, false on a sign of failure, null when it
-  gave neither (`outcome` reads a response; `hooks.tool_ok` an event). A failed call counts as a
+  gave neither (`outcome` reads a response; `claude.tool_ok` an event). A failed call counts as a
   call but changes no set, counter or flag; a call of unknown outcome ran, so its effects apply.
   The effects are computed when the event is made, so replay needs no configuration.
 - `{"e": "decision", "rule", "action", "phase"}`: a rule fired (recorded in `violations`).
@@ -22,8 +22,8 @@ from __future__ import annotations
 import os
 from typing import Any, NamedTuple
 
-from tether.guard.patterns import Pattern
-from tether.guard.triggers import Trigger, canonical
+from tether.guard.rules.patterns import Pattern
+from tether.guard.rules.triggers import Trigger, canonical
 
 DEFAULT_TARGET_KEYS: tuple[str, ...] = (
     "file_path",

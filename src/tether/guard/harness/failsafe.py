@@ -11,9 +11,8 @@ Owns:
   non-blocking error). Other events never block on an error (a blocked `Stop` would loop, a
   blocked prompt would be erased): they exit 1 whatever the mode.
 - Which mode applies: the configuration's `on_error`, else the hook's `--on-error`, else `block`.
-- `within`, the guard's one deadline: work runs in a worker thread and the caller gives up
-  after the deadline (a hook's decision, below its time-out, after which Claude Code would carry
-  on without asking; a request of `serve`; the classifier's call).
+- The hook's deadline (`DEFAULT_DEADLINE`, kept by `tether.guard.rules.deadline.within`), below
+  the harness's time-out, after which Claude Code would carry on without asking.
 - The error log: every error, in any mode, is appended to `<state dir>/errors.log` (JSON lines,
   through `tether.appendlog`; the previous megabyte is kept as `errors.log.1`), read back by
   `tether guard log`.
@@ -24,13 +23,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
 import time
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from tether import appendlog
 from tether.errors import TetherError
+from tether.guard.rules.deadline import DeadlineExceeded
 
 ON_ERROR = ("block", "allow")
 DEFAULT_ON_ERROR = "block"
@@ -38,34 +36,6 @@ DEFAULT_DEADLINE = 25.0
 LOG_NAME = "errors.log"
 LOG_MAX_BYTES = 1024 * 1024
 FALLBACK_SOURCE = "builtin (fallback: the guard could not start)"
-
-T = TypeVar("T")
-
-
-class DeadlineExceeded(Exception):
-    """The decision took longer than the deadline."""
-
-
-def within(seconds: float, work: Callable[[], T]) -> T:
-    """`work()`, or `DeadlineExceeded` when it has not returned after `seconds`. The worker is a
-    daemon thread: a process that gives up does not wait for it."""
-    box: list[tuple[bool, Any]] = []
-
-    def run() -> None:
-        try:
-            box.append((True, work()))
-        except BaseException as exc:  # handed to the caller below
-            box.append((False, exc))
-
-    thread = threading.Thread(target=run, name="tether-guard-decision", daemon=True)
-    thread.start()
-    thread.join(seconds)
-    if not box:
-        raise DeadlineExceeded(f"no decision within {seconds:g} s (the hook's --deadline)")
-    ok, value = box[0]
-    if ok:
-        return value  # type: ignore[no-any-return]
-    raise value
 
 
 def mode(configured: str | None, flag: str | None) -> str:
@@ -115,8 +85,8 @@ def _deny(reason: str) -> dict[str, Any]:
 
 def _fallback(payload: dict[str, Any], message: str) -> tuple[str, dict[str, Any]]:
     """The answer of the fallback rule set (`confirm_destructive` alone) to a PreToolUse."""
-    from tether.guard.engine import Guard
-    from tether.guard.rules import DEFAULT_TRACKING, THRESHOLDS, builtin_rules
+    from tether.guard.rules.engine import Guard
+    from tether.guard.rules.rule import DEFAULT_TRACKING, THRESHOLDS, builtin_rules
 
     rules = [
         {**rule, "source": FALLBACK_SOURCE}

@@ -21,8 +21,8 @@ import os
 import re
 from typing import Any
 
-from tether.guard.failsafe import DeadlineExceeded, within
-from tether.guard.state import SessionState
+from tether.guard.rules.deadline import DeadlineExceeded, within
+from tether.guard.rules.state import SessionState
 
 FOLLOWUPS = frozenset(
     {

@@ -15,9 +15,9 @@ whose command is a path on this machine go to `.claude/settings.local.json` inst
 command that is a path on this machine is written to the project's file, and the output says so.
 Tether's Claude Code plugin runs the same hooks: installing them beside an enabled plugin is
 said (`plugin_enabled`, read from `enabledPlugins` in the user's and the project's settings), and
-the plugin's hooks say so when they find these installed (`installed_hooks`); either way each
-event is handled once (`tether.guard.hooks`). It does not choose the command
-(`tether.cli.launch`) or run hooks.
+the plugin's hooks say so when they find these installed (`claude.installed_hooks`); either way
+each event is handled once (`hooks`). It does not choose the command
+(`tether.command.launch`) or run hooks.
 """
 
 from __future__ import annotations
@@ -30,12 +30,19 @@ from typing import Any
 
 from tether.command.launch import SHAREABLE, Launch
 from tether.errors import TetherError
-from tether.guard.failsafe import mode
-from tether.guard.hooks import EVENTS, TOOL_EVENTS
-from tether.guard.serve import TOKEN_ENV
+from tether.guard.harness.claude import (
+    CLAUDE_FILES,
+    EVENTS,
+    LOCAL_SETTINGS,
+    PLUGIN,
+    SHARED_SETTINGS,
+    TOOL_EVENTS,
+    read_settings,
+    twice,
+)
+from tether.guard.harness.failsafe import mode
+from tether.guard.harness.serve import TOKEN_ENV
 
-SHARED_SETTINGS = os.path.join(".claude", "settings.json")
-LOCAL_SETTINGS = os.path.join(".claude", "settings.local.json")
 # Seconds Claude Code gives a hook: longer than the classifier's default 15-second deadline and
 # the hook's own 25-second one, so the guard answers before Claude Code gives up on it.
 HOOK_TIMEOUT = 30
@@ -85,53 +92,16 @@ def _ours(handler: Any, entry: dict[str, Any], command: str) -> bool:
     return str(handler.get("command", "")).startswith(f"{command} guard hook ")
 
 
-CLAUDE_FILES = (SHARED_SETTINGS, LOCAL_SETTINGS)
-PLUGIN = "tether"  # the plugin's name in .claude-plugin/plugin.json
-
-
-def _settings(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def plugin_enabled(project: Path) -> str | None:
     """The settings file that enables Tether's Claude Code plugin for `project`, if one does."""
     files = [Path.home() / ".claude" / "settings.json", *(project / f for f in CLAUDE_FILES)]
     for path in files:
-        enabled = _settings(path).get("enabledPlugins")
+        enabled = read_settings(path).get("enabledPlugins")
         if isinstance(enabled, dict) and any(
             on is True and str(name).split("@")[0] == PLUGIN for name, on in enabled.items()
         ):
             return str(path)
     return None
-
-
-def installed_hooks(project: Path) -> str | None:
-    """The project's Claude Code settings file holding the guard's own hooks, if one does."""
-    for name in CLAUDE_FILES:
-        hooks = _settings(project / name).get("hooks")
-        groups = hooks.values() if isinstance(hooks, dict) else []
-        for group in (g for gs in groups if isinstance(gs, list) for g in gs):
-            handlers = group.get("hooks") if isinstance(group, dict) else None
-            for handler in handlers if isinstance(handlers, list) else []:
-                if isinstance(handler, dict) and (
-                    " guard hook " in f"{handler.get('command', '')} "
-                    or str(handler.get("url", "")).endswith("/hook")
-                ):
-                    return name
-    return None
-
-
-def twice(hooks: str, plugin: str) -> str:
-    """What the user is told when the plugin and installed hooks both run."""
-    return (
-        f"Tether's hooks run twice: installed in {hooks} and by the Tether plugin ({plugin}). "
-        "Each event is still handled once, but keep one: remove the guard's entries from "
-        f"{hooks}, or disable the plugin (/plugin)."
-    )
 
 
 def settings_file(given: str | None, command: Launch, http: bool) -> tuple[str, str | None]:
@@ -273,12 +243,12 @@ def install_harness(
     portable: bool = True,
 ) -> dict[str, Any]:
     """Merge the guard's hooks into `harness`'s hooks file (`file`, default the project's, as in
-    `HARNESS_FILES`): one command hook per event in `harness.INSTALLED`, an entry of its own
+    `HARNESS_FILES`): one command hook per event in `adapters.INSTALLED`, an entry of its own
     found by its `guard hook --harness` and replaced in place; everything else is kept.
-    `portable`: whether `command` names nothing of this machine (`tether.cli.launch`)."""
+    `portable`: whether `command` names nothing of this machine (`tether.command.launch`)."""
     from tether.files import read_json, write_file
-    from tether.guard.harness import EVENTS as NATIVE_EVENTS
-    from tether.guard.harness import INSTALLED
+    from tether.guard.harness.adapters import EVENTS as NATIVE_EVENTS
+    from tether.guard.harness.adapters import INSTALLED
 
     path = Path(file or HARNESS_FILES[harness])
     data = read_json(path)

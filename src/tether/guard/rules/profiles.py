@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from importlib import resources
 
-from tether.guard.rules import BUILTIN_IDS
+from tether.guard.rules.rule import BUILTIN_IDS
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ def _all_but(*ids: str) -> dict[str, bool]:
 
 def section(name: str) -> str:
     """The prompt section `prompts/<name>.md` shipped in the package."""
-    path = resources.files("tether.guard").joinpath(f"prompts/{name}.md")
+    path = resources.files("tether.guard.rules").joinpath(f"prompts/{name}.md")
     return path.read_text(encoding="utf-8")
 
 

@@ -48,7 +48,7 @@ What each mapping follows:
   Cursor command line to try here, so it stays on those payloads.
 
 What a harness gave as a sign of how a call went is written into the Claude Code-shaped
-`tool_response` (`exit_code`, `is_error`, `success`, `interrupted`), where `hooks.tool_ok` reads
+`tool_response` (`exit_code`, `is_error`, `success`, `interrupted`), where `claude.tool_ok` reads
 it; a response given no sign makes the evidence `ok: null`.
 
 The project of an event (where a relative `--config` is found and relative traces resolve) is
@@ -65,8 +65,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tether.guard.cli import DEFAULT_CONFIG
-from tether.guard.hooks import NATIVE, TOOL_EVENTS
+from tether.guard.harness.claude import NATIVE, TOOL_EVENTS
+from tether.guard.rules.plan import DEFAULT_CONFIG
 
 HARNESSES = ("claude", "codex", "gemini", "cursor")
 CODEX_EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop")
@@ -553,7 +553,7 @@ def answer(
 
 def error_text(harness: str, error: dict[str, Any]) -> str | None:
     """The line a failed hook writes on stderr instead of the CLI's JSON error (None: the JSON
-    error, `tether.cli.output.emit_error`). Gemini CLI would read a JSON object there as its
+    error, `tether.command.output.emit_error`). Gemini CLI would read a JSON object there as its
     answer (and so allow what exit 2 should block), so it gets a line of text."""
     if harness == "gemini":
         return f"tether guard: {error.get('code')}: {error.get('message')}"

@@ -24,14 +24,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from tether.guard.conditions import POST, PRE, TEXT, Context, References
-from tether.guard.messages import injected
-from tether.guard.rules import Rule
-from tether.guard.state import SessionState, Tracking, outcome
-from tether.guard.triggers import canonical
+from tether.guard.rules.conditions import POST, PRE, TEXT, Context, References
+from tether.guard.rules.messages import injected
+from tether.guard.rules.rule import Rule
+from tether.guard.rules.state import SessionState, Tracking, outcome
+from tether.guard.rules.triggers import canonical
 
 if TYPE_CHECKING:
-    from tether.guard.classifier import Classifier
+    from tether.guard.rules.classifier import Classifier
 
 _SEVERITY = {"allow": 0, "remind": 1, "warn": 2, "block": 3}
 
@@ -124,7 +124,7 @@ class Guard:
         self.classifier: Classifier | None = None
         brain = plan["brain"] or (agent_brain if plan["use_agent_brain"] else None)
         if plan["classify_turns"] and brain is not None:
-            from tether.guard.classifier import Classifier
+            from tether.guard.rules.classifier import Classifier
 
             self.classifier = Classifier(plan["classifier"], brain, plan["profile"])
 
@@ -136,7 +136,7 @@ class Guard:
         agent_brain: dict[str, Any] | None = None,
     ) -> Guard:
         """A guard from a YAML file (`security: behavior:` or a behavior block at the root)."""
-        from tether.guard.plan import load_plan
+        from tether.guard.rules.plan import load_plan
 
         return cls(load_plan(path, cache_dir), agent_brain)
 
@@ -148,7 +148,7 @@ class Guard:
         agent_brain: dict[str, Any] | None = None,
     ) -> Guard:
         """A guard from a mapping; `base_dir` is where `behavior/<name>.yaml` profiles live."""
-        from tether.guard.config import plan_from_dict
+        from tether.guard.rules.config import plan_from_dict
 
         return cls(plan_from_dict(data, base_dir), agent_brain)
 
@@ -306,7 +306,7 @@ class GuardSession:
         ok: bool | None = None,
     ) -> Decision:
         """Record a call, then run post rules unless it failed. It failed when `error` is given;
-        else it went as `ok` says when the caller read that (`hooks.tool_ok`), else as `result`
+        else it went as `ok` says when the caller read that (`claude.tool_ok`), else as `result`
         says (`state.outcome`: None when it says nothing)."""
         if error is not None and error is not False:
             ok = False

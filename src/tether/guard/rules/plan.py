@@ -8,7 +8,8 @@ never just a time stamp) and from the guard's own rule and profile sources as th
 time stamp): a cache never outranks the file it was made from. `last_plan` gives the plan a
 cache holds whatever the file says now: the last good plan, for when the file cannot be read.
 A fresh cache is read without importing YAML or pydantic, which keeps `tether guard hook` quick.
-It does not validate anything itself.
+It also names where a project's configuration file is by default (`DEFAULT_CONFIG`, or the file
+`$TETHER_GUARD_CONFIG` names). It does not validate anything itself.
 """
 
 from __future__ import annotations
@@ -20,8 +21,11 @@ from typing import Any
 
 from tether.files import write_atomic
 
+# Where a project keeps its configuration, and the variable naming another file.
+CONFIG_ENV = "TETHER_GUARD_CONFIG"
+DEFAULT_CONFIG = os.path.join(".tether", "guard.yaml")
 CACHE_VERSION = 2
-_SOURCES = ("config.py", "rules.py", "profiles.py", "conditions.py", "prompts/dev.md")
+_SOURCES = ("config.py", "rule.py", "profiles.py", "conditions.py", "prompts/dev.md")
 
 
 def _stamp(path: str) -> list[int] | None:
@@ -85,7 +89,7 @@ def load_plan(path: str | os.PathLike[str], cache_dir: str | None = None) -> dic
             return dict(from_cache["plan"])
     except (KeyError, TypeError, AttributeError):
         pass
-    from tether.guard.config import plan_from_file
+    from tether.guard.rules.config import plan_from_file
 
     absolute = os.path.abspath(path)
     plan, read = plan_from_file(path)

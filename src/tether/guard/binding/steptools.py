@@ -38,9 +38,9 @@ import sys
 from typing import Any, NamedTuple
 
 from tether.files import is_inside
-from tether.guard import shell
-from tether.guard.state import DEFAULT_TARGET_KEYS
-from tether.guard.triggers import Trigger, bare, canonical
+from tether.guard.rules import shell
+from tether.guard.rules.state import DEFAULT_TARGET_KEYS
+from tether.guard.rules.triggers import Trigger, bare, canonical
 
 # The runtime's MCP tools (tether.mcp.tools.TOOLS; a test holds the two lists together).
 MCP_TOOLS = frozenset(

@@ -29,8 +29,8 @@ from typing import Any
 
 from tether.errors import TetherError
 from tether.files import is_inside
-from tether.guard.binding import Binder, Binding, resolve, result_uri
-from tether.guard.steptools import MCP_TOOLS, is_own_tool, simple_commands, tether_args
+from tether.guard.binding.binder import Binder, Binding, resolve, result_uri
+from tether.guard.binding.steptools import MCP_TOOLS, is_own_tool, simple_commands, tether_args
 
 SESSION = "replay"
 _OPENERS = ("start", "resume", "start_execution", "resume_execution")
@@ -42,9 +42,9 @@ def _in(project: str, tree: str) -> str | None:
     """A tree file named by a recorded call (relative to the project), or None when it lies
     outside the project, however it climbs out (`..`, a symbolic link): a transcript names no
     file that replay reads beyond the project's own."""
-    from tether.store import path_of
+    from tether.verbs import file_of
 
-    named = path_of(tree) if tree.startswith("file:") else tree
+    named = file_of(tree) if tree.startswith("file:") else tree
     path = os.path.realpath(os.path.join(project, named))
     return path if is_inside(path, project) else None
 

@@ -7,8 +7,8 @@ into a plan: the active rules (built-ins switched on by the profile and `rules`,
 `rule_definitions` with the same id, legacy `custom` rules converted), the merged state
 tracking, the thresholds, the prompt, the classifier settings and the `workflow` section. The
 plan is plain JSON, so it can be cached and compiled without this module (see `plan.py`).
-Evaluation lives in the engine, binding in `binding.py`. Reading and parsing a file, with its
-limits and positions, is `tether.tree.locations`' (the same as for tree files).
+Evaluation lives in the engine, binding in `tether.guard.binding`. Reading and parsing a file,
+with its limits and positions, is `tether.tree.locations`' (the same as for tree files).
 """
 
 from __future__ import annotations
@@ -30,13 +30,13 @@ from pydantic import (
 )
 
 from tether.errors import TetherError
-from tether.guard.classifier import SECRET
-from tether.guard.conditions import ConditionError, References, compile_condition
-from tether.guard.messages import Template, TemplateError
-from tether.guard.patterns import pattern_error
-from tether.guard.profiles import PROFILES, Profile
-from tether.guard.rules import BUILTIN_IDS, DEFAULT_TRACKING, THRESHOLDS, builtin_rules
-from tether.guard.triggers import split_names
+from tether.guard.rules.classifier import SECRET
+from tether.guard.rules.conditions import ConditionError, References, compile_condition
+from tether.guard.rules.messages import Template, TemplateError
+from tether.guard.rules.patterns import pattern_error
+from tether.guard.rules.profiles import PROFILES, Profile
+from tether.guard.rules.rule import BUILTIN_IDS, DEFAULT_TRACKING, THRESHOLDS, builtin_rules
+from tether.guard.rules.triggers import split_names
 from tether.tree.locations import MAX_LOAD_BYTES, Locator, Unreadable, format_path, parse, read_text
 
 Path_ = tuple[str | int, ...]

@@ -19,8 +19,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
-from tether.guard.patterns import Pattern, pattern_error
-from tether.guard.state import DEFAULT_TARGET_KEYS, SessionState, extract_target
+from tether.guard.rules.patterns import Pattern, pattern_error
+from tether.guard.rules.state import DEFAULT_TARGET_KEYS, SessionState, extract_target
 
 PRE, POST, TEXT = "pre_tool", "post_tool", "on_text"
 
@@ -248,10 +248,10 @@ def _lint_errors(result: Any) -> int:
 
 
 def _destructive(command: str | None) -> str | None:
-    """What makes a shell command line destructive (see `tether.guard.shell`), or None."""
+    """What makes a shell command line destructive (see `tether.guard.rules.shell`), or None."""
     if command is None:
         return None
-    from tether.guard.shell import destructive
+    from tether.guard.rules.shell import destructive
 
     return destructive(command)
 

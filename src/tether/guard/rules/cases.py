@@ -31,8 +31,8 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from tether.errors import TetherError
-from tether.guard.config import Strict, read_yaml, validate
-from tether.guard.engine import Decision, Guard, GuardSession
+from tether.guard.rules.config import Strict, read_yaml, validate
+from tether.guard.rules.engine import Decision, Guard, GuardSession
 
 
 class Call(Strict):

@@ -25,7 +25,7 @@ and what a bound session gets at each hook event:
   execution (`steptools`), and while one cannot be read only reading tools run.
 - `PostToolUse`, `PostToolUseFailure`: auto-binding (by a call that did not fail; with no sign
   of success, only to the execution its answer names), then evidence: every call but Tether's
-  own is recorded through the `record_tool` verb (a `tool` entry, `ok` as `hooks.tool_ok` read
+  own is recorded through the `record_tool` verb (a `tool` entry, `ok` as `claude.tool_ok` read
   it: true, false or null) in each running execution, for a session the guard has seen before
   (the hooks say which).
 
@@ -46,8 +46,7 @@ import re
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tether.errors import TetherError
-from tether.files import is_inside, write_atomic
-from tether.guard.session_store import safe_name
+from tether.files import is_inside, safe_name, write_atomic
 
 if TYPE_CHECKING:
     from tether.verbs import Runtime
@@ -191,7 +190,7 @@ def started(
         command = params.get("command")
         if not isinstance(command, str) or "tether" not in command:
             return None
-        from tether.guard.steptools import simple_commands
+        from tether.guard.binding.steptools import simple_commands
 
         given = None
         for words in simple_commands(command) or []:
@@ -211,7 +210,7 @@ def started(
 def _shell_trace(words: list[str]) -> str | None:
     from tether.command.args import parse
     from tether.command.verbs import COMMANDS
-    from tether.guard.steptools import tether_args
+    from tether.guard.binding.steptools import tether_args
 
     args = tether_args(words)
     if not args or args[0] not in _SHELL_BINDERS:
@@ -225,7 +224,7 @@ def _shell_trace(words: list[str]) -> str | None:
 
 def _not_the_agents(name: str, args: list[str]) -> str | None:
     """A `shell.first` judge: the `tether reset` or `tether guard hook` a command runs."""
-    from tether.guard.shell import tether_args
+    from tether.guard.rules.shell import tether_args
 
     given = tether_args(name, args)
     if given is None:
@@ -238,7 +237,7 @@ def _not_the_agents(name: str, args: list[str]) -> str | None:
 
 def _redirect_targets(text: str) -> list[str]:
     """The files a line's output redirections write (`> f`, `>> f`, `&> f`, `>| f`)."""
-    from tether.guard.shell import tokens
+    from tether.guard.rules.shell import tokens
 
     words = tokens(text)
     return [
@@ -254,9 +253,9 @@ class Guarded:
 
     def __init__(self, traces: list[str], config: frozenset[str], state: str) -> None:
         """`config` and `state` as they resolve (`os.path.realpath`)."""
-        from tether.store import path_of
+        from tether.verbs import file_of
 
-        self.executions = [os.path.realpath(path_of(t)) for t in traces if t.startswith("file:")]
+        self.executions = [os.path.realpath(file_of(t)) for t in traces if t.startswith("file:")]
         self.config = config
         self.state = state
 
@@ -305,7 +304,7 @@ class Guarded:
     def call(self, tool: str, params: dict[str, Any], project: str) -> str | None:
         """What guarded file the call would write, or None: a file tool's path, or a shell
         line's output redirection or a command's argument (bar commands that only read)."""
-        from tether.guard.triggers import bare
+        from tether.guard.rules.triggers import bare
 
         command = params.get("command")
         name = bare(tool)
@@ -321,7 +320,7 @@ class Guarded:
         return None
 
     def _line(self, line: str, project: str) -> str | None:
-        from tether.guard.shell import first, tether_args
+        from tether.guard.rules.shell import first, tether_args
 
         for target in _redirect_targets(line) if ">" in line else ():
             found = self.what(target, project)
@@ -527,7 +526,7 @@ class Binder:
     def own(self, tool: str, params: dict[str, Any], project: str) -> bool:
         """Whether a call is Tether's own (`steptools.is_own_tool`), its MCP tools counting only
         on a server Tether is registered as."""
-        from tether.guard.steptools import is_own_tool
+        from tether.guard.binding.steptools import is_own_tool
 
         server = mcp_server(tool)
         return (server is None or server in self.servers) and is_own_tool(tool, params, project)
@@ -543,13 +542,13 @@ class Binder:
         bindings = self.bound(session_id, project, record)
         if not bindings:
             return None
-        from tether.guard.steptools import SHELL_TOOLS, refusal
-        from tether.guard.triggers import canonical
+        from tether.guard.binding.steptools import SHELL_TOOLS, refusal
+        from tether.guard.rules.triggers import canonical
 
         command = params.get("command")
         line = command if canonical(tool) in SHELL_TOOLS and isinstance(command, str) else None
         if line is not None:
-            from tether.guard.shell import answers_for_a_person, first
+            from tether.guard.rules.shell import answers_for_a_person, first
 
             answer = answers_for_a_person(line)
             if answer is not None:
@@ -635,7 +634,7 @@ class Binder:
         (`bind: auto`); then record the call as evidence in every running execution it is
         bound to (`evidence`), unless it is Tether's own or the session is not `known` (the
         guard saw no earlier event of it). `ok`: how the call went, None when the harness gave
-        no sign (`hooks.tool_ok`)."""
+        no sign (`claude.tool_ok`)."""
         if ok is not False and self.settings["bind"] == "auto":
             found = started(tool, params, response, project, ok, self.servers)
             if found is not None and self._running(found.trace):
@@ -737,9 +736,7 @@ def _warning(trace: str, view: dict[str, Any]) -> str:
     """What `stop: warn` tells the user of one execution."""
     if view["status"] == "unreadable":
         return _unreadable(trace, view)
-    from tether.engine.core import waits_on_person
-
-    if waits_on_person(view["open"]):
+    if view["for_person"]:
         return _for_a_person(trace, view["open"])
     return _open_step(trace, view["current"])
 

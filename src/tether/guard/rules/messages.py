@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 
-from tether.guard.conditions import Context
-from tether.guard.triggers import bare
+from tether.guard.rules.conditions import Context
+from tether.guard.rules.triggers import bare
 
 PREFIX = {
     "block": "[BEHAVIOR BLOCKED]",

@@ -1,0 +1,184 @@
+"""Claude Code's side of the wire: what it sends a hook, what it writes, where it keeps hooks.
+
+Owns the hook events the guard answers (`EVENTS`; `TOOL_EVENTS` carry a tool call), the marks
+of a payload (`NATIVE`: set by an adapter on a payload of another harness; `delivery`: what makes
+an event one, whichever hook delivers it), how a call went (`tool_ok`), the reads of a session
+transcript (its entries, the text the model wrote, the last assistant entry: a bounded read of
+the file's tail) and of Claude Code's settings files (`CLAUDE_FILES`: which of them holds the
+guard's hooks, `installed_hooks`, and what the user is told when the plugin runs them too,
+`twice`). It decides nothing and writes nothing: `hooks` answers an event, `install` writes the
+settings, `replay` drives the guard over a whole transcript.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from tether.guard.rules.state import outcome
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+TAIL_BYTES = 256 * 1024
+TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
+SESSION_EVENTS = ("UserPromptSubmit", *TOOL_EVENTS, "Stop", "SubagentStop")
+EVENTS = ("SessionStart", *SESSION_EVENTS, "SessionEnd")
+# The harness's own name of the event, set by `adapters.events` on a payload of another harness:
+# a payload without it is Claude Code's.
+NATIVE = "harness_event"
+SHARED_SETTINGS = os.path.join(".claude", "settings.json")
+LOCAL_SETTINGS = os.path.join(".claude", "settings.local.json")
+CLAUDE_FILES = (SHARED_SETTINGS, LOCAL_SETTINGS)
+PLUGIN = "tether"  # the plugin's name in .claude-plugin/plugin.json
+
+
+def read_settings(path: Path) -> dict[str, Any]:
+    """A settings file's JSON object; {} when it cannot be read or holds something else."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _entries_backwards(path: str) -> Iterator[dict[str, Any]]:
+    """The transcript's last entries, newest first (a bounded read of the file's tail)."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - TAIL_BYTES))
+            chunk = handle.read()
+    except OSError:
+        return
+    lines = chunk.decode("utf-8", errors="replace").splitlines()
+    if size > TAIL_BYTES:
+        lines = lines[1:]
+    for line in reversed(lines):
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            yield entry
+
+
+def _blocks(entry: dict[str, Any]) -> list[Any]:
+    content = (entry.get("message") or {}).get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return content if isinstance(content, list) else []
+
+
+def is_user_prompt(entry: dict[str, Any]) -> bool:
+    """A transcript entry that is a message the user typed (not a tool result)."""
+    if entry.get("type") != "user" or entry.get("isMeta"):
+        return False
+    blocks = _blocks(entry)
+    return bool(blocks) and not any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in blocks
+    )
+
+
+def assistant_text(entry: dict[str, Any]) -> str:
+    """The text blocks of an assistant transcript entry, joined."""
+    if entry.get("type") != "assistant":
+        return ""
+    return "\n".join(
+        b.get("text", "")
+        for b in _blocks(entry)
+        if isinstance(b, dict) and b.get("type") == "text" and b.get("text", "").strip()
+    )
+
+
+def text_since_prompt(transcript: str) -> bool:
+    """Whether the model wrote any text since the user's last prompt."""
+    for entry in _entries_backwards(transcript):
+        if is_user_prompt(entry):
+            return False
+        if assistant_text(entry):
+            return True
+    return False
+
+
+def last_assistant_text(transcript: str) -> str:
+    for entry in _entries_backwards(transcript):
+        if is_user_prompt(entry):
+            return ""
+        text = assistant_text(entry)
+        if text:
+            return text
+    return ""
+
+
+def tool_ok(payload: dict[str, Any]) -> bool | None:
+    """How a call went (DESIGN: evidence never claims more than it saw): False for
+    `PostToolUseFailure`, else what its response says (`state.outcome`, which an adapter of
+    another harness fills in where that harness gave a sign), else True for Claude Code's own
+    `PostToolUse` (it sends `PostToolUseFailure` for a call that failed), else None."""
+    if payload.get("hook_event_name") == "PostToolUseFailure":
+        return False
+    ok = outcome(payload.get("tool_response"))
+    return True if ok is None and NATIVE not in payload else ok
+
+
+def last_assistant_uuid(transcript: str) -> str | None:
+    """The `uuid` of the transcript's last assistant entry (Claude Code writes it before `Stop`)."""
+    for entry in _entries_backwards(transcript):
+        if entry.get("type") == "assistant" and isinstance(entry.get("uuid"), str):
+            return str(entry["uuid"])
+    return None
+
+
+def delivery(payload: dict[str, Any]) -> str | None:
+    """What makes this event one, whichever hook delivers it (None: nothing does)."""
+    event = payload.get("hook_event_name", "")
+    if event in TOOL_EVENTS:
+        call = payload.get("tool_use_id")
+        params = payload.get("tool_input")
+        target = params.get("file_path") if isinstance(params, dict) else None
+        return f"{event} {call} {payload.get('tool_name')} {target}" if call else None
+    if event == "UserPromptSubmit":
+        prompt = payload.get("prompt_id")
+        return f"{event} {prompt}" if prompt else None
+    transcript = payload.get("agent_transcript_path") or payload.get("transcript_path")
+    if not isinstance(transcript, str) or not transcript:
+        return None
+    if event in ("Stop", "SubagentStop"):
+        entry = last_assistant_uuid(transcript)
+        return f"{event} {payload.get('agent_id')} {entry}" if entry else None
+    if event == "SessionStart":
+        try:
+            size = os.stat(transcript).st_size
+        except OSError:
+            size = 0
+        return f"{event} {payload.get('source')} {size}"
+    return None
+
+
+def installed_hooks(project: Path) -> str | None:
+    """The project's Claude Code settings file holding the guard's own hooks, if one does."""
+    for name in CLAUDE_FILES:
+        hooks = read_settings(project / name).get("hooks")
+        groups = hooks.values() if isinstance(hooks, dict) else []
+        for group in (g for gs in groups if isinstance(gs, list) for g in gs):
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            for handler in handlers if isinstance(handlers, list) else []:
+                if isinstance(handler, dict) and (
+                    " guard hook " in f"{handler.get('command', '')} "
+                    or str(handler.get("url", "")).endswith("/hook")
+                ):
+                    return name
+    return None
+
+
+def twice(hooks: str, plugin: str) -> str:
+    """What the user is told when the plugin and installed hooks both run."""
+    return (
+        f"Tether's hooks run twice: installed in {hooks} and by the Tether plugin ({plugin}). "
+        "Each event is still handled once, but keep one: remove the guard's entries from "
+        f"{hooks}, or disable the plugin (/plugin)."
+    )

@@ -1,0 +1,231 @@
+"""The Claude Code adapter: hook payloads in, Claude Code's hook output out.
+
+Owns: mapping each hook event onto a guard session and each decision onto Claude Code's output
+format. What Claude Code sends and writes is read by `claude` (the event names, the transcript:
+whether the model wrote text before its first tool call of a turn, the last assistant message
+when `Stop` does not carry it). It does not parse configuration or talk HTTP (the CLI and
+`serve` do).
+
+Each event has one handler (`HANDLERS`), which asks the rules for a decision while the session
+is locked against other hook processes, then does the binding's part once the lock is released,
+and answers with both:
+
+- `SessionStart`: `session_context()` (the system-prompt section, short unless the configuration
+  says `context: full`), answered as `additionalContext`.
+- `UserPromptSubmit`: `on_user_message(prompt)`; the directive as `additionalContext`.
+- `PreToolUse`: `pre_tool(tool_name, tool_input)`; a block is `permissionDecision: deny` with
+  the reason, a warning or reminder is `additionalContext`.
+- `PostToolUse`: `post_tool(tool_name, tool_input, tool_response, ok=tool_ok(payload))`;
+  `additionalContext`. How the call went is read once (`tool_ok`) for the rules and the evidence.
+- `PostToolUseFailure`: `post_tool(..., error=error)`; no output (no rule runs on a failure).
+- `Stop`, `SubagentStop`: `on_text(last_assistant_message)`; `decision: block` with the reason,
+  except when `stop_hook_active` (the model is already continuing because of a stop hook).
+- `SessionEnd`: the session's stored state is forgotten.
+
+An event is handled once however many hooks deliver it (the plugin's and `tether guard install`'s,
+say): `claude.delivery` names it (a tool call by its `tool_use_id`, a prompt by its `prompt_id`, a
+stop by the transcript's last assistant entry, a start by its source and the transcript's size),
+and a repeat gets no answer (`SessionStore.first_delivery`).
+
+A session bound to an execution (`binding`) also gets, on top of the rules: its current request
+as context at `SessionStart` and `UserPromptSubmit`, a `deny` for a call outside the open step's
+`tools` policy at `PreToolUse`, its calls recorded as evidence at `PostToolUse` and
+`PostToolUseFailure`, and a refused `Stop` while the execution runs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
+from tether.guard.binding.binder import Binder, project_dir
+from tether.guard.harness.claude import (
+    delivery,
+    installed_hooks,
+    last_assistant_text,
+    text_since_prompt,
+    tool_ok,
+    twice,
+)
+from tether.guard.harness.session_store import SessionStore
+from tether.guard.rules.engine import Decision, Guard, GuardSession
+
+
+def _installed_twice(project: str) -> str | None:
+    """When run by Tether's plugin (its launcher sets `TETHER_CLAUDE_PLUGIN`) in a project that
+    also has the guard's hooks installed: what to tell the user."""
+    plugin = os.environ.get("TETHER_CLAUDE_PLUGIN")
+    if not plugin:
+        return None
+    from pathlib import Path
+
+    hooks = installed_hooks(Path(project))
+    return twice(hooks, f"loaded from {plugin}") if hooks else None
+
+
+def _context(event: str, text: str) -> dict[str, Any]:
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+
+
+def _tool_output(event: str, decision: Decision) -> dict[str, Any] | None:
+    if not decision.firings:
+        return None
+    if decision.blocked:
+        return {
+            "hookSpecificOutput": {
+                "hookEventName": event,
+                "permissionDecision": "deny",
+                "permissionDecisionReason": decision.text,
+            }
+        }
+    return _context(event, decision.text)
+
+
+def _joined(*parts: str | None) -> str:
+    return "\n\n".join(p for p in parts if p)
+
+
+class _Event:
+    """One hook event on its way through its handler: the payload's parts every handler reads,
+    and the session, locked while a handler asks it for a decision (`locked`)."""
+
+    def __init__(
+        self, payload: dict[str, Any], guard: Guard, store: SessionStore, binder: Binder
+    ) -> None:
+        self.payload = payload
+        self.name = str(payload.get("hook_event_name", ""))
+        self.guard = guard
+        self.store = store
+        self.binder = binder
+        self.session_id = str(payload.get("session_id") or "default")
+        self.project = project_dir(payload)
+        self.tool = str(payload.get("tool_name") or "")
+        params = payload.get("tool_input")
+        self.params: dict[str, Any] = params if isinstance(params, dict) else {}
+
+    def locked(self) -> AbstractContextManager[GuardSession]:
+        """The session of this event's agent, locked against other hook processes until exit.
+        The binding reads and writes the execution after it is released."""
+        cwd = self.payload.get("cwd")
+        return self.store.session(
+            self.guard,
+            self.session_id,
+            self.payload.get("agent_id") or None,
+            cwd if isinstance(cwd, str) else None,
+        )
+
+
+def _session_start(event: _Event) -> dict[str, Any] | None:
+    text = _joined(
+        event.guard.session_context(), event.binder.context(event.session_id, event.project)
+    )
+    return _context(event.name, text) if text else None
+
+
+def _session_end(event: _Event) -> None:
+    event.store.end(event.session_id)
+
+
+def _user_prompt(event: _Event) -> dict[str, Any] | None:
+    with event.locked() as session:
+        decision = session.on_user_message(str(event.payload.get("prompt") or ""))
+    text = _joined(decision.directive, event.binder.context(event.session_id, event.project))
+    return _context(event.name, text) if text else None
+
+
+def _pre_tool(event: _Event) -> dict[str, Any] | None:
+    with event.locked() as session:
+        transcript = event.payload.get("transcript_path")
+        state = session.state
+        if (
+            transcript
+            and not state.text_this_turn
+            and state.tool_calls_this_turn == 0
+            and text_since_prompt(str(transcript))
+        ):
+            session.note_text()
+        decision = session.pre_tool(event.tool, event.params)
+    refused = event.binder.pre_tool(event.session_id, event.project, event.tool, event.params)
+    if refused is None:
+        return _tool_output(event.name, decision)
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": event.name,
+            "permissionDecision": "deny",
+            "permissionDecisionReason": _joined(refused, decision.text),
+        }
+    }
+
+
+def _post_tool(event: _Event) -> dict[str, Any] | None:
+    """`PostToolUse` and `PostToolUseFailure`: the rules see the call, and a bound session
+    records it as evidence (only for a session seen before this event)."""
+    ok = tool_ok(event.payload)
+    response = event.payload.get("tool_response")
+    with event.locked() as session:
+        known = session.state.events > 0
+        error = event.payload.get("error")
+        decision = session.post_tool(event.tool, event.params, response, error, ok=ok)
+    event.binder.post_tool(
+        event.session_id, event.project, event.tool, event.params, response, ok=ok, known=known
+    )
+    return _tool_output(event.name, decision) if event.name == "PostToolUse" else None
+
+
+def _stop(event: _Event) -> dict[str, Any] | None:
+    """`Stop` and `SubagentStop`: the rules read the last message; a bound session may not stop
+    while its execution runs (the main agent's `Stop` only)."""
+    said = event.payload.get("last_assistant_message")
+    if not isinstance(said, str):
+        transcript = event.payload.get("agent_transcript_path") or event.payload.get(
+            "transcript_path"
+        )
+        said = last_assistant_text(str(transcript)) if transcript else ""
+    with event.locked() as session:
+        decision = session.on_text(said)
+    rules = (
+        decision.text if decision.firings and not event.payload.get("stop_hook_active") else None
+    )
+    held = event.binder.stop(event.session_id, event.project) if event.name == "Stop" else None
+    if held is not None and held.get("decision") == "block":
+        return {**held, "reason": _joined(held["reason"], rules)}
+    if rules:
+        return {**(held or {}), "decision": "block", "reason": rules}
+    return held
+
+
+# Each event the guard answers, and its handler.
+HANDLERS: dict[str, Callable[[_Event], dict[str, Any] | None]] = {
+    "SessionStart": _session_start,
+    "UserPromptSubmit": _user_prompt,
+    "PreToolUse": _pre_tool,
+    "PostToolUse": _post_tool,
+    "PostToolUseFailure": _post_tool,
+    "Stop": _stop,
+    "SubagentStop": _stop,
+    "SessionEnd": _session_end,
+}
+
+
+def handle(
+    payload: dict[str, Any],
+    guard: Guard,
+    store: SessionStore,
+    binder: Binder | None = None,
+) -> dict[str, Any] | None:
+    """The hook output for one payload, or None when there is nothing to say (or another hook
+    delivered the same event first). `binder` holds the workflow binding (made from the guard's
+    `workflow` settings when not given)."""
+    if binder is None:
+        binder = Binder(guard.plan["workflow"], store.root, guard.plan.get("files", ()))
+    event = _Event(payload, guard, store, binder)
+    said = _installed_twice(event.project) if event.name == "SessionStart" else None
+    told = {"systemMessage": said} if said else {}
+    key = delivery(payload)
+    if key is not None and not store.first_delivery(event.session_id, key):
+        return told or None
+    handler = HANDLERS.get(event.name)
+    out = handler(event) if handler is not None else None
+    return {**(out or {}), **told} or None
