@@ -5,7 +5,8 @@ Owns the commands `check`, `prompt`, `hook`, `serve`, `install claude|codex|gemi
 by the command frame's parser (`tether.command.args`), and their output, through the frame every
 `tether` command shares (`tether.command.output`): JSON on stdout, errors as JSON on stderr with
 the exit code of their class. The exception is `hook`, whose stdout is exactly the hook output
-of Claude Code, or of the harness `--harness` names (`harness.adapters`; nothing when there is nothing to say).
+of Claude Code, or of the harness `--harness` names (`harness.adapters`; nothing when there is
+nothing to say).
 A hook whose configuration exists but cannot be read goes on under the last good plan made from
 it (`rules.plan.last_plan`), saying so in every answer. A hook that cannot decide answers as
 `harness.failsafe` says: under `on_error: block` a `PreToolUse` is denied (exit 0, or exit 2
