@@ -126,7 +126,7 @@ def test_every_family_reports_errors_through_the_command_frame() -> None:
 CONFINEMENT_HOMES = {
     "files.py",  # is_inside itself; linked_folder tells a path outside by its leading `..`
     "mcp/install.py",  # writes `--root` relative when it lies under the project, as spelled
-    "guard/session_store.py",  # drops its own cache's entries under a folder, as keyed
+    "guard/harness/session_store.py",  # drops its own cache's entries under a folder, as keyed
 }
 
 
