@@ -707,10 +707,10 @@ class Runtime:
         return self._answer(trace, core.ToolCall(tool, bounded(input), ok, step))
 
     def open_steps(self, trace: str) -> dict[str, Any]:
-        """The execution's status, its refused stops in a row (`stop_blocks`), its current
-        request and every open one (each with the `tools` policy that applies to it, when a
-        node declares one), and whether every open one waits on a person (`for_person`), read
-        from the state alone."""
+        """The status of the execution at `trace`, its refused stops in a row (`stop_blocks`),
+        its current request and every open one (each with the `tools` policy that applies to it,
+        when a node declares one), and whether every open one waits on a person (`for_person`),
+        read from the state alone."""
         store, uri = self._store(trace)
         state = store.load(uri)
         open_ = core.all_open(state) if state["status"] == core.Status.RUNNING else []
