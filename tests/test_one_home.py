@@ -153,6 +153,12 @@ def test_path_confinement_has_one_home() -> None:
             found.add(str(path.relative_to(PACKAGE)))
     assert "files.py" in found  # the scan sees the home itself
     assert found <= CONFINEMENT_HOMES
-    users = {"verbs.py", "viewer/server.py", "tree/load.py", "treetest/run.py", "guard/binding/sandbox.py"}
+    users = {
+        "verbs.py",
+        "viewer/server.py",
+        "tree/load.py",
+        "treetest/run.py",
+        "guard/binding/sandbox.py",
+    }
     for rel in users:
         assert "is_inside(" in (PACKAGE / rel).read_text(), rel
