@@ -143,6 +143,7 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "test": ("tether.treetest.cli:main", "run recorded walks of trees without an agent"),
     "init": ("tether.cli.project:init_main", "write the examples and a guard configuration here"),
     "install": ("tether.cli.project:install_main", "install the agent skill (install skill)"),
+    "export": ("tether.otel.cli:main", "send executions as OpenTelemetry traces (export otel)"),
 }
 
 

@@ -28,7 +28,7 @@ from tether.errors import TetherError
 from tether.otel.spans import Span, spans
 
 # The longest a process waits at exit for the spans it emitted live.
-FLUSH_SECONDS = 2.0
+FLUSH_SECONDS = 1.0
 _EXTRA = (
     "OpenTelemetry export needs the `otel` extra ({missing} is not installed): in a checkout of "
     "Tether, pip install '.[otel]' (after a release: pip install 'tether-bt[otel]')"
@@ -170,10 +170,12 @@ def export(where: str, endpoint: str | None = None) -> dict[str, Any]:
     one execution it names (finished or not: a running one sends the attempts it has settled),
     to `endpoint` (else the `OTEL_EXPORTER_OTLP_*` variables'). Raises `export_failed` when the
     receiver refuses or cannot be reached."""
-    from opentelemetry.sdk.trace.export import SpanExportResult
-
     from tether.store import store_for
 
+    sender = Sender(endpoint)  # first: without the extra, that is the error to give
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    _quiet()  # what failed is the command's error, not the exporter's log lines
     store = store_for(where)
     place, name = store.place(where)
     if name is None:
@@ -182,7 +184,6 @@ def export(where: str, endpoint: str | None = None) -> dict[str, Any]:
         running = [s.uri for s in listed if s.status == "running"]
     else:
         uris, running = [store.canonical(where)], []
-    sender = Sender(endpoint)
     for uri in uris:
         state, entries = store.read_execution(uri)
         tid, made = spans(state, store.load_tree(uri), entries)
@@ -225,15 +226,30 @@ def emit(store: Any, uri: str, tree: dict[str, Any], since: int) -> None:
         return
 
 
+def _flush(processor: Any, seconds: float) -> None:
+    """Send what `processor` holds, waiting `seconds` at most: the SDK's flush exports in the
+    caller's thread and does not keep to its timeout (a receiver that is down is retried for
+    `OTEL_EXPORTER_OTLP_TIMEOUT`), so it runs in a daemon thread, left behind at exit."""
+    flushing = threading.Thread(target=processor.force_flush, daemon=True)
+    flushing.start()
+    flushing.join(seconds)
+
+
+def _quiet() -> None:
+    """Keep the SDK's log lines (a receiver that cannot be reached) off stderr."""
+    import logging
+
+    logger = logging.getLogger("opentelemetry")
+    logger.addHandler(logging.NullHandler())
+    logger.propagate = False
+
+
 def _start_live() -> Sender:
     """The process's live sender, silent, flushed at exit for at most `FLUSH_SECONDS`."""
     import atexit
-    import logging
 
-    quiet = logging.getLogger("opentelemetry")
-    quiet.addHandler(logging.NullHandler())
-    quiet.propagate = False
+    _quiet()
     sender = Sender(live=True)
     seconds = float(os.environ.get("TETHER_OTEL_FLUSH_SECONDS", FLUSH_SECONDS))
-    atexit.register(sender.processor.force_flush, int(seconds * 1000))
+    atexit.register(_flush, sender.processor, seconds)
     return sender
