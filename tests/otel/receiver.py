@@ -103,7 +103,9 @@ class Phoenix:
         while not self._healthy():
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.stop()
-                raise AssertionError(f"Phoenix did not start: {(folder / 'phoenix.log').read_text()[-3000:]}")
+                raise AssertionError(
+                    f"Phoenix did not start: {(folder / 'phoenix.log').read_text()[-3000:]}"
+                )
             time.sleep(0.5)
 
     def _healthy(self) -> bool:
@@ -133,7 +135,7 @@ class Phoenix:
         """The spans of `uri` once there are `count` of them, checked again a moment later so
         that one too many would show."""
         deadline = time.monotonic() + seconds
-        while len(spans := self.spans(uri)) < count and time.monotonic() < deadline:
+        while len(self.spans(uri)) < count and time.monotonic() < deadline:
             time.sleep(0.3)
         time.sleep(1.5)
         return self.spans(uri)
