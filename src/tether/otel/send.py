@@ -215,8 +215,7 @@ def emit(store: Any, uri: str, tree: dict[str, Any], since: int) -> None:
     global _live
     try:
         state, entries = store.read_execution(uri)
-        tid, made = spans(state, tree, entries)
-        ready = [s for s in made if s.done and s.last_seq is not None and s.last_seq >= since]
+        tid, ready = spans(state, tree, entries, since)
         if not ready:
             return
         if _live is None:

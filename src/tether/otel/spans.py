@@ -98,10 +98,14 @@ def trace_id(state: dict[str, Any], entries: list[dict[str, Any]]) -> int:
 
 
 def spans(
-    state: dict[str, Any], tree: dict[str, Any], entries: list[dict[str, Any]]
+    state: dict[str, Any],
+    tree: dict[str, Any],
+    entries: list[dict[str, Any]],
+    since: int | None = None,
 ) -> tuple[int, list[Span]]:
     """The execution's trace id and its spans, the root first, then the attempts in the order
-    they began."""
+    they began; with `since`, only the spans done by the entries from seq `since` on (what a
+    commit whose first entry is `since` completed), the others never built."""
     tid = trace_id(state, entries)
     common = {
         "tether.execution.uri": state["uri"],
@@ -109,9 +113,33 @@ def spans(
         "tether.tree.hash": state["tree_hash"],
         "gen_ai.conversation.id": state["uri"],
     }
-    root = Span(
-        f"invoke_workflow {tree['name']}", _id(f"{tid}:workflow", 8), None, _ns(state["created_at"])
-    )
+    reader = _Reader(tree, state["salt"], _ns(state["created_at"]))
+    for entry in entries:
+        reader.read(entry)
+    finished = state["status"] != "running"
+    last = entries[-1]["seq"] if entries else None
+    made = []
+    if since is None or (finished and last is not None and last >= since):
+        made.append(_root(tid, state, tree, common, reader, entries))
+    root_id = _id(f"{tid}:workflow", 8)
+    for attempt in reader.attempts:
+        if attempt.outcome is None and finished:
+            attempt.done_seq = last
+        if since is None or (attempt.done_seq is not None and attempt.done_seq >= since):
+            made.append(attempt.span(tid, root_id, common, finished))
+    return tid, made
+
+
+def _root(
+    tid: int,
+    state: dict[str, Any],
+    tree: dict[str, Any],
+    common: dict[str, Any],
+    reader: _Reader,
+    entries: list[dict[str, Any]],
+) -> Span:
+    """The workflow's span, from `created_at` to the last entry, closed once it finished."""
+    root = Span(f"invoke_workflow {tree['name']}", _id(f"{tid}:workflow", 8), None, reader.created)
     root.attributes.update(
         common,
         **{
@@ -119,91 +147,145 @@ def spans(
             "gen_ai.workflow.name": tree["name"],
             # OpenInference's kind (Phoenix's convention), which has no kind for invoke_workflow.
             "openinference.span.kind": "CHAIN",
+            "tether.status": state["status"],
         },
     )
     if tree.get("version") is not None:
         root.attributes["tether.tree.version"] = str(tree["version"])
-    reader = _Reader(tid, root, tree, state["salt"], common)
-    for entry in entries:
-        reader.read(entry)
-    _finish(root, state, entries, reader.attempts)
-    return tid, [root, *(attempt.span for attempt in reader.attempts)]
+    root.events = [_event(entry, None) for entry in reader.outside]
+    if entries:
+        root.end = _ns(entries[-1]["ts"])
+    if state["status"] != "running" and entries:
+        root.done, root.last_seq = True, entries[-1]["seq"]
+        if state["status"] == "failed":
+            root.status, root.message = "error", state.get("failure") or "the workflow failed"
+        else:
+            root.status = "ok"
+    return root
 
 
 class _Attempt:
-    """One attempt of an action while the trace is read."""
+    """One attempt of an action, as the trace is read: its entries (each with the token of the
+    step it was recorded in), the answer it ends on so far, and its outcome once settled."""
 
-    __slots__ = ("item", "key", "last_step", "opened", "outcome", "retry", "salt", "span", "steps")
+    __slots__ = (
+        "answer",
+        "done_seq",
+        "entries",
+        "first_seq",
+        "item",
+        "key",
+        "last_step",
+        "message",
+        "name",
+        "opened",
+        "outcome",
+        "retry",
+        "start",
+        "steps",
+    )
 
     def __init__(
-        self, key: str, steps: list[dict[str, Any]], item: int | None, retry: int, salt: str
+        self, key: str, node: dict[str, Any], item: int | None, retry: int, start: int
     ) -> None:
         self.key = key
-        self.salt = salt
-        self.steps = steps
+        self.name: str = node["name"]
+        self.steps: list[dict[str, Any]] = node["steps"]
         self.item = item
         self.retry = retry
+        self.start = start
+        self.first_seq = -1
         self.last_step = -1
         self.opened = 0  # the seq at which its open step was opened
         self.outcome: str | None = None  # success or failure once settled
-        self.span: Span
+        self.message: str | None = None
+        self.answer: tuple[dict[str, Any], int, str] | None = None  # entry, step, token
+        self.entries: list[tuple[dict[str, Any], str | None]] = []
+        self.done_seq: int | None = None
 
-    def token(self, step: int) -> str:
+    def token(self, step: int, salt: str) -> str:
         """The token of its step `step` as opened (the engine's `step_token`)."""
-        return f"{self.key or '-'}:{step}:{self.retry}:{self.opened}:{self.salt}"
+        return f"{self.key or '-'}:{step}:{self.retry}:{self.opened}:{salt}"
+
+    def span(self, tid: int, root_id: int, common: dict[str, Any], finished: bool) -> Span:
+        span = Span(
+            f"invoke_agent {self.name}",
+            _id(f"{tid}:{self.key}:{self.first_seq}", 8),
+            root_id,
+            self.start,
+        )
+        span.attributes.update(
+            common,
+            **{
+                "gen_ai.operation.name": "invoke_agent",
+                "tether.action.name": self.name,
+                "tether.action.path": self.key,
+                "tether.attempt.retry": self.retry,
+                "tether.outcome": self.outcome or ("halted" if finished else "open"),
+            },
+        )
+        if self.item is not None:
+            span.attributes["tether.loop.item"] = self.item
+        if self.answer is not None:
+            span.attributes.update(_answered(self.steps, *self.answer))
+        span.events = [_event(entry, token) for entry, token in self.entries]
+        span.end = max(span.start, *(event.time for event in span.events))
+        span.status = {"success": "ok", "failure": "error"}.get(self.outcome or "", "unset")
+        span.message = self.message
+        span.done, span.last_seq = self.done_seq is not None, self.done_seq
+        return span
 
 
 class _Reader:
-    """Reads entries in order, sorting each into the root or an attempt."""
+    """Reads entries in order, sorting each into an attempt or `outside` (the root's)."""
 
-    def __init__(
-        self, tid: int, root: Span, tree: dict[str, Any], salt: str, common: dict[str, Any]
-    ) -> None:
-        self.tid = tid
-        self.root = root
+    def __init__(self, tree: dict[str, Any], salt: str, created: int) -> None:
         self.tree = tree
         self.salt = salt
-        self.common = common
+        self.created = created
         self.attempts: list[_Attempt] = []
+        self.outside: list[dict[str, Any]] = []
         self.latest: dict[str, _Attempt] = {}
-        self.moved = (-1, root.start)  # the seq and time of the last entry that moved
+        self.actions: dict[str, dict[str, Any] | None] = {}
+        self.moved = (-1, "")  # the seq and time of the last entry that moved
 
     def read(self, entry: dict[str, Any]) -> None:
         cursor = entry.get("cursor") or {"path": [], "step": None}
-        node = self._action(cursor["path"]) if cursor["step"] is not None else None
+        step = cursor["step"]
+        node = None if step is None else self._action(cursor["path"])
         if node is None:
-            self.root.events.append(_event(entry, None))
+            self.outside.append(entry)
         else:
             attempt = self._attempt(entry, cursor["path"], node)
-            token = str(entry.get("step") or attempt.token(cursor["step"]))
+            token = str(entry.get("step") or attempt.token(step, self.salt))
             # A check step is the runtime's, never a request: it has no token of its own.
-            attempt.span.events.append(_event(entry, None if entry["kind"] == "check" else token))
-            _settle(attempt, entry, cursor["step"], token)
+            attempt.entries.append((entry, None if entry["kind"] == "check" else token))
+            _settle(attempt, entry, step, token)
         if entry["kind"] in _MOVES and entry.get("outcome") != "running":
-            self.moved = (entry["seq"], _ns(entry["ts"]))
+            self.moved = (entry["seq"], entry["ts"])
 
     def _action(self, path: list[int]) -> dict[str, Any] | None:
-        try:
-            node = node_at(self.tree, path)
-        except Exception:  # a path the tree does not have: the entry stays on the root
-            return None
-        return node if node["type"] == "action" else None
+        key = ".".join(map(str, path))  # the engine's node key
+        if key not in self.actions:
+            try:
+                node: dict[str, Any] | None = node_at(self.tree, path)
+            except Exception:  # a path the tree does not have: the entry stays on the root
+                node = None
+            self.actions[key] = node if node is not None and node["type"] == "action" else None
+        return self.actions[key]
 
     def _attempt(self, entry: dict[str, Any], path: list[int], node: dict[str, Any]) -> _Attempt:
-        key, item = ".".join(map(str, path)), entry.get("item")  # the engine's node key
+        key, item = ".".join(map(str, path)), entry.get("item")
         attempt = self.latest.get(key)
         if attempt is None or attempt.item != item or not _belongs(attempt, entry):
             attempt = self._begin(key, node, item, attempt)
+            attempt.first_seq = entry["seq"]
         if "step" in entry:  # a recorded token says when its step was opened
             attempt.opened = int(str(entry["step"]).split(":")[3])
         return attempt
 
     def _begin(
-        self,
-        key: str,
-        node: dict[str, Any],
-        item: int | None,
-        before: _Attempt | None,
+        self, key: str, node: dict[str, Any], item: int | None, before: _Attempt | None
     ) -> _Attempt:
         retry = 0
         if (
@@ -213,26 +295,9 @@ class _Reader:
             and before.retry < node.get("retries", 0)
         ):
             retry = before.retry + 1
-        attempt = _Attempt(key, node["steps"], item, retry, self.salt)
+        start = _ns(self.moved[1]) if self.moved[1] else self.created
+        attempt = _Attempt(key, node, item, retry, start)
         attempt.opened = self.moved[0] + 1
-        span = Span(
-            f"invoke_agent {node['name']}",
-            _id(f"{self.tid}:{key}:{self.moved[0]}:{len(self.attempts)}", 8),
-            self.root.span_id,
-            self.moved[1],
-        )
-        span.attributes.update(
-            self.common,
-            **{
-                "gen_ai.operation.name": "invoke_agent",
-                "tether.action.name": node["name"],
-                "tether.action.path": key,
-                "tether.attempt.retry": retry,
-            },
-        )
-        if item is not None:
-            span.attributes["tether.loop.item"] = item
-        attempt.span = span
         self.attempts.append(attempt)
         self.latest[key] = attempt
         return attempt
@@ -247,69 +312,49 @@ def _belongs(attempt: _Attempt, entry: dict[str, Any]) -> bool:
 
 
 def _settle(attempt: _Attempt, entry: dict[str, Any], step: int, token: str) -> None:
-    """Take `entry` into `attempt`: its answer, and the attempt's outcome once it is settled."""
-    span = attempt.span
-    span.end = max(span.end, _ns(entry["ts"]))
+    """Take `entry` into `attempt`: the answer it ends on, and its outcome once settled."""
     kind, outcome = entry["kind"], entry.get("outcome")
     if kind not in _MOVES:
         return
-    if attempt.outcome is None and kind != "check":  # the answer it ends on, so far
-        request = attempt.steps[step] if 0 <= step < len(attempt.steps) else {}
-        asked = next((k for k in ("instruct", "evaluate", "human", "check") if k in request), kind)
-        answer = {
-            "tether.step.index": step,
-            "tether.step.token": token,
-            "tether.request.type": asked,
-            "tether.request.text": str(request.get(asked, "")),
-            "tether.answer.kind": kind,
-            "tether.answer.outcome": str(outcome),
-        }
-        for field in ("submitted", "note", "by"):
-            if entry.get(field) is not None:
-                answer[f"tether.answer.{field}"] = _text(entry[field])
-        span.attributes = {
-            **{k: v for k, v in span.attributes.items() if not k.startswith("tether.answer.")},
-            **answer,
-        }
+    if attempt.outcome is None and kind != "check":
+        attempt.answer = (entry, step, token)
     attempt.last_step = max(attempt.last_step, step)
     if outcome == "running":
         return
     attempt.opened = entry["seq"] + 1
     if outcome in _FAILED:
-        attempt.outcome, span.status = "failure", "error"
-        span.message = entry.get("note") or (
+        attempt.outcome = "failure"
+        attempt.message = entry.get("note") or (
             f"check {entry['submitted']} {outcome}" if kind == "check" else f"{kind} {outcome}"
         )
     elif attempt.outcome is None and (
         outcome in ("action_complete", "closed")
         or (step == len(attempt.steps) - 1 and outcome in _PASSED)
     ):
-        attempt.outcome, span.status = "success", "ok"
+        attempt.outcome = "success"
     if attempt.outcome is not None:
-        span.done, span.last_seq = True, entry["seq"]
+        attempt.done_seq = entry["seq"]
 
 
-def _finish(
-    root: Span, state: dict[str, Any], entries: list[dict[str, Any]], attempts: list[_Attempt]
-) -> None:
-    """Close the root, and the attempts a finished execution left open, at the last entry."""
-    status = state["status"]
-    root.attributes["tether.status"] = status
-    if not entries:
-        return
-    root.end = _ns(entries[-1]["ts"])
-    finished = status != "running"
-    for attempt in attempts:
-        outcome = attempt.outcome or ("halted" if finished else "open")
-        attempt.span.attributes["tether.outcome"] = outcome
-        if outcome == "halted":
-            attempt.span.done, attempt.span.last_seq = True, entries[-1]["seq"]
-    if finished:
-        root.done, root.last_seq = True, entries[-1]["seq"]
-        if status == "failed":
-            root.status, root.message = "error", state.get("failure") or "the workflow failed"
-        else:
-            root.status = "ok"
+def _answered(
+    steps: list[dict[str, Any]], entry: dict[str, Any], step: int, token: str
+) -> dict[str, Any]:
+    """The attributes of the answer an attempt ends on: the request it answered and what came
+    back."""
+    request = steps[step] if 0 <= step < len(steps) else {}
+    asked = next((k for k in ("instruct", "evaluate", "human", "check") if k in request), "")
+    answer = {
+        "tether.step.index": step,
+        "tether.step.token": token,
+        "tether.request.type": asked or entry["kind"],
+        "tether.request.text": str(request.get(asked, "")),
+        "tether.answer.kind": entry["kind"],
+        "tether.answer.outcome": str(entry.get("outcome")),
+    }
+    for field in ("submitted", "note", "by"):
+        if entry.get(field) is not None:
+            answer[f"tether.answer.{field}"] = _text(entry[field])
+    return answer
 
 
 def _event(entry: dict[str, Any], token: str | None) -> Event:
