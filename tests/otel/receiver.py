@@ -129,7 +129,7 @@ class Phoenix:
                 break
             cursor = f"&cursor={page['next_cursor']}"
         mine = [s for s in found if s["attributes"].get("tether.execution.uri") == uri]
-        return sorted(mine, key=lambda s: (s["start_time"], s["context"]["span_id"]))
+        return sorted(mine, key=_began)
 
     def wait_spans(self, uri: str, count: int, seconds: float = 60) -> list[dict[str, Any]]:
         """The spans of `uri` once there are `count` of them, checked again a moment later so
@@ -148,3 +148,11 @@ class Phoenix:
             self.process.kill()
             self.process.wait()
         self.log.close()
+
+
+def _began(span: dict[str, Any]) -> tuple[str, int]:
+    """When a span began, and its first entry's seq for spans that began in the same
+    millisecond (the root, with no entries of its own, before them)."""
+    events = span["events"]
+    first = min((e["attributes"]["tether.seq"] for e in events), default=-1)
+    return span["start_time"], -1 if span["parent_id"] is None else first
