@@ -82,8 +82,11 @@ class Sender:
         self.kept: list[Any] = []
         self._ids = _ids()
         limits = None if os.environ.get("OTEL_SPAN_EVENT_COUNT_LIMIT") else _EVENTS
+        resource = Resource.create({})  # OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
+        if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):
+            resource = resource.merge(Resource({"service.name": "tether"}))
         provider = TracerProvider(
-            resource=Resource.create({"service.name": "tether"} | _resource_from_env()),
+            resource=resource,
             id_generator=self._ids,
             span_limits=SpanLimits(max_events=limits),
             shutdown_on_exit=False,
@@ -135,12 +138,6 @@ def _ids() -> Any:
             return self.next[1]
 
     return Recorded()
-
-
-def _resource_from_env() -> dict[str, str]:
-    """`OTEL_SERVICE_NAME`, which `Resource.create` reads too but only after our default."""
-    name = os.environ.get("OTEL_SERVICE_NAME")
-    return {"service.name": name} if name else {}
 
 
 def _keeper(kept: list[Any]) -> Any:
