@@ -189,3 +189,19 @@ def test_a_receiver_that_cannot_be_reached_fails_the_export(tmp_path: Path) -> N
     assert (done.returncode, done.stdout) == (1, "")
     error = json.loads(done.stderr)["error"]
     assert (error["code"], error["endpoint"]) == ("export_failed", endpoint + "/v1/traces")
+
+
+def test_otlp_over_grpc_is_refused_with_the_http_port_named(tmp_path: Path) -> None:
+    uri = f"file://{tmp_path / 'run.json'}"
+    walk(Runtime(), write_tree(tmp_path), uri)
+    done = subprocess.run(
+        [TETHER, "export", "otel", uri],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
+    )
+    assert (done.returncode, done.stdout) == (2, "")
+    error = json.loads(done.stderr)["error"]
+    assert error["code"] == "usage" and "4318" in error["message"]

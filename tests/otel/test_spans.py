@@ -110,3 +110,37 @@ def test_a_running_execution_has_its_settled_attempts_done(tmp_path: Path) -> No
     assert (root.done, gather.done, each.done) == (False, True, False)
     assert each.attributes["tether.outcome"] == "open"
     assert each.events[0].attributes["tether.tool.ok"] == "unknown"
+
+
+PARALLEL = """\
+name: race
+version: 1
+tree:
+  type: parallel
+  name: Race
+  policy: any
+  children:
+    - {type: action, name: Fast, steps: [{instruct: Run fast.}]}
+    - {type: action, name: Slow, steps: [{instruct: Run slow.}]}
+"""
+
+
+def test_a_branch_a_parallel_left_open_is_halted(tmp_path: Path) -> None:
+    tree = tmp_path / "race.yaml"
+    tree.write_text(PARALLEL)
+    uri = "file://" + str(tmp_path / "run.json")
+    rt = Runtime()
+    rt.start(str(tree), uri)
+    rt.submit(uri, "success")
+    slow = rt.next(uri, all=True)[1]["step"]
+    rt.record_tool(uri, "Bash", {"command": "sleep 60"}, ok=None, step=slow)
+    rt.submit(uri, "success", step=rt.next(uri)["step"])
+    _, (root, *attempts) = _read(uri)
+    assert root.done and root.status == "ok"
+    outcomes = {
+        a.attributes["tether.action.name"]: a.attributes["tether.outcome"] for a in attempts
+    }
+    assert outcomes == {"Slow": "halted", "Fast": "success"}
+    assert all(a.done for a in attempts)
+    halted = next(a for a in attempts if a.attributes["tether.action.name"] == "Slow")
+    assert halted.events[0].attributes["tether.step.token"] == slow
