@@ -126,7 +126,7 @@ def spans(
         if attempt.outcome is None and finished:
             attempt.done_seq = last
         if since is None or (attempt.done_seq is not None and attempt.done_seq >= since):
-            made.append(attempt.span(tid, root_id, common, finished))
+            made.append(attempt.span(tid, root_id, reader.created, common, finished))
     return tid, made
 
 
@@ -186,14 +186,14 @@ class _Attempt:
     )
 
     def __init__(
-        self, key: str, node: dict[str, Any], item: int | None, retry: int, start: int
+        self, key: str, node: dict[str, Any], item: int | None, retry: int, start: str
     ) -> None:
         self.key = key
         self.name: str = node["name"]
         self.steps: list[dict[str, Any]] = node["steps"]
         self.item = item
         self.retry = retry
-        self.start = start
+        self.start = start  # when its first request was opened ("" for at creation)
         self.first_seq = -1
         self.last_step = -1
         self.opened = 0  # the seq at which its open step was opened
@@ -207,12 +207,14 @@ class _Attempt:
         """The token of its step `step` as opened (the engine's `step_token`)."""
         return f"{self.key or '-'}:{step}:{self.retry}:{self.opened}:{salt}"
 
-    def span(self, tid: int, root_id: int, common: dict[str, Any], finished: bool) -> Span:
+    def span(
+        self, tid: int, root_id: int, created: int, common: dict[str, Any], finished: bool
+    ) -> Span:
         span = Span(
             f"invoke_agent {self.name}",
             _id(f"{tid}:{self.key}:{self.first_seq}", 8),
             root_id,
-            self.start,
+            _ns(self.start) if self.start else created,
         )
         span.attributes.update(
             common,
@@ -295,8 +297,7 @@ class _Reader:
             and before.retry < node.get("retries", 0)
         ):
             retry = before.retry + 1
-        start = _ns(self.moved[1]) if self.moved[1] else self.created
-        attempt = _Attempt(key, node, item, retry, start)
+        attempt = _Attempt(key, node, item, retry, self.moved[1])
         attempt.opened = self.moved[0] + 1
         self.attempts.append(attempt)
         self.latest[key] = attempt
