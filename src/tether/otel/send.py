@@ -96,15 +96,14 @@ class Sender:
         self._tracer = provider.get_tracer("tether", __version__)
         self._lock = threading.Lock()
 
-    def add(self, tid: int, made: Iterable[Span]) -> int:
-        """Make an SDK span of each of `made` (trace `tid`) and end it; how many."""
+    def add(self, tid: int, made: Iterable[Span]) -> None:
+        """Make an SDK span of each of `made` (trace `tid`) and end it."""
         from opentelemetry import trace
         from opentelemetry.context import Context
         from opentelemetry.trace import NonRecordingSpan, SpanContext, Status, StatusCode
         from opentelemetry.trace import TraceFlags as Flags
 
         codes = {"ok": StatusCode.OK, "error": StatusCode.ERROR, "unset": StatusCode.UNSET}
-        count = 0
         with self._lock:
             for span in made:
                 context = Context()
@@ -120,8 +119,6 @@ class Sender:
                 message = span.message if span.status == "error" else None
                 made_span.set_status(Status(codes[span.status], message))
                 made_span.end(span.end)
-                count += 1
-        return count
 
 
 def _ids() -> Any:
