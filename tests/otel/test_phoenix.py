@@ -16,6 +16,7 @@ import pytest
 from otel.receiver import Phoenix, walk, write_tree
 from support.command import TETHER
 from support.postgres import free_port, shared_server
+from support.servers import start_server
 from tether.verbs import Runtime
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -205,3 +206,31 @@ def test_otlp_over_grpc_is_refused_with_the_http_port_named(tmp_path: Path) -> N
     assert (done.returncode, done.stdout) == (2, "")
     error = json.loads(done.stderr)["error"]
     assert error["code"] == "usage" and "4318" in error["message"]
+
+
+def test_live_emission_from_the_mcp_server(phoenix: Phoenix, tmp_path: Path) -> None:
+    write_tree(tmp_path)
+    server = start_server(
+        [TETHER, "mcp", "--http", "--port", "0", "--root", str(tmp_path)],
+        env={"OTEL_EXPORTER_OTLP_ENDPOINT": phoenix.url},
+    )
+    try:
+
+        def call(tool: str, **args: Any) -> Any:
+            status, reply = server.call(tool, trace_output="run.json", **args)
+            assert status == 200 and not reply["result"].get("isError"), reply
+            return reply["result"]["structuredContent"]
+
+        uri = call("start_execution", tree_uri="otel-demo.yaml")["uri"]
+        call("submit", status="success")
+        call("submit", status="success", values={"x": 5})
+        call("eval", result=True)
+        call("eval", result=True)
+        found = phoenix.wait_spans(uri, 3)  # sent by the server's batch, within seconds
+    finally:
+        server.stop()
+    assert [(s["name"], s["attributes"].get("tether.loop.item")) for s in found] == [
+        ("invoke_agent Gather", None),
+        ("invoke_agent Each", 0),
+        ("invoke_agent Each", 1),
+    ]
