@@ -60,14 +60,13 @@ class Event:
 class Span:
     """One span: ids as integers (`parent_id` None for the root), times in ns since the epoch,
     `status` `ok`, `error` (with `message`) or `unset`; `done` once nothing more can be added
-    to it, and `last_seq`, the seq of the entry that made it so (None while not done)."""
+    to it (what is sent)."""
 
     __slots__ = (
         "attributes",
         "done",
         "end",
         "events",
-        "last_seq",
         "message",
         "name",
         "parent_id",
@@ -87,7 +86,6 @@ class Span:
         self.status = "unset"
         self.message: str | None = None
         self.done = False
-        self.last_seq: int | None = None
 
 
 def trace_id(state: dict[str, Any], entries: list[dict[str, Any]]) -> int:
@@ -156,7 +154,7 @@ def _root(
     if entries:
         root.end = _ns(entries[-1]["ts"])
     if state["status"] != "running" and entries:
-        root.done, root.last_seq = True, entries[-1]["seq"]
+        root.done = True
         if state["status"] == "failed":
             root.status, root.message = "error", state.get("failure") or "the workflow failed"
         else:
@@ -234,7 +232,7 @@ class _Attempt:
         span.end = max(span.start, *(event.time for event in span.events))
         span.status = {"success": "ok", "failure": "error"}.get(self.outcome or "", "unset")
         span.message = self.message
-        span.done, span.last_seq = self.done_seq is not None, self.done_seq
+        span.done = self.done_seq is not None
         return span
 
 
