@@ -32,15 +32,16 @@ def test_an_execution_in_phoenix_page(phoenix: Phoenix, tmp_path: Path) -> None:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 860})
         page.goto(f"{phoenix.url}/projects/{project}/traces/{trace_id}")
-        root = page.get_by_text("invoke_workflow otel-demo").first
-        expect(root).to_be_visible(timeout=30_000)
-        attempts = page.get_by_text("invoke_agent", exact=False)
+        # The trace opens over the project's list of traces (other tests' among them).
+        trace = page.get_by_role("dialog")
+        expect(trace.get_by_text("invoke_workflow otel-demo").first).to_be_visible(timeout=30_000)
+        attempts = trace.get_by_text("invoke_agent", exact=False)
         expect(attempts).to_have_count(5, timeout=30_000)
         attempts.first.click()
         page.get_by_role("tab", name="Events").click()
         for event in ("tether.tool", "tether.stop", "tether.check"):
-            expect(page.get_by_text(event, exact=True).first).to_be_visible()
-        page.get_by_text("tether.tool", exact=True).first.click()  # its attributes unfold
-        expect(page.get_by_text("make measure").first).to_be_visible()
+            expect(trace.get_by_text(event, exact=True).first).to_be_visible()
+        trace.get_by_text("tether.tool", exact=True).first.click()  # its attributes unfold
+        expect(trace.get_by_text("make measure").first).to_be_visible()
         page.screenshot(path=ARTIFACTS / "phoenix.png")
         browser.close()
