@@ -44,6 +44,8 @@ _EXIT_BY_CODE: dict[str, int] = {
     "human_only": EXIT_CONFLICT,
     "internal": EXIT_INTERNAL,
     "store_unavailable": EXIT_INTERNAL,
+    "missing_extra": EXIT_INTERNAL,
+    "export_failed": EXIT_INTERNAL,
 }
 
 

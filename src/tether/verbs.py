@@ -15,6 +15,9 @@ transaction for the URI, runs the engine once, and commits once; a verb the engi
 commits nothing. It does not format output (the edges do) and does not know node semantics (the
 engine does) or encodings (the stores do).
 
+After a commit that finished a node, when an OTLP endpoint is configured, the spans it completed
+are emitted (`tether.otel.send.emit`); nothing of OpenTelemetry is imported otherwise.
+
 `list_executions` lists the executions in a place (a folder, `memory://`, a database) through its
 store's `list`.
 """
@@ -748,6 +751,10 @@ class Runtime:
                 tx.commit(
                     outcome.state, outcome.entries, reset_trace=isinstance(answer, core.Reset)
                 )
+        if outcome.events and any(os.environ.get(name) for name in _OTLP_ENDPOINTS):
+            from tether.otel.send import emit  # the spans this commit completed, sent live
+
+            emit(store, uri, tree, outcome.entries[0]["seq"])
         return outcome.response
 
 
@@ -774,6 +781,8 @@ def file_of(uri: str) -> str:
 
 
 _OWN_STORES = ("file", "memory")  # confined by the root, and the process's own
+# The variables that configure an OTLP endpoint: with one set, commits are emitted live.
+_OTLP_ENDPOINTS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 
 
 def _databases(stores: Iterable[str], default: str | None) -> frozenset[str]:

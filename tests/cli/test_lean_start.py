@@ -5,6 +5,7 @@ or the PostgreSQL driver, nor `typing` and `dataclasses`."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -72,3 +73,31 @@ def test_show_and_render_import_no_http_stack(tmp_path: Path) -> None:
         ["render", HELLO, "-o", str(tmp_path / "tree.svg")],
     ]
     assert _imports(commands, HTTP_STACK) == ([0, 0, 0], [])
+
+
+_OTEL_PROBE = """
+import json, sys
+from tether.cli.main import main
+code = main(["submit", {trace!r}, "success", "--set", "time_of_day=morning"])
+loaded = sorted(m for m in sys.modules if m.startswith(("tether.otel", "opentelemetry")))
+print(json.dumps([code, loaded]), file=sys.stderr)
+"""
+
+
+def test_without_an_endpoint_nothing_of_opentelemetry_is_imported(tmp_path: Path) -> None:
+    """A step that finishes an action (what a configured endpoint would emit) loads neither
+    `tether.otel` nor OpenTelemetry when no OTLP endpoint is configured."""
+    trace = str(tmp_path / "run.json")
+    rt = Runtime()
+    rt.start(HELLO, trace)
+    rt.submit(trace, "success")
+    done = subprocess.run(
+        [sys.executable, "-c", _OTEL_PROBE.format(trace=trace)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={k: v for k, v in os.environ.items() if not k.startswith("OTEL_")},
+    )
+    assert json.loads(done.stderr.strip().splitlines()[-1]) == [0, []]
+    assert json.loads(done.stdout)["status"] == "action_complete"

@@ -51,6 +51,7 @@ METAVARS = {
     "--settings": "FILE",
     "--http": "URL",
     "--session": "ID",
+    "--endpoint": "URL",
 }
 
 

@@ -1,0 +1,136 @@
+"""What live OpenTelemetry emission costs a step (`tether.otel.send.emit`).
+
+Run: `.venv/bin/python bench/otel_bench.py` (needs the `otel` extra; prints a table). Every
+step here completes an action, so every step with an endpoint configured reads its trace, builds
+the span of the attempt it ended and hands it to the SDK's batch processor. The receiver is a
+local OTLP/HTTP endpoint on 127.0.0.1 that accepts every request (sending happens on the SDK's
+worker thread, so what it does with the spans does not reach the step). Measured:
+
+- per step in process (next + submit), file store, no endpoint vs an endpoint, with the trace at
+  10 and at 1,000 entries (the emission reads the trace of the execution it emits);
+- `tether submit` as a fresh process, no endpoint vs an endpoint (the SDK's import and the flush
+  at exit included) vs an endpoint where nothing listens (bounded by the flush's 1 s).
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from tether.verbs import Runtime
+
+TETHER = str(Path(sys.executable).parent / "tether")
+
+
+class _Accept(http.server.BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def _receiver() -> str:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Accept)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def _closed_port() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}"
+
+
+def _tree(folder: Path, actions: int) -> Path:
+    children = [
+        {"type": "action", "name": f"A{i}", "steps": [{"instruct": f"step {i}"}]}
+        for i in range(actions)
+    ]
+    path = folder / f"chain{actions}.json"
+    root = {"type": "sequence", "name": "Root", "children": children}
+    path.write_text(json.dumps({"name": "chain", "version": "1", "tree": root}))
+    return path
+
+
+def _per_step_ms(folder: Path, before: int, steps: int, endpoint: str | None) -> float:
+    """Median ms of next + submit after `before` steps, with `endpoint` configured or not."""
+    os.environ.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
+    rt = Runtime()
+    uri = str(folder / f"run-{before}-{bool(endpoint)}.json")
+    rt.start(str(_tree(folder, before + steps + 1)), uri)
+    rt.submit(uri, "success")
+    for _ in range(before):
+        rt.submit(uri, "success")
+    if endpoint:
+        os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = endpoint
+    samples = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        request = rt.next(uri)
+        rt.submit(uri, "success", step=request["step"])
+        samples.append((time.perf_counter() - t0) * 1000)
+    os.environ.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
+    return statistics.median(samples)
+
+
+def _cli_ms(folder: Path, endpoint: str | None, steps: int) -> float:
+    """Median wall ms of `tether submit` (each completing an action) as a fresh process."""
+    rt = Runtime()
+    uri = str(folder / f"cli-{len(list(folder.iterdir()))}.json")
+    rt.start(str(_tree(folder, steps + 1)), uri)
+    rt.submit(uri, "success")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    if endpoint:
+        env["OTEL_EXPORTER_OTLP_ENDPOINT"] = endpoint
+    samples = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        subprocess.run([TETHER, "submit", uri, "success"], env=env, check=True, capture_output=True)
+        samples.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(samples)
+
+
+def main() -> None:
+    receiver = _receiver()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        rows = []
+        for before in (10, 1000):
+            off = _per_step_ms(folder, before, 200, None)
+            on = _per_step_ms(folder, before, 200, receiver)
+            rows.append(
+                (
+                    f"per step in process, trace at {before:,} entries, no endpoint / endpoint",
+                    f"{off:.2f} ms / {on:.2f} ms (+{on - off:.2f} ms)",
+                )
+            )
+        off = _cli_ms(folder, None, 15)
+        on = _cli_ms(folder, receiver, 15)
+        down = _cli_ms(folder, _closed_port(), 5)
+        rows.append(
+            (
+                "`tether submit`, fresh process, no endpoint / endpoint / endpoint down",
+                f"{off:.1f} ms / {on:.1f} ms / {down:.0f} ms",
+            )
+        )
+    print("| measure | result |\n|---|---|")
+    for measure, result in rows:
+        print(f"| {measure} | {result} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,7 @@
+"""OpenTelemetry for Tether: an execution as a trace, exported or emitted as it goes.
+
+`tether.otel.spans` reads a stored execution as spans (pure, no OpenTelemetry import);
+`tether.otel.send` sends them with the OpenTelemetry SDK and its OTLP exporter (the `otel`
+extra), for `tether export otel` (`tether.otel.cli`) and for the live emission the verb layer
+calls after a commit when an OTLP endpoint is configured. Nothing here is imported otherwise.
+"""

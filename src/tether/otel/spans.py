@@ -1,0 +1,402 @@
+"""A stored execution as OpenTelemetry spans: the one reading of a trace as a span tree.
+
+Owns the span structure that `tether export otel` sends and the live emission sends as an
+execution goes (`tether.otel.send`), so both send the same spans for the same execution:
+
+- the execution is one trace, its root span `invoke_workflow {tree}` (the `gen_ai` conventions'
+  workflow span) from `created_at` to the last entry, its status the execution's;
+- each attempt of an action is a child span `invoke_agent {action}` (the agent is asked to do
+  the action) from the time its first request was opened to the entry that settled it, with the
+  answer that settled it (its step token, request, submitted value, outcome, note), its retry
+  number (the action's own `retries` used, as its step tokens count them) and its loop item;
+- every entry of an attempt is an event of its span: the answers, the checks, the tool calls
+  recorded as evidence, the refused or allowed stops, a person's answer, the `$VAR` writes and
+  thoughts; entries that belong to no action (the protocol gate, a `when` or loop condition, a
+  reset, an independent action) are events of the root span.
+
+Every span carries the execution's URI, the tree's name and hash (Tether's attributes are named
+under `tether.`). Times are the trace's own, and trace and span ids are derived from the
+execution's URI, its creation time and the entries' sequence numbers, so the same execution
+always gives the same spans: an export sent twice, or after the live emission, names the same
+spans again.
+
+It is pure: it reads the state, the tree and the entries it is given and imports no
+OpenTelemetry package (sending is `tether.otel.send`'s). An attempt still open when the
+execution finished (a branch a `parallel` halted) ends at the last entry, its outcome `halted`;
+while the execution runs, its open attempts and the root are not `done` and are not sent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from tether.engine.core import node_at
+
+# Entry kinds that answer a step or record what the runtime judged: the commits that open the
+# next request write one of them last before opening it.
+_MOVES = ("protocol", "evaluate", "instruct", "human", "check", "close", "jump", "reset")
+# Outcomes that settle an attempt whatever its step.
+_FAILED = ("action_failed", "evaluation_failed", "failed", "error", "failure")
+# Outcomes that settle an attempt when its last step gives them.
+_PASSED = ("evaluation_passed", "success", "passed")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+class Event:
+    """A point in a span: `name`, `time` (ns since the epoch) and `attributes`."""
+
+    __slots__ = ("attributes", "name", "time")
+
+    def __init__(self, name: str, time: int, attributes: dict[str, Any]) -> None:
+        self.name = name
+        self.time = time
+        self.attributes = attributes
+
+
+class Span:
+    """One span: ids as integers (`parent_id` None for the root), times in ns since the epoch,
+    `status` `ok`, `error` (with `message`) or `unset`; `done` once nothing more can be added
+    to it (what is sent)."""
+
+    __slots__ = (
+        "attributes",
+        "done",
+        "end",
+        "events",
+        "message",
+        "name",
+        "parent_id",
+        "span_id",
+        "start",
+        "status",
+    )
+
+    def __init__(self, name: str, span_id: int, parent_id: int | None, start: int) -> None:
+        self.name = name
+        self.span_id = span_id
+        self.parent_id = parent_id
+        self.start = start
+        self.end = start
+        self.attributes: dict[str, Any] = {}
+        self.events: list[Event] = []
+        self.status = "unset"
+        self.message: str | None = None
+        self.done = False
+
+
+def trace_id(state: dict[str, Any], entries: list[dict[str, Any]]) -> int:
+    """The execution's trace id: from its URI, creation time and first entry (a reset begins
+    a new trace)."""
+    first = entries[0]["seq"] if entries else 0
+    return _id(f"{state['uri']}\n{state['created_at']}\n{first}", 16)
+
+
+def spans(
+    state: dict[str, Any],
+    tree: dict[str, Any],
+    entries: list[dict[str, Any]],
+    since: int | None = None,
+) -> tuple[int, list[Span]]:
+    """The execution's trace id and its spans, the root first, then the attempts in the order
+    they began; with `since`, only the spans done by the entries from seq `since` on (what a
+    commit whose first entry is `since` completed), the others never built."""
+    tid = trace_id(state, entries)
+    common = {
+        "tether.execution.uri": state["uri"],
+        "tether.tree.name": tree["name"],
+        "tether.tree.hash": state["tree_hash"],
+        "gen_ai.conversation.id": state["uri"],
+    }
+    reader = _Reader(tree, state["salt"], _ns(state["created_at"]))
+    for entry in entries:
+        reader.read(entry)
+    finished = state["status"] != "running"
+    last = entries[-1]["seq"] if entries else None
+    made = []
+    if since is None or (finished and last is not None and last >= since):
+        made.append(_root(tid, state, tree, common, reader, entries))
+    root_id = _id(f"{tid}:workflow", 8)
+    for attempt in reader.attempts:
+        if attempt.outcome is None and finished:
+            attempt.done_seq = last
+        if since is None or (attempt.done_seq is not None and attempt.done_seq >= since):
+            made.append(attempt.span(tid, root_id, reader.created, common, finished))
+    return tid, made
+
+
+def _root(
+    tid: int,
+    state: dict[str, Any],
+    tree: dict[str, Any],
+    common: dict[str, Any],
+    reader: _Reader,
+    entries: list[dict[str, Any]],
+) -> Span:
+    """The workflow's span, from `created_at` to the last entry, closed once it finished."""
+    root = Span(f"invoke_workflow {tree['name']}", _id(f"{tid}:workflow", 8), None, reader.created)
+    root.attributes.update(
+        common,
+        **{
+            "gen_ai.operation.name": "invoke_workflow",
+            "gen_ai.workflow.name": tree["name"],
+            # OpenInference's kind (Phoenix's convention), which has no kind for invoke_workflow.
+            "openinference.span.kind": "CHAIN",
+            "tether.status": state["status"],
+        },
+    )
+    if tree.get("version") is not None:
+        root.attributes["tether.tree.version"] = str(tree["version"])
+    root.events = [_event(entry, None) for entry in reader.outside]
+    if entries:
+        root.end = _ns(entries[-1]["ts"])
+    if state["status"] != "running" and entries:
+        root.done = True
+        if state["status"] == "failed":
+            root.status, root.message = "error", state.get("failure") or "the workflow failed"
+        else:
+            root.status = "ok"
+    return root
+
+
+class _Attempt:
+    """One attempt of an action, as the trace is read: its entries (each with the token of the
+    step it was recorded in), the answer it ends on so far, and its outcome once settled."""
+
+    __slots__ = (
+        "answer",
+        "done_seq",
+        "entries",
+        "first_seq",
+        "item",
+        "key",
+        "last_step",
+        "message",
+        "name",
+        "opened",
+        "outcome",
+        "retry",
+        "start",
+        "steps",
+    )
+
+    def __init__(
+        self, key: str, node: dict[str, Any], item: int | None, retry: int, start: str
+    ) -> None:
+        self.key = key
+        self.name: str = node["name"]
+        self.steps: list[dict[str, Any]] = node["steps"]
+        self.item = item
+        self.retry = retry
+        self.start = start  # when its first request was opened ("" for at creation)
+        self.first_seq = -1
+        self.last_step = -1
+        self.opened = 0  # the seq at which its open step was opened
+        self.outcome: str | None = None  # success or failure once settled
+        self.message: str | None = None
+        self.answer: tuple[dict[str, Any], int, str] | None = None  # entry, step, token
+        self.entries: list[tuple[dict[str, Any], str | None]] = []
+        self.done_seq: int | None = None
+
+    def token(self, step: int, salt: str) -> str:
+        """The token of its step `step` as opened (the engine's `step_token`)."""
+        return f"{self.key or '-'}:{step}:{self.retry}:{self.opened}:{salt}"
+
+    def span(
+        self, tid: int, root_id: int, created: int, common: dict[str, Any], finished: bool
+    ) -> Span:
+        span = Span(
+            f"invoke_agent {self.name}",
+            _id(f"{tid}:{self.key}:{self.first_seq}", 8),
+            root_id,
+            _ns(self.start) if self.start else created,
+        )
+        span.attributes.update(
+            common,
+            **{
+                "gen_ai.operation.name": "invoke_agent",
+                "tether.action.name": self.name,
+                "tether.action.path": self.key,
+                "tether.attempt.retry": self.retry,
+                "tether.outcome": self.outcome or ("halted" if finished else "open"),
+            },
+        )
+        if self.item is not None:
+            span.attributes["tether.loop.item"] = self.item
+        if self.answer is not None:
+            span.attributes.update(_answered(self.steps, *self.answer))
+        span.events = [_event(entry, token) for entry, token in self.entries]
+        span.end = max(span.start, *(event.time for event in span.events))
+        span.status = {"success": "ok", "failure": "error"}.get(self.outcome or "", "unset")
+        span.message = self.message
+        span.done = self.done_seq is not None
+        return span
+
+
+class _Reader:
+    """Reads entries in order, sorting each into an attempt or `outside` (the root's)."""
+
+    def __init__(self, tree: dict[str, Any], salt: str, created: int) -> None:
+        self.tree = tree
+        self.salt = salt
+        self.created = created
+        self.attempts: list[_Attempt] = []
+        self.outside: list[dict[str, Any]] = []
+        self.latest: dict[str, _Attempt] = {}
+        self.actions: dict[str, dict[str, Any] | None] = {}
+        self.moved = (-1, "")  # the seq and time of the last entry that moved
+
+    def read(self, entry: dict[str, Any]) -> None:
+        cursor = entry.get("cursor") or {"path": [], "step": None}
+        step = cursor["step"]
+        node = None if step is None else self._action(cursor["path"])
+        if node is None:
+            self.outside.append(entry)
+        else:
+            attempt = self._attempt(entry, cursor["path"], node)
+            token = str(entry.get("step") or attempt.token(step, self.salt))
+            # A check step is the runtime's, never a request: it has no token of its own.
+            attempt.entries.append((entry, None if entry["kind"] == "check" else token))
+            _settle(attempt, entry, step, token)
+        if entry["kind"] in _MOVES and entry.get("outcome") != "running":
+            self.moved = (entry["seq"], entry["ts"])
+
+    def _action(self, path: list[int]) -> dict[str, Any] | None:
+        key = ".".join(map(str, path))  # the engine's node key
+        if key not in self.actions:
+            try:
+                node: dict[str, Any] | None = node_at(self.tree, path)
+            except Exception:  # a path the tree does not have: the entry stays on the root
+                node = None
+            self.actions[key] = node if node is not None and node["type"] == "action" else None
+        return self.actions[key]
+
+    def _attempt(self, entry: dict[str, Any], path: list[int], node: dict[str, Any]) -> _Attempt:
+        key, item = ".".join(map(str, path)), entry.get("item")
+        attempt = self.latest.get(key)
+        if attempt is None or attempt.item != item or not _belongs(attempt, entry):
+            attempt = self._begin(key, node, item, attempt)
+            attempt.first_seq = entry["seq"]
+        if "step" in entry:  # a recorded token says when its step was opened
+            attempt.opened = int(str(entry["step"]).split(":")[3])
+        return attempt
+
+    def _begin(
+        self, key: str, node: dict[str, Any], item: int | None, before: _Attempt | None
+    ) -> _Attempt:
+        retry = 0
+        if (
+            before is not None
+            and before.item == item
+            and before.outcome == "failure"
+            and before.retry < node.get("retries", 0)
+        ):
+            retry = before.retry + 1
+        attempt = _Attempt(key, node, item, retry, self.moved[1])
+        attempt.opened = self.moved[0] + 1
+        self.attempts.append(attempt)
+        self.latest[key] = attempt
+        return attempt
+
+
+def _belongs(attempt: _Attempt, entry: dict[str, Any]) -> bool:
+    """Whether `entry` is part of `attempt` (the latest of its action): the attempt is not
+    settled yet, or the entry is a check the same answer ran after the step that settled it."""
+    if attempt.outcome is None:
+        return True
+    return entry["kind"] == "check" and entry["cursor"]["step"] > attempt.last_step
+
+
+def _settle(attempt: _Attempt, entry: dict[str, Any], step: int, token: str) -> None:
+    """Take `entry` into `attempt`: the answer it ends on, and its outcome once settled."""
+    kind, outcome = entry["kind"], entry.get("outcome")
+    if kind not in _MOVES:
+        return
+    if attempt.outcome is None and kind != "check":
+        attempt.answer = (entry, step, token)
+    attempt.last_step = max(attempt.last_step, step)
+    if outcome == "running":
+        return
+    attempt.opened = entry["seq"] + 1
+    if outcome in _FAILED:
+        attempt.outcome = "failure"
+        attempt.message = entry.get("note") or (
+            f"check {entry['submitted']} {outcome}" if kind == "check" else f"{kind} {outcome}"
+        )
+    elif attempt.outcome is None and (
+        outcome in ("action_complete", "closed")
+        or (step == len(attempt.steps) - 1 and outcome in _PASSED)
+    ):
+        attempt.outcome = "success"
+    if attempt.outcome is not None:
+        attempt.done_seq = entry["seq"]
+
+
+def _answered(
+    steps: list[dict[str, Any]], entry: dict[str, Any], step: int, token: str
+) -> dict[str, Any]:
+    """The attributes of the answer an attempt ends on: the request it answered and what came
+    back."""
+    request = steps[step] if 0 <= step < len(steps) else {}
+    asked = next((k for k in ("instruct", "evaluate", "human", "check") if k in request), "")
+    answer = {
+        "tether.step.index": step,
+        "tether.step.token": token,
+        "tether.request.type": asked or entry["kind"],
+        "tether.request.text": str(request.get(asked, "")),
+        "tether.answer.kind": entry["kind"],
+        "tether.answer.outcome": str(entry.get("outcome")),
+    }
+    for field in ("submitted", "note", "by"):
+        if entry.get(field) is not None:
+            answer[f"tether.answer.{field}"] = _text(entry[field])
+    return answer
+
+
+def _event(entry: dict[str, Any], token: str | None) -> Event:
+    """The span event of one trace entry."""
+    kind = entry["kind"]
+    attributes: dict[str, Any] = {"tether.seq": entry["seq"], "tether.entry.kind": kind}
+    if entry.get("name") is not None:
+        attributes["tether.action.name"] = entry["name"]
+    if token is not None:
+        attributes["tether.step.token"] = token
+    if entry.get("outcome") is not None:
+        attributes["tether.outcome"] = str(entry["outcome"])
+    for field in ("submitted", "note", "by", "on", "item", "cap", "path"):
+        if entry.get(field) is not None:
+            attributes[f"tether.{field}"] = _text(entry[field])
+    name = f"tether.{kind}"
+    if kind == "tool":
+        name = "tether.tool"
+        attributes["gen_ai.tool.name"] = str(entry["tool"])
+        attributes["gen_ai.tool.call.arguments"] = _text(entry.get("input"))
+        ok = entry.get("ok")
+        attributes["tether.tool.ok"] = "unknown" if ok is None else str(bool(ok)).lower()
+    elif kind == "var_write":
+        attributes["tether.value"] = _text(entry.get("value"))
+    elif kind in ("evaluate", "instruct", "close", "jump"):
+        name = "tether.answer"
+    return Event(name, _ns(entry["ts"]), attributes)
+
+
+def _text(value: Any) -> str | int | bool:
+    """An attribute value: text, a whole number or a boolean as they are, anything else as
+    JSON."""
+    if isinstance(value, str | bool | int):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _id(text: str, size: int) -> int:
+    """A non-zero id of `size` bytes derived from `text`."""
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:size], "big") or 1
+
+
+def _ns(ts: str) -> int:
+    """An ISO 8601 UTC time (`2026-01-01T09:30:00.123Z`) as ns since the epoch."""
+    moment = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    return (moment - _EPOCH) // _MICROSECOND * 1000
