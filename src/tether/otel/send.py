@@ -75,7 +75,6 @@ class Sender:
             from opentelemetry.sdk.trace.export import BatchSpanProcessor
         except ModuleNotFoundError as exc:
             raise TetherError("missing_extra", _EXTRA.format(missing=exc.name)) from None
-        from tether import __version__
 
         self.endpoint = _endpoint(endpoint)
         self.exporter = OTLPSpanExporter(endpoint=self.endpoint)
@@ -93,7 +92,7 @@ class Sender:
         )
         self.processor = BatchSpanProcessor(self.exporter) if live else _keeper(self.kept)
         provider.add_span_processor(self.processor)
-        self._tracer = provider.get_tracer("tether", __version__)
+        self._tracer = provider.get_tracer("tether")
         self._lock = threading.Lock()
 
     def add(self, tid: int, made: Iterable[Span]) -> None:
