@@ -37,7 +37,7 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "test": ("tether.treetest.cli:main", "run recorded walks of trees without an agent"),
     "init": ("tether.project:init_main", "write the examples and a guard configuration here"),
     "install": ("tether.project:install_main", "install the agent skill (install skill)"),
-    "export": ("tether.otel.cli:main", "send executions as OpenTelemetry traces (export otel)"),
+    "export": ("tether.export:main", "send executions as OpenTelemetry traces (export otel)"),
 }
 
 

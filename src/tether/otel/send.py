@@ -14,7 +14,7 @@ out the ids the spans were given), and its two uses:
   them at most `FLUSH_SECONDS` (`TETHER_OTEL_FLUSH_SECONDS`), whether the receiver is up or not.
   A failure of the emission never fails a step, and nothing is logged to the step's output.
 
-It does not decide the span structure (`tether.otel.spans`) or read arguments (`tether.otel.cli`).
+It does not decide the span structure (`tether.otel.spans`) or read arguments (`tether.export`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`tether export otel`: send executions to an OpenTelemetry receiver.
+"""`tether export otel`: send executions to an OpenTelemetry receiver (a command family).
 
 Owns the command's arguments and its output (what was sent, as JSON). The spans are
 `tether.otel.spans`'s and the sending `tether.otel.send`'s; nothing here reads an execution.
