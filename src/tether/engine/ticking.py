@@ -124,15 +124,9 @@ class Ticker:
             raise self._over(path, f"visit more than {MAX_VISITS:,} nodes")
         frame = self.runtime.get(key)
         if frame is None:
-            when = node.get("when")
-            if when is not None:
-                verdict = self._condition(node, path, None, when, ("entered", "skipped"), [])
-                if verdict is None:
-                    self._finish(key, FAILURE)
-                    return SUCCESS if node.get("optional") else FAILURE
-                if not verdict:
-                    self._finish(key, SKIPPED)
-                    return SUCCESS
+            skipped = self._skipped(node, key, path)
+            if skipped is not None:
+                return skipped
             frame = self.runtime[key] = {}
         if "for_each" in node and ITEMS not in frame:
             listed = self._for_each(node, path, frame)
@@ -155,17 +149,45 @@ class Ticker:
                     runs = frame.get(RUNS, 0) + 1
                     frame = self._restart(key, frame, SUCCESS, "repeat", RUNS, runs)
                     continue
-            if ITEMS in frame and (result == SUCCESS or node.get("optional")):
-                n = frame[ITEM] + 1
-                if n < len(frame[ITEMS]):
-                    self.looped.append(f"{node['name']!r} item {n + 1} of {len(frame[ITEMS])}")
-                    frame = self._restart(key, frame, result, "item", ITEM, n)
+            if ITEMS in frame:
+                following = self._next_item(node, key, frame, result)
+                if following is not None:
+                    frame = following
                     continue
-            if ITEMS in frame and result == FAILURE and not node.get("optional"):
-                where = f"item {frame[ITEM] + 1} of {len(frame[ITEMS])}"
-                self.reasons.append(f"{node['name']!r} failed at {where}.")
             break
         return self._done(node, key, result)
+
+    def _skipped(self, node: dict[str, Any], key: str, path: list[int]) -> str | None:
+        """What a node first reached returns without running, by its `when` (None: it runs):
+        SUCCESS when `when` is false (the node is SKIPPED), FAILURE when it cannot be evaluated
+        (SUCCESS if `optional`)."""
+        when = node.get("when")
+        if when is None:
+            return None
+        verdict = self._condition(node, path, None, when, ("entered", "skipped"), [])
+        if verdict is None:
+            self._finish(key, FAILURE)
+            return SUCCESS if node.get("optional") else FAILURE
+        if not verdict:
+            self._finish(key, SKIPPED)
+            return SUCCESS
+        return None
+
+    def _next_item(
+        self, node: dict[str, Any], key: str, frame: dict[str, Any], result: str
+    ) -> dict[str, Any] | None:
+        """After a run of a `for_each` node over one item ended with `result`: the frame of the
+        run over the next item, or None when the loop ends (its reason told on a failure that
+        is not `optional`)."""
+        if result == SUCCESS or node.get("optional"):
+            n = frame[ITEM] + 1
+            if n < len(frame[ITEMS]):
+                self.looped.append(f"{node['name']!r} item {n + 1} of {len(frame[ITEMS])}")
+                return self._restart(key, frame, result, "item", ITEM, n)
+        if result == FAILURE and not node.get("optional"):
+            where = f"item {frame[ITEM] + 1} of {len(frame[ITEMS])}"
+            self.reasons.append(f"{node['name']!r} failed at {where}.")
+        return None
 
     def _done(self, node: dict[str, Any], key: str, result: str) -> str:
         """The node is finished with its own `result`: what its parent sees."""

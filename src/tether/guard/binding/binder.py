@@ -656,43 +656,61 @@ class Binder:
         if mode == "warn":
             return {"systemMessage": " ".join(_warning(b.trace, v) for b, v in live)}
         cap = int(self.settings["max_stop_blocks"])
-        blocks: list[str] = []
         told: list[str] = []
-        unreadable = [(b, v) for b, v in live if v["status"] == "unreadable"]
+        blocks: list[str] = []
         for binding, view in live:
-            if view["status"] == "unreadable":
-                continue
-            answer = self._stop(binding.trace, cap)
-            if answer is None:
-                continue
-            current = answer["current"]
-            if answer.get("waiting") == "person":
-                told.append(_for_a_person(binding.trace, [current]))
-            elif answer["status"] == "allowed":
-                told.append(
-                    f"[Tether] Stop let through after {answer['cap']} refusals in a row; "
-                    + _open_step(binding.trace, current)
-                )
-            else:
-                blocks.append(
-                    f"{_open_step(binding.trace, current)} {_how(binding.trace, current)} "
-                    f"(Stop refused {answer['blocks']} of {answer['cap']} times in a row.)"
-                )
+            if view["status"] != "unreadable":
+                self._stop_running(binding.trace, cap, told, blocks)
+        unreadable = [(b, v) for b, v in live if v["status"] == "unreadable"]
         if unreadable:
-            record = self._record(session_id)
-            count = record["unreadable"] + 1
-            record["unreadable"] = 0 if count > cap else count
-            self._write(session_id, record)
-            for binding, view in unreadable:
-                text = _unreadable(binding.trace, view)
-                if count > cap:
-                    told.append(f"[Tether] Stop let through after {cap} refusals in a row; {text}")
-                else:
-                    blocks.append(f"{text} (Stop refused {count} of {cap} times in a row.)")
+            self._stop_unreadable(session_id, unreadable, cap, told, blocks)
         out: dict[str, Any] = {"systemMessage": " ".join(told)} if told else {}
         if blocks:
             out.update(decision="block", reason="\n\n".join(blocks))
         return out or None
+
+    def _stop_running(self, trace: str, cap: int, told: list[str], blocks: list[str]) -> None:
+        """A `Stop` met by the running execution `trace`: refused (a line on `blocks`), or let
+        through with a line on `told` when it waits on a person or the refusals reached `cap`;
+        nothing when it finished meanwhile."""
+        answer = self._stop(trace, cap)
+        if answer is None:
+            return
+        current = answer["current"]
+        if answer.get("waiting") == "person":
+            told.append(_for_a_person(trace, [current]))
+        elif answer["status"] == "allowed":
+            told.append(
+                f"[Tether] Stop let through after {answer['cap']} refusals in a row; "
+                + _open_step(trace, current)
+            )
+        else:
+            blocks.append(
+                f"{_open_step(trace, current)} {_how(trace, current)} "
+                f"(Stop refused {answer['blocks']} of {answer['cap']} times in a row.)"
+            )
+
+    def _stop_unreadable(
+        self,
+        session_id: str,
+        unreadable: list[tuple[Binding, dict[str, Any]]],
+        cap: int,
+        told: list[str],
+        blocks: list[str],
+    ) -> None:
+        """A `Stop` met by bound executions that cannot be read: refused (a line each on
+        `blocks`) up to `cap` times in a row, counted in the session's record, then let through
+        once (a line each on `told`) and counted afresh."""
+        record = self._record(session_id)
+        count = record["unreadable"] + 1
+        record["unreadable"] = 0 if count > cap else count
+        self._write(session_id, record)
+        for binding, view in unreadable:
+            text = _unreadable(binding.trace, view)
+            if count > cap:
+                told.append(f"[Tether] Stop let through after {cap} refusals in a row; {text}")
+            else:
+                blocks.append(f"{text} (Stop refused {count} of {cap} times in a row.)")
 
     def _stop(self, trace: str, cap: int) -> dict[str, Any] | None:
         try:

@@ -426,18 +426,7 @@ def _cursor(raw: dict[str, Any], event: str) -> list[dict[str, Any]]:
         payload.setdefault("last_assistant_message", "")
     if event not in (*TOOL_EVENTS, "PostToolUseFailure"):
         return [payload]
-    if native.endswith("ShellExecution"):
-        tool, params = "Bash", {"command": raw.get("command"), "cwd": raw.get("cwd")}
-    elif native == "beforeReadFile":
-        tool, params = "Read", {"file_path": raw.get("file_path")}
-    elif native == "afterFileEdit":
-        tool, params = "Edit", {"file_path": raw.get("file_path"), "edits": raw.get("edits")}
-    else:
-        name = str(raw.get("tool_name") or "")
-        if native.endswith("MCPExecution") or name.startswith("MCP:"):
-            server = raw.get("server_name") or raw.get("server") or "mcp"
-            name = f"mcp__{server}__{name.removeprefix('MCP:')}"
-        tool, params = _tool("cursor", name, _json(raw.get("tool_input")))
+    tool, params = _cursor_tool(raw, native)
     payload.update(tool_name=tool, tool_input=params)
     if event == "PostToolUseFailure":
         payload["error"] = str(raw.get("error_message") or raw.get("error") or "failed")
@@ -448,6 +437,22 @@ def _cursor(raw: dict[str, Any], event: str) -> list[dict[str, Any]]:
             response = {"stdout": raw.get("output"), "exit_code": raw.get("exit_code")}
         payload["tool_response"] = _cursor_response(tool, native, _json(response))
     return [payload]
+
+
+def _cursor_tool(raw: dict[str, Any], native: str) -> tuple[str, dict[str, Any]]:
+    """The Claude Code tool and parameters of a Cursor tool event (`native`): its shell, file
+    read and file edit events name none, an MCP tool is named as Claude Code names it."""
+    if native.endswith("ShellExecution"):
+        return "Bash", {"command": raw.get("command"), "cwd": raw.get("cwd")}
+    if native == "beforeReadFile":
+        return "Read", {"file_path": raw.get("file_path")}
+    if native == "afterFileEdit":
+        return "Edit", {"file_path": raw.get("file_path"), "edits": raw.get("edits")}
+    name = str(raw.get("tool_name") or "")
+    if native.endswith("MCPExecution") or name.startswith("MCP:"):
+        server = raw.get("server_name") or raw.get("server") or "mcp"
+        name = f"mcp__{server}__{name.removeprefix('MCP:')}"
+    return _tool("cursor", name, _json(raw.get("tool_input")))
 
 
 def _cursor_response(tool: str, native: str, response: Any) -> Any:
@@ -519,25 +524,53 @@ def render(
     blocked = out.get("reason") if out.get("decision") == "block" else None
     message = out.get("systemMessage")
     kind = event.get("hook_event_name")
-    native = event.get(NATIVE)
-    answer: dict[str, Any] = {}
     if harness == "gemini":
-        if message or (context and kind == "PreToolUse"):
-            answer["systemMessage"] = _joined([message or "", context or ""])
-        if denied or blocked:
-            answer.update(decision="deny", reason=denied or blocked)
-        elif context and kind != "PreToolUse":
-            answer["hookSpecificOutput"] = {"hookEventName": native, "additionalContext": context}
-    elif kind == "PreToolUse":  # Cursor
-        if denied:
-            answer.update(permission="deny", user_message=denied, agent_message=denied)
-        elif context or message:
-            answer.update(permission="allow", agent_message=_joined([context or "", message or ""]))
-    elif kind in ("SessionStart", "PostToolUse") and context:
-        answer["additional_context"] = context
-    elif kind == "Stop" and blocked:
-        answer["followup_message"] = blocked
+        answer = _gemini_answer(kind, event.get(NATIVE), denied or blocked, context, message)
+    else:
+        answer = _cursor_answer(kind, denied, blocked, context, message)
     return answer or None
+
+
+def _gemini_answer(
+    kind: str | None,
+    native: str | None,
+    refused: str | None,
+    context: str | None,
+    message: str | None,
+) -> dict[str, Any]:
+    """Gemini CLI's answer to an event of Claude Code's `kind` (`native`, its own name): a
+    refusal as `decision`, context before a call to the user (`BeforeTool` has no context
+    field), after one to the model."""
+    answer: dict[str, Any] = {}
+    if message or (context and kind == "PreToolUse"):
+        answer["systemMessage"] = _joined([message or "", context or ""])
+    if refused:
+        answer.update(decision="deny", reason=refused)
+    elif context and kind != "PreToolUse":
+        answer["hookSpecificOutput"] = {"hookEventName": native, "additionalContext": context}
+    return answer
+
+
+def _cursor_answer(
+    kind: str | None,
+    denied: str | None,
+    blocked: str | None,
+    context: str | None,
+    message: str | None,
+) -> dict[str, Any]:
+    """Cursor's answer to an event of Claude Code's `kind`: a call's `permission` with the
+    agent's message, context at the session's start and after a call, and a refused stop as a
+    follow-up message (its `stop` cannot refuse)."""
+    if kind == "PreToolUse":
+        if denied:
+            return {"permission": "deny", "user_message": denied, "agent_message": denied}
+        if context or message:
+            return {"permission": "allow", "agent_message": _joined([context or "", message or ""])}
+    elif kind in ("SessionStart", "PostToolUse") and context:
+        return {"additional_context": context}
+    elif kind == "Stop" and blocked:
+        return {"followup_message": blocked}
+    return {}
 
 
 def answer(

@@ -234,6 +234,24 @@ def _handler(harness: str, command: str) -> dict[str, Any]:
     return handler
 
 
+def _our_handlers(harness: str, groups: list[Any], mark: str) -> list[tuple[list[Any], int]]:
+    """Where the guard's own handlers (their command holding `mark`) sit among one event's
+    `groups`: each as its list of handlers and its place in it (Cursor lists handlers flat)."""
+    lists = (
+        [groups]
+        if harness == "cursor"
+        else [
+            g["hooks"] for g in groups if isinstance(g, dict) and isinstance(g.get("hooks"), list)
+        ]
+    )
+    return [
+        (handlers, i)
+        for handlers in lists
+        for i, handler in enumerate(handlers)
+        if isinstance(handler, dict) and mark in str(handler.get("command", "")) + " "
+    ]
+
+
 def install_harness(
     harness: str,
     file: str | None,
@@ -267,21 +285,7 @@ def install_harness(
             raise TetherError(
                 "invalid_value", f"{path}: hooks.{native} must be a list", path=str(path)
             )
-        lists = (
-            [groups]
-            if harness == "cursor"
-            else [
-                g["hooks"]
-                for g in groups
-                if isinstance(g, dict) and isinstance(g.get("hooks"), list)
-            ]
-        )
-        ours = [
-            (handlers, i)
-            for handlers in lists
-            for i, handler in enumerate(handlers)
-            if isinstance(handler, dict) and mark in str(handler.get("command", "")) + " "
-        ]
+        ours = _our_handlers(harness, groups, mark)
         for handlers, i in ours:
             if handlers[i] != entry:
                 handlers[i] = entry

@@ -502,32 +502,49 @@ def _unwrap(words: list[str]) -> list[str]:
         name = _name(words[i])
         if _is_assignment(words[i]) or name in _KEYWORDS:
             i += 1
-            continue
-        if name not in _WRAPPERS:
+        elif name in _WRAPPERS:
+            past = _past_wrapper(name, words, i + 1)
+            if isinstance(past, list):
+                return past
+            i = past
+        else:
             break
-        valued, positional = _WRAPPERS[name]
-        i += 1
-        if name in _LAUNCHERS:
-            if i >= len(words) or words[i] not in _LAUNCHERS[name]:
-                return words[i - 1 :]  # `uv pip install`: runs no command of its own
-            while i < len(words) and words[i] in _LAUNCHERS[name]:
-                i += 1
-        for count in (positional, 0):
-            while i < len(words) and words[i].startswith("-") and words[i] != "-":
-                word = words[i]
-                if word == "--":
-                    i += 1
-                    break
-                if name == "env" and word.startswith(("-S", "--split-string")):
-                    attached = word[2:] if word.startswith("-S") else word.partition("=")[2]
-                    string = attached or (words[i + 1] if i + 1 < len(words) else "")
-                    rest = words[i + (1 if attached else 2) :]
-                    return _unwrap(tokens(string) + rest)
-                i += 2 if word in valued else 1
-            while i < len(words) and _is_assignment(words[i]):
-                i += 1
-            i += count
     return words[i:]
+
+
+def _past_wrapper(name: str, words: list[str], i: int) -> int | list[str]:
+    """Where the command wrapper `name` hands on, its arguments starting at `words[i]`: the
+    index past its subcommands (a launcher's), options, assignments and positional arguments,
+    or the command itself when the wrapper settles it (a launcher running none of its own,
+    `env -S`)."""
+    valued, positional = _WRAPPERS[name]
+    if name in _LAUNCHERS:
+        if i >= len(words) or words[i] not in _LAUNCHERS[name]:
+            return words[i - 1 :]  # `uv pip install`: runs no command of its own
+        while i < len(words) and words[i] in _LAUNCHERS[name]:
+            i += 1
+    for count in (positional, 0):
+        while i < len(words) and words[i].startswith("-") and words[i] != "-":
+            word = words[i]
+            if word == "--":
+                i += 1
+                break
+            if name == "env" and word.startswith(("-S", "--split-string")):
+                return _split_string(words, i)
+            i += 2 if word in valued else 1
+        while i < len(words) and _is_assignment(words[i]):
+            i += 1
+        i += count
+    return i
+
+
+def _split_string(words: list[str], i: int) -> list[str]:
+    """The command `env -S STRING` runs (`words[i]` is the `-S`, `--split-string` option): the
+    words of STRING, then the words after it."""
+    word = words[i]
+    attached = word[2:] if word.startswith("-S") else word.partition("=")[2]
+    string = attached or (words[i + 1] if i + 1 < len(words) else "")
+    return _unwrap(tokens(string) + words[i + (1 if attached else 2) :])
 
 
 def _long(word: str, full: str, shortest: int) -> bool:
@@ -588,11 +605,15 @@ def _git(args: list[str]) -> str | None:
     if sub == "reset" and any(_long(a, "--hard", 4) for a in rest if a.startswith("--")):
         return "git reset --hard"
     if sub == "clean":
-        short = [a[1:] for a in rest if a.startswith("-") and not a.startswith("--")]
-        force = any("f" in s for s in short) or any(_long(a, "--force", 5) for a in rest)
-        dry = any("n" in s for s in short) or any(_long(a, "--dry-run", 5) for a in rest)
-        return "git clean -f" if force and not dry else None
+        return _clean(rest)
     return None
+
+
+def _clean(args: list[str]) -> str | None:
+    short = [a[1:] for a in args if a.startswith("-") and not a.startswith("--")]
+    force = any("f" in s for s in short) or any(_long(a, "--force", 5) for a in args)
+    dry = any("n" in s for s in short) or any(_long(a, "--dry-run", 5) for a in args)
+    return "git clean -f" if force and not dry else None
 
 
 def _shell_string(name: str, args: list[str]) -> str | None:
