@@ -17,12 +17,13 @@ execution's refusal log, beside its trace, where replay and `verify` never look.
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from typing import Any
 
 from tether.errors import TetherError
-from tether.store import store_for
+from tether.store import path_of, store_for
 from tether.store.tally import empty_action, plan
 
 TOP_CHECKS = 10
@@ -79,7 +80,9 @@ def collect(place: str, *, tree: str | None = None, since: str | None = None) ->
     after `since` (a stored timestamp: `parse_since`) when given. A `tree` no execution of the
     place has is `not_found`, naming `--tree`. The result matches `schema/stats.schema.json`."""
     store = store_for(place)
-    where = store.place(place)[0]
+    where, name = store.place(place)
+    if name is not None:
+        raise _not_a_place(place, store.scheme)
     raw = store.tally(where, since=since, tree=tree)
     if tree is not None and not raw["trees"]:
         raise TetherError(
@@ -99,6 +102,18 @@ def collect(place: str, *, tree: str | None = None, since: str | None = None) ->
         "unreadable": raw["unreadable"],
         "trees": trees,
     }
+
+
+def _not_a_place(place: str, scheme: str) -> TetherError:
+    """The refusal of a `place` that names one execution, or a folder that is not there."""
+    if scheme == "file" and not os.path.lexists(path_of(place)):
+        return TetherError("not_found", f"no folder at {path_of(place)}", argument="PLACE")
+    return TetherError(
+        "usage",
+        f"{place} names one execution, not a place that holds executions: give a folder, "
+        "memory:// or a database (postgresql://user@host/db, without #name)",
+        argument="PLACE",
+    )
 
 
 def _tree(raw: dict[str, Any]) -> dict[str, Any]:
@@ -238,13 +253,16 @@ def _span(spread: dict[str, Any]) -> str:
 
 
 def _duration(seconds: float) -> str:
+    """`seconds` as people read a span: 850ms, 10.4s, 1m55s, 3h20m, 2d4h."""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f}ms"
     if seconds < 60:
-        return f"{seconds:.3g}s" if seconds < 10 else f"{seconds:.0f}s"
-    if seconds < 3600:
-        return f"{seconds / 60:.1f}m"
-    if seconds < 86400:
-        return f"{seconds / 3600:.1f}h"
-    return f"{seconds / 86400:.1f}d"
+        return f"{seconds:.3g}s"
+    whole = round(seconds)
+    for unit, size, small, small_size in (("d", 86400, "h", 3600), ("h", 3600, "m", 60)):
+        if whole >= size:
+            return f"{whole // size}{unit}{whole % size // small_size}{small}"
+    return f"{whole // 60}m{whole % 60:02d}s"
 
 
 def _reasons(counts: dict[str, int]) -> str:

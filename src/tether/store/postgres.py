@@ -783,11 +783,12 @@ def _tree_figures(
     median: float | None,
     p90: float | None,
 ) -> dict[str, Any]:
-    version = tree.get("version")
+    from tether.store.tally import version_of
+
     return {
         "hash": tree_hash,
         "name": tree["name"],
-        "version": None if version is None else str(version),
+        "version": version_of(tree),
         "tree": tree,
         "executions": {"running": running, "complete": complete, "failed": failed},
         "time_to_finish": _spread(finished, median, p90),

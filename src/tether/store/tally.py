@@ -160,7 +160,7 @@ class _Tree:
         return {
             "hash": self.hash,
             "name": self.tree["name"],
-            "version": _version(self.tree),
+            "version": version_of(self.tree),
             "tree": self.tree,
             "executions": {status: self.statuses[status] for status in STATUSES},
             "time_to_finish": spread(self.finish),
@@ -170,9 +170,10 @@ class _Tree:
         }
 
 
-def _version(tree: dict[str, Any]) -> str | None:
+def version_of(tree: dict[str, Any]) -> str | None:
+    """The tree's `version` as text; None when it declares none."""
     version = tree.get("version")
-    return None if version is None else str(version)
+    return None if version in (None, "") else str(version)
 
 
 class Tally:
