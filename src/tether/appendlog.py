@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+
 from tether.files import open_regular, write_all
 from tether.locking import locked
 

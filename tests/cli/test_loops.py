@@ -5,7 +5,6 @@ key is refused before anything is started."""
 from __future__ import annotations
 
 import json
-
 from pathlib import Path
 from typing import Any
 
