@@ -4,10 +4,8 @@ Owns the verbs that every interface calls (the CLI, the MCP server, the bot tool
 viewer): start, resume, reset, next, eval, submit (each answer may carry its step's var writes),
 approve and reject (a person's answer to a human step), think, var read/write, const, get,
 trace, verify, fork, the bot tools' jump, close, independent (a call of an action outside the
-workflow) and replace_tree, and what a bound agent session records (stop, record_tool,
-deny_tool: a call its step's policy denied) and reads (open_steps); the record of every answer
-the engine refuses, in the execution's refusal log beside the trace (`Transaction.refuse`,
-which changes nothing the engine or replay reads; `tether stats` counts it); the parsing of answer values
+workflow) and replace_tree, and what a bound agent session records (stop, record_tool) and
+reads (open_steps); the parsing of answer values
 (JSON or string) and the check that everything a caller hands in can be stored as standard JSON
 (`check_value`: no NaN or infinity, no text that is not UTF-8, nesting no deeper than
 `MAX_DEPTH`, no value over `MAX_VALUE_BYTES`; `check_values`: no more than `MAX_VALUES` writes
@@ -19,6 +17,11 @@ engine does) or encodings (the stores do).
 
 `list_executions` lists the executions in a place (a folder, `memory://`, a database) through its
 store's `list`.
+
+It also records what the trace never holds, for `tether stats`: each answer the engine refuses
+and each tool call a bound session's step policy denied (`deny_tool`), in the execution's
+refusal log beside the trace (`Transaction.refuse`), which changes nothing the engine, replay or
+`verify` reads.
 """
 
 from __future__ import annotations
