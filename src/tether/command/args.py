@@ -52,6 +52,8 @@ METAVARS = {
     "--http": "URL",
     "--session": "ID",
     "--endpoint": "URL",
+    "--tree": "NAME",
+    "--since": "TIME",
 }
 
 

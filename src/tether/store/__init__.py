@@ -8,9 +8,10 @@ gives what it shares with them (`tether.store.shared`): `scheme_of`, `path_of` (
 `file:` URI or a bare path names, for executions and tree files alike) and `encode`, the one
 JSON encoding every store writes.
 
-This module and `tether.store.base` (the contract every store keeps) are the stores' public
-face: code outside `tether.store` imports nothing else of it and reads no execution file itself
-(`tests/store/test_boundaries.py` holds it to that).
+This module, `tether.store.base` (the contract every store keeps) and `tether.store.tally` (the
+figures every store's `tally` counts) are the stores' public face: code outside `tether.store`
+imports nothing else of it and reads no execution file itself (`tests/store/test_boundaries.py`
+holds it to that).
 """
 
 from __future__ import annotations
