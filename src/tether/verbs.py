@@ -36,7 +36,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from tether.store.base import Store
+    from tether.store.base import Store, Transaction
 
 Clock = Callable[[], str]
 
@@ -45,6 +45,8 @@ STATUSES = ("running", "complete", "failed")
 
 # The answers whose checks may read TOOLS.
 _MOVES = (core.Eval, core.Submit, core.Human, core.Close)
+# The answers of an agent or a person: when the engine refuses one, the refusal is recorded.
+_ANSWERS = (*_MOVES, core.Think, core.VarWrite, core.Jump, core.Independent)
 # Execution-state keys that are engine or store bookkeeping, not part of the document.
 _INTERNAL = ("salt", "seq", "since_reset", "initial", "trace", "tree_file")
 # How deeply objects and lists written to $VAR or $CONST may nest inside one another, the keys
@@ -648,6 +650,18 @@ class Runtime:
         string of `input` is cut at `EVIDENCE_TEXT` characters, and marked where cut."""
         return self._answer(trace, core.ToolCall(tool, bounded(input), ok, step))
 
+    def deny_tool(self, trace: str, tool: str, input: Any, *, reason: str) -> None:
+        """Record a tool call that the `tools` policy of the open steps denied (the first open
+        step's, which the denial names) in the execution's refusal log; the execution does not
+        change. `input` is cut as `record_tool` cuts it."""
+        store, uri = self._store(trace)
+        with store.transaction(uri) as tx:
+            state = tx.state
+            req = state["open"][0] if state["open"] else None
+            record = _record(state, self._clock(), "tool", "denied", req, reason)
+            record.update(tool=tool, input=bounded(input))
+            tx.refuse(record)
+
     def open_steps(self, trace: str) -> dict[str, Any]:
         """The execution's status, its refused stops in a row (`stop_blocks`), its current
         request and every open one (each with the `tools` policy that applies to it, when a
@@ -674,20 +688,92 @@ class Runtime:
         _check_answer(answer)
         store, uri = self._store(trace)
         with store.transaction(uri) as tx:
-            state = tx.state
-            cached = self._trees.get(state["tree_hash"])
-            tree = cached if cached is not None else tx.tree()
-            self._trees[state["tree_hash"]] = tree
-            # Checks that read TOOLS see the tool entries of their action's attempt.
-            since = core.tools_since(state) if isinstance(answer, _MOVES) else None
-            tools = None if since is None else core.tool_records(store.read_trace(uri), since)
-            outcome = core.apply(tree, state, answer, self._clock(), self._condition, tools)
-            if outcome.changed:
-                outcome.state["updated_at"] = outcome.entries[-1]["ts"]
-                tx.commit(
-                    outcome.state, outcome.entries, reset_trace=isinstance(answer, core.Reset)
-                )
+            outcome = self._apply(store, uri, tx, answer)
+        if isinstance(outcome, TetherError):  # raised once the refusal's record is committed
+            raise outcome
         return outcome.response
+
+    def _apply(
+        self, store: Store, uri: str, tx: Transaction, answer: core.Answer
+    ) -> core.Outcome | TetherError:
+        """Run the engine on `answer` inside `tx` and commit what it did; an answer it refuses
+        commits nothing to the execution and is returned, recorded in the refusal log first."""
+        state = tx.state
+        cached = self._trees.get(state["tree_hash"])
+        tree = cached if cached is not None else tx.tree()
+        self._trees[state["tree_hash"]] = tree
+        # Checks that read TOOLS see the tool entries of their action's attempt.
+        since = core.tools_since(state) if isinstance(answer, _MOVES) else None
+        tools = None if since is None else core.tool_records(store.read_trace(uri), since)
+        now = self._clock()
+        try:
+            outcome = core.apply(tree, state, answer, now, self._condition, tools)
+        except TetherError as exc:
+            if not isinstance(answer, _ANSWERS):
+                raise
+            tx.refuse(_refusal(tree, state, answer, exc, now))
+            return exc
+        if outcome.changed:
+            outcome.state["updated_at"] = outcome.entries[-1]["ts"]
+            tx.commit(outcome.state, outcome.entries, reset_trace=isinstance(answer, core.Reset))
+        return outcome
+
+
+def _record(
+    state: dict[str, Any],
+    now: str,
+    kind: str,
+    code: str,
+    req: dict[str, Any] | None,
+    message: str,
+) -> dict[str, Any]:
+    """A refusal record (`tether.store.tally` reads them): `seq` is the seq the next trace entry
+    takes, so a reset leaves the records before it behind; `cursor` the step it was aimed at."""
+    aimed = req if req is not None and req.get("path") is not None else None
+    return {
+        "seq": state["seq"],
+        "ts": now,
+        "kind": kind,
+        "code": code,
+        "cursor": aimed and {"path": list(aimed["path"]), "step": aimed.get("index")},
+        "name": aimed and aimed.get("name"),
+        "step": None if req is None else req.get("step"),
+        "message": message,
+    }
+
+
+def _refusal(
+    tree: dict[str, Any],
+    state: dict[str, Any],
+    answer: core.Answer,
+    exc: TetherError,
+    now: str,
+) -> dict[str, Any]:
+    """The record of an answer the engine refused, aimed at the step its token names (even a
+    stale one), else at the request the refusal names."""
+    req = exc.details.get("current")
+    token = getattr(answer, "step", None)
+    if isinstance(token, str):
+        req = _token_request(tree, token)
+    req = req if isinstance(req, dict) else None
+    record = _record(state, now, "answer", exc.code, req, exc.message)
+    record["answer"] = type(answer).__name__.lower()
+    if isinstance(exc.details.get("check"), str):
+        record["check"] = exc.details["check"]
+    return record
+
+
+def _token_request(tree: dict[str, Any], token: str) -> dict[str, Any] | None:
+    """The step a token names (`KEY:STEP:...`), as a request's path, index and name; None for
+    the gate's token or one that names no step of `tree`."""
+    key, _, rest = token.partition(":")
+    try:
+        path = [] if key == "-" else [int(i) for i in key.split(".")]
+        index = int(rest.partition(":")[0])
+        node = core.node_at(tree, path)
+    except (ValueError, TetherError, IndexError, KeyError):
+        return None
+    return {"path": path, "index": index, "name": node["name"], "step": token}
 
 
 def _human_request(requests: list[dict[str, Any]], step: str | None) -> dict[str, Any] | None:

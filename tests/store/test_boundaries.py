@@ -16,7 +16,7 @@ import tether
 PACKAGE = Path(tether.__file__).resolve().parent
 BACKENDS = ("tether.store.file", "tether.store.memory", "tether.store.postgres")
 # How the file store names the files beside a state file.
-SIDECARS = (".tree.json", ".trace.jsonl", ".json.lock", ".json.trace")
+SIDECARS = (".tree.json", ".trace.jsonl", ".json.lock", ".json.trace", ".refused.jsonl")
 
 
 def _outside_the_stores() -> dict[str, str]:

@@ -51,6 +51,8 @@ METAVARS = {
     "--settings": "FILE",
     "--http": "URL",
     "--session": "ID",
+    "--tree": "NAME",
+    "--since": "TIME",
 }
 
 

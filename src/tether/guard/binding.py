@@ -22,7 +22,9 @@ and what a bound session gets at each hook event:
   wrappers and nested commands included), a call that writes a guarded file, a `tether reset` or
   `reset_execution` (it would throw the evidence away) and `tether guard hook`. Then Tether's own
   calls run; any other must be allowed by the `tools` policy of an open step of every running
-  execution (`steptools`), and while one cannot be read only reading tools run.
+  execution (`steptools`), and while one cannot be read only reading tools run; a call a policy
+  denies is recorded through the `deny_tool` verb (the execution's refusal log, for `tether
+  stats`).
 - `PostToolUse`, `PostToolUseFailure`: auto-binding (by a call that did not fail; with no sign
   of success, only to the execution its answer names), then evidence: every call but Tether's
   own is recorded through the `record_tool` verb (a `tool` entry, `ok` as `hooks.tool_ok` read
@@ -39,6 +41,7 @@ protocol (`hooks`), read shell lines (`shell`) or match policies (`steptools`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -588,6 +591,8 @@ class Binder:
                 continue
             why = self._policy(binding.trace, view["open"], tool, params, project, refusal)
             if why is not None:
+                with contextlib.suppress(TetherError):  # the denial stands, recorded or not
+                    self.runtime.deny_tool(binding.trace, tool, params, reason=why)
                 return why
         return None
 

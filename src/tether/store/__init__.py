@@ -9,8 +9,8 @@ JSON encoding every store writes: standard JSON only, so that a NaN or an infini
 past the verbs is refused rather than stored in a form that other readers (the viewer's page,
 PostgreSQL) cannot parse.
 
-This module and `tether.store.base` (the contract every store keeps) are the stores' public
-face: code outside `tether.store` imports nothing else of it and reads no execution file itself
+This module, `tether.store.base` (the contract every store keeps) and `tether.store.tally` (the
+figures every store's `tally` counts) are the stores' public face: code outside `tether.store` imports nothing else of it and reads no execution file itself
 (`tests/store/test_boundaries.py` holds it to that).
 """
 

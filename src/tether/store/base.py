@@ -117,6 +117,14 @@ class Transaction(Protocol):
         Deciding whether the new tree fits the execution is the caller's business."""
         ...
 
+    def refuse(self, record: dict[str, Any]) -> None:
+        """Append `record` (an answer the engine refused, a tool call a policy denied: see
+        `tether.store.tally`) to the execution's refusal log, beside the trace. The state, its
+        revision and the trace do not change, so replay, `verify` and `fork` never see it; the
+        record is kept even when the verb then raises (PostgreSQL commits it with the
+        transaction, which the verb leaves normally before raising)."""
+        ...
+
 
 class Store(Protocol):
     """Documents addressed by URI. Methods raise `TetherError` with `not_found`,
@@ -185,4 +193,18 @@ class Store(Protocol):
         (what `list` takes) and the execution's name there; the name is None when `uri` names
         a place rather than one execution (a folder, a database without `#name`,
         `memory://`)."""
+        ...
+
+    def refusals(self, uri: str) -> builtins.list[dict[str, Any]]:
+        """The execution's refusal log, oldest first (`Transaction.refuse`)."""
+        ...
+
+    def tally(
+        self, where: str, *, since: str | None = None, tree: str | None = None
+    ) -> dict[str, Any]:
+        """The figures of the executions at `where` (a place, as `list` takes it), only those
+        whose tree is named `tree` and those created at or after `since` (a stored UTC
+        timestamp) when given: `{"trees": [...], "unreadable": n}`, each tree as
+        `tether.store.tally` defines it. An execution that cannot be read is counted in
+        `unreadable` and left out of the figures."""
         ...

@@ -9,6 +9,10 @@ Owns the on-disk encoding and its crash and concurrency safety. For an execution
   usual file holds it too.
 - `run.json.trace.jsonl` — the trace, one JSON entry per line, only ever appended to. After a
   reset the trace starts in a new file (`run.json.trace.<revision>.jsonl`).
+- `run.json.refused.jsonl` — the refusal log (`Transaction.refuse`): the answers the engine
+  refused and the tool calls a policy denied, one JSON record per line, appended under the
+  execution's lock by `tether.appendlog` (a torn last line is cut off by the next append and
+  skipped on read). No state names it: replay and `verify` never read it.
 - `run.json.lock` — the lock that serialises writers (`tether.locking`: `flock`, or `msvcrt`
   on Windows); readers never wait for it.
 
@@ -42,6 +46,10 @@ below it, leaving out hidden folders (`.git`, `.venv`...), `venv`, `node_modules
 read does (no link followed, the file names it gives checked) and nothing else, no tree and no
 trace: a link, a FIFO or a corrupt file there is listed with its own error, and the others are
 listed as usual. A folder given to `list` by a link is followed: the caller chose it.
+
+Counting (`tally`): the executions `list` finds, each read as a `get` reads it (the tree once
+per tree hash), its trace parsed as one JSON array rather than line by line, and counted by
+`tether.store.tally`.
 
 It does not interpret the state (the engine and verbs do; `tether.store.base.Summary` reads
 what a listing shows).
@@ -81,6 +89,7 @@ _REQUIRED = ("schema_version", "status", "revision", "var", "const", "open", "ru
 _TRACE = r"\.trace(?:\.\d+)?\.jsonl"
 _TREE = r"\.tree(?:\.\d+)?\.json"
 _SIDECAR = re.compile(rf"(?:{_TRACE}|{_TREE})")
+_REFUSED = ".refused.jsonl"
 _LEFTOVER = re.compile(rf"(?:{_TREE})?{TEMPORARY.pattern}")
 # How far below the folder it is given `list` looks, and the folders it leaves out (besides
 # hidden ones): they hold no executions worth listing and can be large.
@@ -214,6 +223,36 @@ class FileStore:
     def locate(self, where: str, name: str) -> str:
         return self.canonical(os.path.join(path_of(where), name))
 
+    def refusals(self, uri: str) -> builtins.list[dict[str, Any]]:
+        path = path_of(uri)
+        _read_state(path)
+        return _read_refusals(path)
+
+    def tally(
+        self, where: str, *, since: str | None = None, tree: str | None = None
+    ) -> dict[str, Any]:
+        from tether.store.tally import Tally
+
+        folder = path_of(where)
+        count = Tally()
+        trees: dict[str, dict[str, Any]] = {}
+        for name in _execution_names(folder):
+            path = os.path.join(folder, *name.split("/"))
+            try:
+                state = _read_state(path)
+                if (tree is not None and state.get("tree_name") != tree) or (
+                    since is not None and str(state.get("created_at")) < since
+                ):
+                    continue
+                tree_hash = str(state["tree_hash"])
+                if tree_hash not in trees:
+                    trees[tree_hash] = _read_tree(path, state)
+                entries = _read_entries(path, state)
+                count.add(state, trees[tree_hash], entries, _read_refusals(path))
+            except (TetherError, KeyError, TypeError, ValueError):
+                count.unreadable += 1
+        return count.result()
+
     def place(self, uri: str) -> tuple[str, str | None]:
         path = path_of(uri)
         if os.path.isdir(path):
@@ -270,6 +309,19 @@ class _FileTransaction:
                 _tidy(self._path, committed)
         self.state = committed
         return committed
+
+    def refuse(self, record: dict[str, Any]) -> None:
+        from tether import appendlog
+
+        log = self._path + _REFUSED
+        try:
+            appendlog.append(log, [record])
+        except NotARegularFile as exc:
+            raise _not_regular(log, exc) from None
+        except OSError as exc:
+            raise TetherError(
+                "store_unavailable", f"cannot write {log}: {exc.strerror or exc}", path=log
+            ) from None
 
     def replace_tree(self, tree: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
         # The switch is the state's rename, pointing at a new tree file; the tree then moves to
@@ -340,6 +392,8 @@ def _tidy(path: str, state: dict[str, Any] | None) -> list[str]:
     folder, base = os.path.split(path)
     keep = set() if state is None else {state["trace"]["file"], _tree_name(path, state)}
     keep.add(base + ".tree.json")
+    if state is not None:
+        keep.add(base + _REFUSED)
     present: list[str] = []
     with os.scandir(folder) as entries:
         for entry in entries:
@@ -349,6 +403,7 @@ def _tidy(path: str, state: dict[str, Any] | None) -> list[str]:
             elif not name.startswith(base) or (
                 _SIDECAR.fullmatch(name, len(base)) is None
                 and _LEFTOVER.fullmatch(name, len(base)) is None
+                and name != base + _REFUSED
             ):
                 continue
             elif state is None and _SIDECAR.fullmatch(name, len(base)) is not None:
@@ -521,7 +576,33 @@ def _tree_not_execution(path: str) -> TetherError:
     )
 
 
-def _read_trace(path: str, state: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def _read_entries(path: str, state: dict[str, Any]) -> list[dict[str, Any]]:
+    """The committed trace as one list, parsed in one call (what counting reads)."""
+    data = _trace_bytes(path, state).rstrip(b"\n")
+    return list(json.loads(b"[" + data.replace(b"\n", b",") + b"]"))
+
+
+def _read_refusals(path: str) -> list[dict[str, Any]]:
+    """The records of the execution's refusal log; a line that is not a JSON object (a torn
+    last line) is skipped."""
+    try:
+        data = read_regular(path + _REFUSED)
+    except FileNotFoundError:
+        return []
+    except NotARegularFile as exc:
+        raise _not_regular(path + _REFUSED, exc) from None
+    out = []
+    for line in data.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            out.append(record)
+    return out
+
+
+def _trace_bytes(path: str, state: dict[str, Any]) -> bytes:
     trace = state["trace"]
     trace_path = os.path.join(os.path.dirname(path), trace["file"])
     try:
@@ -538,6 +619,12 @@ def _read_trace(path: str, state: dict[str, Any]) -> Iterator[dict[str, Any]]:
             f"the trace file {trace_path} is shorter than its committed length",
             path=trace_path,
         )
+    return data
+
+
+def _read_trace(path: str, state: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    data = _trace_bytes(path, state)
+    trace_path = os.path.join(os.path.dirname(path), state["trace"]["file"])
     for n, line in enumerate(data.splitlines(), 1):
         try:
             yield json.loads(line)

@@ -4,7 +4,9 @@ Owns an in-process map from URI to (state, tree, trace), guarded by one lock per
 threads see the same serialised, all-or-nothing commits as the file store gives processes. Values
 are stored as JSON text (standard JSON, `tether.store.encode`), so no caller can change a
 stored document by mutating what it was given.
-`list("memory://")` lists every execution of the process, by the name after `memory://`.
+`list("memory://")` lists every execution of the process, by the name after `memory://`, and
+`tally("memory://")` counts them (`tether.store.tally`). A record's refusal log
+(`Transaction.refuse`) is a list beside its trace, counted in the store's size like the rest.
 
 The store holds at most `MAX_BYTES` of that text across all its executions (64 MiB, or
 `TETHER_MEMORY_MAX_BYTES`): a create or commit that would pass it is refused (`too_large`) and
@@ -38,6 +40,7 @@ class _Record:
     state: str
     tree: str
     trace: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -141,6 +144,26 @@ class MemoryStore:
         ]
         return [summary for summary in listed if wanted(summary, status)]
 
+    def refusals(self, uri: str) -> builtins.list[dict[str, Any]]:
+        return [json.loads(line) for line in builtins.list(self._record(uri).refused)]
+
+    def tally(
+        self, where: str, *, since: str | None = None, tree: str | None = None
+    ) -> dict[str, Any]:
+        from tether.store.tally import Tally
+
+        self._place(where)
+        with self._guard:
+            records = builtins.list(self._records.values())
+        count = Tally()
+        for record in records:
+            state, entries = self.read_execution(record.key)
+            if (tree is None or state.get("tree_name") == tree) and (
+                since is None or str(state.get("created_at")) >= since
+            ):
+                count.add(state, json.loads(record.tree), entries, self.refusals(record.key))
+        return count.result()
+
     def locate(self, where: str, name: str) -> str:
         self._place(where)
         return self.canonical(_PREFIX + name)
@@ -191,6 +214,11 @@ class _MemoryTransaction:
         self._record.state = encoded
         self.state = committed
         return committed
+
+    def refuse(self, record: dict[str, Any]) -> None:
+        line = encode(record)
+        self._store.hold(len(line), self._record.key)
+        self._record.refused.append(line)
 
     def replace_tree(self, tree: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
         committed = dict(state, revision=int(self.state["revision"]) + 1, trace=self.state["trace"])

@@ -8,17 +8,24 @@ the execution inside that database. The canonical spelling drops the password (g
 `PGPASSWORD` or a `.pgpass` file; a password written in a URI is used for that DSN's pool for the
 life of the process) and sorts the query parameters.
 
-Two tables hold the data, created on first use under an advisory lock, with their version in
-`tether_schema` (a database written by a newer Tether is refused):
+Three tables hold the data, created on first use under an advisory lock, with their version in
+`tether_schema` (a database written by a newer Tether is refused; one of version 1 gains the
+refusal log when first used):
 
 - `tether_executions` — one row per execution: the state (as JSON text, key order kept), the
   embedded tree, the revision and which trace epoch is current and how long it is;
 - `tether_trace` — one row per trace entry, keyed by (name, epoch, idx). The current epoch is only
   ever appended to; a trace reset starts a new epoch and drops the older ones in the same
   transaction.
+- `tether_refusals` — each execution's refusal log (`Transaction.refuse`): one row per answer
+  the engine refused or tool call a policy denied, beside the trace, which it never changes.
 
 `list(DSN)` — a URI without `#name` — lists every execution in the database; the database
 extracts the few keys of each state that a listing shows, so no document crosses the wire.
+`tally(DSN)` counts the figures of `tether.store.tally` in the database, in a few statements
+(the trees and their executions; the trace per action, with window functions for the time a
+step was requested and for failures in a row; the open steps; the refusal log): only the
+figures and one tree per tree hash cross the wire.
 
 A verb's `transaction` is one database transaction that begins with `SELECT ... FOR UPDATE` on the
 execution's row, so concurrent verbs on one execution — from threads, processes or replicas on
@@ -54,8 +61,9 @@ from tether.errors import TetherError
 from tether.locking import may_wait
 from tether.store import encode
 from tether.store.base import Summary, wanted
+from tether.store.tally import MOVING
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _SCHEMES = ("postgresql", "postgres")
 _POOL_MAX = int(os.environ.get("TETHER_PG_POOL_MAX", "10"))
 _TIMEOUT = float(os.environ.get("TETHER_PG_TIMEOUT", "5"))
@@ -93,6 +101,12 @@ CREATE TABLE IF NOT EXISTS tether_trace (
     entry json NOT NULL,
     PRIMARY KEY (name, epoch, idx)
 );
+CREATE TABLE IF NOT EXISTS tether_refusals (
+    id bigserial PRIMARY KEY,
+    name text NOT NULL,
+    entry json NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tether_refusals_name ON tether_refusals (name, id);
 """
 
 _COMMIT = """
@@ -314,14 +328,17 @@ def _ensure_schema(conn: psycopg.Connection[Any], dsn: str) -> None:
         row = conn.execute("SELECT version FROM tether_schema").fetchone()
     except psycopg.errors.UndefinedTable:
         row = None
-    if row is None:
+    if row is None or int(row[0]) < SCHEMA_VERSION:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
             conn.execute(_DDL)
-            row = conn.execute("SELECT version FROM tether_schema").fetchone()
-            if row is None:
-                conn.execute("INSERT INTO tether_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
-                row = (SCHEMA_VERSION,)
+            row = conn.execute(
+                "INSERT INTO tether_schema (version) VALUES (%s) ON CONFLICT (singleton)"
+                " DO UPDATE SET version = GREATEST(tether_schema.version, EXCLUDED.version)"
+                " RETURNING version",
+                (SCHEMA_VERSION,),
+            ).fetchone()
+            assert row is not None  # RETURNING gives the row
     if int(row[0]) > SCHEMA_VERSION:
         raise TetherError(
             "internal",
@@ -374,6 +391,8 @@ class PostgresStore:
                 " ON CONFLICT (name) DO NOTHING RETURNING 1",
                 (target.name, encode(stored), encode(tree), int(stored["revision"]), len(lines)),
             ).fetchone()
+            if row is not None:
+                conn.execute("DELETE FROM tether_refusals WHERE name = %s", (target.name,))
             if row is not None and lines:
                 conn.execute(
                     "INSERT INTO tether_trace (name, epoch, idx, entry) SELECT %s, 0, e.ord - 1,"
@@ -470,6 +489,56 @@ class PostgresStore:
                 out.append(summary)
         return out
 
+    def refusals(self, uri: str) -> builtins.list[dict[str, Any]]:
+        target = parse(uri)
+        with _connection(target) as conn:
+            if not conn.execute(
+                "SELECT 1 FROM tether_executions WHERE name = %s", (target.name,)
+            ).fetchone():
+                raise _not_found(target)
+            rows = conn.execute(
+                "SELECT entry::text FROM tether_refusals WHERE name = %s ORDER BY id",
+                (target.name,),
+            ).fetchall()
+        return [json.loads(text) for (text,) in rows]
+
+    def tally(
+        self, where: str, *, since: str | None = None, tree: str | None = None
+    ) -> dict[str, Any]:
+        from tether.store import tally
+
+        target = self._database(where)
+        scope = {"since": since, "tree": tree}
+        with _connection(target) as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            trees = {
+                h: _tree_figures(json.loads(text), h, *figures)
+                for h, text, *figures in conn.execute(_TALLY_TREES, scope).fetchall()
+            }
+            plans = {h: tally.plan(t["tree"]) for h, t in trees.items()}
+            rows = [(h, k, a["retries"], a["last"]) for h, p in plans.items() for k, a in p.items()]
+            actions = dict(
+                scope, **{name: [row[i] for row in rows] for i, name in enumerate(_PLAN)}
+            )
+            if rows:
+                for h, k, *figures in conn.execute(_TALLY_ACTIONS, actions).fetchall():
+                    trees[h]["actions"][k] = _action_figures(*figures)
+                for h, k, expression, n in conn.execute(_TALLY_CHECKS, actions).fetchall():
+                    trees[h]["checks"].append(
+                        {"key": k, "expression": expression, "failed": n, "refused": 0}
+                    )
+                for h, k, n in conn.execute(_TALLY_OPEN, scope).fetchall():
+                    if k in plans[h]:
+                        trees[h]["actions"].setdefault(k, tally.empty_action())
+                        trees[h]["actions"][k]["attempts"] += n
+                        trees[h]["actions"][k]["reached"] += n
+            refusals = conn.execute(_TALLY_REFUSALS, scope).fetchall()
+        for h, kind, code, k, check, n in refusals:
+            _add_refusals(trees[h], kind, code, k, check, n)
+        for figures in trees.values():
+            figures["checks"].sort(key=lambda c: (c["key"], c["expression"]))
+        return {"trees": [trees[h] for h in sorted(trees)], "unreadable": 0}
+
     def locate(self, where: str, name: str) -> str:
         target = self._database(where)
         return self.canonical(Target(target.dsn, None, name).uri)
@@ -547,6 +616,12 @@ class _PostgresTransaction:
         self.state = committed
         return committed
 
+    def refuse(self, record: dict[str, Any]) -> None:
+        self._conn.execute(
+            "INSERT INTO tether_refusals (name, entry) VALUES (%s, %s::json)",
+            (self._target.name, encode(record)),
+        )
+
     def replace_tree(self, tree: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
         revision = int(self.state["revision"]) + 1
         committed = dict(state, revision=revision, trace=self.state["trace"])
@@ -557,3 +632,221 @@ class _PostgresTransaction:
         )
         self.state = committed
         return committed
+
+
+# -- counting (tally) ----------------------------------------------------------------------------
+
+# A stored UTC timestamp as whole milliseconds since the epoch.
+_MS = "(extract(epoch from ({})::timestamptz) * 1000)::bigint"
+# The executions counted: those of the tree named %(tree)s, created at or after %(since)s.
+_SCOPE = """
+SELECT name, state, state->>'tree_hash' AS h, trace_epoch, trace_entries
+FROM tether_executions
+WHERE (%(tree)s::text IS NULL OR state->>'tree_name' = %(tree)s::text)
+  AND (%(since)s::text IS NULL OR state->>'created_at' >= %(since)s::text)
+"""
+_PLAN = ("hashes", "keys", "retries", "lasts")
+
+# Per tree hash: one embedded tree, the executions by status, the time to finish.
+_TALLY_TREES = f"""
+WITH x AS ({_SCOPE}),
+g AS (
+    SELECT h, min(name) AS first,
+           count(*) FILTER (WHERE state->>'status' = 'running'),
+           count(*) FILTER (WHERE state->>'status' = 'complete'),
+           count(*) FILTER (WHERE state->>'status' = 'failed'),
+           count(*) FILTER (WHERE state->>'status' <> 'running'),
+           percentile_cont(0.5) WITHIN GROUP (ORDER BY d),
+           percentile_cont(0.9) WITHIN GROUP (ORDER BY d)
+    FROM (SELECT h, name, state, CASE WHEN state->>'status' <> 'running' THEN
+                 {_MS.format("state->>'updated_at'")} - {_MS.format("state->>'created_at'")}
+                 END AS d FROM x) f
+    GROUP BY h
+)
+SELECT g.h, e.tree::text, g.*
+FROM g JOIN tether_executions e ON e.name = g.first
+"""
+
+# The trace entries of the executions counted, at an action of the plan, each with the time
+# the step it answers was requested (the latest earlier moving entry) and whether it ends an
+# attempt in success or failure.
+_ENTRIES = f"""
+WITH x AS ({_SCOPE}),
+p AS (
+    SELECT * FROM unnest(%(hashes)s::text[], %(keys)s::text[], %(retries)s::int[],
+                         %(lasts)s::int[]) AS p(h, k, retries, last)
+),
+t AS (
+    SELECT x.name, x.h, t.idx,
+           t.entry->>'kind' AS kind,
+           (t.entry->'cursor'->'path')::text AS k,
+           (t.entry->'cursor'->>'step')::int AS step,
+           t.entry->>'submitted' AS submitted,
+           t.entry->>'outcome' AS outcome,
+           {_MS.format("t.entry->>'ts'")} AS ts
+    FROM x JOIN tether_trace t
+        ON t.name = x.name AND t.epoch = x.trace_epoch AND t.idx < x.trace_entries
+),
+m AS (
+    SELECT t.*, max(CASE WHEN kind IN ({", ".join(f"'{k}'" for k in MOVING)})
+                          AND NOT (kind = 'instruct' AND submitted = 'running') THEN ts END)
+                OVER (PARTITION BY name ORDER BY idx
+                      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS requested
+    FROM t
+),
+e AS (
+    SELECT m.*, p.retries,
+           (kind = 'evaluate' AND submitted = 'false')
+           OR (kind = 'instruct' AND submitted = 'failure')
+           OR (kind = 'human' AND outcome = 'failure')
+           OR (kind = 'check' AND step IS NOT NULL AND outcome IN ('failed', 'error')) AS failed,
+           kind = 'close' OR (step = p.last AND (
+               (kind = 'evaluate' AND submitted = 'true')
+               OR (kind = 'instruct' AND submitted = 'success')
+               OR (kind = 'human' AND outcome = 'success')
+               OR (kind = 'check' AND outcome NOT IN ('failed', 'error')))) AS passed
+    FROM m JOIN p ON p.h = m.h AND p.k = m.k
+)
+"""
+
+_TALLY_ACTIONS = f"""{_ENTRIES},
+r AS (  -- failures in a row: the successes before each entry of an action number its run
+    SELECT e.*, count(*) FILTER (WHERE passed) OVER (PARTITION BY name, k ORDER BY idx) AS run
+    FROM e WHERE failed OR passed
+),
+runs AS (
+    SELECT h, k, sum(n - n / (retries + 1)) AS retried
+    FROM (SELECT h, k, retries, count(*) AS n FROM r WHERE failed
+          GROUP BY name, h, k, run, retries) f
+    GROUP BY h, k
+)
+SELECT e.h, e.k,
+       count(*) FILTER (WHERE failed OR passed),
+       count(*) FILTER (WHERE failed),
+       coalesce(max(runs.retried), 0),
+       count(*) FILTER (WHERE a), percentile_cont(0.5) WITHIN GROUP (ORDER BY d) FILTER (WHERE a),
+       percentile_cont(0.9) WITHIN GROUP (ORDER BY d) FILTER (WHERE a),
+       count(*) FILTER (WHERE kind = 'stop' AND outcome = 'refused'),
+       count(*) FILTER (WHERE kind = 'tool'),
+       count(*) FILTER (WHERE w), percentile_cont(0.5) WITHIN GROUP (ORDER BY d) FILTER (WHERE w),
+       percentile_cont(0.9) WITHIN GROUP (ORDER BY d) FILTER (WHERE w)
+FROM (
+    SELECT e.*, ts - requested AS d,
+           kind IN ('evaluate', 'instruct') AND submitted <> 'running'
+               AND requested IS NOT NULL AS a,
+           kind = 'human' AND requested IS NOT NULL AS w
+    FROM e
+) e LEFT JOIN runs ON runs.h = e.h AND runs.k = e.k
+GROUP BY e.h, e.k
+"""
+
+_TALLY_CHECKS = f"""{_ENTRIES}
+SELECT h, k, submitted, count(*)
+FROM e WHERE kind = 'check' AND failed
+GROUP BY h, k, submitted
+"""
+
+# The actions with a step open now, once per execution.
+_TALLY_OPEN = f"""
+WITH x AS ({_SCOPE})
+SELECT h, k, count(*)
+FROM (SELECT DISTINCT x.name, x.h, (r->'path')::text AS k
+      FROM x, json_array_elements(x.state->'open') AS r
+      WHERE x.state->>'status' = 'running' AND json_typeof(r->'path') = 'array') o
+GROUP BY h, k
+"""
+
+# The refusal log since each execution's last reset, grouped.
+_TALLY_REFUSALS = f"""
+WITH x AS ({_SCOPE})
+SELECT x.h, r.entry->>'kind', r.entry->>'code', (r.entry->'cursor'->'path')::text,
+       r.entry->>'check', count(*)
+FROM x JOIN tether_refusals r ON r.name = x.name
+WHERE (r.entry->>'seq')::bigint >= (x.state->>'seq')::bigint - (x.state->>'since_reset')::bigint
+GROUP BY 1, 2, 3, 4, 5
+"""
+
+
+def _spread(count: int, median: float | None, p90: float | None) -> dict[str, Any]:
+    return {"count": count, "median": median, "p90": p90}
+
+
+def _tree_figures(
+    tree: dict[str, Any],
+    tree_hash: str,
+    _hash: str,
+    _first: str,
+    running: int,
+    complete: int,
+    failed: int,
+    finished: int,
+    median: float | None,
+    p90: float | None,
+) -> dict[str, Any]:
+    from tether.store.tally import version_of
+
+    return {
+        "hash": tree_hash,
+        "name": tree["name"],
+        "version": version_of(tree),
+        "tree": tree,
+        "executions": {"running": running, "complete": complete, "failed": failed},
+        "time_to_finish": _spread(finished, median, p90),
+        "refused": {},
+        "actions": {},
+        "checks": [],
+    }
+
+
+def _action_figures(
+    ends: int,
+    failures: int,
+    retries: int,
+    answers: int,
+    answer_median: float | None,
+    answer_p90: float | None,
+    stops: int,
+    tools: int,
+    waits: int,
+    wait_median: float | None,
+    wait_p90: float | None,
+) -> dict[str, Any]:
+    return {
+        "reached": ends - int(retries),
+        "attempts": ends,
+        "failures": failures,
+        "retries": int(retries),
+        "refused": {},
+        "answer_time": _spread(answers, answer_median, answer_p90),
+        "stops_refused": stops,
+        "tools_denied": 0,
+        "tools_recorded": tools,
+        "human_wait": _spread(waits, wait_median, wait_p90),
+    }
+
+
+def _add_refusals(
+    figures: dict[str, Any], kind: str, code: str, key: str | None, check: str | None, n: int
+) -> None:
+    """Count `n` refusal records of one kind, code, action and check into a tree's figures."""
+    from tether.store.tally import empty_action
+
+    action = None
+    if key is not None and key != "null":
+        action = figures["actions"].setdefault(key, empty_action())
+    if kind == "tool":
+        if action is not None:
+            action["tools_denied"] += n
+        return
+    figures["refused"][code] = figures["refused"].get(code, 0) + n
+    if action is not None:
+        action["refused"][code] = action["refused"].get(code, 0) + n
+        if code == "check_failed" and check is not None:
+            for c in figures["checks"]:
+                if c["key"] == key and c["expression"] == check:
+                    c["refused"] += n
+                    break
+            else:
+                figures["checks"].append(
+                    {"key": key, "expression": check, "failed": 0, "refused": n}
+                )

@@ -1,0 +1,294 @@
+"""Counting across executions: what every store's `tally` returns, and the count in Python.
+
+Owns the raw figures `tether.stats` shapes (per tree hash, per action), how each is read from a
+committed execution — its state, its trace and its refusal log (`Store.refusals`) — and the
+plan of a tree that the count needs (`plan`: each action's path, own `retries` and last step).
+The file and memory stores count with `Tally`; PostgreSQL counts the same figures in SQL
+(`tether.store.postgres`), and the two are held to agree (`tests/stats`).
+
+The figures, for one execution (the entries since its last reset; refusals recorded since then):
+
+- an attempt of an action ends in failure at a false evaluate, a failed instruct, a rejected
+  human step, or a check step that failed or could not be evaluated; in success at a passed
+  answer or check of its last step, or a close. Its own `retries: N` are used by the failures
+  before the (N+1)th in a row (a success, or the failure that used up its retries, starts the
+  count again), so of a run of m failures in a row, m - m // (N+1) were retried. Its attempts
+  are its ends plus the one open now; it was reached attempts - retries times.
+- a step was requested at the latest answer, check, close, jump or reset recorded before its
+  answer (the commit that opened it): the agent's answer time (evaluate and instruct, not a
+  `running` answer) and a person's wait (human) run from there.
+- `stop` entries refused and `tool` entries, by the action of the step they were recorded
+  against; refused answers by reason (all, and by the action they were aimed at); tool calls
+  denied by a policy; per check expression, the times it failed and the closes it refused.
+
+Durations are whole milliseconds, parsed from the entries' UTC timestamps, and their median and
+90th percentile interpolate linearly between the closest ranks (PostgreSQL's `percentile_cont`).
+It does not format the figures or choose the executions (the stores do; `tether.stats` shapes).
+"""
+
+from __future__ import annotations
+
+import builtins
+import calendar
+import json
+import math
+import time
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+# Entries that can open a step: answers that move, checks, closes, jumps, resets.
+MOVING = ("protocol", "evaluate", "instruct", "human", "check", "close", "jump", "reset")
+STATUSES = ("running", "complete", "failed")
+_FAILED_CHECK = ("failed", "error")
+
+
+def key_of(path: Iterable[int]) -> str:
+    """An action's key: its path as compact JSON (`[0,2]`), as PostgreSQL reads it from a
+    stored cursor."""
+    return json.dumps(list(path), separators=(",", ":"))
+
+
+def plan(tree: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The tree's actions by key, depth first: `{path, name, retries, last, checks}` (last: the
+    index of its last step; checks: its check steps' expressions by index)."""
+    out: dict[str, dict[str, Any]] = {}
+    pending: list[tuple[dict[str, Any], list[int]]] = [(tree["root"], [])]
+    while pending:
+        node, path = pending.pop()
+        if node["type"] == "action":
+            steps = node["steps"]
+            out[key_of(path)] = {
+                "path": path,
+                "name": node["name"],
+                "retries": int(node.get("retries", 0)),
+                "last": len(steps) - 1,
+                "checks": {i: s["check"] for i, s in enumerate(steps) if "check" in s},
+            }
+        children = node.get("children", [])
+        pending.extend((child, [*path, i]) for i, child in reversed(list(enumerate(children))))
+    return out
+
+
+def millis(stamp: str) -> int:
+    """A stored UTC timestamp (`2026-01-01T09:30:00.123Z`) as milliseconds since the epoch."""
+    whole, _, rest = stamp.rstrip("Z").partition(".")
+    seconds = calendar.timegm(time.strptime(whole, "%Y-%m-%dT%H:%M:%S"))
+    return seconds * 1000 + (int(rest[:3].ljust(3, "0")) if rest else 0)
+
+
+def spread(values: builtins.list[int]) -> dict[str, Any]:
+    """`{count, median, p90}` of `values` (milliseconds; None when there are none)."""
+    ordered = sorted(values)
+    return {
+        "count": len(ordered),
+        "median": percentile(ordered, 0.5),
+        "p90": percentile(ordered, 0.9),
+    }
+
+
+def percentile(ordered: builtins.list[int], fraction: float) -> float | None:
+    """PostgreSQL's `percentile_cont(fraction)` of sorted `ordered`."""
+    if not ordered:
+        return None
+    position = fraction * (len(ordered) - 1)
+    low, high = math.floor(position), math.ceil(position)
+    first = float(ordered[low])
+    if low == high:
+        return first
+    return first + (float(ordered[high]) - first) * (position - low)
+
+
+def empty_action() -> dict[str, Any]:
+    return {
+        "reached": 0,
+        "attempts": 0,
+        "failures": 0,
+        "retries": 0,
+        "refused": {},
+        "answer_time": spread([]),
+        "stops_refused": 0,
+        "tools_denied": 0,
+        "tools_recorded": 0,
+        "human_wait": spread([]),
+    }
+
+
+class _Tree:
+    """The running count of one tree hash."""
+
+    def __init__(self, tree: dict[str, Any], tree_hash: str) -> None:
+        self.tree = tree
+        self.hash = tree_hash
+        self.plan = plan(tree)
+        self.statuses: Counter[str] = Counter()
+        self.finish: list[int] = []
+        self.refused: Counter[str] = Counter()
+        self.counts: dict[str, Counter[str]] = {}
+        self.action_refused: dict[str, Counter[str]] = {}
+        self.answers: dict[str, list[int]] = {}
+        self.waits: dict[str, list[int]] = {}
+        self.checks: Counter[tuple[str, str, str]] = Counter()  # (key, expression, failed|refused)
+
+    def count(self, key: str, figure: str, n: int = 1) -> None:
+        self.counts.setdefault(key, Counter())[figure] += n
+
+    def result(self) -> dict[str, Any]:
+        actions = {}
+        for key in {*self.counts, *self.action_refused, *self.answers, *self.waits}:
+            counts = self.counts.get(key, Counter())
+            attempts = counts["ends"] + counts["open"]
+            actions[key] = {
+                **empty_action(),
+                "reached": attempts - counts["retries"],
+                "attempts": attempts,
+                "failures": counts["failures"],
+                "retries": counts["retries"],
+                "refused": dict(self.action_refused.get(key, {})),
+                "answer_time": spread(self.answers.get(key, [])),
+                "stops_refused": counts["stops_refused"],
+                "tools_denied": counts["tools_denied"],
+                "tools_recorded": counts["tools_recorded"],
+                "human_wait": spread(self.waits.get(key, [])),
+            }
+        checks: dict[tuple[str, str], dict[str, Any]] = {}
+        for (key, expression, what), n in self.checks.items():
+            check = checks.setdefault(
+                (key, expression), {"key": key, "expression": expression, "failed": 0, "refused": 0}
+            )
+            check[what] += n
+        return {
+            "hash": self.hash,
+            "name": self.tree["name"],
+            "version": version_of(self.tree),
+            "tree": self.tree,
+            "executions": {status: self.statuses[status] for status in STATUSES},
+            "time_to_finish": spread(self.finish),
+            "refused": dict(self.refused),
+            "actions": actions,
+            "checks": sorted(checks.values(), key=lambda c: (c["key"], c["expression"])),
+        }
+
+
+def version_of(tree: dict[str, Any]) -> str | None:
+    """The tree's `version` as text; None when it declares none."""
+    version = tree.get("version")
+    return None if version in (None, "") else str(version)
+
+
+class Tally:
+    """The count over executions, added one at a time (`add`), read with `result`."""
+
+    def __init__(self) -> None:
+        self._trees: dict[str, _Tree] = {}
+        self.unreadable = 0
+
+    def add(
+        self,
+        state: dict[str, Any],
+        tree: dict[str, Any],
+        entries: Iterable[dict[str, Any]],
+        refusals: Iterable[dict[str, Any]],
+    ) -> None:
+        """Count one committed execution: its state, its embedded tree, its trace entries and
+        its refusal records."""
+        tree_hash = str(state["tree_hash"])
+        counted = self._trees.get(tree_hash)
+        if counted is None:
+            counted = self._trees[tree_hash] = _Tree(tree, tree_hash)
+        status = state["status"]
+        counted.statuses[status] += 1
+        if status != "running":
+            counted.finish.append(millis(state["updated_at"]) - millis(state["created_at"]))
+        _count_trace(counted, entries)
+        if status == "running":
+            for key in {key_of(r["path"]) for r in state["open"] if r.get("path") is not None}:
+                counted.count(key, "open")
+        since = int(state["seq"]) - int(state["since_reset"])
+        for record in refusals:
+            if int(record.get("seq", 0)) >= since:
+                _count_refusal(counted, record)
+
+    def result(self) -> dict[str, Any]:
+        trees = sorted(self._trees.values(), key=lambda t: t.hash)
+        return {"trees": [t.result() for t in trees], "unreadable": self.unreadable}
+
+
+def _count_trace(counted: _Tree, entries: Iterable[dict[str, Any]]) -> None:
+    requested: int | None = None  # when the open step was requested (the latest moving entry)
+    runs: Counter[str] = Counter()  # failures in a row, per action
+    for entry in entries:
+        kind = entry["kind"]
+        cursor = entry.get("cursor")
+        ts = millis(entry["ts"])
+        if cursor is not None and cursor.get("path") is not None:
+            key = key_of(cursor["path"])
+            _count_entry(counted, key, cursor.get("step"), entry, kind, ts, requested, runs)
+        if kind in MOVING and not (kind == "instruct" and entry.get("submitted") == "running"):
+            requested = ts if requested is None else max(requested, ts)
+
+
+def _count_entry(
+    counted: _Tree,
+    key: str,
+    step: int | None,
+    entry: dict[str, Any],
+    kind: str,
+    ts: int,
+    requested: int | None,
+    runs: Counter[str],
+) -> None:
+    action = counted.plan.get(key)
+    if action is None:  # not an action of this tree (a jump's target, say): no figures
+        return
+    if kind == "tool":
+        counted.count(key, "tools_recorded")
+        return
+    if kind == "stop":
+        if entry.get("outcome") == "refused":
+            counted.count(key, "stops_refused")
+        return
+    if kind in ("evaluate", "instruct", "human"):
+        submitted = entry.get("submitted")
+        if submitted == "running":
+            return
+        if requested is not None:
+            (counted.waits if kind == "human" else counted.answers).setdefault(key, []).append(
+                ts - requested
+            )
+        passed = submitted is True or submitted == "success" or entry.get("outcome") == "success"
+    elif kind == "check" and step is not None:
+        passed = entry.get("outcome") not in _FAILED_CHECK
+        if not passed:
+            counted.checks[(key, str(entry.get("submitted")), "failed")] += 1
+    elif kind == "close":
+        passed, step = True, action["last"]
+    else:
+        return
+    if passed:
+        if step == action["last"]:
+            counted.count(key, "ends")
+            runs[key] = 0
+        return
+    counted.count(key, "ends")
+    counted.count(key, "failures")
+    runs[key] += 1
+    if runs[key] <= action["retries"]:
+        counted.count(key, "retries")
+    else:
+        runs[key] = 0
+
+
+def _count_refusal(counted: _Tree, record: dict[str, Any]) -> None:
+    cursor = record.get("cursor")
+    key = key_of(cursor["path"]) if cursor and cursor.get("path") is not None else None
+    if record.get("kind") == "tool":
+        if key is not None:
+            counted.count(key, "tools_denied")
+        return
+    code = str(record.get("code"))
+    counted.refused[code] += 1
+    if key is not None:
+        counted.action_refused.setdefault(key, Counter())[code] += 1
+        if code == "check_failed" and record.get("check") is not None:
+            counted.checks[(key, str(record["check"]), "refused")] += 1

@@ -1,0 +1,119 @@
+"""`tether stats` on a real PostgreSQL database: the figures of executions of known outcomes
+(`support.stats_scenario`, its bound session through the real hook), counted in the database,
+equal to the file store's for the same executions; the refusal log in its own table."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import uuid
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from support.command import REPO, TETHER
+from support.postgres import PostgresServer
+from support.stats_scenario import (
+    EXPECTED_RELEASE,
+    EXPECTED_TINY,
+    RELEASE,
+    drive,
+    refused,
+    without_hashes,
+)
+from tether import stats
+from tether.store import store_for
+from tether.store.postgres import PostgresStore
+from tether.verbs import Runtime
+
+SCHEMA = json.loads((REPO / "schema" / "stats.schema.json").read_text())
+
+
+def _database(server: PostgresServer) -> str:
+    name = f"stats_{uuid.uuid4().hex[:12]}"
+    server.create_database(name)
+    return server.database_uri(name)
+
+
+def test_the_database_gives_the_known_figures_and_agrees_with_the_files(
+    server: PostgresServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dsn = _database(server)
+    drive(dsn, tmp_path / "pg")
+    drive(str(tmp_path / "files" / "runs"), tmp_path / "files")
+
+    def no_trace_read(*args: object, **kwargs: object) -> None:
+        raise AssertionError("stats read a trace into Python")
+
+    for method in ("read_execution", "read_trace", "load", "refusals"):
+        monkeypatch.setattr(PostgresStore, method, no_trace_read)
+    figures = stats.collect(dsn)
+    monkeypatch.undo()
+    assert figures["place"] == dsn
+    assert without_hashes(figures) == [EXPECTED_RELEASE, EXPECTED_TINY]
+    files = stats.collect(str(tmp_path / "files" / "runs"))
+    assert {**figures, "place": None} == {**files, "place": None}
+    jsonschema.validate(figures, SCHEMA)
+
+
+def test_the_command_counts_a_database_with_filters(server: PostgresServer, tmp_path: Path) -> None:
+    dsn = _database(server)
+    drive(dsn, tmp_path)
+    done = subprocess.run(
+        [TETHER, "stats", dsn, "--json", "--tree", "release", "--since", "2026-03-02T10:20Z"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout)
+    jsonschema.validate(figures, SCHEMA)
+    assert figures["executions"] == 2 and figures["trees"][0]["executions"]["complete"] == 1
+    table = subprocess.run(
+        [TETHER, "stats", dsn], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert table.returncode == 0, table.stderr
+    assert f"{dsn}: 7 executions" in table.stdout and "  Build " in table.stdout
+    missing = subprocess.run(
+        [TETHER, "stats", dsn, "--tree", "nope"], capture_output=True, text=True, check=False
+    )
+    assert missing.returncode == 4 and "--tree 'nope'" in missing.stderr
+
+
+def test_a_refusal_is_kept_beside_the_trace_and_changes_nothing(
+    server: PostgresServer, tmp_path: Path
+) -> None:
+    dsn = _database(server)
+    (tmp_path / "release.yaml").write_text(RELEASE)
+    rt = Runtime()
+    uri = rt.start(str(tmp_path / "release.yaml"), f"{dsn}#run")["uri"]
+    rt.submit(uri, "success")
+    before = store_for(uri).read_execution(uri)
+    refused(lambda: rt.submit(uri, "success"), "writes_missing")
+    assert store_for(uri).read_execution(uri) == before
+    assert rt.verify(uri)["ok"]
+    assert [r["code"] for r in store_for(uri).refusals(uri)] == ["writes_missing"]
+
+
+def test_a_database_of_the_first_schema_gains_the_refusal_log(
+    server: PostgresServer, tmp_path: Path
+) -> None:
+    name = f"stats_{uuid.uuid4().hex[:12]}"
+    server.create_database(name)
+    with server.connect(name) as conn:
+        conn.execute(
+            "CREATE TABLE tether_schema (singleton boolean PRIMARY KEY DEFAULT true"
+            " CHECK (singleton), version integer NOT NULL, installed_at timestamptz"
+            " NOT NULL DEFAULT now())"
+        )
+        conn.execute("INSERT INTO tether_schema (version) VALUES (1)")
+    dsn = server.database_uri(name)
+    (tmp_path / "release.yaml").write_text(RELEASE)
+    rt = Runtime()
+    uri = rt.start(str(tmp_path / "release.yaml"), f"{dsn}#run")["uri"]
+    refused(lambda: rt.eval(uri, True), "wrong_phase")
+    assert stats.collect(dsn)["trees"][0]["refused"] == {"wrong_phase": 1}
+    with server.connect(name) as conn:
+        assert conn.execute("SELECT version FROM tether_schema").fetchall() == [(2,)]
