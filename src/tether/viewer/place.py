@@ -55,6 +55,11 @@ class Place:
         self._lock = threading.Lock()
         self._cache: dict[str, _Cached] = {}
 
+    @property
+    def label(self) -> str:
+        """The place's name on the page: the folder's own name, or the database."""
+        return self.where if self.root is None else os.path.basename(self.root) or self.root
+
     # -- confinement ---------------------------------------------------------------------------
 
     def confine(self, rel: str) -> str:
@@ -102,8 +107,7 @@ class Place:
                 out.append(self._summary(listed.name))
             except TetherError as exc:
                 out.append({"path": listed.name, "error": exc.message})
-        folder = self.where if self.root is None else os.path.basename(self.root) or self.root
-        return {"folder": folder, "runs": out}
+        return {"folder": self.label, "runs": out}
 
     def _summary(self, rel: str) -> dict[str, Any]:
         execution = self.load(rel)

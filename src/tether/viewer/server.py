@@ -13,6 +13,10 @@ stack. Its endpoints read what they serve from `request.app.state`: the place (`
   `&at=K` the snapshot and diagram after the first K trace entries (a replay, not a stored copy);
   `&since=N&last_seq=S` only the trace entries after the N the page already holds; `&fold=KEYS`
   the diagram with the subtrees under those nodes (comma-separated keys) folded away;
+- `/api/overview` the figures of `tether stats` for the place, per tree and per action;
+  `/api/heat?tree=NAME&hash=H&measure=M` one tree's diagram as a heat map of M (failures,
+  retries, stops_refused, answer_time) with its figures; `/api/behind?tree=NAME&hash=H&key=K&
+  measure=M` the executions behind action K's figure, most first (`tether.viewer.insight`);
 - `/api/events` and `/api/events?path=P` Server-Sent Events: a message when the listing changes,
   or with the new revision when the execution commits (the watcher, started by the lifespan,
   reads them once per tick for all the pages);
@@ -60,6 +64,7 @@ from tether.errors import TetherError
 from tether.httpgate import ListenOptions
 from tether.httpserve import GateMiddleware, bind, run
 from tether.store import path_of, scheme_of, store_for
+from tether.viewer import insight
 from tether.viewer.place import Place
 from tether.viewer.watch import Watcher
 
@@ -121,6 +126,31 @@ async def run_document(request: Request) -> Response:
     query = dict(request.query_params)
     place: Place = request.app.state.place
     return _json(await anyio.to_thread.run_sync(place.run, query.get("path", ""), query))
+
+
+async def overview(request: Request) -> Response:
+    return _json(await anyio.to_thread.run_sync(insight.overview, request.app.state.place))
+
+
+async def heat(request: Request) -> Response:
+    name, tree_hash, measure = _asked(request, "tree", "hash", "measure")
+    place = request.app.state.place
+    return _json(await anyio.to_thread.run_sync(insight.heat, place, name, tree_hash, measure))
+
+
+async def behind(request: Request) -> Response:
+    name, tree_hash, key, measure = _asked(request, "tree", "hash", "key", "measure")
+    place = request.app.state.place
+    found = await anyio.to_thread.run_sync(insight.behind, place, name, tree_hash, key, measure)
+    return _json(found)
+
+
+def _asked(request: Request, *names: str) -> list[str]:
+    """The query parameters `names`, each required."""
+    missing = [name for name in names if name not in request.query_params]
+    if missing:
+        raise TetherError("usage", f"{request.url.path} needs {', '.join(missing)}")
+    return [request.query_params[name] for name in names]
 
 
 async def events(request: Request) -> EventSourceResponse:
@@ -204,6 +234,9 @@ routes = [
     Route("/api/runs", runs),
     Route("/api/run", run_document),
     Route("/api/events", events),
+    Route("/api/overview", overview),
+    Route("/api/heat", heat),
+    Route("/api/behind", behind),
     Route("/api/human", human, methods=["POST"]),
 ]
 
