@@ -6,6 +6,7 @@ each opening live). The executions are the stats scenario's, whose figures are k
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
+from support.postgres import shared_server
 from support.stats_scenario import drive
 from viewer.driver import ARTIFACTS, ViewServer
 
@@ -111,3 +113,26 @@ def test_the_heat_api_refuses_what_it_cannot_answer(fleet: ViewServer) -> None:
     assert "hash, key" in body["error"]["message"]
     status, body = fleet.get(f"/api/behind?tree=release&hash={tree['hash']}&key=2&measure=failures")
     assert [(e["path"], e["status"]) for e in body["executions"]] == [("d.json", "failed")]
+
+
+def test_a_database_has_its_overview_and_heat_map(page: Page, tmp_path: Path) -> None:
+    server = shared_server()
+    database = f"insight_{uuid.uuid4().hex[:12]}"
+    server.create_database(database)
+    dsn = server.database_uri(database)
+    drive(dsn, tmp_path / "project")
+    view = ViewServer(dsn)
+    try:
+        page.goto(view.base + "?overview")
+        card = page.locator('.tree-card[data-tree="release"]')
+        expect(card.locator(".statuses")).to_contain_text("2 failed")
+        expect(card.locator('tr[data-path="0"] td').nth(3)).to_have_text("3")
+        card.locator(".to-heat").click()
+        page.locator('#heat-diagram g.node[data-key="2"]').click()  # Sign_Off, rejected in d
+        expect(page.locator("#heat-runs li")).to_have_count(1)
+        page.locator("#heat-runs a", has_text="d").click()
+        expect(page).to_have_url(re.compile(r"\?run=d\.json$"))
+        expect(page.locator("#run-title")).to_have_text("release 2.1")
+        expect(page.locator("#live")).to_have_text("live")
+    finally:
+        assert view.stop() == 0
