@@ -111,6 +111,10 @@ def test_the_heat_api_refuses_what_it_cannot_answer(fleet: ViewServer) -> None:
     status, body = fleet.get("/api/behind?tree=release&measure=failures")
     assert (status, body["error"]["code"]) == (400, "usage")
     assert "hash, key" in body["error"]["message"]
+    for key in ("", "1..0", "x", "1.0%3B", "9" * 40):
+        query = f"tree=release&hash={tree['hash']}&key={key}&measure=failures"
+        status, body = fleet.get(f"/api/behind?{query}")
+        assert (status, body["error"]["code"]) == (400, "usage"), key
     status, body = fleet.get(f"/api/behind?tree=release&hash={tree['hash']}&key=2&measure=failures")
     assert [(e["path"], e["status"]) for e in body["executions"]] == [("d.json", "failed")]
 

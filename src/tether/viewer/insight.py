@@ -13,10 +13,12 @@ draws with `tether.viewer.svg` and knows nothing of HTTP (`tether.viewer.server`
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from tether.errors import TetherError
 from tether.stats import collect
+from tether.store.base import Summary
 from tether.store.tally import Tally, key_of
 from tether.viewer.place import Place
 from tether.viewer.svg import Heat, render_svg
@@ -46,7 +48,7 @@ def heat(place: Place, name: str, tree_hash: str, measure: str) -> dict[str, Any
         key: Heat(values[key] / top, _meta(measure, action), _tooltip(action))
         for key, action in actions.items()
     }
-    tree, _ = _tree_of(place, name, tree_hash)
+    tree = _tree_of(place, name, tree_hash)
     return {
         "folder": place.label,
         "measure": measure,
@@ -61,23 +63,28 @@ def behind(place: Place, name: str, tree_hash: str, key: str, measure: str) -> d
     """The executions of the tree `name` at `tree_hash` in which the action `key` has a figure of
     `measure` (it failed there, retried, ...), most first."""
     _measure(measure)
-    tree, uris = _tree_of(place, name, tree_hash)
-    path = [int(part) for part in key.split(".")] if key else []
+    if not re.fullmatch(r"\d{1,6}(\.\d{1,6}){0,99}", key):
+        raise TetherError("usage", f"key takes an action's node key, such as 1.0, not {key!r}")
+    action_key = key_of(int(part) for part in key.split("."))
+    tree = None
     found = []
-    for rel, uri in uris:
+    for listed in _listed(place, name):
         try:
-            state, entries = place.store.read_execution(uri)
+            state, entries = place.store.read_execution(listed.uri)
+            if state.get("tree_hash") != tree_hash:
+                continue
+            tree = tree or place.store.load_tree(listed.uri)
             tally = Tally()
-            tally.add(state, tree, entries, place.store.refusals(uri))
+            tally.add(state, tree, entries, place.store.refusals(listed.uri))
         except (TetherError, KeyError, TypeError, ValueError):
             continue  # unreadable: the listing says why
         (counted,) = tally.result()["trees"]
-        action = counted["actions"].get(key_of(path))
+        action = counted["actions"].get(action_key)
         if action is None or not _value(measure, action):
             continue
         found.append(
             {
-                "path": rel,
+                "path": listed.name,
                 "status": state["status"],
                 "updated_at": state["updated_at"],
                 "value": _value(measure, action),
@@ -106,28 +113,20 @@ def _tree_figures(place: Place, name: str, tree_hash: str) -> dict[str, Any]:
     raise TetherError("not_found", f"no execution of the tree {name!r} at {tree_hash}")
 
 
-def _tree_of(
-    place: Place, name: str, tree_hash: str
-) -> tuple[dict[str, Any], list[tuple[str, str]]]:
-    """The tree `name` at `tree_hash`, read from one of its executions, and every execution of
-    it (its name in the place and its URI)."""
-    tree = None
-    uris = []
-    for listed in place.executions():
-        if listed.error is not None or listed.tree != name:
-            continue
+def _listed(place: Place, name: str) -> list[Summary]:
+    """The readable executions of the place whose tree is named `name`, as its store lists them."""
+    return [s for s in place.executions() if s.error is None and s.tree == name]
+
+
+def _tree_of(place: Place, name: str, tree_hash: str) -> dict[str, Any]:
+    """The tree `name` at `tree_hash`, read from the first of its executions."""
+    for listed in _listed(place, name):
         try:
-            state = place.store.load(listed.uri)
-            if state.get("tree_hash") != tree_hash:
-                continue
-            if tree is None:
-                tree = place.store.load_tree(listed.uri)
+            if place.store.load(listed.uri).get("tree_hash") == tree_hash:
+                return place.store.load_tree(listed.uri)
         except TetherError:
             continue
-        uris.append((listed.name, listed.uri))
-    if tree is None:
-        raise TetherError("not_found", f"no execution of the tree {name!r} at {tree_hash}")
-    return tree, uris
+    raise TetherError("not_found", f"no execution of the tree {name!r} at {tree_hash}")
 
 
 def _value(measure: str, action: dict[str, Any]) -> float:
