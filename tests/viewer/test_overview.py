@@ -69,7 +69,7 @@ def test_the_heat_map_shades_where_agents_fail_and_lists_who_failed(
     )
     expect(review).to_have_class(re.compile(r"\bheat-0\b"))
     expect(build.locator(".meta")).to_have_text("3 of 8 attempts failed")
-    assert "failed 3 · retries 2" in build.locator("title").text_content()
+    assert "failed 3 · retries 2" in (build.locator("title").text_content() or "")
     build.hover()
     expect(page.locator("#heat-figures")).to_contain_text("Build")
     expect(page.locator("#heat-figures dd").nth(2)).to_have_text("3")
