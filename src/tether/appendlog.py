@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
-from typing import Any
 
 from tether.files import open_regular, write_all
 from tether.locking import locked
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing stays out of a step's start-up (the file store's refusal log)
+    from collections.abc import Iterable
+    from typing import Any
 
 _CHUNK = 64 * 1024
 _BINARY = getattr(os, "O_BINARY", 0)  # Windows: no newline translation

@@ -61,8 +61,11 @@ def cli(capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.
 
 
 def _files(folder: Path) -> dict[str, bytes]:
+    """The files of the executions in `folder`, but their locks and refusal logs."""
     return {
-        p.name: p.read_bytes() for p in sorted(folder.iterdir()) if not p.name.endswith(".lock")
+        p.name: p.read_bytes()
+        for p in sorted(folder.iterdir())
+        if not p.name.endswith((".lock", ".refused.jsonl"))
     }
 
 
@@ -234,6 +237,7 @@ def test_wrong_phase_and_stale_step_carry_the_current_request(cli: Cli) -> None:
     before = _files(run.parent)
     err = cli.fails(EXIT_CONFLICT, "wrong_phase", "eval", "run.json", "true")
     assert err["current"]["name"] == "Determine_Time"
+    assert _refused(run) == ["wrong_phase"]  # for tether stats, beside the trace
     assert _files(run.parent) == before
     cli.ok("var", "run.json", "time_of_day", "morning")
     cli.ok("submit", "run.json", "success", "--step", token)
@@ -241,6 +245,13 @@ def test_wrong_phase_and_stale_step_carry_the_current_request(cli: Cli) -> None:
     err = cli.fails(EXIT_CONFLICT, "stale_step", "submit", "run.json", "success", "--step", token)
     assert err["current"]["name"] == "Morning_Greeting"
     assert _files(run.parent) == run_files
+    assert _refused(run) == ["wrong_phase", "stale_step"]
+
+
+def _refused(run: Path) -> list[str]:
+    """The codes of the execution's refusal log."""
+    log = run.parent / (run.name + ".refused.jsonl")
+    return [json.loads(line)["code"] for line in log.read_text().splitlines()]
 
 
 def test_writes_missing_names_the_paths(cli: Cli) -> None:

@@ -53,6 +53,21 @@ def test_step_commands_import_no_heavy_module(tmp_path: Path) -> None:
     assert _imports(commands, HEAVY + STARTUP) == ([0, 0, 0], [])
 
 
+def test_a_refused_answer_and_its_record_import_no_heavy_module(tmp_path: Path) -> None:
+    """A refused answer is recorded in the execution's refusal log on the way out."""
+    trace = str(tmp_path / "run.json")
+    Runtime().start(HELLO, trace)
+    commands = [["eval", trace, "true"], ["submit", trace, "success", "--step", "0:0:0:0:x"]]
+    assert _imports(commands, HEAVY + STARTUP) == ([5, 5], [])
+    assert (tmp_path / "run.json.refused.jsonl").read_text().count("\n") == 2
+
+
+def test_stats_imports_no_heavy_module(tmp_path: Path) -> None:
+    Runtime().start(HELLO, str(tmp_path / "run.json"))
+    commands = [["stats", str(tmp_path)], ["stats", str(tmp_path), "--json"]]
+    assert _imports(commands, HEAVY) == ([0, 0], [])
+
+
 def test_list_imports_no_heavy_module(tmp_path: Path) -> None:
     Runtime().start(HELLO, str(tmp_path / "run.json"))
     commands = [["list", str(tmp_path)], ["list", str(tmp_path), "--json"]]

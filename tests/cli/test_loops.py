@@ -4,6 +4,7 @@ key is refused before anything is started."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +122,9 @@ def test_an_answer_past_the_work_limit_is_refused_and_nothing_is_stored(tmp_path
         "(in the loop 'Cell' (for_each item 192 of 300, path [0]) inside 'Rows'"
         in (error["message"])
     )
-    assert snapshot(run.parent) == before
+    after = snapshot(run.parent)
+    log = after.pop("grid.json.refused.jsonl")  # the refusal, for tether stats
+    assert isinstance(log, bytes) and json.loads(log)["code"] == "work_limit"
+    assert after == before
     assert ok("next", run)["name"] == "Acknowledge_Protocol"
     assert ok("verify", run)["ok"] is True

@@ -10,8 +10,9 @@ past the verbs is refused rather than stored in a form that other readers (the v
 PostgreSQL) cannot parse.
 
 This module, `tether.store.base` (the contract every store keeps) and `tether.store.tally` (the
-figures every store's `tally` counts) are the stores' public face: code outside `tether.store` imports nothing else of it and reads no execution file itself
-(`tests/store/test_boundaries.py` holds it to that).
+figures every store's `tally` counts) are the stores' public face: code outside `tether.store`
+imports nothing else of it and reads no execution file itself (`tests/store/test_boundaries.py`
+holds it to that).
 """
 
 from __future__ import annotations

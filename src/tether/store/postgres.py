@@ -511,6 +511,7 @@ class PostgresStore:
         scope = {"since": since, "tree": tree}
         with _connection(target) as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            conn.execute("SET LOCAL work_mem = '64MB'")  # sorts in memory, not on disk
             trees = {
                 h: _tree_figures(json.loads(text), h, *figures)
                 for h, text, *figures in conn.execute(_TALLY_TREES, scope).fetchall()
@@ -521,12 +522,12 @@ class PostgresStore:
                 scope, **{name: [row[i] for row in rows] for i, name in enumerate(_PLAN)}
             )
             if rows:
-                for h, k, *figures in conn.execute(_TALLY_ACTIONS, actions).fetchall():
+                for h, k, checks, *figures in conn.execute(_TALLY_ACTIONS, actions).fetchall():
                     trees[h]["actions"][k] = _action_figures(*figures)
-                for h, k, expression, n in conn.execute(_TALLY_CHECKS, actions).fetchall():
-                    trees[h]["checks"].append(
-                        {"key": k, "expression": expression, "failed": n, "refused": 0}
-                    )
+                    for expression, n in json.loads(checks or "{}").items():
+                        trees[h]["checks"].append(
+                            {"key": k, "expression": expression, "failed": n, "refused": 0}
+                        )
                 for h, k, n in conn.execute(_TALLY_OPEN, scope).fetchall():
                     if k in plans[h]:
                         trees[h]["actions"].setdefault(k, tally.empty_action())
@@ -649,7 +650,7 @@ _PLAN = ("hashes", "keys", "retries", "lasts")
 
 # Per tree hash: one embedded tree, the executions by status, the time to finish.
 _TALLY_TREES = f"""
-WITH x AS ({_SCOPE}),
+WITH x AS MATERIALIZED ({_SCOPE}),
 g AS (
     SELECT h, min(name) AS first,
            count(*) FILTER (WHERE state->>'status' = 'running'),
@@ -667,35 +668,41 @@ SELECT g.h, e.tree::text, g.*
 FROM g JOIN tether_executions e ON e.name = g.first
 """
 
-# The trace entries of the executions counted, at an action of the plan, each with the time
-# the step it answers was requested (the latest earlier moving entry) and whether it ends an
-# attempt in success or failure.
-_ENTRIES = f"""
-WITH x AS ({_SCOPE}),
+# The trace entries of the executions counted, at an action of the plan, each read once
+# (`json_to_record`), with the time the step it answers was requested (the latest earlier
+# moving entry: stored times order as text) and whether it ends an attempt in success or
+# failure. Then per action: its ends, failures, retries used (the successes before each end
+# number its run of failures), answer times and human waits, stops refused, tool entries, and
+# the failed checks by expression.
+_TALLY_ACTIONS = f"""
+WITH x AS MATERIALIZED (
+    SELECT name, state->>'tree_hash' AS h, trace_epoch, trace_entries
+    FROM ({_SCOPE}) s
+),
 p AS (
     SELECT * FROM unnest(%(hashes)s::text[], %(keys)s::text[], %(retries)s::int[],
                          %(lasts)s::int[]) AS p(h, k, retries, last)
 ),
 t AS (
-    SELECT x.name, x.h, t.idx,
-           t.entry->>'kind' AS kind,
-           (t.entry->'cursor'->'path')::text AS k,
-           (t.entry->'cursor'->>'step')::int AS step,
-           t.entry->>'submitted' AS submitted,
-           t.entry->>'outcome' AS outcome,
-           {_MS.format("t.entry->>'ts'")} AS ts
+    SELECT x.name, x.h, t.idx, r.kind, (r.cursor->'path')::text AS k,
+           (r.cursor->>'step')::int AS step, r.submitted, r.outcome, r.ts
     FROM x JOIN tether_trace t
-        ON t.name = x.name AND t.epoch = x.trace_epoch AND t.idx < x.trace_entries
+        ON t.name = x.name AND t.epoch = x.trace_epoch AND t.idx < x.trace_entries,
+        LATERAL json_to_record(t.entry)
+            AS r(kind text, cursor json, submitted text, outcome text, ts text)
 ),
 m AS (
     SELECT t.*, max(CASE WHEN kind IN ({", ".join(f"'{k}'" for k in MOVING)})
-                          AND NOT (kind = 'instruct' AND submitted = 'running') THEN ts END)
+                          AND submitted IS DISTINCT FROM 'running' THEN ts COLLATE "C" END)
                 OVER (PARTITION BY name ORDER BY idx
                       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS requested
     FROM t
 ),
 e AS (
-    SELECT m.*, p.retries,
+    SELECT m.name, m.h, m.k, m.idx, m.kind, m.submitted, m.outcome, p.retries,
+           CASE WHEN m.kind IN ('evaluate', 'instruct', 'human')
+                     AND m.submitted IS DISTINCT FROM 'running' AND m.requested IS NOT NULL
+                THEN {_MS.format("m.ts")} - {_MS.format("m.requested")} END AS d,
            (kind = 'evaluate' AND submitted = 'false')
            OR (kind = 'instruct' AND submitted = 'failure')
            OR (kind = 'human' AND outcome = 'failure')
@@ -706,11 +713,8 @@ e AS (
                OR (kind = 'human' AND outcome = 'success')
                OR (kind = 'check' AND outcome NOT IN ('failed', 'error')))) AS passed
     FROM m JOIN p ON p.h = m.h AND p.k = m.k
-)
-"""
-
-_TALLY_ACTIONS = f"""{_ENTRIES},
-r AS (  -- failures in a row: the successes before each entry of an action number its run
+),
+r AS (
     SELECT e.*, count(*) FILTER (WHERE passed) OVER (PARTITION BY name, k ORDER BY idx) AS run
     FROM e WHERE failed OR passed
 ),
@@ -719,36 +723,40 @@ runs AS (
     FROM (SELECT h, k, retries, count(*) AS n FROM r WHERE failed
           GROUP BY name, h, k, run, retries) f
     GROUP BY h, k
+),
+checks AS (
+    SELECT h, k, json_object_agg(submitted, n)::text AS failed
+    FROM (SELECT h, k, submitted, count(*) AS n FROM e WHERE kind = 'check' AND failed
+          GROUP BY h, k, submitted) f
+    GROUP BY h, k
+),
+a AS (
+    SELECT e.h, e.k,
+           count(*) FILTER (WHERE failed OR passed) AS ends,
+           count(*) FILTER (WHERE failed) AS failures,
+           count(*) FILTER (WHERE kind IN ('evaluate', 'instruct') AND d IS NOT NULL) AS answers,
+           percentile_cont(0.5) WITHIN GROUP (ORDER BY d)
+               FILTER (WHERE kind IN ('evaluate', 'instruct')) AS answer_median,
+           percentile_cont(0.9) WITHIN GROUP (ORDER BY d)
+               FILTER (WHERE kind IN ('evaluate', 'instruct')) AS answer_p90,
+           count(*) FILTER (WHERE kind = 'stop' AND outcome = 'refused') AS stops,
+           count(*) FILTER (WHERE kind = 'tool') AS tools,
+           count(*) FILTER (WHERE kind = 'human' AND d IS NOT NULL) AS waits,
+           percentile_cont(0.5) WITHIN GROUP (ORDER BY d) FILTER (WHERE kind = 'human')
+               AS wait_median,
+           percentile_cont(0.9) WITHIN GROUP (ORDER BY d) FILTER (WHERE kind = 'human')
+               AS wait_p90
+    FROM e GROUP BY e.h, e.k
 )
-SELECT e.h, e.k,
-       count(*) FILTER (WHERE failed OR passed),
-       count(*) FILTER (WHERE failed),
-       coalesce(max(runs.retried), 0),
-       count(*) FILTER (WHERE a), percentile_cont(0.5) WITHIN GROUP (ORDER BY d) FILTER (WHERE a),
-       percentile_cont(0.9) WITHIN GROUP (ORDER BY d) FILTER (WHERE a),
-       count(*) FILTER (WHERE kind = 'stop' AND outcome = 'refused'),
-       count(*) FILTER (WHERE kind = 'tool'),
-       count(*) FILTER (WHERE w), percentile_cont(0.5) WITHIN GROUP (ORDER BY d) FILTER (WHERE w),
-       percentile_cont(0.9) WITHIN GROUP (ORDER BY d) FILTER (WHERE w)
-FROM (
-    SELECT e.*, ts - requested AS d,
-           kind IN ('evaluate', 'instruct') AND submitted <> 'running'
-               AND requested IS NOT NULL AS a,
-           kind = 'human' AND requested IS NOT NULL AS w
-    FROM e
-) e LEFT JOIN runs ON runs.h = e.h AND runs.k = e.k
-GROUP BY e.h, e.k
-"""
-
-_TALLY_CHECKS = f"""{_ENTRIES}
-SELECT h, k, submitted, count(*)
-FROM e WHERE kind = 'check' AND failed
-GROUP BY h, k, submitted
+SELECT a.h, a.k, checks.failed, a.ends, a.failures, coalesce(runs.retried, 0), a.answers,
+       a.answer_median, a.answer_p90, a.stops, a.tools, a.waits, a.wait_median, a.wait_p90
+FROM a LEFT JOIN runs ON runs.h = a.h AND runs.k = a.k
+       LEFT JOIN checks ON checks.h = a.h AND checks.k = a.k
 """
 
 # The actions with a step open now, once per execution.
 _TALLY_OPEN = f"""
-WITH x AS ({_SCOPE})
+WITH x AS MATERIALIZED ({_SCOPE})
 SELECT h, k, count(*)
 FROM (SELECT DISTINCT x.name, x.h, (r->'path')::text AS k
       FROM x, json_array_elements(x.state->'open') AS r
@@ -758,7 +766,7 @@ GROUP BY h, k
 
 # The refusal log since each execution's last reset, grouped.
 _TALLY_REFUSALS = f"""
-WITH x AS ({_SCOPE})
+WITH x AS MATERIALIZED ({_SCOPE})
 SELECT x.h, r.entry->>'kind', r.entry->>'code', (r.entry->'cursor'->'path')::text,
        r.entry->>'check', count(*)
 FROM x JOIN tether_refusals r ON r.name = x.name

@@ -15,7 +15,7 @@ The figures, for one execution (the entries since its last reset; refusals recor
   count again), so of a run of m failures in a row, m - m // (N+1) were retried. Its attempts
   are its ends plus the one open now; it was reached attempts - retries times.
 - a step was requested at the latest answer, check, close, jump or reset recorded before its
-  answer (the commit that opened it): the agent's answer time (evaluate and instruct, not a
+  answer (the commit that opened it; inside a `parallel`, the latest of any branch): the agent's answer time (evaluate and instruct, not a
   `running` answer) and a person's wait (human) run from there.
 - `stop` entries refused and `tool` entries, by the action of the step they were recorded
   against; refused answers by reason (all, and by the action they were aimed at); tool calls
@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import builtins
 import calendar
-import json
+import functools
 import math
 import time
 from collections import Counter
@@ -46,7 +46,7 @@ _FAILED_CHECK = ("failed", "error")
 def key_of(path: Iterable[int]) -> str:
     """An action's key: its path as compact JSON (`[0,2]`), as PostgreSQL reads it from a
     stored cursor."""
-    return json.dumps(list(path), separators=(",", ":"))
+    return "[" + ",".join(str(int(i)) for i in path) + "]"
 
 
 def plan(tree: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -71,10 +71,24 @@ def plan(tree: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def millis(stamp: str) -> int:
-    """A stored UTC timestamp (`2026-01-01T09:30:00.123Z`) as milliseconds since the epoch."""
+    """A stored UTC timestamp (`2026-01-01T09:30:00.123Z`, as `tether.verbs.utc_now` writes
+    it) as milliseconds since the epoch."""
+    if len(stamp) == 24 and stamp[19] == "." and stamp[23] == "Z":
+        return (
+            _day(stamp[:10])
+            + int(stamp[11:13]) * 3_600_000
+            + int(stamp[14:16]) * 60_000
+            + int(stamp[17:19]) * 1000
+            + int(stamp[20:23])
+        )
     whole, _, rest = stamp.rstrip("Z").partition(".")
     seconds = calendar.timegm(time.strptime(whole, "%Y-%m-%dT%H:%M:%S"))
     return seconds * 1000 + (int(rest[:3].ljust(3, "0")) if rest else 0)
+
+
+@functools.lru_cache(maxsize=4096)
+def _day(date: str) -> int:
+    return calendar.timegm(time.strptime(date, "%Y-%m-%d")) * 1000
 
 
 def spread(values: builtins.list[int]) -> dict[str, Any]:
@@ -121,6 +135,7 @@ class _Tree:
         self.tree = tree
         self.hash = tree_hash
         self.plan = plan(tree)
+        self.keys = {tuple(action["path"]): key for key, action in self.plan.items()}
         self.statuses: Counter[str] = Counter()
         self.finish: list[int] = []
         self.refused: Counter[str] = Counter()
@@ -215,17 +230,20 @@ class Tally:
 
 
 def _count_trace(counted: _Tree, entries: Iterable[dict[str, Any]]) -> None:
-    requested: int | None = None  # when the open step was requested (the latest moving entry)
+    # When the open step was requested: the latest moving entry's time, kept as its stored text
+    # (the stored format orders as time does) and read as milliseconds only for an answer.
+    requested: str | None = None
     runs: Counter[str] = Counter()  # failures in a row, per action
     for entry in entries:
         kind = entry["kind"]
-        cursor = entry.get("cursor")
-        ts = millis(entry["ts"])
-        if cursor is not None and cursor.get("path") is not None:
-            key = key_of(cursor["path"])
-            _count_entry(counted, key, cursor.get("step"), entry, kind, ts, requested, runs)
-        if kind in MOVING and not (kind == "instruct" and entry.get("submitted") == "running"):
-            requested = ts if requested is None else max(requested, ts)
+        cursor = entry["cursor"]
+        ts = entry["ts"]
+        if cursor is not None:
+            key = counted.keys.get(tuple(cursor["path"] or ()))
+            if key is not None:
+                _count_entry(counted, key, cursor["step"], entry, kind, ts, requested, runs)
+        if kind in MOVING and entry.get("submitted") != "running":
+            requested = ts if requested is None or ts > requested else requested
 
 
 def _count_entry(
@@ -234,13 +252,11 @@ def _count_entry(
     step: int | None,
     entry: dict[str, Any],
     kind: str,
-    ts: int,
-    requested: int | None,
+    ts: str,
+    requested: str | None,
     runs: Counter[str],
 ) -> None:
-    action = counted.plan.get(key)
-    if action is None:  # not an action of this tree (a jump's target, say): no figures
-        return
+    action = counted.plan[key]
     if kind == "tool":
         counted.count(key, "tools_recorded")
         return
@@ -254,7 +270,7 @@ def _count_entry(
             return
         if requested is not None:
             (counted.waits if kind == "human" else counted.answers).setdefault(key, []).append(
-                ts - requested
+                millis(ts) - millis(requested)
             )
         passed = submitted is True or submitted == "success" or entry.get("outcome") == "success"
     elif kind == "check" and step is not None:
