@@ -140,3 +140,17 @@ def test_a_database_has_its_overview_and_heat_map(page: Page, tmp_path: Path) ->
         expect(page.locator("#live")).to_have_text("live")
     finally:
         assert view.stop() == 0
+
+
+def test_the_overview_and_heat_map_fit_a_narrow_screen(
+    narrow_page: Page, fleet: ViewServer
+) -> None:
+    tree = _release(fleet)
+    wide = "document.documentElement.scrollWidth"
+    narrow_page.goto(fleet.base + "?overview")
+    expect(narrow_page.locator(".tree-card")).to_have_count(2)
+    assert narrow_page.evaluate(wide) <= 420, "the figures scroll inside their frame"
+    narrow_page.goto(f"{fleet.base}?heat=release&hash={tree['hash']}&measure=failures")
+    narrow_page.locator('#heat-diagram g.node[data-key="0"]').click()
+    expect(narrow_page.locator("#heat-runs li")).to_contain_text("b.json")
+    assert narrow_page.evaluate(wide) <= 420
