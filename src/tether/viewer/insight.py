@@ -19,7 +19,9 @@ from typing import Any
 from tether.errors import TetherError
 from tether.stats import collect
 from tether.store.base import Summary
-from tether.store.tally import Tally, key_of
+from tether.store.tally import Tally
+from tether.store.tally import key_of as tally_key
+from tether.viewer.model import key_of
 from tether.viewer.place import Place
 from tether.viewer.svg import Heat, render_svg
 
@@ -41,7 +43,7 @@ def heat(place: Place, name: str, tree_hash: str, measure: str) -> dict[str, Any
     """The tree `name` at `tree_hash` as a heat map of `measure`, with its figures."""
     _measure(measure)
     figures = _tree_figures(place, name, tree_hash)
-    actions = {".".join(map(str, a["path"])): a for a in figures["actions"]}
+    actions = {key_of(a["path"]): a for a in figures["actions"]}
     values = {key: _value(measure, action) for key, action in actions.items()}
     top = 1.0 if measure == "failures" else max(values.values(), default=0) or 1.0
     shades = {
@@ -65,7 +67,7 @@ def behind(place: Place, name: str, tree_hash: str, key: str, measure: str) -> d
     _measure(measure)
     if not re.fullmatch(r"\d{1,6}(\.\d{1,6}){0,99}", key):
         raise TetherError("usage", f"key takes an action's node key, such as 1.0, not {key!r}")
-    action_key = key_of(int(part) for part in key.split("."))
+    action_key = tally_key(int(part) for part in key.split("."))
     tree = None
     found = []
     for listed in _listed(place, name):
