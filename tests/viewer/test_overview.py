@@ -117,6 +117,12 @@ def test_the_heat_api_refuses_what_it_cannot_answer(fleet: ViewServer) -> None:
         assert (status, body["error"]["code"]) == (400, "usage"), key
     status, body = fleet.get(f"/api/behind?tree=release&hash={tree['hash']}&key=2&measure=failures")
     assert [(e["path"], e["status"]) for e in body["executions"]] == [("d.json", "failed")]
+    query = f"tree=release&hash={tree['hash']}&key=0"
+    status, body = fleet.get(f"/api/behind?{query}&measure=retries")
+    assert [(e["path"], e["meta"]) for e in body["executions"]] == [("b.json", "2 retries used")]
+    status, body = fleet.get(f"/api/heat?tree=release&hash={tree['hash']}&measure=answer_time")
+    assert re.search(r'data-key="0"[^>]*>.*?answers: median 10 s', body["svg"], re.S)
+    assert re.search(r'class="[^"]*heat-0"[^>]*data-key="2"', body["svg"]), "a person's step"
 
 
 def test_a_database_has_its_overview_and_heat_map(page: Page, tmp_path: Path) -> None:
