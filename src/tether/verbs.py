@@ -17,6 +17,11 @@ engine does) or encodings (the stores do).
 
 `list_executions` lists the executions in a place (a folder, `memory://`, a database) through its
 store's `list`.
+
+It also records what the trace never holds, for `tether stats`: each answer the engine refuses
+and each tool call a bound session's step policy denied (`deny_tool`), in the execution's
+refusal log beside the trace (`Transaction.refuse`), which changes nothing the engine, replay or
+`verify` reads.
 """
 
 from __future__ import annotations

@@ -387,3 +387,32 @@ def test_create_with_a_trace_is_one_commit(backend: Backend) -> None:
     assert [e["seq"] for e in backend.store.read_trace(uri)] == [0, 1, 2]
     assert _code(backend.store.create, uri, _state(uri), TREE, [_entry(9)]) == "already_exists"
     assert [e["seq"] for e in backend.store.read_trace(uri)] == [0, 1, 2]
+
+
+def test_a_refusal_record_sits_beside_the_trace(backend: Backend) -> None:
+    """`refuse` keeps its record even when the verb then raises, and changes neither the state,
+    its revision nor the trace; a new execution at a URI starts with an empty log."""
+    uri = backend.store.canonical(backend.new_uri())
+    backend.store.create(uri, _state(uri, seq=1, since_reset=1), TREE, [_entry(0)])
+    before = backend.store.read_execution(uri)
+    record = {"seq": 1, "kind": "answer", "code": "stale_step", "cursor": None}
+    with backend.store.transaction(uri) as tx:
+        tx.refuse(record)
+    assert backend.store.read_execution(uri) == before
+    assert backend.store.revision(uri) == 0
+    assert backend.store.refusals(uri) == [record]
+    assert _code(backend.store.refusals, backend.store.canonical(backend.new_uri())) == "not_found"
+
+
+def test_tally_counts_the_executions_of_a_place(backend: Backend) -> None:
+    rt = Runtime()
+    uri = backend.new_uri()
+    rt.start(str(EXAMPLES / "hello-world.yaml"), uri)
+    with pytest.raises(TetherError):
+        rt.eval(uri, True)
+    counted = backend.store.tally(backend.where, tree="hello-world")
+    assert counted["unreadable"] == 0
+    (tree,) = [t for t in counted["trees"] if t["name"] == "hello-world"]
+    assert tree["executions"]["running"] >= 1 and tree["refused"]["wrong_phase"] >= 1
+    assert backend.store.tally(backend.where, tree="no-such-tree")["trees"] == []
+    assert backend.store.tally(backend.where, since="2999-01-01T00:00:00.000Z")["trees"] == []

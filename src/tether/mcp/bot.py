@@ -58,7 +58,8 @@ COMMAND = Command(
         "--root DIR        relative paths are taken from DIR and file URIs must lie inside it\n"
         "--name NAME       the name the client registers this server under (default tether):\n"
         "                  tool names are kept short enough that mcp__NAME__TOOL has at most\n"
-        "                  64 characters\n" + HTTP_HELP
+        "                  64 characters\n"
+        + HTTP_HELP
     ),
 )
 

@@ -196,7 +196,12 @@ class Store(Protocol):
         ...
 
     def refusals(self, uri: str) -> builtins.list[dict[str, Any]]:
-        """The execution's refusal log, oldest first (`Transaction.refuse`)."""
+        """The execution's refusal log, oldest first (`Transaction.refuse`). The verbs write
+        each record as `{seq, ts, kind, code, cursor, name, step, message}`: `kind` is
+        `answer` (with `answer`: eval, submit, human, close, ...; `check` for `check_failed`)
+        or `tool` (code `denied`, with `tool` and `input`); `cursor` is `{path, step}` of the
+        step it was aimed at, or None; `seq` is the seq the next trace entry takes, so the
+        records since the last reset are those with `seq >= state seq - since_reset`."""
         ...
 
     def tally(

@@ -241,7 +241,7 @@ class FileStore:
             try:
                 state = _read_state(path)
                 if (tree is not None and state.get("tree_name") != tree) or (
-                    since is not None and str(state.get("created_at")) < since
+                    since is not None and str(state.get("created_at", "")) < since
                 ):
                     continue
                 tree_hash = str(state["tree_hash"])

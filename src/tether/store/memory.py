@@ -159,9 +159,12 @@ class MemoryStore:
         for record in records:
             state, entries = self.read_execution(record.key)
             if (tree is None or state.get("tree_name") == tree) and (
-                since is None or str(state.get("created_at")) >= since
+                since is None or str(state.get("created_at", "")) >= since
             ):
-                count.add(state, json.loads(record.tree), entries, self.refusals(record.key))
+                try:
+                    count.add(state, json.loads(record.tree), entries, self.refusals(record.key))
+                except (KeyError, TypeError, ValueError):  # not a state the verbs wrote
+                    count.unreadable += 1
         return count.result()
 
     def locate(self, where: str, name: str) -> str:

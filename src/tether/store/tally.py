@@ -15,8 +15,9 @@ The figures, for one execution (the entries since its last reset; refusals recor
   count again), so of a run of m failures in a row, m - m // (N+1) were retried. Its attempts
   are its ends plus the one open now; it was reached attempts - retries times.
 - a step was requested at the latest answer, check, close, jump or reset recorded before its
-  answer (the commit that opened it; inside a `parallel`, the latest of any branch): the agent's answer time (evaluate and instruct, not a
-  `running` answer) and a person's wait (human) run from there.
+  answer (the commit that opened it; inside a `parallel`, the latest of any branch): the
+  agent's answer time (evaluate and instruct, not a `running` answer) and a person's wait
+  (human) run from there.
 - `stop` entries refused and `tool` entries, by the action of the step they were recorded
   against; refused answers by reason (all, and by the action they were aimed at); tool calls
   denied by a policy; per check expression, the times it failed and the closes it refused.
