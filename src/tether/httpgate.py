@@ -16,9 +16,11 @@ same code:
   length and none is given) and a JSON `Content-Type` (415), so a cross-site `text/plain` form
   post is refused before its body is read.
 
-It does not read bodies or send responses: callers turn a `Refusal` into their own response.
-A caller with its own rules for bodies (the viewer: a JSON body it reads itself, its own
-statuses) asks only `sender_refusal`.
+It also owns `ListenOptions`, the one record of where such a server listens and whom it lets in
+(`--host`, `--port`, `--token`, `--allow-host`, `--max-body-bytes`), read the same way from the
+command lines of `tether mcp --http`, a bot's server and `tether guard serve`. It does not read
+bodies or send responses: callers turn a `Refusal` into their own response (the ASGI servers
+through `tether.httpserve`, `guard serve` in its own handler).
 """
 
 from __future__ import annotations
@@ -26,14 +28,17 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
-from collections.abc import Callable
-from typing import NamedTuple
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Protocol, Self
 
 from tether.errors import TetherError
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 WILDCARDS = ("", "0.0.0.0", "::")
 OPEN_PATHS = ("/health",)
+DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 
 
 class Refusal(NamedTuple):
@@ -103,7 +108,7 @@ class Gate:
         host: str,
         token: str | None,
         allowed_hosts: tuple[str, ...] = (),
-        max_body_bytes: int = 1024 * 1024,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         length_required: bool = False,
     ) -> None:
         if max_body_bytes <= 0:
@@ -163,3 +168,50 @@ class Gate:
         if kind != "application/json":
             return Refusal(415, "invalid_value", "the request body must be application/json")
         return None
+
+
+class CommandLine(Protocol):
+    """What `ListenOptions.from_command` reads of a parsed command line."""
+
+    @property
+    def options(self) -> Mapping[str, str]: ...
+
+    @property
+    def multi(self) -> Mapping[str, list[str]]: ...
+
+    def number(self, name: str, default: int | None = None) -> int | None: ...
+
+
+@dataclass(frozen=True)
+class ListenOptions:
+    """Where a local HTTP server listens and whom it lets in. `port` 0 picks a free port."""
+
+    host: str = "127.0.0.1"
+    port: int = 0
+    token: str | None = None
+    allowed_hosts: tuple[str, ...] = ()
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+
+    @classmethod
+    def from_command(
+        cls, given: CommandLine, token_env: str, *, port: int, max_body_bytes: int, **more: Any
+    ) -> Self:
+        """The options `--host`, `--port`, `--token` (else `$token_env`), `--allow-host`
+        (repeatable) and `--max-body-bytes` of a command line, `port` and `max_body_bytes`
+        where they are not given; `more` are the fields a server adds to the record."""
+        return cls(
+            host=given.options.get("--host", "127.0.0.1"),
+            port=given.number("--port", port) or 0,
+            token=given.options.get("--token") or os.environ.get(token_env) or None,
+            allowed_hosts=tuple(given.multi.get("--allow-host", [])),
+            max_body_bytes=given.number("--max-body-bytes", max_body_bytes) or 0,
+            **more,
+        )
+
+    def gate(self, *, length_required: bool = False) -> Gate:
+        """The gate for a server listening with these options."""
+        return Gate(self.host, self.token, self.allowed_hosts, self.max_body_bytes, length_required)
+
+    def url(self, port: int) -> str:
+        """The server's address, with the port it bound (`port` may have asked for any)."""
+        return f"http://{host_name(self.host)}:{port}"

@@ -4,6 +4,7 @@ and the one write the server takes, refused to anything but its own page. Also t
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
@@ -83,7 +84,7 @@ def test_posts_from_anywhere_but_the_page_are_refused_and_change_nothing(
         ({"token": token, "origin": "http://evil.example"}, 403, "forbidden"),
         ({"token": token, "origin": f"http://127.0.0.1:{int(port) + 1}"}, 403, "forbidden"),
         ({"token": token, "origin": origin, "host": f"evil.example:{port}"}, 403, "forbidden"),
-        ({"token": token, "origin": origin, "kind": "text/plain"}, 400, "usage"),
+        ({"token": token, "origin": origin, "kind": "text/plain"}, 400, "invalid_value"),
         ({"token": token, "origin": origin, "path": "/api/run"}, 404, "not_found"),
     ):
         got = _post(server, body, **args)  # type: ignore[arg-type]
@@ -103,6 +104,28 @@ def test_posts_from_anywhere_but_the_page_are_refused_and_change_nothing(
         assert (got[0], got[1]["error"]["code"]) == (status, code), bad
     assert answer(waiting, "get") == before
     assert answer(outside, "get") == outside_before
+
+
+def test_a_post_that_does_not_declare_its_length_is_refused_unread(
+    server: ViewServer, waiting: Path
+) -> None:
+    origin = server.base.rstrip("/")
+    host, port = urllib.parse.urlsplit(origin).netloc.split(":")
+    before = answer(waiting, "get")
+    body = json.dumps({"path": "ship.json", "decision": "approve"}).encode()
+    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    headers = {
+        "Content-Type": "application/json",
+        "Origin": origin,
+        "X-Tether-Token": _token(server),
+    }
+    connection.request("POST", "/api/human", body=iter([body]), headers=headers)  # chunked
+    response = connection.getresponse()
+    refused = json.loads(response.read())
+    connection.close()
+    assert (response.status, refused["error"]["code"]) == (400, "invalid_value")
+    assert "Content-Length" in refused["error"]["message"]
+    assert answer(waiting, "get") == before
 
 
 def test_a_post_from_the_page_answers_and_a_second_one_is_refused(

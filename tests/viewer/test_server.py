@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import time
 import urllib.error
 import urllib.request
@@ -153,6 +154,11 @@ def test_view_refuses_a_missing_folder_and_a_bad_port(tmp_path: Path) -> None:
     assert err["error"]["code"] == "not_found"
     err = json.loads(tether("view", tmp_path, "--port", "http", code=2).stderr)
     assert err["error"]["code"] == "usage"
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        err = json.loads(tether("view", tmp_path, "--port", str(port), code=2).stderr)
+    assert err["error"]["code"] == "usage", "a port in use is refused as the MCP server does"
+    assert f"cannot listen on 127.0.0.1:{port}" in err["error"]["message"]
 
 
 def test_an_execution_that_cannot_be_shown_has_its_own_row(
@@ -254,6 +260,8 @@ def test_requests_from_elsewhere_are_refused_by_the_shared_gate(
         urllib.request.urlopen(request, timeout=10)
     assert refused.value.code == 403
     assert json.loads(refused.value.read())["error"]["code"] == "forbidden"
+    assert "frame-ancestors 'none'" in refused.value.headers["Content-Security-Policy"]
+    assert refused.value.headers["X-Content-Type-Options"] == "nosniff"
 
 
 def test_fold_draws_a_subtree_folded_and_refuses_what_is_not_a_parent(

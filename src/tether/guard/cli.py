@@ -460,12 +460,11 @@ def _hook_output(out: dict[str, Any] | None) -> None:
 def cmd_serve(p: Parsed) -> int:
     from tether.guard.harness.serve import DEFAULT_MAX_BODY_BYTES, TOKEN_ENV, ServeOptions, serve
 
-    options = ServeOptions(
-        host=p.options.get("--host", "127.0.0.1"),
-        port=p.number("--port", DEFAULT_PORT) or 0,
-        token=p.options.get("--token") or os.environ.get(TOKEN_ENV) or None,
-        allowed_hosts=tuple(p.multi.get("--allow-host", [])),
-        max_body_bytes=p.number("--max-body-bytes", DEFAULT_MAX_BODY_BYTES) or 0,
+    options = ServeOptions.from_command(
+        p,
+        TOKEN_ENV,
+        port=DEFAULT_PORT,
+        max_body_bytes=DEFAULT_MAX_BODY_BYTES,
         on_error=_on_error(p),
         deadline=_deadline(p),
         harness=_harness(p),

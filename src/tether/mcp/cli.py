@@ -21,7 +21,7 @@ from tether.command.output import emit, run_command
 from tether.errors import EXIT_OK, TetherError
 
 if TYPE_CHECKING:
-    from tether.mcp.http import HttpOptions
+    from tether.httpgate import ListenOptions
 
 # The HTTP serving options, `tether mcp --bot`'s too.
 HTTP_VALUES = ("--host", "--port", "--token", "--max-body-bytes")
@@ -172,17 +172,14 @@ def _stdio_only(p: Parsed) -> None:
         raise TetherError("usage", f"{given[0]} applies to --http only")
 
 
-def http_options(p: Parsed) -> HttpOptions:
-    """The HTTP serving options (`--host`, `--port`, `--token` or its environment variable,
-    `--allow-host`, `--max-body-bytes`) of a parsed command line, `--bot`'s too."""
-    from tether.mcp.http import DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT, TOKEN_ENV, HttpOptions
+def http_options(p: Parsed) -> ListenOptions:
+    """The HTTP serving options of a parsed command line (`ListenOptions.from_command`); the
+    bot server shares them."""
+    from tether.httpgate import DEFAULT_MAX_BODY_BYTES, ListenOptions
+    from tether.mcp.http import DEFAULT_PORT, TOKEN_ENV
 
-    return HttpOptions(
-        host=p.options.get("--host", "127.0.0.1"),
-        port=p.number("--port", DEFAULT_PORT) or 0,
-        token=p.options.get("--token") or os.environ.get(TOKEN_ENV) or None,
-        allowed_hosts=tuple(p.multi.get("--allow-host", [])),
-        max_body_bytes=p.number("--max-body-bytes", DEFAULT_MAX_BODY_BYTES) or 0,
+    return ListenOptions.from_command(
+        p, TOKEN_ENV, port=DEFAULT_PORT, max_body_bytes=DEFAULT_MAX_BODY_BYTES
     )
 
 

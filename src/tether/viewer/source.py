@@ -1,12 +1,13 @@
 """Where the viewer's data comes from: executions and tree files, read through the store.
 
-Owns loading one execution (state, tree, trace) and, for `render`, telling an execution from a
-tree file: a file the file store finds missing, says is a tree file, or will not follow (a
-symbolic link) is given to the tree loader, which has its own rules. Every execution is
-read by its store, under the store's rules (for files: names derived from the state file's own,
-no symbolic link followed), and listed by its store (`Store.list`), never here. It does not
-confine paths to a served folder (`tether.viewer.server` does), derive statuses
-(`tether.viewer.model`) or draw anything.
+Owns loading one execution: its state and the trace of that same commit (`Store.read_execution`,
+so a page never sees a trace longer or shorter than its state says), and its tree; and, for
+`render`, telling an execution from a tree file: a file the file store finds missing, says is a
+tree file, or will not follow (a symbolic link) is given to the tree loader, which has its own
+rules. Every execution is read by its store, under the store's rules (for files: names derived
+from the state file's own, no symbolic link followed), and listed by its store (`Store.list`),
+never here. It does not confine paths to a served folder (`tether.viewer.place` does), derive
+statuses (`tether.viewer.model`) or draw anything.
 """
 
 from __future__ import annotations
@@ -30,11 +31,12 @@ class Execution:
 
 
 def load_execution(path: str) -> Execution:
-    """The execution stored at `path` (raises `TetherError` if it is missing or corrupt)."""
+    """The execution stored at `path` (raises `TetherError` if it is missing or corrupt): its
+    state and trace as one commit, then its tree."""
     store = store_for(path)
     uri = store.canonical(path)
-    state = store.load(uri)
-    return Execution(path, state, store.load_tree(uri), list(store.read_trace(uri)))
+    state, trace = store.read_execution(uri)
+    return Execution(path, state, store.load_tree(uri), trace)
 
 
 def load_tree_or_execution(path: str) -> tuple[dict[str, Any], Execution | None]:

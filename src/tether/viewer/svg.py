@@ -7,7 +7,9 @@ statuses, with its style sheet inside so a file written by `tether render` stand
 page shows the same SVG, sent by the server, so the layout exists once. Each box carries
 `data-key` (the node's engine key) and classes for its type, status and the cursor, for the page
 to hook onto; for the page, a subtree can be folded away and each parent carries the button that
-folds it (`data-fold`).
+folds it (`data-fold`). Instead of an execution's statuses it can draw a heat overlay: each
+action shaded by a figure across executions (`Heat`, from `tether.viewer.insight`), the figure on
+its meta line and all its figures in its tooltip.
 
 It does not derive statuses (`tether.viewer.model`) or write files (`tether.viewer.cli`).
 """
@@ -59,7 +61,38 @@ STYLE = """
 .tether-tree .fold.folded rect { fill: #52606d; stroke: #52606d; }
 .tether-tree .fold.folded text { fill: #ffffff; font-size: 11px; }
 .tether-tree .fold.holds-cursor rect { fill: #1a56db; stroke: #1a56db; }
+.tether-tree .heat { cursor: pointer; }
+.tether-tree .heat-0 .box { fill: #f7f9fb; stroke: #c5cdd6; }
+.tether-tree .heat-1 .box { fill: #fff5eb; stroke: #f6ad55; }
+.tether-tree .heat-2 .box { fill: #feebc8; stroke: #ed8936; }
+.tether-tree .heat-3 .box { fill: #fbd38d; stroke: #dd6b20; }
+.tether-tree .heat-4 .box { fill: #feb2b2; stroke: #e53e3e; }
+.tether-tree .heat-5 .box { fill: #fc8181; stroke: #c53030; }
+.tether-tree .heat-1 .band { fill: #f6ad55; }
+.tether-tree .heat-2 .band { fill: #ed8936; }
+.tether-tree .heat-3 .band { fill: #dd6b20; }
+.tether-tree .heat-4 .band { fill: #e53e3e; }
+.tether-tree .heat-5 .band { fill: #9b2c2c; }
+.tether-tree .heat.selected .box { stroke: #7c3aed; stroke-width: 3; }
 """
+HEAT_LEVELS = 5  # shades above none
+
+
+@dataclass(frozen=True)
+class Heat:
+    """An action's shade in a heat overlay: `share` of the hottest (0 to 1; 0 is unshaded), the
+    figure shown on its box (`meta`) and every figure, for its tooltip."""
+
+    share: float
+    meta: str
+    tooltip: str
+
+    @property
+    def level(self) -> int:
+        """The shade, 0 (none) to `HEAT_LEVELS`: any share above 0 is shaded."""
+        if self.share <= 0:
+            return 0
+        return max(1, min(HEAT_LEVELS, round(self.share * HEAT_LEVELS)))
 
 
 @dataclass(frozen=True)
@@ -138,10 +171,12 @@ def render_svg(
     *,
     folded: frozenset[str] = frozenset(),
     toggles: bool = False,
+    heat: dict[str, Heat] | None = None,
 ) -> str:
-    """The tree as a standalone SVG document; with `snap`, coloured by each node's status.
-    The subtrees under the `folded` nodes are left out; with `toggles`, each parent below the
-    root carries a button to fold or unfold it (for the page)."""
+    """The tree as a standalone SVG document; with `snap`, coloured by each node's status, or
+    with `heat` (by node key), each action shaded by its figure. The subtrees under the `folded`
+    nodes are left out; with `toggles`, each parent below the root carries a button to fold or
+    unfold it (for the page)."""
     nodes = index_tree(tree)
     shown = layout(nodes, folded)
     boxes, width, height = shown.boxes, shown.width, shown.height
@@ -160,7 +195,8 @@ def render_svg(
                 parts.append(_edge(boxes[key], boxes[child], key in shown.stacked))
     parts.append("</g>")
     for key in boxes:
-        parts.append(_node(nodes[key], boxes[key], snap, key in cursor))
+        shade = heat.get(key) if heat is not None else None
+        parts.append(_node(nodes[key], boxes[key], snap, key in cursor, shade))
     if toggles:
         for key in boxes:
             if key and nodes[key].children:
@@ -204,12 +240,17 @@ def _toggle(
     )
 
 
-def _node(node: Node, box: Box, snap: Snapshot | None, is_cursor: bool) -> str:
+def _node(
+    node: Node, box: Box, snap: Snapshot | None, is_cursor: bool, heat: Heat | None = None
+) -> str:
     view = snap.nodes[node.key] if snap is not None else None
     status = view.status if view is not None else "none"
     classes = f"node t-{node.type} st-{status}" + (" cursor" if is_cursor else "")
     kind = " · ".join([node.type.upper(), *node.modifiers(view)])
-    if view is None:
+    if heat is not None:
+        classes += f" heat heat-{heat.level}"
+        meta, glyph, tooltip = heat.meta, "", f"{node.name}\n{heat.tooltip}"
+    elif view is None:
         if node.type == "action":
             meta = plural(len(node.data["steps"]), "step", "steps")
         else:

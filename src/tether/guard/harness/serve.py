@@ -36,7 +36,7 @@ from tether.guard.harness.hooks import handle
 from tether.guard.harness.session_store import SessionStore
 from tether.guard.rules.deadline import within
 from tether.guard.rules.engine import Guard
-from tether.httpgate import Gate, host_name, require_token
+from tether.httpgate import ListenOptions, require_token
 
 TOKEN_ENV = "TETHER_GUARD_TOKEN"
 HARNESS_HEADER = "X-Tether-Harness"
@@ -45,13 +45,11 @@ DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True)
-class ServeOptions:
-    """Where the endpoint listens, whom it lets in, and what it does when it cannot decide."""
+class ServeOptions(ListenOptions):
+    """Where the endpoint listens and whom it lets in (the shared `ListenOptions`), and what it
+    does when it cannot decide."""
 
-    host: str = "127.0.0.1"
     port: int = DEFAULT_PORT
-    token: str | None = None
-    allowed_hosts: tuple[str, ...] = ()
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     on_error: str | None = None
     deadline: float = DEFAULT_DEADLINE
@@ -180,13 +178,7 @@ class GuardServer(ThreadingHTTPServer):
 
     def __init__(self, guard: Guard, state_dir: str, options: ServeOptions) -> None:
         require_token(options.host, options.token, TOKEN_ENV)
-        self.gate = Gate(
-            options.host,
-            options.token,
-            options.allowed_hosts,
-            options.max_body_bytes,
-            length_required=True,
-        )
+        self.gate = options.gate(length_required=True)
         if ":" in options.host:
             self.address_family = socket.AF_INET6
         try:
@@ -204,8 +196,7 @@ class GuardServer(ThreadingHTTPServer):
 def serve(guard: Guard, state_dir: str, options: ServeOptions) -> int:
     """Serve until interrupted; prints the address as JSON once listening."""
     server = GuardServer(guard, state_dir, options)
-    bound_port = server.server_address[1]
-    address = f"http://{host_name(options.host)}:{bound_port}"
+    address = options.url(server.server_address[1])
     sys.stdout.write(
         json.dumps(
             {

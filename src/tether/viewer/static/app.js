@@ -64,7 +64,7 @@ function ago(iso) {
 }
 
 function showError(message) {
-  for (const id of ["#list-view", "#run-view"]) $(id).hidden = true;
+  for (const id of ["#list-view", "#run-view", "#overview-view", "#heat-view"]) $(id).hidden = true;
   $("#error-view").hidden = false;
   $("#error-text").textContent = message;
 }
@@ -783,7 +783,176 @@ function jsonNode(key, value, path, folded) {
   return el("div", { class: "row" }, ...label, el("span", { class: kind }, JSON.stringify(value)));
 }
 
+// -- across executions: the overview and a tree's heat map ------------------------------------------
+
+function seconds(value) {
+  if (value === null || value === undefined) return "—";
+  return value < 120 ? `${Number(value.toPrecision(3))} s` : `${Number((value / 60).toPrecision(3))} min`;
+}
+
+function spread(figure) {
+  return figure.count ? `${seconds(figure.median)} / ${seconds(figure.p90)}` : "—";
+}
+
+function reasons(counts) {
+  const text = Object.entries(counts).map(([code, n]) => `${code} ${n}`).join(", ");
+  return text || "0";
+}
+
+function heatLink(tree, measure = "failures") {
+  return `/?heat=${encodeURIComponent(tree.name)}&hash=${encodeURIComponent(tree.hash)}&measure=${measure}`;
+}
+
+function treeTitle(tree) {
+  return `${tree.name}${tree.version ? ` ${tree.version}` : ""}`;
+}
+
+async function showOverview() {
+  $("#overview-view").hidden = false;
+  $("#crumbs").replaceChildren(el("a", { href: "/" }, "Executions"), " / ", el("b", {}, "Overview"));
+  await refreshOverview();
+  listen("/api/events", refreshOverview);
+}
+
+async function refreshOverview() {
+  let doc;
+  try {
+    doc = await getJSON("/api/overview");
+  } catch (error) {
+    showError(error.message);
+    return;
+  }
+  const figures = doc.figures;
+  $("#ov-folder").textContent = doc.folder;
+  $("#ov-summary").textContent = `${figures.executions} executions of ${figures.trees.length} trees`
+    + (figures.unreadable ? ` (${figures.unreadable} unreadable, left out)` : "");
+  $("#ov-trees").replaceChildren(...figures.trees.map(overviewTree));
+}
+
+function overviewTree(tree) {
+  const runs = tree.executions;
+  const rows = tree.actions.map((action) => el("tr", { "data-path": action.path.join(".") },
+    el("td", { style: `padding-left:${12 + 14 * (action.path.length - 1)}px` }, action.name),
+    el("td", {}, action.reached), el("td", {}, action.attempts),
+    el("td", { class: action.failures ? "hot" : "" }, action.failures),
+    el("td", {}, action.retries), el("td", {}, reasons(action.refused)),
+    el("td", {}, spread(action.answer_time)), el("td", {}, action.stops_refused),
+    el("td", {}, `${action.tools_denied} / ${action.tools_recorded}`),
+    el("td", {}, spread(action.human_wait))));
+  const checks = tree.checks.length ? el("div", { class: "checks" }, el("h3", {}, "Checks that refused most"),
+    el("ul", {}, ...tree.checks.map((check) => el("li", {}, el("b", {}, check.total), " ",
+      check.action, ": ", el("code", {}, check.expression),
+      el("span", { class: "muted" }, ` (failed ${check.failed}, refused a close ${check.refused})`))))) : null;
+  return el("section", { class: "panel tree-card", "data-tree": tree.name, "data-hash": tree.hash },
+    el("h2", {}, el("span", { class: "tree-name" }, treeTitle(tree)),
+      el("span", { class: "muted mono" }, tree.hash.slice(0, 19)),
+      el("a", { class: "to-heat", href: heatLink(tree) }, "Heat map")),
+    el("p", { class: "statuses" },
+      el("span", { class: "badge running" }, `${runs.running} running`), " ",
+      el("span", { class: "badge complete" }, `${runs.complete} complete`), " ",
+      el("span", { class: "badge failed" }, `${runs.failed} failed`), " ",
+      el("span", { class: "muted" }, `time to finish (median / p90): ${spread(tree.time_to_finish)}`),
+      Object.keys(tree.refused).length ? el("span", { class: "muted" }, ` · refused answers: ${reasons(tree.refused)}`) : null),
+    el("div", { class: "table-wrap" }, el("table", { class: "runs figures" },
+      el("thead", {}, el("tr", {}, ...["Action", "Reached", "Attempts", "Failed", "Retries", "Refused",
+        "Answer p50 / p90", "Stops refused", "Tools denied / recorded", "Person's wait p50 / p90"]
+        .map((h) => el("th", {}, h)))),
+      el("tbody", {}, ...rows))),
+    checks);
+}
+
+const heatView = { name: null, hash: null, measure: "failures", actions: {}, chosen: null };
+
+async function showHeat(name, hash, measure) {
+  Object.assign(heatView, { name, hash, measure: measure || "failures" });
+  $("#heat-view").hidden = false;
+  $("#crumbs").replaceChildren(el("a", { href: "/" }, "Executions"), " / ",
+    el("a", { href: "/?overview" }, "Overview"), " / ", el("b", {}, name));
+  $("#measure").addEventListener("change", () => {
+    heatView.measure = $("#measure").value;
+    const url = new URL(location.href);
+    url.searchParams.set("measure", heatView.measure);
+    history.replaceState(null, "", url);
+    refreshHeat();
+  });
+  const frame = $("#heat-diagram");
+  frame.addEventListener("mouseover", (event) => {
+    const node = event.target.closest("g.node.heat");
+    if (node) showFigures(node.dataset.key);
+  });
+  frame.addEventListener("click", (event) => {
+    const node = event.target.closest("g.node.heat");
+    if (node) chooseAction(node.dataset.key);
+  });
+  await refreshHeat();
+  listen("/api/events", refreshHeat);
+}
+
+async function refreshHeat() {
+  const query = new URLSearchParams({ tree: heatView.name, hash: heatView.hash, measure: heatView.measure });
+  let doc;
+  try {
+    doc = await getJSON(`/api/heat?${query}`);
+  } catch (error) {
+    showError(error.message);
+    return;
+  }
+  const tree = doc.tree;
+  $("#heat-title").textContent = treeTitle(tree);
+  $("#heat-sub").textContent = `${tree.executions.total} executions: ${tree.executions.running} running, `
+    + `${tree.executions.complete} complete, ${tree.executions.failed} failed · ${tree.hash.slice(0, 19)}`;
+  $("#measure").replaceChildren(...Object.entries(doc.measures).map(([value, label]) =>
+    el("option", { value, selected: value === doc.measure }, label)));
+  $("#heat-legend").replaceChildren(el("i", { class: "heat-scale" }, "fewer"),
+    ...[0, 1, 2, 3, 4, 5].map((level) => el("i", { class: `swatch heat-${level}` })), el("i", {}, "more"));
+  heatView.actions = Object.fromEntries(doc.actions.map((action) => [action.key, action]));
+  $("#heat-diagram").innerHTML = doc.svg;
+  if (heatView.chosen !== null) {
+    const box = $(`#heat-diagram g.node[data-key="${CSS.escape(heatView.chosen)}"]`);
+    if (box) box.classList.add("selected");
+    await listBehind(heatView.chosen);
+  }
+}
+
+function showFigures(key) {
+  const action = heatView.actions[key];
+  if (!action) return;
+  const facts = [
+    ["Reached", action.reached], ["Attempts", action.attempts], ["Failed", action.failures],
+    ["Retries used", action.retries], ["Answers refused", reasons(action.refused)],
+    ["Answer time p50 / p90", spread(action.answer_time)], ["Stops refused", action.stops_refused],
+    ["Tool calls denied / recorded", `${action.tools_denied} / ${action.tools_recorded}`],
+    ["Person's wait p50 / p90", spread(action.human_wait)],
+  ];
+  $("#heat-figures").replaceChildren(el("h3", {}, action.name),
+    el("dl", { class: "figures-list" }, ...facts.flatMap(([label, value]) => [el("dt", {}, label), el("dd", {}, value)])));
+}
+
+async function chooseAction(key) {
+  heatView.chosen = key;
+  document.querySelectorAll("#heat-diagram g.node.selected").forEach((g) => g.classList.remove("selected"));
+  $(`#heat-diagram g.node[data-key="${CSS.escape(key)}"]`).classList.add("selected");
+  showFigures(key);
+  await listBehind(key);
+}
+
+async function listBehind(key) {
+  const action = heatView.actions[key];
+  const query = new URLSearchParams({ tree: heatView.name, hash: heatView.hash, key, measure: heatView.measure });
+  const doc = await getJSON(`/api/behind?${query}`);
+  const label = $("#measure").selectedOptions[0].textContent;
+  $("#heat-runs-title").textContent = `Executions behind ${action ? action.name : key}: ${label}`;
+  $("#heat-runs").replaceChildren(...(doc.executions.length ? doc.executions.map((found) =>
+    el("li", { "data-path": found.path },
+      el("a", { href: `/?run=${encodeURIComponent(found.path)}` }, found.path), " ", badge(found.status),
+      el("span", { class: "muted" }, ` ${found.meta}`)))
+    : [el("li", { class: "muted" }, "None.")]));
+}
+
 // -- start ----------------------------------------------------------------------------------------------
 
-const opened = new URLSearchParams(location.search).get("run");
-if (opened) showRun(opened); else showList();
+const asked = new URLSearchParams(location.search);
+if (asked.get("run")) showRun(asked.get("run"));
+else if (asked.has("overview")) showOverview();
+else if (asked.get("heat")) showHeat(asked.get("heat"), asked.get("hash"), asked.get("measure"));
+else showList();

@@ -1,0 +1,176 @@
+"""The viewer's overview and heat map: the figures of `tether stats`, arranged for the page.
+
+Owns three documents over the place a viewer serves: the overview (`overview`: every tree, its
+executions by status and time to finish, and the per-action figures, exactly as
+`tether.stats.collect` gives them), one tree's heat map (`heat`: its diagram with each action
+shaded by one measure of `MEASURES` — how often it fails, its retries, the stops refused while
+it was open, the agent's answer time — and that action's figures in its tooltip), and the
+executions behind an action's figure (`behind`: those of the tree in which the action failed,
+retried, was refused a stop or was answered, most first, each counted by
+`tether.store.tally.Tally`, the definition `tether stats` counts with). It counts nothing itself,
+draws with `tether.viewer.svg` and knows nothing of HTTP (`tether.viewer.server`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from tether.errors import TetherError
+from tether.stats import collect
+from tether.store.base import Summary
+from tether.store.tally import Tally
+from tether.store.tally import key_of as tally_key
+from tether.viewer.model import key_of
+from tether.viewer.place import Place
+from tether.viewer.svg import Heat, render_svg
+
+# The measures a heat map shows: what it shades by, in the page's words.
+MEASURES = {
+    "failures": "failed attempts",
+    "retries": "retries used",
+    "stops_refused": "stops refused",
+    "answer_time": "answer time",
+}
+
+
+def overview(place: Place) -> dict[str, Any]:
+    """The figures of every execution in the place, per tree and per action."""
+    return {"folder": place.label, "figures": collect(place.where)}
+
+
+def heat(place: Place, name: str, tree_hash: str, measure: str) -> dict[str, Any]:
+    """The tree `name` at `tree_hash` as a heat map of `measure`, with its figures."""
+    _measure(measure)
+    figures = _tree_figures(place, name, tree_hash)
+    actions = {key_of(a["path"]): a for a in figures["actions"]}
+    values = {key: _value(measure, action) for key, action in actions.items()}
+    top = 1.0 if measure == "failures" else max(values.values(), default=0) or 1.0
+    shades = {
+        key: Heat(values[key] / top, _meta(measure, action), _tooltip(action))
+        for key, action in actions.items()
+    }
+    tree = _tree_of(place, name, tree_hash)
+    return {
+        "folder": place.label,
+        "measure": measure,
+        "measures": MEASURES,
+        "tree": {k: v for k, v in figures.items() if k != "actions"},
+        "actions": [{"key": key, **action} for key, action in actions.items()],
+        "svg": render_svg(tree, heat=shades),
+    }
+
+
+def behind(place: Place, name: str, tree_hash: str, key: str, measure: str) -> dict[str, Any]:
+    """The executions of the tree `name` at `tree_hash` in which the action `key` has a figure of
+    `measure` (it failed there, retried, ...), most first."""
+    _measure(measure)
+    if not re.fullmatch(r"\d{1,6}(\.\d{1,6}){0,99}", key):
+        raise TetherError("usage", f"key takes an action's node key, such as 1.0, not {key!r}")
+    action_key = tally_key(int(part) for part in key.split("."))
+    tree = None
+    found = []
+    for listed in _listed(place, name):
+        try:
+            state, entries = place.store.read_execution(listed.uri)
+            if state.get("tree_hash") != tree_hash:
+                continue
+            tree = tree or place.store.load_tree(listed.uri)
+            tally = Tally()
+            tally.add(state, tree, entries, place.store.refusals(listed.uri))
+        except (TetherError, KeyError, TypeError, ValueError):
+            continue  # unreadable: the listing says why
+        (counted,) = tally.result()["trees"]
+        action = counted["actions"].get(action_key)
+        if action is None or not _value(measure, action):
+            continue
+        found.append(
+            {
+                "path": listed.name,
+                "status": state["status"],
+                "updated_at": state["updated_at"],
+                "value": _value(measure, action),
+                "meta": _meta(measure, action),
+            }
+        )
+    found.sort(key=lambda row: (-row["value"], row["path"]))
+    return {"key": key, "measure": measure, "executions": found}
+
+
+def _measure(measure: str) -> None:
+    if measure not in MEASURES:
+        raise TetherError("usage", f"measure must be one of {', '.join(MEASURES)}, not {measure!r}")
+
+
+def _tree_figures(place: Place, name: str, tree_hash: str) -> dict[str, Any]:
+    try:
+        trees = collect(place.where, tree=name)["trees"]
+    except TetherError as exc:
+        if exc.code != "not_found":
+            raise
+        trees = []
+    for tree in trees:
+        if tree["hash"] == tree_hash:
+            return dict(tree)
+    raise TetherError("not_found", f"no execution of the tree {name!r} at {tree_hash}")
+
+
+def _listed(place: Place, name: str) -> list[Summary]:
+    """The readable executions of the place whose tree is named `name`, as its store lists them."""
+    return [s for s in place.executions() if s.error is None and s.tree == name]
+
+
+def _tree_of(place: Place, name: str, tree_hash: str) -> dict[str, Any]:
+    """The tree `name` at `tree_hash`, read from the first of its executions."""
+    for listed in _listed(place, name):
+        try:
+            if place.store.load(listed.uri).get("tree_hash") == tree_hash:
+                return place.store.load_tree(listed.uri)
+        except TetherError:
+            continue
+    raise TetherError("not_found", f"no execution of the tree {name!r} at {tree_hash}")
+
+
+def _value(measure: str, action: dict[str, Any]) -> float:
+    """The action's figure of `measure`: the share of its attempts that failed (0 to 1), a
+    count, or its median answer time in seconds."""
+    if measure == "failures":
+        return action["failures"] / action["attempts"] if action["attempts"] else 0.0
+    if measure == "answer_time":
+        return float(action["answer_time"]["median"] or 0.0)
+    return float(action[measure])
+
+
+def _meta(measure: str, action: dict[str, Any]) -> str:
+    """The figure on the action's box."""
+    if measure == "failures":
+        return f"{action['failures']} of {action['attempts']} attempts failed"
+    if measure == "answer_time":
+        median = action["answer_time"]["median"]
+        return "no answers" if median is None else f"answers: median {_span(median)}"
+    return f"{action[measure]} {MEASURES[measure]}"
+
+
+def _tooltip(action: dict[str, Any]) -> str:
+    """Every figure of the action, a line each."""
+    refused = ", ".join(f"{code} {n}" for code, n in action["refused"].items()) or "none"
+    lines = [
+        f"reached {action['reached']} · attempts {action['attempts']} · "
+        f"failed {action['failures']} · retries {action['retries']}",
+        f"answers refused: {refused}",
+        f"answer time: {_spread(action['answer_time'])}",
+        f"stops refused {action['stops_refused']} · tool calls denied "
+        f"{action['tools_denied']}, recorded {action['tools_recorded']}",
+        f"a person's wait: {_spread(action['human_wait'])}",
+    ]
+    return "\n".join(lines)
+
+
+def _spread(spread: dict[str, Any]) -> str:
+    if not spread["count"]:
+        return "none"
+    return f"median {_span(spread['median'])}, p90 {_span(spread['p90'])} ({spread['count']})"
+
+
+def _span(seconds: float) -> str:
+    return f"{seconds:.3g} s" if seconds < 120 else f"{seconds / 60:.3g} min"
