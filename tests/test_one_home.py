@@ -155,7 +155,7 @@ def test_path_confinement_has_one_home() -> None:
     assert found <= CONFINEMENT_HOMES
     users = {
         "verbs.py",
-        "viewer/server.py",
+        "viewer/place.py",
         "tree/load.py",
         "treetest/run.py",
         "guard/binding/sandbox.py",
