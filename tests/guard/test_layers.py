@@ -1,58 +1,20 @@
 """The guard's layers hold: the rule engine (`rules/`) below the workflow binding (`binding/`)
 below the harness edge (`harness/`) below the guard's command line (`cli.py`); no module imports
 a higher layer, and no import circle runs inside the guard. Every import is read from the
-source, those inside functions and under `TYPE_CHECKING` included, so a deferred import cannot
-hide an upward one."""
+source (`tests/support/imports.py`), those inside functions and under `TYPE_CHECKING` included,
+so a deferred import cannot hide an upward one."""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import tether.guard
+from support.imports import graph, groups, imported, module_names
 
 ROOT = Path(tether.guard.__file__).resolve().parent
 PACKAGE = "tether.guard"
 # Lowest first. The package's own `__init__` (it re-exports the engine lazily) sits on top.
 LAYERS = ("rules", "binding", "harness", "cli")
-
-
-def module_names(root: Path, package: str) -> dict[str, Path]:
-    """Every module under `root`, by dotted name (a package by its own name)."""
-    found = {}
-    for path in sorted(root.rglob("*.py")):
-        parts = list(path.relative_to(root).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts.pop()
-        found[".".join([package, *parts])] = path
-    return found
-
-
-def imported(name: str, path: Path, known: set[str]) -> set[str]:
-    """The modules that module `name` imports anywhere in its source (a name imported from a
-    package is the submodule when `known` has it)."""
-    is_package = path.name == "__init__.py"
-    targets: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            targets.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = name.split(".")
-                anchor = anchor[: len(anchor) - node.level + (1 if is_package else 0)]
-                base = ".".join([*anchor, *([base] if base else [])])
-            for alias in node.names:
-                sub = f"{base}.{alias.name}"
-                targets.add(sub if sub in known else base)
-    return targets - {name}
-
-
-def graph(root: Path, package: str) -> dict[str, set[str]]:
-    """Who imports whom among the modules under `root`."""
-    modules = module_names(root, package)
-    known = set(modules)
-    return {name: imported(name, path, known) & known for name, path in modules.items()}
 
 
 def layer(name: str, package: str) -> int:
@@ -70,38 +32,6 @@ def upward(edges: dict[str, set[str]], package: str) -> list[str]:
     )
 
 
-def circles(edges: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected groups of more than one module (Tarjan), each sorted."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found: list[list[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        for nxt in edges.get(node, ()):
-            if nxt not in index:
-                visit(nxt)
-                low[node] = min(low[node], low[nxt])
-            elif nxt in stack:
-                low[node] = min(low[node], index[nxt])
-        if low[node] == index[node]:
-            group = []
-            while True:
-                member = stack.pop()
-                group.append(member)
-                if member == node:
-                    break
-            if len(group) > 1:
-                found.append(sorted(group))
-
-    for node in sorted(edges):
-        if node not in index:
-            visit(node)
-    return sorted(found)
-
-
 def test_every_module_lives_in_a_layer() -> None:
     strays = [
         name
@@ -116,7 +46,7 @@ def test_no_module_imports_a_higher_layer() -> None:
 
 
 def test_no_import_circle_inside_the_guard() -> None:
-    assert circles(graph(ROOT, PACKAGE)) == []
+    assert groups(graph(ROOT, PACKAGE)) == []
 
 
 def test_the_guard_reaches_the_runtime_only_through_the_verbs() -> None:
@@ -138,6 +68,7 @@ def test_the_reading_sees_deferred_relative_and_submodule_imports(tmp_path: Path
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "__init__.py").write_text('"""A layer."""\n')
     (tmp_path / "__init__.py").write_text("from p.rules import engine\n")
+    (tmp_path / "binding" / "__init__.py").write_text("from ..harness import hooks\n")
     (tmp_path / "cli.py").write_text("from p.harness import hooks\n")
     (tmp_path / "rules" / "engine.py").write_text(
         "from typing import TYPE_CHECKING\n"
@@ -151,9 +82,10 @@ def test_the_reading_sees_deferred_relative_and_submodule_imports(tmp_path: Path
     (tmp_path / "harness" / "hooks.py").write_text("from p.rules.engine import Guard\n")
     edges = graph(tmp_path, "p")
     assert upward(edges, "p") == [
+        "p.binding imports p.harness.hooks",
         "p.binding.binder imports p.harness.hooks",
         "p.rules.engine imports p.binding.binder",
     ]
-    assert circles(edges) == [
+    assert groups(edges) == [
         ["p.binding.binder", "p.harness.hooks", "p.rules.config", "p.rules.engine"]
     ]
