@@ -717,9 +717,10 @@ class Runtime:
         return self._answer(trace, core.ToolCall(tool, bounded(input), ok, step))
 
     def deny_tool(self, trace: str, tool: str, input: Any, *, reason: str) -> None:
-        """Record a tool call that the `tools` policy of the open steps denied (the first open
-        step's, which the denial names) in the execution's refusal log; the execution does not
-        change. `input` is cut as `record_tool` cuts it."""
+        """Record a call of `tool` with `input` that the `tools` policy of the open steps of the
+        execution at `trace` denied (the first open step's, which the denial names), with the
+        denial's `reason`, in the execution's refusal log; the execution does not change. `input`
+        is cut as `record_tool` cuts it. Returns nothing."""
         store, uri = self._store(trace)
         with store.transaction(uri) as tx:
             state = tx.state

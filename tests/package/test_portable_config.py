@@ -165,7 +165,7 @@ def test_under_uvx_the_uvx_command_names_its_source_never_the_cache_path(
     machine = Machine(tmp_path, f"{BIN}:{SYSTEM_PATH}", **env)
     outs = machine.install_everything()
     checkout = _checkout()
-    assert (Path(checkout) / "src" / "tether" / "cli" / "launch.py").is_file()
+    assert (Path(checkout) / "src" / "tether" / "command" / "launch.py").is_file()
     uvx = f"uvx --from {checkout} tether"
     assert all(o["launch"] == {"how": "uvx", "command": uvx, "portable": False} for o in outs)
     assert all("names a path on this machine" in o["note"] for o in outs)
