@@ -115,7 +115,7 @@ def last_assistant_text(transcript: str) -> str:
 
 
 def tool_ok(payload: dict[str, Any]) -> bool | None:
-    """How a call went (DESIGN: evidence never claims more than it saw): False for
+    """How a call went (evidence never claims more than it saw): False for
     `PostToolUseFailure`, else what its response says (`state.outcome`, which an adapter of
     another harness fills in where that harness gave a sign), else True for Claude Code's own
     `PostToolUse` (it sends `PostToolUseFailure` for a call that failed), else None."""
