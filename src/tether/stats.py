@@ -182,7 +182,8 @@ def _seconds(spread: dict[str, Any]) -> dict[str, Any]:
 def table(figures: dict[str, Any]) -> str:
     """The figures as text for people: per tree a heading and its executions, then one line per
     action, then the checks that refused most."""
-    lines = [f"{figures['place']}: {figures['executions']} executions"]
+    count = figures["executions"]
+    lines = [f"{figures['place']}: {count} execution{'' if count == 1 else 's'}"]
     if figures["unreadable"]:
         lines[0] += f" ({figures['unreadable']} unreadable, left out: tether list names them)"
     if not figures["trees"]:

@@ -78,6 +78,8 @@ def test_the_table_shows_each_tree_its_actions_and_its_checks(folder: Path) -> N
     assert "  executions: 6 (2 running, 2 complete, 2 failed); time to finish 1m03s/1m55s" in lines
     build = next(line.split() for line in lines if line.startswith("  Build "))
     assert build[:5] == ["Build", "6", "8", "3", "2"]
+    one = _tether("stats", "--tree", "tiny", cwd=folder)
+    assert one.stdout.splitlines()[0] == f"file://{folder}: 1 execution", one.stderr
     assert "10s/10.4s" in build
     review = next(line.split() for line in lines if line.startswith("  Review "))
     assert review[-3:] == ["1", "1/1", "-"]
