@@ -9,8 +9,8 @@ read again. The repair and the write happen under an exclusive lock on the log i
 read and append as one step (the guard's session store) holds its own lock around both. A log is
 never appended to through a symbolic link (nor a FIFO, a device or a folder): `append` raises
 `tether.files.NotARegularFile` instead, so neither a write nor the repair reaches another file.
-`read` skips a line that is not a JSON object. It does not decide what goes in a log, rotate or
-delete one.
+`read` (and `parse`, for a reader that opens the file itself) skips a line that is not a JSON
+object. It does not decide what goes in a log, rotate or delete one.
 """
 
 from __future__ import annotations
@@ -73,12 +73,18 @@ def read(path: str, start: int = 0) -> tuple[list[dict[str, Any]], int]:
             tail = handle.read()
     except FileNotFoundError:
         return [], 0
+    return parse(tail), size
+
+
+def parse(data: bytes) -> list[dict[str, Any]]:
+    """The records of a log's bytes, oldest first; a line that is not a JSON object (a torn last
+    line) is skipped."""
     records = []
-    for line in tail.decode("utf-8", errors="replace").splitlines():
+    for line in data.decode("utf-8", errors="replace").splitlines():
         try:
             record = json.loads(line)
         except ValueError:
             continue
         if isinstance(record, dict):
             records.append(record)
-    return records, size
+    return records

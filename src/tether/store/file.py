@@ -591,15 +591,9 @@ def _read_refusals(path: str) -> list[dict[str, Any]]:
         return []
     except NotARegularFile as exc:
         raise _not_regular(path + _REFUSED, exc) from None
-    out = []
-    for line in data.splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict):
-            out.append(record)
-    return out
+    from tether.appendlog import parse
+
+    return parse(data)
 
 
 def _trace_bytes(path: str, state: dict[str, Any]) -> bytes:
