@@ -10,6 +10,7 @@ docs cite) are fine.
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -55,6 +56,15 @@ def problems(text: str) -> list[str]:
 @pytest.mark.parametrize("path", texts(), ids=lambda p: str(p.relative_to(REPO)))
 def test_the_texts_name_no_address_and_no_index_install_before_a_release(path: Path) -> None:
     assert problems(path.read_text(encoding="utf-8")) == []
+
+
+def test_the_commands_help_names_no_index_install_before_a_release() -> None:
+    """What `tether ... --help` prints comes from the sources' strings: each one that tells a
+    user to install from the index marks it as for after a release, as the docs do."""
+    for path in sorted((REPO / "src" / "tether").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                assert problems(node.value) == [], f"{path.relative_to(REPO)}:{node.lineno}"
 
 
 def test_the_package_metadata_names_no_address() -> None:
