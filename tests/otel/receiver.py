@@ -21,7 +21,9 @@ from support.postgres import free_port
 from tether.verbs import Runtime
 
 REPO = Path(__file__).resolve().parents[2]
-PHOENIX = REPO / ".cache" / "phoenix" / "bin" / "phoenix"
+# Phoenix's own interpreter, run as `python -m phoenix.server.main`: the `phoenix` script names
+# the interpreter by the path its venv was made at, which a moved or linked checkout breaks.
+PHOENIX = REPO / ".cache" / "phoenix" / "bin" / "python"
 
 TREE = """\
 name: otel-demo
@@ -96,7 +98,10 @@ class Phoenix:
         }
         self.log = (folder / "phoenix.log").open("w")
         self.process = subprocess.Popen(
-            [str(PHOENIX), "serve"], env=env, stdout=self.log, stderr=subprocess.STDOUT
+            [str(PHOENIX), "-m", "phoenix.server.main", "serve"],
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
         )
         self.url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 180
