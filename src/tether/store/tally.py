@@ -253,9 +253,10 @@ def _count_trace(
         if cursor is not None:
             key = counted.keys.get(tuple(cursor["path"] or ()))
             if key is not None:
-                ended = _ended(counted.plan[key], cursor["step"], entry, kind)
-                retried = _retried(counted.plan[key], key, ended, runs)
-                if int(entry["seq"]) >= copied:
+                action = counted.plan[key]
+                ended = _ended(action, cursor["step"], entry, kind)
+                retried = ended is not None and _retried(action, key, ended, runs)
+                if entry["seq"] >= copied:
                     _count_entry(counted, key, cursor["step"], entry, ts, requested, ended)
                     if retried:
                         counted.count(key, "retries")
@@ -282,11 +283,9 @@ def _ended(
     return False if not passed else True if step == action["last"] else None
 
 
-def _retried(action: dict[str, Any], key: str, ended: bool | None, runs: Counter[str]) -> bool:
+def _retried(action: dict[str, Any], key: str, ended: bool, runs: Counter[str]) -> bool:
     """Whether an attempt that `ended` as it did used one of the action's own `retries`, the
     run of failures in a row `runs` holds moved on."""
-    if ended is None:
-        return False
     if ended:
         runs[key] = 0
         return False
