@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -122,3 +124,34 @@ def test_a_question_that_names_no_value_prints_no_values(tmp_path: Path, verb: s
     assert answered.returncode == 0, answered.stderr
     assert "Is it fine?" in answered.terminal and "with these values" not in answered.terminal
     assert "shown" not in shown_entry(uri)
+
+
+def test_the_readmes_person_in_the_loop_example_runs_as_written(tmp_path: Path) -> None:
+    """The README's lines, run in a project where `tether init` put the examples: the agent's
+    two calls in a shell, then the person's `tether approve` at their terminal."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = readme.split("Try it on the shipped `examples/release.yaml`", 1)[1]
+    block = block.split("```bash\n", 1)[1].split("```", 1)[0]
+    lines = [line.split("   #", 1)[0].strip() for line in block.splitlines()]
+    agent, person = lines[:2], lines[2]
+    shutil.copytree(REPO / "examples", tmp_path / "examples")
+    for line in agent:
+        done = subprocess.run(
+            ["bash", "-c", line],
+            cwd=tmp_path,
+            env=person_env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0, (line, done.stderr)
+    assert json.loads(done.stdout)["next"]["shows"] == {
+        "$VAR.version": "1.2.3",
+        "$VAR.changes": "a fix",
+    }
+    words = person.split()
+    assert words[:2] == ["tether", "approve"]
+    answered = at_terminal([*words[1:2], str(tmp_path / words[2])], env=person_env())
+    assert answered.returncode == 0, answered.stderr
+    assert printed_values(answered.terminal) == shown_entry(str(tmp_path / "rel.json"))["shown"]
