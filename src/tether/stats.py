@@ -234,9 +234,32 @@ def _tree_lines(tree: dict[str, Any], wide: bool) -> list[str]:
         f"{runs['failed']} failed); time to finish {_span(finish)}",
     ]
     if tree["refused"]:
-        lines.append("  refused answers: " + _reasons(tree["refused"]))
+        lines += _wrap("  refused answers: " + _reasons(tree["refused"]), wide)
+    lines += _action_lines(tree, wide)
+    if tree["checks"]:
+        lines.append("  checks that refused most:")
+        lines += [_check_line(check, wide) for check in tree["checks"]]
+    return lines
+
+
+def _check_line(check: dict[str, Any], wide: bool) -> str:
+    """One check that refused: its count, action and expression, cut (expression first, to 20
+    columns, then the action's name) to `WIDTH` unless `wide`."""
+    head = f"    {check['total']:>4}  "
+    tail = f" (failed {check['failed']}, refused a close {check['refused']})"
+    action, expression = check["action"], check["expression"]
+    if not wide:
+        room = WIDTH - len(head) - len(tail) - 2
+        expression = _cut(expression, max(room - len(action), 20))
+        action = _cut(action, max(room - len(expression), 8))
+    return f"{head}{action}: {expression}{tail}"
+
+
+def _action_lines(tree: dict[str, Any], wide: bool) -> list[str]:
+    """The table of a tree's actions (and of the refused answers aimed at no step), its legend,
+    and unless `wide` the refused answers by action and reason under it."""
     named = [("  " * (len(a["path"]) - 1) + a["name"], a) for a in tree["actions"]]
-    refused = [(name, a["refused"]) for name, a in named if a["refused"]]
+    refused = [(name.strip(), a["refused"]) for name, a in named if a["refused"]]
     rows = [_ACTION_HEADER, *(_action_row(name, a, wide) for name, a in named)]
     if tree["refused_no_step"]:  # the column's total is the tree's
         refused.append((NO_STEP, tree["refused_no_step"]))
@@ -246,21 +269,27 @@ def _tree_lines(tree: dict[str, Any], wide: bool) -> list[str]:
     if not wide:
         room = WIDTH - 2 - sum(widths[1:]) - 2 * (len(widths) - 1)
         widths[0] = max(min(widths[0], room), len(_ACTION_HEADER[0]))
+    lines = []
     for row in rows:
         cells = [_cut(row[0], widths[0]), *row[1:]]
         lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)))
     lines.append(_LEGEND)
     if refused and not wide:
         lines.append("  refused answers by action:")
-        lines += [f"    {name.strip()}: {_reasons(reasons)}" for name, reasons in refused]
-    if tree["checks"]:
-        lines.append("  checks that refused most:")
-        for check in tree["checks"]:
-            lines.append(
-                f"    {check['total']:>4}  {check['action']}: {check['expression']} "
-                f"(failed {check['failed']}, refused a close {check['refused']})"
-            )
+        for name, reasons in refused:
+            lines += _wrap(f"    {name}: {_reasons(reasons)}", wide)
     return lines
+
+
+def _wrap(line: str, wide: bool) -> list[str]:
+    """`line` as lines of at most `WIDTH` columns (unless `wide`), broken after a comma and
+    continued under its first word."""
+    if wide or len(line) <= WIDTH:
+        return [line]
+    import textwrap
+
+    indent = " " * (len(line) - len(line.lstrip()) + 2)
+    return textwrap.wrap(line, WIDTH, subsequent_indent=indent, break_long_words=False)
 
 
 def _action_row(name: str, action: dict[str, Any], wide: bool) -> tuple[str, ...]:

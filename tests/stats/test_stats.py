@@ -101,21 +101,26 @@ def test_the_table_fits_100_columns_cutting_a_long_name_that_wide_prints_whole(
     tmp_path: Path,
 ) -> None:
     long = "Run_The_Whole_Integration_Suite_Against_Every_Supported_Database_And_Python"
+    check = "$VAR.suite == " + " + ".join(["'every database and every python'"] * 3)
     (tmp_path / "long.yaml").write_text(
         "name: long\nversion: 1\ntree:\n  type: sequence\n  name: Root\n  children:\n"
         f"    - type: action\n      name: {long}\n      steps:\n        - instruct: Run it.\n"
+        f"        - check: {json.dumps(check)}\n"
     )
     rt = Runtime()
     uri = str(rt.start(str(tmp_path / "long.yaml"), str(tmp_path / "runs" / "l.json"))["uri"])
     rt.submit(uri, "success")
-    rt.submit(uri, "failure")
+    rt.submit(uri, "success")  # its check fails
     refused(lambda: rt.submit(uri, "success"), "execution_finished")
     lines = _tether("stats", str(tmp_path / "runs")).stdout.splitlines()
     assert max(len(line) for line in lines) <= stats.WIDTH, lines
     row = next(line for line in lines if line.startswith("  Run_The_Whole"))
     assert "…" in row and long not in row and row.split()[1:6] == ["1", "1", "1", "0", "0"]
+    checked = next(line for line in lines if line.startswith("       1  Run_The_Whole"))
+    assert "…" in checked and checked.endswith("(failed 1, refused a close 0)")
     wide = _tether("stats", str(tmp_path / "runs"), "--wide").stdout
-    assert f"  {long}  1" in wide and "(no step)" in wide and "execution_finished 1" in wide
+    assert f"  {long}  1" in wide and f": {check} (failed 1" in wide
+    assert "(no step)" in wide and "execution_finished 1" in wide
 
 
 @pytest.mark.parametrize("place", ["files", "memory"])
