@@ -22,8 +22,9 @@ OTEL = Command(
     "OTLP/HTTP address (http://127.0.0.1:4318; /v1/traces is added); without it the standard "
     "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT, then localhost:4318. "
     "OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT and OTEL_SERVICE_NAME apply. The same execution "
-    "always gives the same spans. Needs the otel extra: in a checkout, pip install '.[otel]' "
-    "(after a release: pip install 'tether-bt[otel]').",
+    "always gives the same spans. Needs the otel extra: without it the error (missing_extra) "
+    "names the command that installs it for the way Tether was installed (pipx inject, uv "
+    "tool install --with, pip).",
 )
 
 

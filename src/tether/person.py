@@ -14,7 +14,8 @@ is recorded, whatever interface it came through:
   with the command. Where `/proc` is missing, only this process's own environment is read.
 - `confirm_at_terminal(request, approved)`: for an answer from the command line, the person
   confirms at the controlling terminal (`/dev/tty`), not on standard input: the step's question
-  is shown with a one-time code, and the answer counts only when that code is typed back. An
+  is shown (`question`: its prompt, then each value it names, as the answer records them in
+  `shown`) with a one-time code, and the answer counts only when that code is typed back. An
   agent's shell has no controlling terminal; one an agent makes (`script -qc`) cannot know the
   code before it is shown.
 
@@ -30,9 +31,11 @@ verbs do) or know the phase rules (the engine does).
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shlex
+import unicodedata
 from typing import Any
 
 from tether.errors import TetherError
@@ -179,6 +182,33 @@ def require_no_agent(approved: bool, sent_by: int | None = None) -> None:
         )
 
 
+def _plain(text: str) -> str:
+    """`text` with every character a terminal would act on rather than print (controls, bidi
+    overrides, zero-width marks) written as its JSON escape, so what is printed is what is read,
+    and a value printed as JSON still reads back as itself."""
+    return "".join(
+        json.dumps(c)[1:-1] if unicodedata.category(c)[0] == "C" or c in "\u2028\u2029" else c
+        for c in text
+    )
+
+
+def question(request: dict[str, Any], trace: str) -> str:
+    """The human step `request` of the execution at `trace` as the terminal shows it: its name,
+    its prompt as written, then each value the prompt names (the request's `shows`, which the
+    answer records as `shown`) as `  $VAR.path = JSON`, one a line. Every line ends in a newline."""
+    asks = str(request.get("prompt") or request.get("name") or "").strip()
+    lines = [_plain(trace), f"The human step {_plain(repr(request.get('name')))} asks:"]
+    lines += [f"  {_plain(line)}" for line in asks.splitlines()]
+    shows = request.get("shows") or {}
+    if shows:
+        lines.append("with these values:")
+        lines += [
+            f"  {_plain(name)} = {_plain(json.dumps(value, ensure_ascii=False))}"
+            for name, value in shows.items()
+        ]
+    return "".join(f"{line}\n" for line in lines)
+
+
 def confirm_at_terminal(request: dict[str, Any], approved: bool, trace: str) -> None:
     """Show the human step `request` at the controlling terminal with a one-time code, and
     return once the person types the code back; refuse (`human_only`) when there is no
@@ -193,13 +223,11 @@ def confirm_at_terminal(request: dict[str, Any], approved: bool, trace: str) -> 
             f"(an agent's shell has no terminal). {_ELSEWHERE}",
         ) from None
     code = "".join(secrets.choice(CODE_LETTERS) for _ in range(CODE_LENGTH))
-    asks = str(request.get("prompt") or request.get("name") or "").strip()
     with os.fdopen(fd, "r+b", buffering=0) as tty:
         tty.write(
-            (
-                f"{trace}\nThe human step {request.get('name')!r} asks:\n  {asks}\n"
-                f"Type {code} to {verb} it (anything else cancels): "
-            ).encode("utf-8", "replace")
+            f"{question(request, trace)}Type {code} to {verb} it (anything else cancels): ".encode(
+                "utf-8", "replace"
+            )
         )
         typed = tty.readline(1024).decode("utf-8", "replace").strip()
     if typed != code:

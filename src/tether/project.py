@@ -4,8 +4,9 @@
 Owns what `init` writes (the shipped examples under `DIR/examples/`, a guard configuration at
 `DIR/.tether/guard.yaml` with the workflow binding section, and the next three commands to run)
 and that it never overwrites: each file that exists, or whose folder is a symbolic link or not a
-folder, is skipped and named, and a new file is created exclusively, so nothing already there is
-changed. Owns where `install skill` puts the agent skill: Claude Code's
+folder, is skipped and named (a file that already holds what `init` would write is only counted,
+`unchanged`: in Tether's own checkout every example is), and a new file is created exclusively,
+so nothing already there is changed. Owns where `install skill` puts the agent skill: Claude Code's
 `.claude/skills/tether/SKILL.md`, or a section of `AGENTS.md` between markers, replaced in place
 on the next install and nothing else in the file touched. It does not own the skill's text or
 the examples (`skills/`, `examples/`, found by `tether.shipped`) or the guard's configuration
@@ -17,6 +18,7 @@ family by name only.
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from pathlib import Path
 
@@ -51,6 +53,7 @@ WORKFLOW_TEXT = """\
       stop: block
 """
 START, END = "<!-- tether:skill:start -->", "<!-- tether:skill:end -->"
+_EXISTS = "exists; left as it is"
 
 
 def init_main(argv: list[str]) -> int:
@@ -79,10 +82,13 @@ def _init(p: Parsed) -> int:
     files.append((GUARD_CONFIG, _guard_config().encode()))
     created: list[str] = []
     skipped: list[dict[str, str]] = []
+    unchanged = 0
     for relative, data in files:
         reason = _create(root, relative, data)
         if reason is None:
             created.append(relative.replace(os.sep, "/"))
+        elif reason == _EXISTS and _holds(os.path.join(root, relative), data):
+            unchanged += 1
         else:
             skipped.append({"path": relative.replace(os.sep, "/"), "reason": reason})
     commands, note = _next_steps(root)
@@ -91,6 +97,7 @@ def _init(p: Parsed) -> int:
             "dir": root,
             "created": created,
             "skipped": skipped,
+            "unchanged": unchanged,
             "next": commands,
             "run_next_in": root,
             "note": note,
@@ -138,10 +145,22 @@ def _create(root: str, relative: str, data: bytes) -> str | None:
     try:
         fd = os.open(path, flags, 0o644)
     except FileExistsError:
-        return "exists; left as it is"
+        return _EXISTS
     with os.fdopen(fd, "wb") as f:
         f.write(data)
     return None
+
+
+def _holds(path: str, data: bytes) -> bool:
+    """Whether `path` is a regular file of its own (not a link, a FIFO or a device) holding
+    exactly `data`."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return False
+    with os.fdopen(fd, "rb") as f:
+        return stat.S_ISREG(os.fstat(f.fileno()).st_mode) and f.read(len(data) + 1) == data
 
 
 def _next_steps(root: str) -> tuple[list[str], str]:

@@ -145,12 +145,23 @@ def _tree(raw: dict[str, Any]) -> dict[str, Any]:
         "executions": executions,
         "time_to_finish": _seconds(raw["time_to_finish"]),
         "refused": _sorted(raw["refused"]),
+        "refused_no_step": _no_step(raw),
         "actions": [
             _action(action, raw["actions"].get(key, empty_action()))
             for key, action in actions.items()
         ],
         "checks": checks[:TOP_CHECKS],
     }
+
+
+def _no_step(raw: dict[str, Any]) -> dict[str, int]:
+    """The refused answers aimed at no step (an answer to a finished execution, one before the
+    protocol was accepted): the tree's refused answers less those its actions count."""
+    left = dict(raw["refused"])
+    for figures in raw["actions"].values():
+        for code, n in figures["refused"].items():
+            left[code] = left.get(code, 0) - n
+    return _sorted({code: n for code, n in left.items() if n > 0})
 
 
 def _action(action: dict[str, Any], figures: dict[str, Any]) -> dict[str, Any]:
@@ -179,9 +190,11 @@ def _seconds(spread: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def table(figures: dict[str, Any]) -> str:
+def table(figures: dict[str, Any], *, wide: bool = False) -> str:
     """The figures as text for people: per tree a heading and its executions, then one line per
-    action, then the checks that refused most."""
+    action, the refused answers by reason, then the checks that refused most. The table fits
+    `WIDTH` columns (action names are cut short to fit, with `…`) unless `wide`, which prints
+    every name whole and each action's refused answers on its own line of the table."""
     count = figures["executions"]
     lines = [f"{figures['place']}: {count} execution{'' if count == 1 else 's'}"]
     if figures["unreadable"]:
@@ -189,10 +202,12 @@ def table(figures: dict[str, Any]) -> str:
     if not figures["trees"]:
         lines.append("no executions" + (f" since {figures['since']}" if figures["since"] else ""))
     for tree in figures["trees"]:
-        lines += ["", *_tree_lines(tree)]
+        lines += ["", *_tree_lines(tree, wide)]
     return "".join(_printable(line).rstrip() + "\n" for line in lines)
 
 
+# The table's width at most (a terminal's usual 100 columns) unless `--wide`.
+WIDTH = 100
 _ACTION_HEADER = (
     "ACTION",
     "REACHED",
@@ -200,14 +215,16 @@ _ACTION_HEADER = (
     "FAILED",
     "RETRIES",
     "REFUSED",
-    "ANSWER p50/p90",
+    "ANSWER",
     "STOPS",
-    "TOOLS denied/rec",
-    "HUMAN p50/p90",
+    "TOOLS",
+    "HUMAN",
 )
+_LEGEND = "  ANSWER, HUMAN: median/90th percentile; TOOLS: denied/recorded; --wide, --json: all"
+NO_STEP = "(no step)"
 
 
-def _tree_lines(tree: dict[str, Any]) -> list[str]:
+def _tree_lines(tree: dict[str, Any], wide: bool) -> list[str]:
     runs = tree["executions"]
     finish = tree["time_to_finish"]
     version = f" {tree['version']}" if tree["version"] else ""
@@ -217,34 +234,83 @@ def _tree_lines(tree: dict[str, Any]) -> list[str]:
         f"{runs['failed']} failed); time to finish {_span(finish)}",
     ]
     if tree["refused"]:
-        lines.append("  refused answers: " + _reasons(tree["refused"]))
-    rows = [_ACTION_HEADER]
-    for action in tree["actions"]:
-        rows.append(
-            (
-                "  " * (len(action["path"]) - 1) + action["name"],
-                str(action["reached"]),
-                str(action["attempts"]),
-                str(action["failures"]),
-                str(action["retries"]),
-                _reasons(action["refused"]) or "0",
-                _span(action["answer_time"]),
-                str(action["stops_refused"]),
-                f"{action['tools_denied']}/{action['tools_recorded']}",
-                _span(action["human_wait"]),
-            )
-        )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(_ACTION_HEADER))]
-    for row in rows:
-        lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
+        lines += _wrap("  refused answers: " + _reasons(tree["refused"]), wide)
+    lines += _action_lines(tree, wide)
     if tree["checks"]:
         lines.append("  checks that refused most:")
-        for check in tree["checks"]:
-            lines.append(
-                f"    {check['total']:>4}  {check['action']}: {check['expression']} "
-                f"(failed {check['failed']}, refused a close {check['refused']})"
-            )
+        lines += [_check_line(check, wide) for check in tree["checks"]]
     return lines
+
+
+def _check_line(check: dict[str, Any], wide: bool) -> str:
+    """One check that refused: its count, action and expression, cut (expression first, to 20
+    columns, then the action's name) to `WIDTH` unless `wide`."""
+    head = f"    {check['total']:>4}  "
+    tail = f" (failed {check['failed']}, refused a close {check['refused']})"
+    action, expression = check["action"], check["expression"]
+    if not wide:
+        room = WIDTH - len(head) - len(tail) - 2
+        expression = _cut(expression, max(room - len(action), 20))
+        action = _cut(action, max(room - len(expression), 8))
+    return f"{head}{action}: {expression}{tail}"
+
+
+def _action_lines(tree: dict[str, Any], wide: bool) -> list[str]:
+    """The table of a tree's actions (and of the refused answers aimed at no step), its legend,
+    and unless `wide` the refused answers by action and reason under it."""
+    named = [("  " * (len(a["path"]) - 1) + a["name"], a) for a in tree["actions"]]
+    refused = [(name.strip(), a["refused"]) for name, a in named if a["refused"]]
+    rows = [_ACTION_HEADER, *(_action_row(name, a, wide) for name, a in named)]
+    if tree["refused_no_step"]:  # the column's total is the tree's
+        refused.append((NO_STEP, tree["refused_no_step"]))
+        count = _reasons(tree["refused_no_step"]) if wide else str(sum(refused[-1][1].values()))
+        rows.append((NO_STEP, "", "", "", "", count, "", "", "", ""))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(_ACTION_HEADER))]
+    if not wide:
+        room = WIDTH - 2 - sum(widths[1:]) - 2 * (len(widths) - 1)
+        widths[0] = max(min(widths[0], room), len(_ACTION_HEADER[0]))
+    lines = []
+    for row in rows:
+        cells = [_cut(row[0], widths[0]), *row[1:]]
+        lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)))
+    lines.append(_LEGEND)
+    if refused and not wide:
+        lines.append("  refused answers by action:")
+        for name, reasons in refused:
+            lines += _wrap(f"    {name}: {_reasons(reasons)}", wide)
+    return lines
+
+
+def _wrap(line: str, wide: bool) -> list[str]:
+    """`line` as lines of at most `WIDTH` columns (unless `wide`), broken after a comma and
+    continued under its first word."""
+    if wide or len(line) <= WIDTH:
+        return [line]
+    import textwrap
+
+    indent = " " * (len(line) - len(line.lstrip()) + 2)
+    return textwrap.wrap(line, WIDTH, subsequent_indent=indent, break_long_words=False)
+
+
+def _action_row(name: str, action: dict[str, Any], wide: bool) -> tuple[str, ...]:
+    """One action's cells; its refused answers by reason when `wide`, else their number."""
+    refused = sum(action["refused"].values())
+    return (
+        name,
+        str(action["reached"]),
+        str(action["attempts"]),
+        str(action["failures"]),
+        str(action["retries"]),
+        (_reasons(action["refused"]) or "0") if wide else str(refused),
+        _span(action["answer_time"]),
+        str(action["stops_refused"]),
+        f"{action['tools_denied']}/{action['tools_recorded']}",
+        _span(action["human_wait"]),
+    )
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _span(spread: dict[str, Any]) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -76,12 +77,34 @@ def test_init_never_overwrites_and_names_every_file_it_left(tmp_path: Path) -> N
     code, out = tether("init", cwd=tmp_path)
     assert code == 0
     assert out["created"] == []
+    # the files that differ from what init writes are named; those as shipped are counted
     assert {s["path"] for s in out["skipped"]} == {
-        *(f"examples/{p}" for p in _tree(EXAMPLES)),
+        "examples/hello-world.yaml",
         ".tether/guard.yaml",
     }
     assert all(s["reason"] == "exists; left as it is" for s in out["skipped"])
+    assert out["unchanged"] == len(_tree(EXAMPLES)) - 1
     assert _tree(tmp_path) == before
+
+
+def test_init_in_tethers_own_checkout_names_no_example_and_leaves_nothing_untracked(
+    tmp_path: Path,
+) -> None:
+    """The checkout already holds every example as shipped: init counts them, names none, and
+    writes the guard's configuration where the checkout's .gitignore keeps it out of git."""
+    checkout = tmp_path / "tether"
+    shutil.copytree(EXAMPLES, checkout / "examples")
+    fifo = checkout / "examples" / "guard" / "cases.yaml"  # a FIFO is never read (nor waited on)
+    fifo.unlink()
+    os.mkfifo(fifo)
+    code, out = tether("init", str(checkout), cwd=tmp_path)
+    assert code == 0
+    assert out["created"] == [".tether/guard.yaml"]
+    left = {"path": "examples/guard/cases.yaml", "reason": "exists; left as it is"}
+    assert out["skipped"] == [left]
+    assert out["unchanged"] == len(_tree(EXAMPLES)) - 1
+    ignored = (REPO / ".gitignore").read_text(encoding="utf-8").splitlines()
+    assert "/.tether/" in ignored
 
 
 def test_init_never_writes_through_a_symbolic_link(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -59,6 +60,7 @@ def test_the_readmes_install_from_a_checkout_then_tether_init(
 ) -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert " ".join(install) in readme
+    tool_kind = {"pipx": "pipx", "uv": "uv tool"}[tool]
     tools = tmp_path / "tools"
     _run(sys.executable, "-m", "venv", tools, cwd=tmp_path, env=_env())
     _run(tools / "bin" / "pip", "install", "--quiet", tool, cwd=tmp_path, env=_env())
@@ -95,3 +97,22 @@ def test_the_readmes_install_from_a_checkout_then_tether_init(
     hooks = tether("guard", "install", "claude")
     assert hooks["launch"] == {"how": "path", "command": "tether", "portable": True}
     assert str(tmp_path) not in (project / ".claude" / "settings.json").read_text()
+
+    # a database needs the postgres extra: the error names the command for this installation,
+    # and that command, run as given, installs it where this `tether` runs
+    database = "postgresql://u@127.0.0.1:9/db"  # nothing listens on port 9
+    error = _error("tether", "list", database, cwd=project, env=user)
+    assert error["code"] == "missing_extra" and error["installed_with"] == tool_kind, error
+    command = shlex.split(error["command"])
+    assert command[:2] == {"pipx": ["pipx", "inject"], "uv": ["uv", "tool"]}[tool], command
+    _run(*command, cwd=project, env=installing)
+    assert _error("tether", "list", database, cwd=project, env=user)["code"] == "store_unavailable"
+
+
+def _error(*command: str, cwd: Path, env: dict[str, str]) -> Any:
+    """The JSON error of a command that must fail with exit code 1."""
+    done = subprocess.run(
+        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    return json.loads(done.stderr)["error"]

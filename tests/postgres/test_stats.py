@@ -15,10 +15,12 @@ import pytest
 from support.command import REPO, TETHER
 from support.postgres import PostgresServer
 from support.stats_scenario import (
+    EXPECTED_FORKS,
     EXPECTED_RELEASE,
     EXPECTED_TINY,
     RELEASE,
     drive,
+    drive_forks,
     refused,
     without_hashes,
 )
@@ -55,6 +57,24 @@ def test_the_database_gives_the_known_figures_and_agrees_with_the_files(
     files = stats.collect(str(tmp_path / "files" / "runs"))
     assert {**figures, "place": None} == {**files, "place": None}
     jsonschema.validate(figures, SCHEMA)
+
+
+def test_a_fork_counts_only_what_happened_in_it_in_the_database_too(
+    server: PostgresServer, tmp_path: Path
+) -> None:
+    """The forks of `drive_forks`, counted in SQL: each failure once, as on files."""
+    dsn = _database(server)
+    drive_forks(dsn, tmp_path / "pg")
+    drive_forks(str(tmp_path / "files" / "runs"), tmp_path / "files")
+    figures = stats.collect(dsn)
+    assert without_hashes(figures) == [EXPECTED_FORKS]
+    files = stats.collect(str(tmp_path / "files" / "runs"))
+    assert {**figures, "place": None} == {**files, "place": None}
+    done = subprocess.run(
+        [TETHER, "stats", dsn], capture_output=True, text=True, timeout=60, check=False
+    )
+    build = next(line.split() for line in done.stdout.splitlines() if "  Build " in line)
+    assert build[:6] == ["Build", "3", "5", "3", "2", "0"], done.stdout + done.stderr
 
 
 def test_the_command_counts_a_database_with_filters(server: PostgresServer, tmp_path: Path) -> None:

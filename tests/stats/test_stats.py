@@ -16,11 +16,13 @@ import pytest
 
 from support.command import REPO, TETHER
 from support.stats_scenario import (
+    EXPECTED_FORKS,
     EXPECTED_RELEASE,
     EXPECTED_TINY,
     RELEASE,
     Clock,
     drive,
+    drive_forks,
     refused,
     without_hashes,
 )
@@ -83,9 +85,65 @@ def test_the_table_shows_each_tree_its_actions_and_its_checks(folder: Path) -> N
     assert "10s/10.4s" in build
     review = next(line.split() for line in lines if line.startswith("  Review "))
     assert review[-3:] == ["1", "1/1", "-"]
-    sign_off = next(line for line in lines if line.startswith("  Sign_Off "))
-    assert "human_only 1" in sign_off and sign_off.rstrip().endswith("51s/1m30s")
+    sign_off = next(line.split() for line in lines if line.startswith("  Sign_Off "))
+    assert sign_off[5] == "1" and sign_off[-1] == "51s/1m30s"
+    assert "    Sign_Off: human_only 1" in lines
+    assert "    Build: stale_step 1, writes_missing 1" in lines
     assert any("2  Build: $VAR.built == true (failed 2, refused a close 0)" in x for x in lines)
+    assert max(len(line) for line in lines) <= stats.WIDTH
+    wide = _tether("stats", "--wide", cwd=folder).stdout.splitlines()
+    sign_off_wide = next(line for line in wide if line.startswith("  Sign_Off "))
+    assert "human_only 1" in sign_off_wide and sign_off_wide.rstrip().endswith("51s/1m30s")
+    assert "  refused answers by action:" not in wide
+
+
+def test_the_table_fits_100_columns_cutting_a_long_name_that_wide_prints_whole(
+    tmp_path: Path,
+) -> None:
+    long = "Run_The_Whole_Integration_Suite_Against_Every_Supported_Database_And_Python"
+    check = "$VAR.suite == " + " + ".join(["'every database and every python'"] * 3)
+    (tmp_path / "long.yaml").write_text(
+        "name: long\nversion: 1\ntree:\n  type: sequence\n  name: Root\n  children:\n"
+        f"    - type: action\n      name: {long}\n      steps:\n        - instruct: Run it.\n"
+        f"        - check: {json.dumps(check)}\n"
+    )
+    rt = Runtime()
+    uri = str(rt.start(str(tmp_path / "long.yaml"), str(tmp_path / "runs" / "l.json"))["uri"])
+    rt.submit(uri, "success")
+    rt.submit(uri, "success")  # its check fails
+    refused(lambda: rt.submit(uri, "success"), "execution_finished")
+    lines = _tether("stats", str(tmp_path / "runs")).stdout.splitlines()
+    assert max(len(line) for line in lines) <= stats.WIDTH, lines
+    row = next(line for line in lines if line.startswith("  Run_The_Whole"))
+    assert "…" in row and long not in row and row.split()[1:6] == ["1", "1", "1", "0", "0"]
+    checked = next(line for line in lines if line.startswith("       1  Run_The_Whole"))
+    assert "…" in checked and checked.endswith("(failed 1, refused a close 0)")
+    wide = _tether("stats", str(tmp_path / "runs"), "--wide").stdout
+    assert f"  {long}  1" in wide and f": {check} (failed 1" in wide
+    assert "(no step)" in wide and "execution_finished 1" in wide
+
+
+@pytest.mark.parametrize("place", ["files", "memory"])
+def test_a_fork_counts_only_what_happened_in_it(tmp_path: Path, place: str) -> None:
+    """Forks after failures: each failure is counted once, in the execution it happened in;
+    a run of failures goes on across the fork point; a fork's first answer was requested when
+    the fork was made; a refused answer aimed at no step is counted apart, so the action rows
+    and the tree's total agree."""
+    where = str(tmp_path / "runs") if place == "files" else "memory://"
+    drive_forks(where, tmp_path / "project")
+    figures = stats.collect(where, tree="forks")
+    assert without_hashes(figures) == [EXPECTED_FORKS]
+    jsonschema.validate(figures, SCHEMA)
+    (tree,) = figures["trees"]
+    by_action = sum(sum(a["refused"].values()) for a in tree["actions"])
+    assert by_action + sum(tree["refused_no_step"].values()) == sum(tree["refused"].values())
+    if place == "files":
+        lines = _tether("stats", where).stdout.splitlines()
+        build = next(line.split() for line in lines if line.startswith("  Build "))
+        assert build[:6] == ["Build", "3", "5", "3", "2", "0"]
+        no_step = next(line.split() for line in lines if line.startswith("  (no step) "))
+        assert no_step == ["(no", "step)", "1"]
+        assert "    (no step): execution_finished 1" in lines
 
 
 def test_tree_and_since_choose_the_executions(folder: Path) -> None:

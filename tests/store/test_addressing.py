@@ -50,9 +50,10 @@ def test_a_database_uri_without_its_driver_says_how_to_install_it(
     monkeypatch.setattr(stores, "_stores", {})
     with pytest.raises(TetherError) as err:
         Runtime().next("postgresql://u@127.0.0.1:1/db#run")
-    assert err.value.code == "store_unavailable"
-    assert "in a checkout of Tether, pip install '.[postgres]'" in err.value.message
-    assert "after a release: pip install 'tether-bt[postgres]'" in err.value.message
+    assert err.value.code == "missing_extra"
+    # this installation is a virtual environment: its own interpreter's pip reaches it
+    command = f"{sys.executable} -m pip install 'psycopg[binary]>=3.2' 'psycopg-pool>=3.2'"
+    assert err.value.details["command"] == command and command in err.value.message
 
 
 def test_a_tree_swap_in_the_file_store_leaves_the_usual_files(tmp_path: Path) -> None:

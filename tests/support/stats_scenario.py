@@ -219,6 +219,42 @@ def drive(place: str, project: Path) -> dict[str, str]:
     return uris
 
 
+def drive_forks(place: str, project: Path) -> dict[str, str]:
+    """Forks after failures, into `place`, of the `release` tree named `forks`: `a` fails Build
+    once (10 s after its request) and is left with the retry open; `b`, forked from `a` after
+    that failure, fails Build again (20 s after it was forked: a fork's step was requested when
+    it was made), then passes it (30 s); `c`, forked from `b` at the point after its failure,
+    fails Build a third time in a row (40 s), which uses up its two retries; then an answer to
+    the failed `c`, refused and aimed at no step. Every failure happened once: Build has 5
+    attempts, 3 failures, 2 retries used."""
+    project.mkdir(parents=True, exist_ok=True)
+    (project / "release.yaml").write_text(RELEASE.replace("name: release", "name: forks", 1))
+    clock = Clock()
+    rt = Runtime(clock=clock)
+    sep = "#" if place.startswith("postgresql") else "/"
+    uris = {letter: f"{place.rstrip('/')}{sep}fork-{letter}.json" for letter in "abc"}
+    rt.start(str(project / "release.yaml"), uris["a"])
+    clock.wait(1)
+    rt.submit(uris["a"], "success")
+    clock.wait(10)
+    rt.submit(uris["a"], "failure")
+    clock.wait(100)
+    rt.fork(uris["a"], uris["b"], at=len(rt.trace(uris["a"])))
+    clock.wait(20)
+    rt.submit(uris["b"], "failure")
+    failed = len(rt.trace(uris["b"]))
+    clock.wait(30)
+    rt.submit(uris["b"], "success", values={"built": True})
+    clock.wait(50)
+    rt.fork(uris["b"], uris["c"], at=failed)
+    clock.wait(40)
+    rt.submit(uris["c"], "failure")
+    assert rt.next(uris["c"]) == {"status": "failure"}
+    clock.wait(1)
+    refused(lambda: rt.submit(uris["c"], "success"), "execution_finished")
+    return uris
+
+
 def _bound_session(project: Path, uri: str) -> None:
     """A Claude Code session bound to `uri`: its Write denied, its stop refused, its Read
     recorded, each through the real hook."""
@@ -275,6 +311,7 @@ EXPECTED_RELEASE: dict[str, Any] = {
     # a 136 s, b 32 s, d 67 s, e 59 s
     "time_to_finish": _spread(4, 63.0, 115.3),
     "refused": {"writes_missing": 2, "check_failed": 1, "human_only": 1, "stale_step": 1},
+    "refused_no_step": {},
     "actions": [
         # seven answers (10 s each but b's second, 11 s after the first: its refused answer
         # is not in the trace); b's three failures, two of them retried; f's open attempt
@@ -346,6 +383,7 @@ EXPECTED_TINY: dict[str, Any] = {
     "executions": {"running": 0, "complete": 1, "failed": 0, "total": 1},
     "time_to_finish": _spread(1, 4.0, 4.0),
     "refused": {},
+    "refused_no_step": {},
     "actions": [_action([], "Only", reached=1, attempts=1, answer_time=_spread(1, 3.0, 3.0))],
     "checks": [],
 }
@@ -354,3 +392,32 @@ EXPECTED_TINY: dict[str, Any] = {
 def without_hashes(figures: dict[str, Any]) -> list[dict[str, Any]]:
     """The trees of `figures`, each without its hash (which the tree files' text decides)."""
     return [{k: v for k, v in tree.items() if k != "hash"} for tree in figures["trees"]]
+
+
+# The figures of `forks` in `drive_forks`' executions: every failure once, in the execution
+# it happened in; the refused answer to the failed `c` aimed at no step.
+EXPECTED_FORKS: dict[str, Any] = {
+    "name": "forks",
+    "version": "2.1",
+    "executions": {"running": 2, "complete": 0, "failed": 1, "total": 3},
+    "time_to_finish": _spread(1, 40.0, 40.0),  # c, from its fork
+    "refused": {"execution_finished": 1},
+    "refused_no_step": {"execution_finished": 1},
+    "actions": [
+        # a: a failure and the retry open; b: a failure (its run goes on from a's: retried)
+        # and a pass; c: a third failure in a row (retries used up)
+        _action(
+            [0],
+            "Build",
+            reached=3,
+            attempts=5,
+            failures=3,
+            retries=2,
+            answer_time=_spread(4, 25.0, 37.0),
+        ),
+        _action([1], "Review", reached=1, attempts=1),
+        _action([2], "Sign_Off"),
+        _action([3], "Close_Out"),
+    ],
+    "checks": [],
+}

@@ -61,6 +61,7 @@ def test_the_examples_pass_their_cases() -> None:
         "examples/cases/code-review.yaml",
         "examples/cases/deploy.yaml",
         "examples/cases/hello-world.yaml",
+        "examples/cases/release.yaml",
         "examples/cases/review-changes.yaml",
     ]
     done = tether_test(*files)
@@ -69,7 +70,7 @@ def test_the_examples_pass_their_cases() -> None:
     assert lines[0] == (
         "PASS examples/cases/code-review.yaml: approves after the tests pass on their second run"
     )
-    assert lines[-1] == "13 passed, 0 failed"
+    assert lines[-1] == "15 passed, 0 failed"
     assert all(line.startswith("PASS ") for line in lines[:-1])
 
 

@@ -1,9 +1,9 @@
 """`tether stats`: figures across the executions of a folder, the memory store or a database.
 
-Owns the command's arguments (the place, `--tree`, `--since`, `--json`) and its two outputs: the
-table of `tether.stats.table` for people and, with `--json`, the figures as one JSON object
-(`schema/stats.schema.json`). The figures come from `tether.stats.collect`, imported only when
-the command runs.
+Owns the command's arguments (the place, `--tree`, `--since`, `--wide`, `--json`) and its two
+outputs: the table of `tether.stats.table` for people (`--wide`: not cut to 100 columns) and,
+with `--json`, the figures as one JSON object (`schema/stats.schema.json`). The figures come
+from `tether.stats.collect`, imported only when the command runs.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ STATS = Command(
     ("PLACE",),
     0,
     values=("--tree", "--since"),
-    flags=("--json",),
+    flags=("--json", "--wide"),
     help="PLACE is a folder (default: TETHER_STORE if set, else the current folder; its "
     "sub-folders are counted as tether list lists them), memory:// or a database "
     "(postgresql://user@host/db, without #name). Per tree (name, version, hash): executions by "
@@ -30,7 +30,9 @@ STATS = Command(
     "human waits; the checks that refused most. --tree NAME counts that tree's executions only; "
     "--since TIME those created at or after TIME (2026-01-31, 2026-01-31T09:30Z, "
     "2026-01-31T11:30+02:00, or back from now: 30m, 24h, 7d, 2w). Times are medians and 90th "
-    "percentiles. --json prints the figures as JSON (schema/stats.schema.json).",
+    "percentiles. The table fits 100 columns (long action names are cut short); --wide prints "
+    "every name whole and each action's refused answers by reason in its row. --json prints "
+    "the figures as JSON (schema/stats.schema.json).",
 )
 
 
@@ -51,5 +53,5 @@ def _stats(parsed: Parsed) -> int:
     if "--json" in parsed.flags:
         emit(figures)
     else:
-        sys.stdout.write(stats.table(figures))
+        sys.stdout.write(stats.table(figures, wide="--wide" in parsed.flags))
     return EXIT_OK

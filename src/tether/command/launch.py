@@ -14,24 +14,21 @@ user's own files. In order:
   only to the user's or the local scope, never to a project file (and `tether` when there is
   no script, as when running from a source tree).
 
-It does not write any file (`tether.mcp.install`, `tether.guard.harness.install` do). Imported
+It does not write any file (`tether.mcp.install`, `tether.guard.harness.install` do) or read how
+Tether was installed (`tether.installation` does). Imported
 only by the install commands, never on the step path.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import shutil
 import sys
 from dataclasses import dataclass
-from urllib.parse import unquote, urlparse
 
-from tether.files import is_inside
+from tether.installation import DISTRIBUTION, installed_from, under_uvx
 
-# The distribution's name on the package index (the command and the package are `tether`).
-DISTRIBUTION = "tether-bt"
 PATH, UVX, ABSOLUTE, GIVEN = "path", "uvx", "absolute", "given"
 # What an installer's note tells the user to do for a command that may be shared.
 SHAREABLE = "put tether on PATH (in a checkout of Tether: pipx install . or uv tool install .)"
@@ -65,42 +62,6 @@ def script() -> str:
     """The `tether` script beside the running interpreter (this installation's)."""
     name = "tether.exe" if os.name == "nt" else "tether"
     return os.path.join(os.path.dirname(sys.executable), name)
-
-
-def uv_cache_dirs() -> list[str]:
-    """Where uv keeps its cache: `$UV_CACHE_DIR`, else the platform's default."""
-    dirs = [os.environ["UV_CACHE_DIR"]] if os.environ.get("UV_CACHE_DIR") else []
-    if os.name == "nt":
-        local = os.environ.get("LOCALAPPDATA") or os.path.expanduser("~\\AppData\\Local")
-        dirs.append(os.path.join(local, "uv", "cache"))
-    else:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        dirs.append(os.path.join(base, "uv"))
-    return dirs
-
-
-def under_uvx() -> bool:
-    """Whether this interpreter's environment lives in uv's cache, as uvx's environments do."""
-    prefix = os.path.realpath(sys.prefix)
-    return any(is_inside(prefix, d) for d in uv_cache_dirs())
-
-
-def installed_from() -> str | None:
-    """Where this distribution was installed from when not from the package index (PEP 610):
-    a local folder or file as its path, a repository as `VCS+URL`, else the URL."""
-    from importlib import metadata
-
-    try:
-        data = json.loads(metadata.distribution(DISTRIBUTION).read_text("direct_url.json") or "")
-        url = data["url"]
-    except (metadata.PackageNotFoundError, ValueError, TypeError, KeyError):
-        return None
-    if not isinstance(url, str):
-        return None
-    if url.startswith("file:"):
-        return unquote(urlparse(url).path)
-    vcs = data.get("vcs_info")
-    return f"{vcs['vcs']}+{url}" if isinstance(vcs, dict) and "vcs" in vcs else url
 
 
 def _on_path_is_this() -> bool:

@@ -29,10 +29,6 @@ from tether.otel.spans import Span, spans
 
 # The longest a process waits at exit for the spans it emitted live.
 FLUSH_SECONDS = 1.0
-_EXTRA = (
-    "OpenTelemetry export needs the `otel` extra ({missing} is not installed): in a checkout of "
-    "Tether, pip install '.[otel]' (after a release: pip install 'tether-bt[otel]')"
-)
 _BATCH = 256  # spans per export request
 _EVENTS = 10_000  # events a span keeps unless OTEL_SPAN_EVENT_COUNT_LIMIT says otherwise
 _TRACES = "/v1/traces"
@@ -74,7 +70,9 @@ class Sender:
             from opentelemetry.sdk.trace import SpanLimits, TracerProvider
             from opentelemetry.sdk.trace.export import BatchSpanProcessor
         except ModuleNotFoundError as exc:
-            raise TetherError("missing_extra", _EXTRA.format(missing=exc.name)) from None
+            from tether.installation import missing_extra
+
+            raise missing_extra("otel", exc.name, "OpenTelemetry export and emission") from None
 
         self.endpoint = _endpoint(endpoint)
         self.exporter = OTLPSpanExporter(endpoint=self.endpoint)

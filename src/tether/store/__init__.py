@@ -46,12 +46,10 @@ def store_for(uri: str) -> Store:
         try:
             from tether.store.postgres import PostgresStore
         except ModuleNotFoundError as exc:
-            raise TetherError(
-                "store_unavailable",
-                f"{scheme}:// executions need the PostgreSQL driver ({exc.name} is not "
-                "installed): in a checkout of Tether, pip install '.[postgres]' (after a release: "
-                "pip install 'tether-bt[postgres]')",
-                uri=uri,
+            from tether.installation import missing_extra
+
+            raise missing_extra(
+                "postgres", exc.name, f"{scheme}:// executions (the PostgreSQL driver)", uri=uri
             ) from None
         store = PostgresStore()
     else:

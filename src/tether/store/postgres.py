@@ -670,13 +670,17 @@ FROM g JOIN tether_executions e ON e.name = g.first
 
 # The trace entries of the executions counted, at an action of the plan, each read once
 # (`json_to_record`), with the time the step it answers was requested (the latest earlier
-# moving entry: stored times order as text) and whether it ends an attempt in success or
-# failure. Then per action: its ends, failures, retries used (the successes before each end
-# number its run of failures), answer times and human waits, stops refused, tool entries, and
-# the failed checks by expression.
+# moving entry, or the execution's creation: stored times order as text), whether it ends an
+# attempt in success or failure, and whether the execution recorded it itself (`own`: a
+# fork's first `forked_from.at` entries are counted in the execution they happened in). Then
+# per action, of its own entries: its ends, failures, retries used (the successes before each
+# end number its run of failures, which goes on across a fork point), answer times and human
+# waits, stops refused, tool entries, and the failed checks by expression.
 _TALLY_ACTIONS = f"""
 WITH x AS MATERIALIZED (
-    SELECT name, state->>'tree_hash' AS h, trace_epoch, trace_entries
+    SELECT name, state->>'tree_hash' AS h, trace_epoch, trace_entries,
+           coalesce((state->'forked_from'->>'at')::bigint, 0) AS copied,
+           state->>'created_at' AS created
     FROM ({_SCOPE}) s
 ),
 p AS (
@@ -685,23 +689,26 @@ p AS (
 ),
 t AS (
     SELECT x.name, x.h, t.idx, r.kind, (r.cursor->'path')::text AS k,
-           (r.cursor->>'step')::int AS step, r.submitted, r.outcome, r.ts
+           (r.cursor->>'step')::int AS step, r.submitted, r.outcome, r.ts, x.created,
+           r.seq >= x.copied AS own
     FROM x JOIN tether_trace t
         ON t.name = x.name AND t.epoch = x.trace_epoch AND t.idx < x.trace_entries,
         LATERAL json_to_record(t.entry)
-            AS r(kind text, cursor json, submitted text, outcome text, ts text)
+            AS r(seq bigint, kind text, cursor json, submitted text, outcome text, ts text)
 ),
 m AS (
-    SELECT t.*, max(CASE WHEN kind IN ({", ".join(f"'{k}'" for k in MOVING)})
-                          AND submitted IS DISTINCT FROM 'running' THEN ts COLLATE "C" END)
-                OVER (PARTITION BY name ORDER BY idx
-                      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS requested
+    SELECT t.*, greatest(created COLLATE "C",
+                         max(CASE WHEN kind IN ({", ".join(f"'{k}'" for k in MOVING)})
+                                  AND submitted IS DISTINCT FROM 'running'
+                             THEN ts COLLATE "C" END)
+                         OVER (PARTITION BY name ORDER BY idx
+                               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)) AS requested
     FROM t
 ),
 e AS (
-    SELECT m.name, m.h, m.k, m.idx, m.kind, m.submitted, m.outcome, p.retries,
+    SELECT m.name, m.h, m.k, m.idx, m.kind, m.submitted, m.outcome, m.own, p.retries,
            CASE WHEN m.kind IN ('evaluate', 'instruct', 'human')
-                     AND m.submitted IS DISTINCT FROM 'running' AND m.requested IS NOT NULL
+                     AND m.submitted IS DISTINCT FROM 'running'
                 THEN {_MS.format("m.ts")} - {_MS.format("m.requested")} END AS d,
            (kind = 'evaluate' AND submitted = 'false')
            OR (kind = 'instruct' AND submitted = 'failure')
@@ -719,14 +726,14 @@ r AS (
     FROM e WHERE failed OR passed
 ),
 runs AS (
-    SELECT h, k, sum(n - n / (retries + 1)) AS retried
-    FROM (SELECT h, k, retries, count(*) AS n FROM r WHERE failed
-          GROUP BY name, h, k, run, retries) f
+    SELECT h, k, sum((n - n / (retries + 1)) - (c - c / (retries + 1))) AS retried
+    FROM (SELECT h, k, retries, count(*) AS n, count(*) FILTER (WHERE NOT own) AS c
+          FROM r WHERE failed GROUP BY name, h, k, run, retries) f
     GROUP BY h, k
 ),
 checks AS (
     SELECT h, k, json_object_agg(submitted, n)::text AS failed
-    FROM (SELECT h, k, submitted, count(*) AS n FROM e WHERE kind = 'check' AND failed
+    FROM (SELECT h, k, submitted, count(*) AS n FROM e WHERE own AND kind = 'check' AND failed
           GROUP BY h, k, submitted) f
     GROUP BY h, k
 ),
@@ -746,7 +753,7 @@ a AS (
                AS wait_median,
            percentile_cont(0.9) WITHIN GROUP (ORDER BY d) FILTER (WHERE kind = 'human')
                AS wait_p90
-    FROM e GROUP BY e.h, e.k
+    FROM e WHERE own GROUP BY e.h, e.k
 )
 SELECT a.h, a.k, checks.failed, a.ends, a.failures, coalesce(runs.retried, 0), a.answers,
        a.answer_median, a.answer_p90, a.stops, a.tools, a.waits, a.wait_median, a.wait_p90

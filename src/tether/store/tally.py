@@ -6,18 +6,21 @@ plan of a tree that the count needs (`plan`: each action's path, own `retries` a
 The file and memory stores count with `Tally`; PostgreSQL counts the same figures in SQL
 (`tether.store.postgres`), and the two are held to agree (`tests/stats`).
 
-The figures, for one execution (the entries since its last reset; refusals recorded since then):
+The figures, for one execution (the entries since its last reset, less the first
+`forked_from.at` entries a fork copied, which are counted in the execution they happened in;
+refusals recorded since then):
 
 - an attempt of an action ends in failure at a false evaluate, a failed instruct, a rejected
   human step, or a check step that failed or could not be evaluated; in success at a passed
   answer or check of its last step, or a close. Its own `retries: N` are used by the failures
   before the (N+1)th in a row (a success, or the failure that used up its retries, starts the
-  count again), so of a run of m failures in a row, m - m // (N+1) were retried. Its attempts
-  are its ends plus the one open now; it was reached attempts - retries times.
+  count again), so of a run of m failures in a row, m - m // (N+1) were retried; a fork's run
+  goes on from the failures it copied. Its attempts are its ends plus the one open now; it was
+  reached attempts - retries times.
 - a step was requested at the latest answer, check, close, jump or reset recorded before its
-  answer (the commit that opened it; inside a `parallel`, the latest of any branch): the
-  agent's answer time (evaluate and instruct, not a `running` answer) and a person's wait
-  (human) run from there.
+  answer, or when the execution was created (a fork) if that is later (the commit that opened
+  it; inside a `parallel`, the latest of any branch): the agent's answer time (evaluate and
+  instruct, not a `running` answer) and a person's wait (human) run from there.
 - `stop` entries refused and `tool` entries, by the action of the step they were recorded
   against; refused answers by reason (all, and by the action they were aimed at); tool calls
   denied by a policy; per check expression, the times it failed and the closes it refused.
@@ -216,7 +219,8 @@ class Tally:
         counted.statuses[status] += 1
         if status != "running":
             counted.finish.append(millis(state["updated_at"]) - millis(state["created_at"]))
-        _count_trace(counted, entries)
+        copied = int((state.get("forked_from") or {}).get("at", 0))
+        _count_trace(counted, entries, copied, str(state["created_at"]))
         if status == "running":
             for key in {key_of(r["path"]) for r in state["open"] if r.get("path") is not None}:
                 counted.count(key, "open")
@@ -230,10 +234,16 @@ class Tally:
         return {"trees": [t.result() for t in trees], "unreadable": self.unreadable}
 
 
-def _count_trace(counted: _Tree, entries: Iterable[dict[str, Any]]) -> None:
+def _count_trace(
+    counted: _Tree, entries: Iterable[dict[str, Any]], copied: int, created: str
+) -> None:
+    """Count the entries an execution recorded itself: a fork's first `copied` entries happened
+    in the execution it was forked from and are counted there, but its runs of failures go on
+    from them (retries are used across the fork point)."""
     # When the open step was requested: the latest moving entry's time, kept as its stored text
-    # (the stored format orders as time does) and read as milliseconds only for an answer.
-    requested: str | None = None
+    # (the stored format orders as time does) and read as milliseconds only for an answer; a
+    # fork opened its first step when it was created.
+    requested = created
     runs: Counter[str] = Counter()  # failures in a row, per action
     for entry in entries:
         kind = entry["kind"]
@@ -242,9 +252,47 @@ def _count_trace(counted: _Tree, entries: Iterable[dict[str, Any]]) -> None:
         if cursor is not None:
             key = counted.keys.get(tuple(cursor["path"] or ()))
             if key is not None:
-                _count_entry(counted, key, cursor["step"], entry, kind, ts, requested, runs)
+                action = counted.plan[key]
+                ended = _ended(action, cursor["step"], entry, kind)
+                retried = ended is not None and _retried(action, key, ended, runs)
+                if entry["seq"] >= copied:
+                    _count_entry(counted, key, cursor["step"], entry, ts, requested, ended)
+                    if retried:
+                        counted.count(key, "retries")
         if kind in MOVING and entry.get("submitted") != "running":
-            requested = ts if requested is None or ts > requested else requested
+            requested = ts if ts > requested else requested
+
+
+def _ended(
+    action: dict[str, Any], step: int | None, entry: dict[str, Any], kind: str
+) -> bool | None:
+    """How `entry` ends an attempt of `action`: True in success, False in failure, None when
+    it ends none."""
+    if kind in ("evaluate", "instruct", "human"):
+        submitted = entry.get("submitted")
+        if submitted == "running":
+            return None
+        passed = submitted is True or submitted == "success" or entry.get("outcome") == "success"
+    elif kind == "check" and step is not None:
+        passed = entry.get("outcome") not in _FAILED_CHECK
+    elif kind == "close":
+        passed, step = True, action["last"]
+    else:
+        return None
+    return False if not passed else True if step == action["last"] else None
+
+
+def _retried(action: dict[str, Any], key: str, ended: bool, runs: Counter[str]) -> bool:
+    """Whether an attempt that `ended` as it did used one of the action's own `retries`, the
+    run of failures in a row `runs` holds moved on."""
+    if ended:
+        runs[key] = 0
+        return False
+    runs[key] += 1
+    if runs[key] <= action["retries"]:
+        return True
+    runs[key] = 0
+    return False
 
 
 def _count_entry(
@@ -252,12 +300,11 @@ def _count_entry(
     key: str,
     step: int | None,
     entry: dict[str, Any],
-    kind: str,
     ts: str,
-    requested: str | None,
-    runs: Counter[str],
+    requested: str,
+    ended: bool | None,
 ) -> None:
-    action = counted.plan[key]
+    kind = entry["kind"]
     if kind == "tool":
         counted.count(key, "tools_recorded")
         return
@@ -265,35 +312,16 @@ def _count_entry(
         if entry.get("outcome") == "refused":
             counted.count(key, "stops_refused")
         return
-    if kind in ("evaluate", "instruct", "human"):
-        submitted = entry.get("submitted")
-        if submitted == "running":
-            return
-        if requested is not None:
-            (counted.waits if kind == "human" else counted.answers).setdefault(key, []).append(
-                millis(ts) - millis(requested)
-            )
-        passed = submitted is True or submitted == "success" or entry.get("outcome") == "success"
-    elif kind == "check" and step is not None:
-        passed = entry.get("outcome") not in _FAILED_CHECK
-        if not passed:
-            counted.checks[(key, str(entry.get("submitted")), "failed")] += 1
-    elif kind == "close":
-        passed, step = True, action["last"]
-    else:
-        return
-    if passed:
-        if step == action["last"]:
-            counted.count(key, "ends")
-            runs[key] = 0
-        return
-    counted.count(key, "ends")
-    counted.count(key, "failures")
-    runs[key] += 1
-    if runs[key] <= action["retries"]:
-        counted.count(key, "retries")
-    else:
-        runs[key] = 0
+    if kind in ("evaluate", "instruct", "human") and entry.get("submitted") != "running":
+        (counted.waits if kind == "human" else counted.answers).setdefault(key, []).append(
+            millis(ts) - millis(requested)
+        )
+    if kind == "check" and step is not None and ended is False:
+        counted.checks[(key, str(entry.get("submitted")), "failed")] += 1
+    if ended is not None:
+        counted.count(key, "ends")
+    if ended is False:
+        counted.count(key, "failures")
 
 
 def _count_refusal(counted: _Tree, record: dict[str, Any]) -> None:
