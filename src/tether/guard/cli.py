@@ -7,8 +7,9 @@ by the command frame's parser (`tether.command.args`), and their output, through
 the exit code of their class. The exception is `hook`, whose stdout is exactly the hook output
 of Claude Code, or of the harness `--harness` names (`harness.adapters`; nothing when there is
 nothing to say).
-A hook whose configuration exists but cannot be read goes on under the last good plan made from
-it (`rules.plan.last_plan`), saying so in every answer. A hook that cannot decide answers as
+A hook whose configuration cannot be read, or is gone, goes on under the last good plan made
+from it (`rules.plan.last_plan`), saying so in every answer: a lost configuration is unreadable,
+never "not guarded". A hook that cannot decide answers as
 `harness.failsafe` says: under `on_error: block` a `PreToolUse` is denied (exit 0, or exit 2
 when the event itself could not be read), otherwise it exits 1, Claude Code's non-blocking
 error; every such error is logged. The main `tether` command calls `main(argv)` with the
@@ -143,15 +144,21 @@ TEST = Command(
 )
 
 
-def _find_config(given: str | None, cwd: str | None = None) -> str:
-    """`--config`, else `$TETHER_GUARD_CONFIG`, else `.tether/guard.yaml` in the project."""
+def _config_path(given: str | None, cwd: str | None = None) -> str:
+    """`--config`, else `$TETHER_GUARD_CONFIG`, else `.tether/guard.yaml` in the project, there
+    or not."""
     if given:
         return given
     if os.environ.get(CONFIG_ENV):
         return os.environ[CONFIG_ENV]
     base = os.environ.get("CLAUDE_PROJECT_DIR") or cwd or os.getcwd()
-    path = os.path.join(base, DEFAULT_CONFIG)
-    if not os.path.exists(path):
+    return os.path.join(base, DEFAULT_CONFIG)
+
+
+def _find_config(given: str | None, cwd: str | None = None) -> str:
+    """The configuration file `_config_path` names, which must be there when not given."""
+    path = _config_path(given, cwd)
+    if not given and not os.environ.get(CONFIG_ENV) and not os.path.exists(path):
         raise TetherError(
             "not_found",
             f"no guard configuration: pass --config, set {CONFIG_ENV}, or create {DEFAULT_CONFIG}",
@@ -339,18 +346,18 @@ def _decide(p: Parsed, harness: str, attempt: Any) -> dict[str, Any] | None:
 
 
 def _last_good(p: Parsed, cwd: str | None, attempt: Any, exc: TetherError) -> tuple[Any, str]:
-    """A configuration that exists but cannot be read: the guard goes on under the last good
-    plan made from it (every answer says so, and the error is logged), or fails as before
-    when there is none."""
+    """A configuration that cannot be read, or that was there and is gone: the guard goes on
+    under the last good plan made from it (every answer says so, and the error is logged), or
+    fails as before when there is none (a project that never had one is not guarded)."""
     import time
 
     from tether.guard.harness.failsafe import record
     from tether.guard.rules.engine import Guard
     from tether.guard.rules.plan import last_plan
 
-    config = _find_config(p.options.get("--config"), cwd)
+    config = _config_path(p.options.get("--config"), cwd)
     plan = last_plan(config, os.path.join(attempt.state_dir, "plans"))
-    if plan is None or not os.path.exists(config):  # a file taken away turns the guard off
+    if plan is None:
         raise exc
     payload = attempt.payload or {}
     record(

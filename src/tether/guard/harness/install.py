@@ -34,9 +34,9 @@ from tether.guard.harness.claude import (
     CLAUDE_FILES,
     EVENTS,
     LOCAL_SETTINGS,
-    PLUGIN,
     SHARED_SETTINGS,
     TOOL_EVENTS,
+    enables_plugin,
     read_settings,
     twice,
 )
@@ -96,10 +96,7 @@ def plugin_enabled(project: Path) -> str | None:
     """The settings file that enables Tether's Claude Code plugin for `project`, if one does."""
     files = [Path.home() / ".claude" / "settings.json", *(project / f for f in CLAUDE_FILES)]
     for path in files:
-        enabled = read_settings(path).get("enabledPlugins")
-        if isinstance(enabled, dict) and any(
-            on is True and str(name).split("@")[0] == PLUGIN for name, on in enabled.items()
-        ):
+        if enables_plugin(read_settings(path)):
             return str(path)
     return None
 
