@@ -163,7 +163,9 @@ _GLOB_LIMIT = 1000  # files of one glob looked at
 _CD_LIMIT = 16  # folders one shell line may go to (`cd`) before its paths are not followed
 _REMOVERS = frozenset({"rm", "mv", "rmdir", "shred", "unlink"})
 # `find` with one of these acts on every file below the folders it names, without naming them.
-_FIND_ACTIONS = frozenset({"-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fls"})
+_FIND_ACTIONS = frozenset(
+    {"-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf", "-fls"}
+)
 _WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
 
 
@@ -361,23 +363,29 @@ class Guarded:
                     return "files past more changes of folder than the guard follows"
                 bases.extend(os.path.join(b, os.path.expanduser(args[-1])) for b in list(bases))
                 return None
-            if name in _READERS or tether_args(name, args) is not None:
+            finds = name == "find" and _FIND_ACTIONS.isdisjoint(args)  # a `find` that lists
+            if finds or name in _READERS or tether_args(name, args) is not None:
                 return None
-            removes = name in _REMOVERS or (name == "find" and not _FIND_ACTIONS.isdisjoint(args))
-            for arg, base in ((a, b) for a in args for b in bases):
-                for target in _redirect_targets(arg) if ">" in arg else ():
-                    found = self.what(target, base)
-                    if found:
-                        return found
-                for word in (arg, arg.partition("=")[2]):
-                    if not word or word.startswith("-"):
-                        continue
-                    found = self.what(word, base) or (self.holds(word, base) if removes else None)
-                    if found:
-                        return found
-            return None
+            removes = name in _REMOVERS or name == "find"
+            found = (self._argument(a, b, removes) for a in args for b in bases)
+            return next(filter(None, found), None)
 
         return first(line, self.names(project), judge)
+
+    def _argument(self, arg: str, base: str, removes: bool) -> str | None:
+        """What guarded file one argument of a command run in `base` writes: a redirection in
+        it, the path it is (or holds, for a command that `removes`), or after its `=`."""
+        for target in _redirect_targets(arg) if ">" in arg else ():
+            found = self.what(target, base)
+            if found:
+                return found
+        for word in (arg, arg.partition("=")[2]):
+            if not word or word.startswith("-"):
+                continue
+            found = self.what(word, base) or (self.holds(word, base) if removes else None)
+            if found:
+                return found
+        return None
 
 
 class Binder:

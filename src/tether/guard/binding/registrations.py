@@ -43,14 +43,20 @@ USER_FILES = (
 )
 
 
+# Names another managed settings file than the platform's (a test's, a machine's own layout).
+MANAGED_ENV = "TETHER_CLAUDE_MANAGED_SETTINGS"
+
+
 def managed_settings() -> str:
     """Where Claude Code reads its managed settings on this platform (an administrator's file:
-    its hooks run whatever a project or user file says)."""
+    its hooks run whatever a project or user file says), or the file `$MANAGED_ENV` names."""
+    if os.environ.get(MANAGED_ENV):
+        return os.environ[MANAGED_ENV]
     if sys.platform == "darwin":
         return "/Library/Application Support/ClaudeCode/managed-settings.json"
     if sys.platform == "win32":
         return os.path.join(
-            os.environ.get("ProgramFiles", r"C:\Program Files"),
+            os.environ.get("PROGRAMFILES", r"C:\Program Files"),
             "ClaudeCode",
             "managed-settings.json",
         )

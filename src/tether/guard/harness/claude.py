@@ -7,8 +7,9 @@ transcript (its entries, the text the model wrote, the last assistant entry: a b
 the file's tail) and of Claude Code's settings files (`CLAUDE_FILES`: which of them holds the
 guard's hooks, `installed_hooks`, and what the user is told when the plugin runs them too,
 `twice`; for every settings file, the managed one included, which events run the guard's hooks
-and which file switches hooks off, `coverage`). It decides nothing and writes nothing: `hooks` answers an event, `install` writes the
-settings, `replay` drives the guard over a whole transcript.
+and which file switches hooks off, `coverage`). It decides nothing and writes nothing: `hooks`
+answers an event, `install` writes the settings, `replay` drives the guard over a whole
+transcript.
 """
 
 from __future__ import annotations

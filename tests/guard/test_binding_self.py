@@ -1,0 +1,217 @@
+"""The binding protects itself: its hook registrations, its record, its configuration and the
+plan made from it. Each test attacks as an agent would, through real hook payloads delivered to
+`tether guard hook` (a fresh process per event) and real executions in the file store; each is
+named after the red team's finding it answers (R4, R13) or the part of the wall it holds."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from guard import hookkit as hk
+from guard.test_binding import TREE, write_config
+from tether.guard.harness.install import install_claude
+from tether.verbs import Runtime
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project whose sessions bind by what they start, in a home of its own (the user's
+    hook registrations are the test's) with no managed settings."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("TETHER_CLAUDE_MANAGED_SETTINGS", str(tmp_path / "managed.json"))
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "feature.yaml").write_text(TREE)
+    (root / "runs").mkdir()
+    write_config(root, "profile: dev\nworkflow:\n  bind: auto\n")
+    return root
+
+
+@pytest.fixture
+def bound(project: Path) -> str:
+    """The session bound by its own `tether start` (a binding record, not a configured trace),
+    past the protocol gate."""
+    rt = Runtime()
+    result = rt.start(str(project / "feature.yaml"), str(project / "runs" / "f.json"))
+    uri = str(result["uri"])
+    rt.submit(uri, "success")
+    hk.hook_json(project, hk.prompt(project, "Build the feature."))
+    command = {"command": "tether start feature.yaml runs/f.json"}
+    hk.hook_json(project, hk.post(project, "Bash", command, hk.bash_response(json.dumps(result))))
+    assert refused(project), "the session is not bound"
+    return uri
+
+
+def refused(project: Path) -> str | None:
+    """The reason a Stop is refused, or None when it is let through."""
+    out = hk.hook_json(project, hk.stop(project))
+    return str(out["reason"]) if out and out.get("decision") == "block" else None
+
+
+def denied(project: Path, tool: str, params: dict[str, Any]) -> str | None:
+    out = hk.hook_json(project, hk.pre(project, tool, params))
+    if out is None or out["hookSpecificOutput"].get("permissionDecision") != "deny":
+        return None
+    return str(out["hookSpecificOutput"]["permissionDecisionReason"])
+
+
+# -- R4: the binding record --------------------------------------------------------------------
+
+
+def test_r4_every_json_file_of_the_state_deleted_keeps_the_stop_refused(
+    project: Path, bound: str
+) -> None:
+    """R4: `find ~/.local/state -name '*.json' -delete` run by a program the guard cannot read:
+    the binding's copy is not a `.json`, so the binding holds, and is written back."""
+    gone = [p for p in (project / ".state").rglob("*.json") if p.is_file()]
+    assert any(p.parent.name == "bindings" for p in gone)
+    for path in gone:
+        path.unlink()
+    assert "Implement" in (refused(project) or "")
+    assert list((project / ".state" / "bindings").glob("*.json")), "the record is not restored"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "find . -name '*.json' -delete",
+        "find . -path '*bindings*' -exec rm {} +",
+        "cd .state && find . -delete",
+        "cd .state/bindings && rm -f *",
+    ],
+)
+def test_r4_a_command_that_deletes_below_the_state_folder_is_denied_while_bound(
+    project: Path, bound: str, command: str
+) -> None:
+    """R4: `find` acts on the folders it names without naming the files; `cd` then a relative
+    path names them from elsewhere. Both are read as writing what lies below."""
+    assert "may not write" in (denied(project, "Bash", {"command": command}) or "")
+    assert list((project / ".state" / "bindings").glob("*.json"))
+
+
+def test_r4_a_find_that_only_lists_still_runs(project: Path, bound: str) -> None:
+    assert denied(project, "Bash", {"command": "find .state -name '*.json'"}) is None
+
+
+def test_r4_a_binding_record_and_copy_that_cannot_be_read_hold_the_session(
+    project: Path, bound: str
+) -> None:
+    """Both files of the record overwritten: the session is not unbound but bound to what it
+    cannot read. Stop is refused up to the cap, and only reading tools run."""
+    for path in (project / ".state" / "bindings").iterdir():
+        path.write_text("")
+    reason = refused(project) or ""
+    assert "binding record" in reason and "cannot be read" in reason
+    edit = {"file_path": str(project / "app.py"), "content": "x"}
+    assert "cannot be read" in (denied(project, "Write", edit) or "")
+    assert denied(project, "Read", {"file_path": str(project / "feature.yaml")}) is None
+    assert "binding record" in (refused(project) or "")  # the loss itself is kept
+
+
+# -- R13: the configuration ------------------------------------------------------------------
+
+
+def test_r13_a_configuration_moved_away_keeps_the_last_good_plan(project: Path, bound: str) -> None:
+    """R13: `mv .tether/guard.yaml x` done by a program: the project had a configuration, so it
+    is unreadable, not unguarded. The rules and the binding go on under the last good plan,
+    and every answer says so."""
+    (project / ".tether" / "guard.yaml").rename(project / "x")
+    out = hk.hook_json(project, hk.stop(project))
+    assert out is not None and out["decision"] == "block" and "Implement" in out["reason"]
+    assert "last good configuration" in out["systemMessage"]
+    assert "confirm_destructive" in (denied(project, "Bash", {"command": "rm -rf /"}) or "")
+
+
+def test_r13_a_project_that_never_had_a_configuration_falls_back_and_says_why(
+    tmp_path: Path,
+) -> None:
+    done = hk.hook(tmp_path, hk.pre(tmp_path, "Bash", {"command": "rm -rf /"}))
+    assert done.returncode == 0 and "no guard configuration" in done.stdout + done.stderr
+
+
+# -- the hook registrations ------------------------------------------------------------------
+
+REGISTRATIONS = [
+    ("Write", {"file_path": ".claude/settings.json", "content": "{}"}),
+    ("Edit", {"file_path": ".claude/settings.local.json", "old_string": "a", "new_string": "b"}),
+    ("Write", {"file_path": ".codex/hooks.json", "content": "{}"}),
+    ("Write", {"file_path": ".gemini/settings.json", "content": "{}"}),
+    ("Write", {"file_path": ".cursor/hooks.json", "content": "{}"}),
+    ("Write", {"file_path": ".github/hooks/tether.json", "content": "{}"}),
+    ("Write", {"file_path": ".qwen/settings.json", "content": "{}"}),
+    ("Write", {"file_path": ".factory/settings.json", "content": "{}"}),
+    ("Write", {"file_path": ".opencode/plugin/tether.js", "content": ""}),
+    ("Write", {"file_path": "~/.claude/settings.json", "content": "{}"}),
+    ("mcp__filesystem__write_file", {"path": ".claude/settings.json", "content": "{}"}),
+    ("Bash", {"command": "echo '{}' > .claude/settings.json"}),
+    ("Bash", {"command": "sed -i /guard/d .claude/settings.json"}),
+    ("Bash", {"command": "rm -rf .claude"}),
+    ("Bash", {"command": "cd .github && rm -r hooks"}),
+    ("Bash", {"command": "mv .codex/hooks.json /tmp/x"}),
+]
+
+
+@pytest.mark.parametrize(("tool", "params"), REGISTRATIONS, ids=[str(p) for _, p in REGISTRATIONS])
+def test_a_bound_session_may_not_write_a_hook_registration(
+    project: Path, bound: str, tool: str, params: dict[str, Any]
+) -> None:
+    install_claude(str(project / ".claude" / "settings.json"), ".tether/guard.yaml")
+    before = (project / ".claude" / "settings.json").read_text()
+    assert "hook registration" in (denied(project, tool, params) or "")
+    assert (project / ".claude" / "settings.json").read_text() == before
+
+
+def test_an_unbound_session_may_write_a_hook_registration(project: Path) -> None:
+    params = {"file_path": ".claude/settings.json", "content": "{}"}
+    assert denied(project, "Write", params) is None
+
+
+# -- ConfigChange ----------------------------------------------------------------------------
+
+
+def config_change(project: Path, source: str, file: Path | None) -> dict[str, Any] | None:
+    fields = {"source": source, **({"file_path": str(file)} if file else {})}
+    return hk.hook_json(project, hk.event("ConfigChange", project, **fields))
+
+
+def test_config_change_refuses_a_change_that_removes_the_guards_hooks(project: Path) -> None:
+    settings = project / ".claude" / "settings.json"
+    install_claude(str(settings), ".tether/guard.yaml")
+    assert config_change(project, "project_settings", settings) is None
+    data = json.loads(settings.read_text())
+    del data["hooks"]["PreToolUse"]
+    settings.write_text(json.dumps(data))
+    out = config_change(project, "project_settings", settings)
+    assert out is not None and out["decision"] == "block"
+    assert "PreToolUse" in out["reason"] and "Stop" not in out["reason"]
+
+
+def test_config_change_refuses_switching_every_hook_off(project: Path) -> None:
+    install_claude(str(project / ".claude" / "settings.json"), ".tether/guard.yaml")
+    local = project / ".claude" / "settings.local.json"
+    local.write_text(json.dumps({"disableAllHooks": True}))
+    out = config_change(project, "local_settings", local)
+    assert out is not None and out["decision"] == "block" and "disableAllHooks" in out["reason"]
+
+
+def test_config_change_lets_through_what_keeps_the_hooks(project: Path, tmp_path: Path) -> None:
+    """Hooks moved to another file, the plugin enabled instead, or the managed settings
+    (whose change Claude Code never lets a hook refuse)."""
+    settings = project / ".claude" / "settings.json"
+    local = project / ".claude" / "settings.local.json"
+    install_claude(str(local), ".tether/guard.yaml")
+    settings.write_text(json.dumps({"permissions": {"allow": ["Read"]}}))
+    assert config_change(project, "project_settings", settings) is None
+    shutil.move(local, tmp_path / "gone.json")
+    local.write_text(json.dumps({"enabledPlugins": {"tether@tether": True}}))
+    assert config_change(project, "local_settings", local) is None
+    local.write_text("{}")
+    assert config_change(project, "policy_settings", tmp_path / "managed.json") is None
+    assert config_change(project, "local_settings", local) is not None
