@@ -6,7 +6,10 @@ named after the red team's finding it answers (R4, R13) or the part of the wall 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +17,7 @@ import pytest
 
 from guard import hookkit as hk
 from guard.test_binding import TREE, write_config
+from tether.guard.binding.registrations import MANAGED_ENV, managed_settings
 from tether.guard.harness.install import install_claude
 from tether.verbs import Runtime
 
@@ -215,3 +219,76 @@ def test_config_change_lets_through_what_keeps_the_hooks(project: Path, tmp_path
     local.write_text("{}")
     assert config_change(project, "policy_settings", tmp_path / "managed.json") is None
     assert config_change(project, "local_settings", local) is not None
+
+
+# -- managed settings --------------------------------------------------------------------------
+
+
+def tether(*args: str, cwd: Path, **kw: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tether.cli.main", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        check=False,
+        **kw,
+    )
+
+
+def test_install_managed_writes_hooks_that_stay_quiet_where_there_is_no_configuration(
+    project: Path, tmp_path: Path
+) -> None:
+    managed = tmp_path / "etc" / "managed-settings.json"
+    args = ("guard", "install", "claude", "--managed", "--settings", str(managed))
+    done = tether(*args, "--command", "tether", cwd=project)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["managed"] is True and {"PreToolUse", "ConfigChange"} <= set(out["added"])
+    data = json.loads(managed.read_text())
+    (group,) = data["hooks"]["PreToolUse"]
+    assert group["hooks"][0]["command"].endswith("--if-configured")
+    assert not (tmp_path / "etc" / ".tether").exists(), "a configuration was written beside it"
+    again = json.loads(tether(*args, "--command", "tether", cwd=project).stdout)
+    assert (again["added"], again["updated"]) == ([], [])
+    # The hook it installed: quiet in a project that never had a configuration, the rules in one
+    # that has it, and the last good plan in one that lost it.
+    flag = ["--if-configured"]
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    rm = {"command": "rm -rf /"}
+    quiet = hk.hook(bare, hk.pre(bare, "Bash", rm), flags=flag)
+    assert (quiet.returncode, quiet.stdout) == (0, "")
+    assert "confirm_destructive" in (denied(project, "Bash", rm) or "")
+    (project / ".tether" / "guard.yaml").rename(project / "x")
+    lost = hk.hook(project, hk.pre(project, "Bash", rm), flags=flag)
+    assert "confirm_destructive" in lost.stdout and "last good configuration" in lost.stdout
+
+
+def test_install_managed_says_where_it_cannot_write(project: Path, tmp_path: Path) -> None:
+    """Managed settings where this user cannot write (here a path below a plain file, which
+    nobody can write, root included, as no test may touch the machine's own managed settings):
+    refused, saying what to run instead, with nothing written anywhere."""
+    blocker = tmp_path / "etc"
+    blocker.write_text("")
+    managed = blocker / "claude-code" / "managed-settings.json"
+    args = ("guard", "install", "claude", "--managed", "--settings", str(managed))
+    done = tether(*args, cwd=project)
+    assert done.returncode != 0
+    error = json.loads(done.stderr)["error"]
+    assert error["code"] == "forbidden" and str(managed) in error["message"]
+    assert "sudo tether guard install claude --managed" in error["message"]
+    assert blocker.read_text() == "" and not (project / ".claude").exists()
+
+
+def test_the_managed_settings_are_where_claude_code_reads_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(MANAGED_ENV, raising=False)
+    expected = {
+        "linux": "/etc/claude-code/managed-settings.json",
+        "darwin": "/Library/Application Support/ClaudeCode/managed-settings.json",
+    }
+    if sys.platform in expected:
+        assert managed_settings() == expected[sys.platform]
+    else:
+        assert managed_settings().endswith(os.path.join("ClaudeCode", "managed-settings.json"))

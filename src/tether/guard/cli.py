@@ -50,7 +50,9 @@ _HOOK_HELP = (
     "--deadline SECONDS  seconds before an undecided event counts as an error (default "
     f"{DEFAULT_DEADLINE:g})\n"
     "--harness NAME    whose hook events these are, answered in its format: claude (default),\n"
-    "                  codex, gemini or cursor"
+    "                  codex, gemini or cursor\n"
+    "--if-configured   a project that has no configuration and never had one (no last good\n"
+    "                  plan of it) gets no answer, not the fallback rules (managed hooks)"
 )
 
 CHECK = Command(
@@ -77,6 +79,7 @@ HOOK = Command(
     "guard hook",
     "answer one hook event (stdin): Claude Code's, or the one --harness names",
     values=_HOOK_VALUES,
+    flags=("--if-configured",),
     help=_HOOK_HELP,
 )
 SERVE = Command(
@@ -103,6 +106,7 @@ INSTALL = Command(
     ("AGENT",),
     1,
     values=("--settings", "--config", "--command", "--http", "--on-error"),
+    flags=("--managed",),
     help=f"AGENT is {', '.join(AGENTS[:-1])} or {AGENTS[-1]}.\n"
     "--settings FILE   the hooks file (claude: .claude/settings.json, or\n"
     "                  .claude/settings.local.json when the command is a path on this machine;\n"
@@ -113,7 +117,10 @@ INSTALL = Command(
     "                  SOURCE tether under uvx, else this installation's full path)\n"
     "--http URL        claude: install http hooks posting to this URL (see `serve`)\n"
     "--on-error MODE   block or allow, written into the hook command and a new configuration\n"
-    "                  (default: the configuration's on_error, else block)",
+    "                  (default: the configuration's on_error, else block)\n"
+    "--managed         claude: write the hooks into Claude Code's managed settings (the\n"
+    "                  system's file, or --settings), which no project or user file can remove;\n"
+    "                  an administrator's file: where you may not write it, says so",
 )
 REPLAY = Command(
     "guard replay",
@@ -336,6 +343,8 @@ def _decide(p: Parsed, harness: str, attempt: Any) -> dict[str, Any] | None:
         guard = _load(p, cwd)
         note = None
     except TetherError as exc:
+        if _never_configured(p, cwd, attempt, exc):
+            return None
         guard, note = _last_good(p, cwd, attempt, exc)
     attempt.configured = guard.plan.get("on_error")
     attempt.started = True
@@ -343,6 +352,17 @@ def _decide(p: Parsed, harness: str, attempt: Any) -> dict[str, Any] | None:
     if note is None:
         return answer(harness, found, lambda payload: handle(payload, guard, store))
     return answer(harness, found, lambda payload: _noted(handle(payload, guard, store), note))
+
+
+def _never_configured(p: Parsed, cwd: str | None, attempt: Any, exc: TetherError) -> bool:
+    """Under `--if-configured`: whether the project has no configuration and never had one
+    (no last good plan of it), so its events get no answer."""
+    if "--if-configured" not in p.flags or exc.code != "not_found":
+        return False
+    from tether.guard.rules.plan import last_plan
+
+    config = _config_path(p.options.get("--config"), cwd)
+    return last_plan(config, os.path.join(attempt.state_dir, "plans")) is None
 
 
 def _last_good(p: Parsed, cwd: str | None, attempt: Any, exc: TetherError) -> tuple[Any, str]:
@@ -504,6 +524,8 @@ def cmd_install(p: Parsed) -> int:
         )
     command = launch(p.options.get("--command"))
     config = p.options.get("--config") or DEFAULT_CONFIG
+    if "--managed" in p.flags:
+        return _install_managed(p, agent, command, config)
     if agent != "claude":
         if http:
             raise TetherError("usage", f"{agent} runs command hooks only: drop --http")
@@ -526,6 +548,22 @@ def cmd_install(p: Parsed) -> int:
         on_error=_on_error(p),
     )
     emit({**result, "launch": command.to_dict(), **({"note": note} if note else {})})
+    return EXIT_OK
+
+
+def _install_managed(p: Parsed, agent: str, command: Any, config: str) -> int:
+    from tether.guard.binding.registrations import managed_settings
+    from tether.guard.harness.install import install_managed
+
+    if agent != "claude" or p.options.get("--http"):
+        raise TetherError("usage", "--managed installs Claude Code's command hooks: claude alone")
+    result = install_managed(
+        p.options.get("--settings") or managed_settings(),
+        config,
+        command=command.shell(),
+        on_error=_on_error(p),
+    )
+    emit({**result, "launch": command.to_dict()})
     return EXIT_OK
 
 
