@@ -292,3 +292,119 @@ def test_the_managed_settings_are_where_claude_code_reads_them(
         assert managed_settings() == expected[sys.platform]
     else:
         assert managed_settings().endswith(os.path.join("ClaudeCode", "managed-settings.json"))
+
+
+# -- tether guard doctor -----------------------------------------------------------------------
+
+
+def doctor(project: Path, *args: str) -> tuple[int, dict[str, Any]]:
+    done = tether(
+        "guard", "doctor", str(project), "--state-dir", ".state", "--json", *args, cwd=project
+    )
+    assert done.stdout, done.stderr
+    return done.returncode, json.loads(done.stdout)
+
+
+def checks(report: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for finding in report["findings"]:
+        out.setdefault(finding["check"], []).append(finding)
+    return out
+
+
+def test_doctor_finds_a_removed_hook_a_doubled_hook_and_a_disabled_sandbox_and_fixes_the_first(
+    project: Path,
+) -> None:
+    """The done-when of the wall: a project whose PreToolUse hook was taken out of
+    `.claude/settings.json`, whose Stop hook is also in `.claude/settings.local.json`, and whose
+    configuration asks for strict mode while Claude Code's sandbox is off."""
+    settings = project / ".claude" / "settings.json"
+    install_claude(str(settings), ".tether/guard.yaml", command="tether")
+    code, healthy = doctor(project)
+    assert code == 0 and healthy["ok"] is True and not checks(healthy).get("hooks_missing")
+    data = json.loads(settings.read_text())
+    del data["hooks"]["PreToolUse"]
+    data["sandbox"] = {"enabled": False}
+    settings.write_text(json.dumps(data))
+    local = project / ".claude" / "settings.local.json"
+    local.write_text(json.dumps({"hooks": {"Stop": data["hooks"]["Stop"]}}))
+    (project / ".tether" / "guard.yaml").write_text(
+        "profile: dev\nworkflow:\n  bind: auto\n  strict: true\n"
+    )
+    code, found = doctor(project)
+    assert code == 3 and found["ok"] is False
+    by = checks(found)
+    (missing,) = by["hooks_missing"]
+    assert missing["harness"] == "claude" and missing["what"].startswith("PreToolUse ")
+    assert missing["where"] == os.path.join(".claude", "settings.json")
+    (doubled,) = by["hooks_doubled"]
+    assert doubled["what"].startswith("Stop runs the guard's hooks 2 times")
+    assert by["sandbox_off"][0]["severity"] == "problem"
+    code, fixed = doctor(project, "--fix")
+    assert [f["fixed"] for f in checks(fixed)["hooks_missing"]] == [True]
+    (group,) = json.loads(settings.read_text())["hooks"]["PreToolUse"]
+    assert group["hooks"][0]["command"].startswith("tether guard hook --config ")
+    after = checks(doctor(project)[1])
+    assert "hooks_missing" not in after and "hooks_doubled" in after and "sandbox_off" in after
+
+
+def test_doctor_finds_hooks_switched_off_a_lost_configuration_and_another_harness(
+    project: Path,
+) -> None:
+    from tether.guard.harness.install import install_harness
+
+    install_claude(str(project / ".claude" / "settings.json"), ".tether/guard.yaml")
+    install_harness("codex", str(project / ".codex" / "hooks.json"), ".tether/guard.yaml", "tether")
+    assert hk.hook_json(project, hk.prompt(project, "hi")) is None  # a plan of it is kept
+    (project / ".claude" / "settings.local.json").write_text('{"disableAllHooks": true}')
+    codex = json.loads((project / ".codex" / "hooks.json").read_text())
+    del codex["hooks"]["Stop"]
+    (project / ".codex" / "hooks.json").write_text(json.dumps(codex))
+    (project / ".tether" / "guard.yaml").rename(project / "x")
+    by = checks(doctor(project)[1])
+    assert by["hooks_disabled"][0]["where"] == os.path.join(".claude", "settings.local.json")
+    assert by["config_lost"][0]["what"].endswith("under the last good plan read from it")
+    assert [f["what"] for f in by["hooks_missing"]] == ["Stop run no hook of the guard"]
+    (project / "x").rename(project / ".tether" / "guard.yaml")
+    by = checks(doctor(project, "--fix")[1])
+    assert all(f["fixed"] for f in by["hooks_missing"] + by["hooks_disabled"])
+    assert doctor(project)[0] == 0
+    assert "Stop" in json.loads((project / ".codex" / "hooks.json").read_text())["hooks"]
+
+
+def test_doctor_prints_a_table_for_a_person(project: Path) -> None:
+    install_claude(str(project / ".claude" / "settings.json"), ".tether/guard.yaml")
+    (project / ".tether" / "guard.yaml").write_text("profile: nope\n")
+    done = tether("guard", "doctor", "--state-dir", ".state", cwd=project)
+    assert done.returncode == 3
+    first, *rows = done.stdout.splitlines()
+    assert first == f"guard of {project}: 1 problem(s)"
+    assert rows[0].split()[:2] == ["problem", "config_unreadable"] and "nope" in rows[0]
+
+
+def test_doctor_reads_the_version_of_the_real_claude_code_on_path(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pinned Claude Code on PATH: the version the guard was tested with draws no warning;
+    the doctor told of another tested version warns, naming the one it found."""
+    from field.claudekit import claude_binary
+    from tether.guard.harness import doctor as doctoring
+
+    folder = os.path.dirname(claude_binary())
+    monkeypatch.setenv("PATH", folder + os.pathsep + os.environ["PATH"])
+    install_claude(str(project / ".claude" / "settings.json"), ".tether/guard.yaml")
+    place = doctoring.Project(project, str(project / ".tether" / "guard.yaml"), ".state")
+    assert not [f for f in doctoring.diagnose(place) if f.check == "harness_untested"]
+    monkeypatch.setitem(doctoring.TESTED, "claude", "2.0.0")
+    (warned,) = [f for f in doctoring.diagnose(place) if f.check == "harness_untested"]
+    assert warned.what == "Claude Code 2.1.332 here; the guard was tested with 2.0.0"
+
+
+def test_the_doctors_tested_versions_are_the_ones_the_tests_install() -> None:
+    script = (Path(__file__).parents[2] / "scripts" / "install-test-deps-harnesses").read_text()
+    from tether.guard.harness.doctor import TESTED
+
+    packages = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex"}
+    packages["gemini"] = "@google/gemini-cli"
+    for harness, version in TESTED.items():
+        assert f"{packages[harness]}@{version}" in script

@@ -1,15 +1,15 @@
 """`tether guard …`: the guard's command line.
 
 Owns the commands `check`, `prompt`, `hook`, `serve`, `install claude|codex|gemini|cursor`,
-`log`, `replay`, `status` (the workflow bindings, `binding`) and `test`: their arguments, parsed
-by the command frame's parser (`tether.command.args`), and their output, through the frame every
-`tether` command shares (`tether.command.output`): JSON on stdout, errors as JSON on stderr with
-the exit code of their class. The exception is `hook`, whose stdout is exactly the hook output
-of Claude Code, or of the harness `--harness` names (`harness.adapters`; nothing when there is
-nothing to say).
-A hook whose configuration cannot be read, or is gone, goes on under the last good plan made
-from it (`rules.plan.last_plan`), saying so in every answer: a lost configuration is unreadable,
-never "not guarded". A hook that cannot decide answers as
+`log`, `replay`, `status` (the workflow bindings, `binding`), `test` and `doctor` (its checks
+are `harness.doctor`'s): their arguments, parsed by the command frame's parser
+(`tether.command.args`), and their output, through the frame every `tether` command shares
+(`tether.command.output`): JSON on stdout (`doctor`: a table unless `--json`), errors as JSON on
+stderr with the exit code of their class. The exception is `hook`, whose stdout is exactly the
+hook output of Claude Code, or of the harness `--harness` names (`harness.adapters`; nothing when
+there is nothing to say). A hook whose configuration cannot be read, or is gone, goes on under
+the last good plan made from it (`rules.plan.last_plan`), saying so in every answer: a lost
+configuration is unreadable, never "not guarded". A hook that cannot decide answers as
 `harness.failsafe` says: under `on_error: block` a `PreToolUse` is denied (exit 0, or exit 2
 when the event itself could not be read), otherwise it exits 1, Claude Code's non-blocking
 error; every such error is logged. The main `tether` command calls `main(argv)` with the
@@ -138,6 +138,22 @@ STATUS = Command(
     help="--session ID      one session: its binding and its execution's open steps\n"
     + _CONFIG_HELP
     + _STATE_HELP.rstrip("\n"),
+)
+DOCTOR = Command(
+    "guard doctor",
+    "say what is wrong with a project's guard, and --fix what can be",
+    ("DIR",),
+    0,
+    values=("--config", "--state-dir"),
+    flags=("--fix", "--json"),
+    help="DIR               the project (default: the current folder)\n"
+    + _CONFIG_HELP
+    + _STATE_HELP
+    + "--fix             put back what can be: a removed hook, disableAllHooks in a project file\n"
+    "--json            the findings as JSON (default: a table)\n"
+    "Checks: the configuration (unreadable, lost), each harness's hooks (missing, doubled,\n"
+    "disabled), Claude Code's sandbox in strict mode, harness versions never tested. Exits 3\n"
+    "while a problem remains.",
 )
 TEST = Command(
     "guard test",
@@ -595,6 +611,36 @@ def cmd_status(p: Parsed) -> int:
     return EXIT_OK
 
 
+def cmd_doctor(p: Parsed) -> int:
+    from pathlib import Path
+
+    from tether.errors import EXIT_INVALID
+    from tether.guard.harness.doctor import Project, diagnose, repair, report
+
+    root = Path(os.path.abspath(str(p.args.get("DIR") or ".")))
+    if not root.is_dir():
+        raise TetherError("not_found", f"no such project folder: {root}")
+    given = p.options.get("--config")
+    config = os.path.abspath(given) if given else str(root / DEFAULT_CONFIG)
+    project = Project(root, config, _state_dir(p.options.get("--state-dir")))
+    findings = diagnose(project)
+    if "--fix" in p.flags:
+        findings = repair(project, findings)
+    left = [f for f in findings if f.severity == "problem" and not f.fixed]
+    if "--json" in p.flags:
+        emit(
+            {
+                "project": str(root),
+                "config": config,
+                "ok": not left,
+                "findings": [f.to_dict() for f in findings],
+            }
+        )
+    else:
+        sys.stdout.write(report(project, findings))
+    return EXIT_INVALID if left else EXIT_OK
+
+
 def cmd_test(p: Parsed) -> int:
     from tether.guard.rules.cases import run_cases
 
@@ -617,6 +663,7 @@ COMMANDS: dict[str, tuple[Command, Handler]] = {
     "replay": (REPLAY, cmd_replay),
     "status": (STATUS, cmd_status),
     "test": (TEST, cmd_test),
+    "doctor": (DOCTOR, cmd_doctor),
 }
 
 

@@ -216,7 +216,8 @@ def coverage(project: Path, managed: str) -> dict[str, Any]:
     `events`, each event's sources that run a guard handler for it (a source as often as it
     holds one; `plugin` when Tether's plugin is enabled), counting only what runs (a
     `disableAllHooks` turns off every hook but the managed ones, or all of them when the managed
-    settings say it); `disabled`, the sources that say `disableAllHooks`."""
+    settings say it); `installed`, the same before any `disableAllHooks`; `disabled`, the sources
+    that say `disableAllHooks`."""
     events: dict[str, list[str]] = {event: [] for event in EVENTS}
     disabled: list[str] = []
     plugin = None
@@ -229,13 +230,16 @@ def coverage(project: Path, managed: str) -> dict[str, Any]:
         for event, count in guard_handlers(settings).items():
             if event in events:
                 events[event] += [source] * count
-    for sources in events.values():
-        sources += ["plugin"] if plugin else []
-        if disabled:
-            sources[:] = [
-                s for s in sources if s == "policy_settings" and "policy_settings" not in disabled
-            ]
-    return {"events": events, "disabled": disabled}
+    installed = {
+        event: [*sources, *(["plugin"] if plugin else [])] for event, sources in events.items()
+    }
+    running = {
+        event: [s for s in sources if s == "policy_settings" and "policy_settings" not in disabled]
+        if disabled
+        else sources
+        for event, sources in installed.items()
+    }
+    return {"events": running, "installed": installed, "disabled": disabled}
 
 
 def twice(hooks: str, plugin: str) -> str:

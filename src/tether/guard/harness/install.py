@@ -307,6 +307,22 @@ def _our_handlers(harness: str, groups: list[Any], mark: str) -> list[tuple[list
     ]
 
 
+def guard_commands(harness: str, data: dict[str, Any]) -> dict[str, list[str]]:
+    """The guard's own hooks in a harness's hooks file (`data`), by the harness's event name:
+    each a command line (Claude Code's http hooks by their URL)."""
+    hooks = data.get("hooks")
+    mark = " guard hook " if harness == "claude" else f" guard hook --harness {harness} "
+    out: dict[str, list[str]] = {}
+    for native, groups in hooks.items() if isinstance(hooks, dict) else ():
+        for handlers, i in _our_handlers(harness, groups, mark) if isinstance(groups, list) else ():
+            out.setdefault(native, []).append(str(handlers[i]["command"]))
+        if harness == "claude" and isinstance(groups, list):
+            handlers = [h for g in groups if isinstance(g, dict) for h in g.get("hooks") or []]
+            urls = [str(h.get("url")) for h in handlers if isinstance(h, dict)]
+            out[native] = [*out.get(native, []), *(u for u in urls if u.endswith("/hook"))]
+    return {native: lines for native, lines in out.items() if lines}
+
+
 def install_harness(
     harness: str,
     file: str | None,
