@@ -364,7 +364,7 @@ def test_doctor_finds_hooks_switched_off_a_lost_configuration_and_another_harnes
     by = checks(doctor(project)[1])
     assert by["hooks_disabled"][0]["where"] == os.path.join(".claude", "settings.local.json")
     assert by["config_lost"][0]["what"].endswith("under the last good plan read from it")
-    assert [f["what"] for f in by["hooks_missing"]] == ["Stop run no hook of the guard"]
+    assert [f["what"] for f in by["hooks_missing"]] == ["Stop runs no hook of the guard"]
     (project / "x").rename(project / ".tether" / "guard.yaml")
     by = checks(doctor(project, "--fix")[1])
     assert all(f["fixed"] for f in by["hooks_missing"] + by["hooks_disabled"])

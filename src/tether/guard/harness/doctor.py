@@ -137,7 +137,7 @@ def _claude(project: Project) -> list[Finding]:
     missing = [event for event, sources in found["installed"].items() if not sources]
     if missing:
         where = project.shown(_claude_home(project, found["installed"]))
-        what = f"{', '.join(missing)} run no hook of the guard"
+        what = f"{', '.join(missing)} {_runs(missing)} no hook of the guard"
         out.append(Finding("hooks_missing", "claude", where, what, "tether guard doctor --fix"))
     for event, sources in found["installed"].items():
         if len(sources) > 1:
@@ -146,6 +146,10 @@ def _claude(project: Project) -> list[Finding]:
             fix = "keep one: remove the others, or disable the plugin (/plugin)"
             out.append(Finding("hooks_doubled", "claude", names[-1], what, fix))
     return out
+
+
+def _runs(events: list[str]) -> str:
+    return "runs" if len(events) == 1 else "run"
 
 
 def _claude_home(project: Project, installed: dict[str, list[str]]) -> Path:
@@ -172,7 +176,7 @@ def _harness(project: Project, harness: str) -> list[Finding]:
     out = []
     missing = [event for event in INSTALLED[harness] if event not in commands]
     if missing:
-        what = f"{', '.join(missing)} run no hook of the guard"
+        what = f"{', '.join(missing)} {_runs(missing)} no hook of the guard"
         out.append(Finding("hooks_missing", harness, where, what, "tether guard doctor --fix"))
     for event, lines in commands.items():
         if len(lines) > 1:
