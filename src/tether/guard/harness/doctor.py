@@ -88,15 +88,43 @@ class Project(NamedTuple):
 def diagnose(project: Project) -> list[Finding]:
     """Every finding for the project, problems first."""
     config, plan = _configuration(project)
-    found = [*config, *_claude(project)]
+    configured = plan is not None or os.path.exists(project.config)
+    found = [*config, *_claude(project, configured)]
     for harness in ("codex", "gemini", "cursor"):
         found.extend(_harness(project, harness))
-    found.extend(_strict(project, plan, found))
-    claude = any(coverage(project.root, managed_settings())["installed"].values())
-    found.extend(
-        _versions({f.harness for f in found if f.harness} | ({"claude"} if claude else set()))
-    )
+    installed = _installed(project)
+    if configured and not installed:
+        found.append(_nowhere(project))
+    found.extend(_strict(project, plan, installed))
+    found.extend(_versions(installed))
     return sorted(found, key=lambda f: ("problem", "warning", "note").index(f.severity))
+
+
+def _installed(project: Project) -> set[str]:
+    """The harnesses in which some hook of the guard is installed for the project."""
+    from tether.guard.harness.install import HARNESS_FILES, guard_commands
+
+    out = (
+        {"claude"}
+        if any(coverage(project.root, managed_settings())["installed"].values())
+        else set()
+    )
+    for harness, name in HARNESS_FILES.items():
+        if guard_commands(harness, read_settings(project.root / name)):
+            out.add(harness)
+    return out
+
+
+def _nowhere(project: Project) -> Finding:
+    """A configured project in which no harness runs the guard's hooks: they were removed (or
+    never installed), so Claude Code's are the ones `--fix` installs."""
+    from tether.command.launch import launch
+    from tether.guard.harness.install import settings_file
+
+    where = project.shown(project.root / settings_file(None, launch(None), http=False)[0])
+    what = "no harness runs the guard's hooks: the project is configured but not guarded"
+    fix = "tether guard doctor --fix (Claude Code), or tether guard install codex|gemini|cursor"
+    return Finding("hooks_missing", "claude", where, what, fix)
 
 
 def _configuration(project: Project) -> tuple[list[Finding], dict[str, Any] | None]:
@@ -124,18 +152,17 @@ def _configuration(project: Project) -> tuple[list[Finding], dict[str, Any] | No
         return [Finding("config_unreadable", "", where, what, f"tether guard check {where}")], last
 
 
-def _claude(project: Project) -> list[Finding]:
+def _claude(project: Project, configured: bool) -> list[Finding]:
     found = coverage(project.root, managed_settings())
-    if not any(found["installed"].values()):
-        return []
+    installed = any(found["installed"].values())
     files = settings_sources(project.root, managed_settings())
     out = []
-    for source in found["disabled"]:
+    for source in found["disabled"] if installed or configured else ():
         what = "disableAllHooks: every hook is off but the managed settings' ones"
         fix = "remove disableAllHooks" + (" (--fix)" if source != "user_settings" else "")
         out.append(Finding("hooks_disabled", "claude", project.shown(files[source]), what, fix))
     missing = [event for event, sources in found["installed"].items() if not sources]
-    if missing:
+    if missing and installed:
         where = project.shown(_claude_home(project, found["installed"]))
         what = f"{', '.join(missing)} {_runs(missing)} no hook of the guard"
         out.append(Finding("hooks_missing", "claude", where, what, "tether guard doctor --fix"))
@@ -207,7 +234,7 @@ def _sandbox(project: Project) -> dict[str, Any]:
     return merged
 
 
-def _strict(project: Project, plan: dict[str, Any] | None, found: list[Finding]) -> list[Finding]:
+def _strict(project: Project, plan: dict[str, Any] | None, installed: set[str]) -> list[Finding]:
     if not strict_mode(project.config) and not (plan and plan["workflow"].get("strict")):
         return []
     out = []
@@ -220,7 +247,7 @@ def _strict(project: Project, plan: dict[str, Any] | None, found: list[Finding])
     elif sandbox.get("allowUnsandboxedCommands") is not False:
         what = "strict mode, but Claude Code lets a command run outside its sandbox"
         out.append(Finding("sandbox_off", "claude", where, what, fix))
-    for harness in sorted({f.harness for f in found if f.harness in ("gemini", "cursor")}):
+    for harness in sorted(installed & {"gemini", "cursor"}):
         what = f"strict mode: {_NAMES[harness]} has no sandbox Tether configures"
         out.append(Finding("no_sandbox", harness, "", what, "use Claude Code or Codex"))
     return out
@@ -299,7 +326,7 @@ def _reinstall(project: Project, finding: Finding) -> bool:
         )
         return True
     kept = guard_commands("claude", read_settings(path))
-    line = next(iter(kept.values()))[0] if kept else "tether guard hook"
+    line = next(iter(kept.values()))[0] if kept else f"{_launcher()} guard hook"
     http = line if line.startswith(("http://", "https://")) else None
     given = _options("tether guard hook" if http else line)
     config = given.get("--config", project.config).removeprefix("$CLAUDE_PROJECT_DIR/")
@@ -307,6 +334,12 @@ def _reinstall(project: Project, finding: Finding) -> bool:
         str(path), config, command=given["command"], http=http, on_error=given.get("--on-error")
     )
     return True
+
+
+def _launcher() -> str:
+    from tether.command.launch import launch
+
+    return launch(None).shell()
 
 
 def _inside(path: Path, root: Path) -> bool:
