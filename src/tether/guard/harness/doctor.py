@@ -90,7 +90,7 @@ def diagnose(project: Project) -> list[Finding]:
     config, plan = _configuration(project)
     configured = plan is not None or os.path.exists(project.config)
     found = [*config, *_claude(project, configured)]
-    for harness in ("codex", "gemini", "cursor"):
+    for harness in _hooks_files():
         found.extend(_harness(project, harness))
     installed = _installed(project)
     if configured and not installed:
@@ -98,6 +98,14 @@ def diagnose(project: Project) -> list[Finding]:
     found.extend(_strict(project, plan, installed))
     found.extend(_versions(installed))
     return sorted(found, key=lambda f: ("problem", "warning", "note").index(f.severity))
+
+
+def _hooks_files() -> list[str]:
+    """The harnesses besides Claude Code whose project hooks file `install` writes."""
+    from tether.guard.harness.adapters import INSTALLED
+    from tether.guard.harness.install import HARNESS_FILES
+
+    return [harness for harness in HARNESS_FILES if harness in INSTALLED]
 
 
 def _installed(project: Project) -> set[str]:
