@@ -408,3 +408,40 @@ def test_the_doctors_tested_versions_are_the_ones_the_tests_install() -> None:
     packages["gemini"] = "@google/gemini-cli"
     for harness, version in TESTED.items():
         assert f"{packages[harness]}@{version}" in script
+
+
+def test_r4_the_findings_own_line_is_denied_with_the_state_in_its_default_place(
+    project: Path,
+) -> None:
+    """R4 as the red team typed it: the state in `~/.local/state/tether/guard`, and `find
+    ~/.local/state -name '*.json' -delete`, which names only a parent of the binding record."""
+    state = Path.home() / ".local" / "state" / "tether" / "guard"
+    flags = ["--state-dir", str(state)]
+    rt = Runtime()
+    result = rt.start(str(project / "feature.yaml"), str(project / "runs" / "f.json"))
+    rt.submit(str(result["uri"]), "success")
+    hk.hook(project, hk.prompt(project, "Build it."), flags=flags)
+    started = hk.post(
+        project,
+        "Bash",
+        {"command": "tether start feature.yaml runs/f.json"},
+        hk.bash_response(json.dumps(result)),
+    )
+    hk.hook(project, started, flags=flags)
+    assert list((state / "bindings").glob("*.json"))
+    line = {"command": "find ~/.local/state -name '*.json' -delete"}
+    out = json.loads(hk.hook(project, hk.pre(project, "Bash", line), flags=flags).stdout)
+    reason = out["hookSpecificOutput"]["permissionDecisionReason"]
+    assert "guard's state folder" in reason, reason
+
+
+@pytest.mark.parametrize(
+    "command", ["cd runs && truncate -s 0 f.json", "pushd runs; : > f.json", "cd runs; rm *"]
+)
+def test_a_relative_path_after_cd_names_the_bound_execution(
+    project: Path, bound: str, command: str
+) -> None:
+    """`cd runs && truncate -s 0 f.json`, seen in all three harnesses: the relative name is read
+    from the folder the line went to."""
+    assert "bound execution" in (denied(project, "Bash", {"command": command}) or "")
+    assert Runtime().open_steps(bound)["status"] == "running"

@@ -350,11 +350,6 @@ class Guarded:
     def _line(self, line: str, project: str) -> str | None:
         from tether.guard.rules.shell import first, tether_args
 
-        for target in _redirect_targets(line) if ">" in line else ():
-            found = self.what(target, project)
-            if found:
-                return found
-
         bases = [project]  # and each folder a `cd` or `pushd` of the line went to
 
         def judge(name: str, args: list[str]) -> str | None:
@@ -370,7 +365,9 @@ class Guarded:
             found = (self._argument(a, b, removes) for a in args for b in bases)
             return next(filter(None, found), None)
 
-        return first(line, self.names(project), judge)
+        said = first(line, self.names(project), judge)
+        targets = _redirect_targets(line) if ">" in line and said is None else ()
+        return said or next(filter(None, (self.what(t, b) for t in targets for b in bases)), None)
 
     def _argument(self, arg: str, base: str, removes: bool) -> str | None:
         """What guarded file one argument of a command run in `base` writes: a redirection in
