@@ -445,3 +445,23 @@ def test_a_relative_path_after_cd_names_the_bound_execution(
     from the folder the line went to."""
     assert "bound execution" in (denied(project, "Bash", {"command": command}) or "")
     assert Runtime().open_steps(bound)["status"] == "running"
+
+
+@pytest.mark.parametrize("harness", ["codex", "gemini"])
+def test_r13_another_harnesss_hook_keeps_the_last_good_plan_too(
+    project: Path, harness: str
+) -> None:
+    """The hook command `tether guard install codex|gemini` writes (`--config` relative to the
+    session's folder), after `mv .tether/guard.yaml x`: the last good plan still blocks."""
+    tool = "Bash" if harness == "codex" else "run_shell_command"
+    event = "PreToolUse" if harness == "codex" else "BeforeTool"
+    flags = ["--harness", harness, "--config", ".tether/guard.yaml"]
+
+    def rm() -> str:
+        payload = hk.pre(project, tool, {"command": "rm -rf /"}, hook_event_name=event)
+        return hk.hook(project, payload, flags=flags).stdout
+
+    assert "confirm_destructive" in rm()
+    (project / ".tether" / "guard.yaml").rename(project / "x")
+    out = rm()
+    assert "confirm_destructive" in out and "last good configuration" in out
