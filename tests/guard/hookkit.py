@@ -100,9 +100,12 @@ def bash_response(stdout: str = "", stderr: str = "") -> dict[str, Any]:
     return {"stdout": stdout, "stderr": stderr, "interrupted": False, "isImage": False}
 
 
-def hook(project: Path, payload: dict[str, Any], **env: str) -> subprocess.CompletedProcess[str]:
+def hook(
+    project: Path, payload: dict[str, Any], flags: list[str] | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
     """`tether guard hook` as Claude Code runs it: a fresh process, the payload on stdin, the
-    project's `.tether/guard.yaml` found through `CLAUDE_PROJECT_DIR`."""
+    project's `.tether/guard.yaml` found through `CLAUDE_PROJECT_DIR` (`flags`: more of its
+    arguments)."""
     return subprocess.run(
         [
             sys.executable,
@@ -112,6 +115,7 @@ def hook(project: Path, payload: dict[str, Any], **env: str) -> subprocess.Compl
             "hook",
             "--state-dir",
             str(project / ".state"),
+            *(flags or []),
         ],
         input=json.dumps(payload),
         capture_output=True,

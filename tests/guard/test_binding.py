@@ -736,7 +736,7 @@ def test_a_session_id_cannot_place_a_binding_outside_the_state_folder(unbound: P
     hk.hook_json(project, post)
     files = [p.relative_to(project) for p in project.rglob("*") if "escaped" in p.name]
     assert files == []
-    (binding,) = (project / ".state" / "bindings").iterdir()
+    (binding,) = (project / ".state" / "bindings").glob("*.json")
     assert json.loads(binding.read_text())["session"] == session
     assert bound_stop(project, session=session) is not None  # still bound, under a safe name
 

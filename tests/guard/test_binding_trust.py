@@ -347,11 +347,65 @@ def test_a_poisoned_plan_cache_never_outranks_its_file(
         return hk.pre(tmp_path, "Bash", {"command": "rm -rf /"})
 
     assert decision(hk.hook_json(tmp_path, rm())) == "deny"
-    (cache,) = (tmp_path / ".state" / "plans").iterdir()
+    (cache,) = (tmp_path / ".state" / "plans").glob("plan-*.json")
     data = json.loads(cache.read_text())
     data["plan"]["rules"] = []
     cache.write_text(json.dumps({**data, **poison}))
     assert "confirm_destructive" in reason(hk.hook_json(tmp_path, rm()))
+
+
+def test_r3_a_cache_with_the_right_texts_and_no_rules_is_not_the_plan(tmp_path: Path) -> None:
+    """R3: a cache written by the agent with the configuration's very texts and stamps and
+    `rules: []` (its seal recomputed as well as it can be without the key) is not used: the
+    configuration's own rules decide, and the cache is made afresh."""
+    write_config(tmp_path, "profile: dev\n")
+
+    def rm() -> dict[str, Any]:
+        return hk.pre(tmp_path, "Bash", {"command": "rm -rf /"})
+
+    assert decision(hk.hook_json(tmp_path, rm())) == "deny"
+    (cache,) = (tmp_path / ".state" / "plans").glob("plan-*.json")
+    data = json.loads(cache.read_text())
+    for seal in (data["seal"], "0" * 64):
+        forged = {**data, "plan": {**data["plan"], "rules": []}, "seal": seal}
+        cache.write_text(json.dumps(forged))
+        assert "confirm_destructive" in reason(hk.hook_json(tmp_path, rm()))
+        assert json.loads(cache.read_text())["plan"]["rules"], "the cache was not made afresh"
+
+
+N7_WRITES = [
+    ("Write", {"file_path": ".state/plans/plan-x.json", "content": "{}"}),
+    ("Edit", {"file_path": ".tether/guard.yaml", "old_string": "dev", "new_string": "x"}),
+    ("Bash", {"command": "echo '{}' > .state/plans/plan-x.json"}),
+    ("Bash", {"command": "rm -rf .state/plans"}),
+    ("Bash", {"command": "cd .state && rm -r plans"}),
+    ("Bash", {"command": "mv .tether/guard.yaml x"}),
+    ("mcp__filesystem__write_file", {"path": ".tether/guard.yaml", "content": "{}"}),
+]
+
+
+@pytest.mark.parametrize(("tool", "params"), N7_WRITES, ids=[str(p) for _, p in N7_WRITES])
+def test_n7_an_unbound_session_may_not_write_the_rules_own_files(
+    tmp_path: Path, tool: str, params: dict[str, Any]
+) -> None:
+    """N7 (and R13's `mv`): with no execution bound, a write to the plan cache or the
+    configuration, through any tool, is still denied; the files are unchanged."""
+    write_config(tmp_path, "profile: dev\n")
+    assert hk.hook_json(tmp_path, hk.prompt(tmp_path, "Tidy up.")) is None
+    assert "rules change only by a person" in reason(
+        hk.hook_json(tmp_path, hk.pre(tmp_path, tool, params))
+    )
+    assert (tmp_path / ".tether" / "guard.yaml").read_text() == "profile: dev\n"
+
+
+def test_n7_an_unbound_session_still_writes_its_own_files(tmp_path: Path) -> None:
+    write_config(tmp_path, "profile: dev\n")
+    for tool, params in (
+        ("Write", {"file_path": "plans/plan-a.json", "content": "{}"}),
+        ("Bash", {"command": "echo hi > notes.txt && rm -f *.tmp"}),
+        ("Edit", {"file_path": ".claude/settings.json", "old_string": "a", "new_string": "b"}),
+    ):
+        assert decision(hk.hook_json(tmp_path, hk.pre(tmp_path, tool, params))) is None
 
 
 # -- 4. serve answers every request ---------------------------------------------------------------

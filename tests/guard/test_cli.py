@@ -199,6 +199,7 @@ def test_install_claude_merges_and_is_idempotent(tmp_path, capsys, monkeypatch):
         "PostToolUseFailure",
         "Stop",
         "SubagentStop",
+        "ConfigChange",
         "SessionEnd",
     }
     assert "matcher" not in data["hooks"]["UserPromptSubmit"][0]

@@ -331,3 +331,36 @@ def test_a_plugin_that_cannot_start_tether_blocks_tool_calls_and_says_why(tmp_pa
     told = _hook(command, project, stop, root, "/usr/bin:/bin")
     assert told.returncode == 0, told
     assert "cannot start tether" in json.loads(told.stdout)["systemMessage"]
+
+
+def test_r13_the_plugins_hook_guards_a_project_that_lost_its_configuration(
+    tmp_path: Path,
+) -> None:
+    """R13: `mv .tether/guard.yaml x`. The launcher finds the plan Tether kept of that file, so
+    Tether runs and goes on under it (saying so) instead of the hooks exiting 0 for everything;
+    a project that never had a configuration stays quiet."""
+    command = PLUGIN["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    project = tmp_path / "project"
+    (project / ".tether").mkdir(parents=True)
+    (project / ".tether" / "guard.yaml").write_text("security:\n  behavior:\n    profile: dev\n")
+    payload = {
+        "session_id": "s1",
+        "transcript_path": str(tmp_path / "none.jsonl"),
+        "cwd": str(project),
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "rm -rf /"},
+        "tool_use_id": "t1",
+    }
+    assert "confirm_destructive" in _hook(command, project, payload).stdout
+    (project / ".tether" / "guard.yaml").rename(project / "x")
+    lost = _hook(command, project, {**payload, "tool_use_id": "t2"})
+    assert lost.returncode == 0, lost.stderr
+    out = json.loads(lost.stdout)
+    assert out["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert "confirm_destructive" in out["hookSpecificOutput"]["permissionDecisionReason"]
+    assert "last good configuration" in out["systemMessage"]
+    other = tmp_path / "other"
+    (other / ".tether").mkdir(parents=True)
+    quiet = _hook(command, other, payload)
+    assert (quiet.returncode, quiet.stdout) == (0, "")

@@ -1,14 +1,15 @@
 """`tether guard …`: the guard's command line.
 
 Owns the commands `check`, `prompt`, `hook`, `serve`, `install claude|codex|gemini|cursor`,
-`log`, `replay`, `status` (the workflow bindings, `binding`) and `test`: their arguments, parsed
-by the command frame's parser (`tether.command.args`), and their output, through the frame every
-`tether` command shares (`tether.command.output`): JSON on stdout, errors as JSON on stderr with
-the exit code of their class. The exception is `hook`, whose stdout is exactly the hook output
-of Claude Code, or of the harness `--harness` names (`harness.adapters`; nothing when there is
-nothing to say).
-A hook whose configuration exists but cannot be read goes on under the last good plan made from
-it (`rules.plan.last_plan`), saying so in every answer. A hook that cannot decide answers as
+`log`, `replay`, `status` (the workflow bindings, `binding`), `test` and `doctor` (its checks
+are `harness.doctor`'s): their arguments, parsed by the command frame's parser
+(`tether.command.args`), and their output, through the frame every `tether` command shares
+(`tether.command.output`): JSON on stdout (`doctor`: a table unless `--json`), errors as JSON on
+stderr with the exit code of their class. The exception is `hook`, whose stdout is exactly the
+hook output of Claude Code, or of the harness `--harness` names (`harness.adapters`; nothing when
+there is nothing to say). A hook whose configuration cannot be read, or is gone, goes on under
+the last good plan made from it (`rules.plan.last_plan`), saying so in every answer: a lost
+configuration is unreadable, never "not guarded". A hook that cannot decide answers as
 `harness.failsafe` says: under `on_error: block` a `PreToolUse` is denied (exit 0, or exit 2
 when the event itself could not be read), otherwise it exits 1, Claude Code's non-blocking
 error; every such error is logged. The main `tether` command calls `main(argv)` with the
@@ -49,7 +50,9 @@ _HOOK_HELP = (
     "--deadline SECONDS  seconds before an undecided event counts as an error (default "
     f"{DEFAULT_DEADLINE:g})\n"
     "--harness NAME    whose hook events these are, answered in its format: claude (default),\n"
-    "                  codex, gemini or cursor"
+    "                  codex, gemini or cursor\n"
+    "--if-configured   a project that has no configuration and never had one (no last good\n"
+    "                  plan of it) gets no answer, not the fallback rules (managed hooks)"
 )
 
 CHECK = Command(
@@ -76,6 +79,7 @@ HOOK = Command(
     "guard hook",
     "answer one hook event (stdin): Claude Code's, or the one --harness names",
     values=_HOOK_VALUES,
+    flags=("--if-configured",),
     help=_HOOK_HELP,
 )
 SERVE = Command(
@@ -102,6 +106,7 @@ INSTALL = Command(
     ("AGENT",),
     1,
     values=("--settings", "--config", "--command", "--http", "--on-error"),
+    flags=("--managed",),
     help=f"AGENT is {', '.join(AGENTS[:-1])} or {AGENTS[-1]}.\n"
     "--settings FILE   the hooks file (claude: .claude/settings.json, or\n"
     "                  .claude/settings.local.json when the command is a path on this machine;\n"
@@ -112,7 +117,10 @@ INSTALL = Command(
     "                  SOURCE tether under uvx, else this installation's full path)\n"
     "--http URL        claude: install http hooks posting to this URL (see `serve`)\n"
     "--on-error MODE   block or allow, written into the hook command and a new configuration\n"
-    "                  (default: the configuration's on_error, else block)",
+    "                  (default: the configuration's on_error, else block)\n"
+    "--managed         claude: write the hooks into Claude Code's managed settings (the\n"
+    "                  system's file, or --settings), which no project or user file can remove;\n"
+    "                  an administrator's file: where you may not write it, says so",
 )
 REPLAY = Command(
     "guard replay",
@@ -131,6 +139,22 @@ STATUS = Command(
     + _CONFIG_HELP
     + _STATE_HELP.rstrip("\n"),
 )
+DOCTOR = Command(
+    "guard doctor",
+    "say what is wrong with a project's guard, and --fix what can be",
+    ("DIR",),
+    0,
+    values=("--config", "--state-dir"),
+    flags=("--fix", "--json"),
+    help="DIR               the project (default: the current folder)\n"
+    + _CONFIG_HELP
+    + _STATE_HELP
+    + "--fix             put back what can be: a removed hook, disableAllHooks in a project file\n"
+    "--json            the findings as JSON (default: a table)\n"
+    "Checks: the configuration (unreadable, lost), each harness's hooks (missing, doubled,\n"
+    "disabled), Claude Code's sandbox in strict mode, harness versions never tested. Exits 3\n"
+    "while a problem remains.",
+)
 TEST = Command(
     "guard test",
     "run fixture cases: given these calls, expect these decisions",
@@ -143,15 +167,21 @@ TEST = Command(
 )
 
 
-def _find_config(given: str | None, cwd: str | None = None) -> str:
-    """`--config`, else `$TETHER_GUARD_CONFIG`, else `.tether/guard.yaml` in the project."""
+def _config_path(given: str | None, cwd: str | None = None) -> str:
+    """`--config`, else `$TETHER_GUARD_CONFIG`, else `.tether/guard.yaml` in the project, there
+    or not."""
     if given:
         return given
     if os.environ.get(CONFIG_ENV):
         return os.environ[CONFIG_ENV]
     base = os.environ.get("CLAUDE_PROJECT_DIR") or cwd or os.getcwd()
-    path = os.path.join(base, DEFAULT_CONFIG)
-    if not os.path.exists(path):
+    return os.path.join(base, DEFAULT_CONFIG)
+
+
+def _find_config(given: str | None, cwd: str | None = None) -> str:
+    """The configuration file `_config_path` names, which must be there when not given."""
+    path = _config_path(given, cwd)
+    if not given and not os.environ.get(CONFIG_ENV) and not os.path.exists(path):
         raise TetherError(
             "not_found",
             f"no guard configuration: pass --config, set {CONFIG_ENV}, or create {DEFAULT_CONFIG}",
@@ -329,6 +359,8 @@ def _decide(p: Parsed, harness: str, attempt: Any) -> dict[str, Any] | None:
         guard = _load(p, cwd)
         note = None
     except TetherError as exc:
+        if _never_configured(p, cwd, attempt, exc):
+            return None
         guard, note = _last_good(p, cwd, attempt, exc)
     attempt.configured = guard.plan.get("on_error")
     attempt.started = True
@@ -338,19 +370,30 @@ def _decide(p: Parsed, harness: str, attempt: Any) -> dict[str, Any] | None:
     return answer(harness, found, lambda payload: _noted(handle(payload, guard, store), note))
 
 
+def _never_configured(p: Parsed, cwd: str | None, attempt: Any, exc: TetherError) -> bool:
+    """Under `--if-configured`: whether the project has no configuration and never had one
+    (no last good plan of it), so its events get no answer."""
+    if "--if-configured" not in p.flags or exc.code != "not_found":
+        return False
+    from tether.guard.rules.plan import last_plan
+
+    config = _config_path(p.options.get("--config"), cwd)
+    return last_plan(config, os.path.join(attempt.state_dir, "plans")) is None
+
+
 def _last_good(p: Parsed, cwd: str | None, attempt: Any, exc: TetherError) -> tuple[Any, str]:
-    """A configuration that exists but cannot be read: the guard goes on under the last good
-    plan made from it (every answer says so, and the error is logged), or fails as before
-    when there is none."""
+    """A configuration that cannot be read, or that was there and is gone: the guard goes on
+    under the last good plan made from it (every answer says so, and the error is logged), or
+    fails as before when there is none (a project that never had one is not guarded)."""
     import time
 
     from tether.guard.harness.failsafe import record
     from tether.guard.rules.engine import Guard
     from tether.guard.rules.plan import last_plan
 
-    config = _find_config(p.options.get("--config"), cwd)
+    config = _config_path(p.options.get("--config"), cwd)
     plan = last_plan(config, os.path.join(attempt.state_dir, "plans"))
-    if plan is None or not os.path.exists(config):  # a file taken away turns the guard off
+    if plan is None:
         raise exc
     payload = attempt.payload or {}
     record(
@@ -497,6 +540,8 @@ def cmd_install(p: Parsed) -> int:
         )
     command = launch(p.options.get("--command"))
     config = p.options.get("--config") or DEFAULT_CONFIG
+    if "--managed" in p.flags:
+        return _install_managed(p, agent, command, config)
     if agent != "claude":
         if http:
             raise TetherError("usage", f"{agent} runs command hooks only: drop --http")
@@ -519,6 +564,22 @@ def cmd_install(p: Parsed) -> int:
         on_error=_on_error(p),
     )
     emit({**result, "launch": command.to_dict(), **({"note": note} if note else {})})
+    return EXIT_OK
+
+
+def _install_managed(p: Parsed, agent: str, command: Any, config: str) -> int:
+    from tether.guard.binding.registrations import managed_settings
+    from tether.guard.harness.install import install_managed
+
+    if agent != "claude" or p.options.get("--http"):
+        raise TetherError("usage", "--managed installs Claude Code's command hooks: claude alone")
+    result = install_managed(
+        p.options.get("--settings") or managed_settings(),
+        config,
+        command=command.shell(),
+        on_error=_on_error(p),
+    )
+    emit({**result, "launch": command.to_dict()})
     return EXIT_OK
 
 
@@ -550,6 +611,36 @@ def cmd_status(p: Parsed) -> int:
     return EXIT_OK
 
 
+def cmd_doctor(p: Parsed) -> int:
+    from pathlib import Path
+
+    from tether.errors import EXIT_INVALID
+    from tether.guard.harness.doctor import Project, diagnose, repair, report
+
+    root = Path(os.path.abspath(str(p.args.get("DIR") or ".")))
+    if not root.is_dir():
+        raise TetherError("not_found", f"no such project folder: {root}")
+    given = p.options.get("--config")
+    config = os.path.abspath(given) if given else str(root / DEFAULT_CONFIG)
+    project = Project(root, config, _state_dir(p.options.get("--state-dir")))
+    findings = diagnose(project)
+    if "--fix" in p.flags:
+        findings = repair(project, findings)
+    left = [f for f in findings if f.severity == "problem" and not f.fixed]
+    if "--json" in p.flags:
+        emit(
+            {
+                "project": str(root),
+                "config": config,
+                "ok": not left,
+                "findings": [f.to_dict() for f in findings],
+            }
+        )
+    else:
+        sys.stdout.write(report(project, findings))
+    return EXIT_INVALID if left else EXIT_OK
+
+
 def cmd_test(p: Parsed) -> int:
     from tether.guard.rules.cases import run_cases
 
@@ -572,6 +663,7 @@ COMMANDS: dict[str, tuple[Command, Handler]] = {
     "replay": (REPLAY, cmd_replay),
     "status": (STATUS, cmd_status),
     "test": (TEST, cmd_test),
+    "doctor": (DOCTOR, cmd_doctor),
 }
 
 

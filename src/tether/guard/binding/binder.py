@@ -144,6 +144,8 @@ _MCP_BINDERS = {
 }
 _SHELL_BINDERS = {"start": "TRACE", "resume": "TRACE", "fork": "NEW", "next": "TRACE"}
 _SHELL_BINDERS.update(eval="TRACE", submit="TRACE")
+# How a binding record that cannot be read is bound (`Binding.via`): to the record itself.
+_LOST = "lost"
 # What the agent's tools may not run while bound: a reset throws the trace (its `stop` and `tool`
 # evidence) away, and the guard's own hook takes events only from the harness.
 _NOT_THE_AGENTS = {"reset": "tether reset", "guard": "tether guard"}
@@ -158,7 +160,12 @@ _READERS = frozenset(
     )
 )
 _GLOB_LIMIT = 1000  # files of one glob looked at
+_CD_LIMIT = 16  # folders one shell line may go to (`cd`) before its paths are not followed
 _REMOVERS = frozenset({"rm", "mv", "rmdir", "shred", "unlink"})
+# `find` with one of these acts on every file below the folders it names, without naming them.
+_FIND_ACTIONS = frozenset(
+    {"-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf", "-fls"}
+)
 _WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
 
 
@@ -251,22 +258,38 @@ def _redirect_targets(text: str) -> list[str]:
 
 
 class Guarded:
-    """The files a bound session's tools may not write: each bound execution's (its state file
-    and the sidecars named after it), the guard's configuration and its state folder."""
+    """The files a session's tools may not write: while it is bound, each bound execution's (its
+    state file and the sidecars named after it), the guard's configuration, its state folder and
+    the harnesses' hook registrations (`registrations`); unbound, the rules' own files (the
+    configuration and the plan cache)."""
 
-    def __init__(self, traces: list[str], config: frozenset[str], state: str) -> None:
-        """`config` and `state` as they resolve (`os.path.realpath`)."""
-        from tether.verbs import file_of
+    def __init__(
+        self,
+        traces: list[str],
+        config: frozenset[str],
+        state: str,
+        hooks: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset()),
+    ) -> None:
+        """`config`, `state` and `hooks` (files, folders) as they resolve (`os.path.realpath`)."""
+        self.executions: list[str] = []
+        if traces:
+            from tether.verbs import file_of
 
-        self.executions = [os.path.realpath(file_of(t)) for t in traces if t.startswith("file:")]
+            self.executions = [
+                os.path.realpath(file_of(t)) for t in traces if t.startswith("file:")
+            ]
         self.config = config
         self.state = state
+        self.hook_files, self.hook_folders = hooks
+
+    def _paths(self) -> list[str]:
+        return [*self.executions, *self.config, self.state, *self.hook_files, *self.hook_folders]
 
     def names(self, project: str) -> tuple[str, ...]:
         """What a shell line must mention to be able to name a guarded file: a part of one's
         path, an output redirection or a glob."""
         parts = {">", "*", "?", "["}
-        for path in [*self.executions, *self.config, self.state]:
+        for path in self._paths():
             relative = os.path.relpath(path, project)
             parts.update(p.lower() for p in relative.split(os.sep) if p not in ("", ".."))
         return tuple(parts)
@@ -292,6 +315,8 @@ class Guarded:
             return f"the guard's configuration {real}"
         if is_inside(real, self.state):
             return f"the guard's state folder {self.state}"
+        if real in self.hook_files or any(is_inside(real, f) for f in self.hook_folders):
+            return f"the hook registration {real}"
         return None
 
     def holds(self, folder: str, project: str) -> str | None:
@@ -299,7 +324,7 @@ class Guarded:
         real = os.path.realpath(os.path.join(project, os.path.expanduser(folder)))
         if real == os.sep or not os.path.isdir(real):
             return "every file" if real == os.sep else None
-        for path in [*self.executions, *self.config, self.state]:
+        for path in self._paths():
             if path != real and is_inside(path, real):
                 return self._what(path)
         return None
@@ -325,30 +350,39 @@ class Guarded:
     def _line(self, line: str, project: str) -> str | None:
         from tether.guard.rules.shell import first, tether_args
 
-        for target in _redirect_targets(line) if ">" in line else ():
-            found = self.what(target, project)
-            if found:
-                return found
+        bases = [project]  # and each folder a `cd` or `pushd` of the line went to
 
         def judge(name: str, args: list[str]) -> str | None:
-            if name in _READERS or tether_args(name, args) is not None:
+            if name in ("cd", "pushd") and args and not args[-1].startswith("-"):
+                if len(bases) >= _CD_LIMIT:
+                    return "files past more changes of folder than the guard follows"
+                bases.extend(os.path.join(b, os.path.expanduser(args[-1])) for b in list(bases))
                 return None
-            for arg in args:
-                for target in _redirect_targets(arg) if ">" in arg else ():
-                    found = self.what(target, project)
-                    if found:
-                        return found
-                for word in (arg, arg.partition("=")[2]):
-                    if not word or word.startswith("-"):
-                        continue
-                    found = self.what(word, project) or (
-                        self.holds(word, project) if name in _REMOVERS else None
-                    )
-                    if found:
-                        return found
-            return None
+            finds = name == "find" and _FIND_ACTIONS.isdisjoint(args)  # a `find` that lists
+            if finds or name in _READERS or tether_args(name, args) is not None:
+                return None
+            removes = name in _REMOVERS or name == "find"
+            found = (self._argument(a, b, removes) for a in args for b in bases)
+            return next(filter(None, found), None)
 
-        return first(line, self.names(project), judge)
+        said = first(line, self.names(project), judge)
+        targets = _redirect_targets(line) if ">" in line and said is None else ()
+        return said or next(filter(None, (self.what(t, b) for t in targets for b in bases)), None)
+
+    def _argument(self, arg: str, base: str, removes: bool) -> str | None:
+        """What guarded file one argument of a command run in `base` writes: a redirection in
+        it, the path it is (or holds, for a command that `removes`), or after its `=`."""
+        for target in _redirect_targets(arg) if ">" in arg else ():
+            found = self.what(target, base)
+            if found:
+                return found
+        for word in (arg, arg.partition("=")[2]):
+            if not word or word.startswith("-"):
+                continue
+            found = self.what(word, base) or (self.holds(word, base) if removes else None)
+            if found:
+                return found
+        return None
 
 
 class Binder:
@@ -372,6 +406,18 @@ class Binder:
         real = os.path.realpath
         return frozenset(real(f) for f in self.config), real(self.root)
 
+    def _rules_files(self, tool: str, params: dict[str, Any], project: str) -> str | None:
+        """Why an unbound session's call may not run: it writes the rules' own files (the
+        configuration or the plan cache)."""
+        config, root = self._guarded
+        written = Guarded([], config, os.path.join(root, "plans")).call(tool, params, project)
+        if written is None:
+            return None
+        return (
+            f"[Tether] {tool} may not write {written}: the guard's rules change only by a "
+            "person, in their own editor or terminal."
+        )
+
     @property
     def runtime(self) -> Runtime:
         if self._runtime is None:
@@ -387,24 +433,37 @@ class Binder:
 
     def _record(self, session_id: str) -> dict[str, Any]:
         """The session's stored binding: `executions` (each `{trace, via}`, bound by its own
-        calls), `seen` (the executions last seen running) and `unreadable` (stops refused in a
-        row while an execution could not be read)."""
-        try:
-            with open(self.path(session_id), encoding="utf-8") as handle:
-                data = json.loads(handle.read())
-            return {
-                "executions": [Binding(str(e["trace"]), str(e["via"])) for e in data["executions"]],
-                "seen": [str(t) for t in data.get("seen", [])],
-                "unreadable": int(data.get("unreadable", 0)),
-            }
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            return {"executions": [], "seen": [], "unreadable": 0}
+        calls), `seen` (the executions last seen running), `unreadable` (stops refused in a row
+        while an execution could not be read) and, once the record could not be read, `lost`
+        (why). It is kept twice: `<session>.json` and its copy `<session>.bound`, which a
+        `find -name '*.json' -delete` passes by. A record gone while its copy is there is read
+        from the copy and written back; a record, or a lone copy, that cannot be read is lost:
+        the session stays bound to what it cannot read (fail closed), never unbound."""
+        path = self.path(session_id)
+        for file in (path, path.removesuffix(".json") + ".bound"):
+            try:
+                with open(file, encoding="utf-8") as handle:
+                    text = handle.read()
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                return _lost(f"{file}: {exc.strerror or exc}")
+            try:
+                record = _parsed(text)
+            except (ValueError, KeyError, TypeError, AttributeError):
+                return _lost(f"{file} is not a binding record")
+            if file != path:
+                self._write(session_id, record)
+            return record
+        return {"executions": [], "seen": [], "unreadable": 0}
 
     def _write(self, session_id: str, record: dict[str, Any]) -> None:
         os.makedirs(self.folder, exist_ok=True)
         executions = [b._asdict() for b in record["executions"]]
-        data = {"session": session_id, **record, "executions": executions}
-        write_atomic(self.path(session_id), json.dumps(data))
+        text = json.dumps({"session": session_id, **record, "executions": executions})
+        path = self.path(session_id)
+        write_atomic(path.removesuffix(".json") + ".bound", text)
+        write_atomic(path, text)
 
     def bound(
         self, session_id: str, project: str, record: dict[str, Any] | None = None
@@ -413,8 +472,11 @@ class Binder:
         bound itself, oldest first (`record`: the session's, when already read). A binding is
         never displaced."""
         trace = self.settings.get("trace")
+        record = record or self._record(session_id)
         out = [Binding(resolve(trace, project), "config")] if trace else []
-        for binding in (record or self._record(session_id))["executions"]:
+        if record.get("lost"):
+            out.append(Binding(self.path(session_id), _LOST))
+        for binding in record["executions"]:
             if all(binding.trace != b.trace for b in out):
                 out.append(binding)
         return out
@@ -454,6 +516,10 @@ class Binder:
         seen = list(record["seen"])
         out = []
         for binding in self.bound(session_id, project, record):
+            if binding.via == _LOST:
+                error = {"code": "binding_lost", "message": str(record["lost"])}
+                out.append((binding, {"status": "unreadable", "error": error, "lost": True}))
+                continue
             try:
                 view = self.runtime.open_steps(binding.trace)
             except TetherError as exc:
@@ -544,7 +610,8 @@ class Binder:
         record = self._record(session_id)
         bindings = self.bound(session_id, project, record)
         if not bindings:
-            return None
+            return self._rules_files(tool, params, project)
+        from tether.guard.binding.registrations import registrations
         from tether.guard.binding.steptools import SHELL_TOOLS, refusal
         from tether.guard.rules.triggers import canonical
 
@@ -559,7 +626,8 @@ class Binder:
                     f"[Tether] {answer} is a person's answer, not an agent's: {_ONLY_A_PERSON} "
                     "Tell the user what the step asks and leave the answer to them."
                 )
-        guarded = Guarded([b.trace for b in bindings], *self._guarded)
+        traces = [b.trace for b in bindings if b.via != _LOST]
+        guarded = Guarded(traces, *self._guarded, hooks=registrations(project))
         written = guarded.call(tool, params, project)
         if written is not None:
             return (
@@ -745,11 +813,29 @@ def _for_a_person(trace: str, requests: list[dict[str, Any]]) -> str:
     )
 
 
+def _lost(why: str) -> dict[str, Any]:
+    """The record of a session whose binding record cannot be read."""
+    return {"executions": [], "seen": [], "unreadable": 0, "lost": why}
+
+
+def _parsed(text: str) -> dict[str, Any]:
+    """A binding record read from its JSON text (raises when it is not one)."""
+    data = json.loads(text)
+    record = {
+        "executions": [Binding(str(e["trace"]), str(e["via"])) for e in data["executions"]],
+        "seen": [str(t) for t in data.get("seen", [])],
+        "unreadable": int(data.get("unreadable", 0)),
+    }
+    return {**record, "lost": str(data["lost"])} if data.get("lost") else record
+
+
 def _unreadable(trace: str, view: dict[str, Any]) -> str:
-    """What a bound session is told while its execution cannot be read."""
+    """What a bound session is told while its execution, or its binding record, cannot be
+    read."""
     error = view["error"]
+    what = "binding record" if view.get("lost") else "execution"
     return (
-        f"[Tether] The bound execution {trace} cannot be read ({error['code']}: "
+        f"[Tether] The bound {what} {trace} cannot be read ({error['code']}: "
         f"{_cut(str(error['message']), 200)}). Until a person repairs it (`tether verify`) or "
         "unbinds this session, the session may not stop and only reading tools run."
     )

@@ -6,8 +6,10 @@ an event one, whichever hook delivers it), how a call went (`tool_ok`), the read
 transcript (its entries, the text the model wrote, the last assistant entry: a bounded read of
 the file's tail) and of Claude Code's settings files (`CLAUDE_FILES`: which of them holds the
 guard's hooks, `installed_hooks`, and what the user is told when the plugin runs them too,
-`twice`). It decides nothing and writes nothing: `hooks` answers an event, `install` writes the
-settings, `replay` drives the guard over a whole transcript.
+`twice`; for every settings file, the managed one included, which events run the guard's hooks
+and which file switches hooks off, `coverage`). It decides nothing and writes nothing: `hooks`
+answers an event, `install` writes the settings, `replay` drives the guard over a whole
+transcript.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
 TAIL_BYTES = 256 * 1024
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
 SESSION_EVENTS = ("UserPromptSubmit", *TOOL_EVENTS, "Stop", "SubagentStop")
-EVENTS = ("SessionStart", *SESSION_EVENTS, "SessionEnd")
+EVENTS = ("SessionStart", *SESSION_EVENTS, "ConfigChange", "SessionEnd")
 # The harness's own name of the event, set by `adapters.events` on a payload of another harness:
 # a payload without it is Claude Code's.
 NATIVE = "harness_event"
@@ -159,20 +161,85 @@ def delivery(payload: dict[str, Any]) -> str | None:
     return None
 
 
-def installed_hooks(project: Path) -> str | None:
-    """The project's Claude Code settings file holding the guard's own hooks, if one does."""
-    for name in CLAUDE_FILES:
-        hooks = read_settings(project / name).get("hooks")
-        groups = hooks.values() if isinstance(hooks, dict) else []
-        for group in (g for gs in groups if isinstance(gs, list) for g in gs):
+def guard_handlers(settings: dict[str, Any]) -> dict[str, int]:
+    """How many of the guard's own handlers (a command running `tether guard hook`, an http
+    hook to `/hook`) each event of a settings object runs."""
+    counts: dict[str, int] = {}
+    hooks = settings.get("hooks")
+    for event, groups in hooks.items() if isinstance(hooks, dict) else ():
+        for group in groups if isinstance(groups, list) else ():
             handlers = group.get("hooks") if isinstance(group, dict) else None
-            for handler in handlers if isinstance(handlers, list) else []:
+            for handler in handlers if isinstance(handlers, list) else ():
                 if isinstance(handler, dict) and (
                     " guard hook " in f"{handler.get('command', '')} "
                     or str(handler.get("url", "")).endswith("/hook")
                 ):
-                    return name
+                    counts[event] = counts.get(event, 0) + 1
+    return counts
+
+
+def installed_hooks(project: Path) -> str | None:
+    """The project's Claude Code settings file holding the guard's own hooks, if one does."""
+    for name in CLAUDE_FILES:
+        if guard_handlers(read_settings(project / name)):
+            return name
     return None
+
+
+def enables_plugin(settings: dict[str, Any]) -> bool | None:
+    """Whether a settings object enables Tether's plugin (True), disables it (False), or says
+    nothing of it (None)."""
+    enabled = settings.get("enabledPlugins")
+    said = [
+        on
+        for name, on in (enabled.items() if isinstance(enabled, dict) else ())
+        if str(name).split("@")[0] == PLUGIN
+    ]
+    return any(on is True for on in said) if said else None
+
+
+def settings_sources(project: Path, managed: str) -> dict[str, Path]:
+    """Claude Code's settings files for `project`, by the `source` its `ConfigChange` names,
+    from the lowest precedence to the highest."""
+    from pathlib import Path
+
+    return {
+        "user_settings": Path.home() / ".claude" / "settings.json",
+        "project_settings": project / SHARED_SETTINGS,
+        "local_settings": project / LOCAL_SETTINGS,
+        "policy_settings": Path(managed),
+    }
+
+
+def coverage(project: Path, managed: str) -> dict[str, Any]:
+    """Where the guard's hooks run from in `project` as Claude Code's settings files stand now:
+    `events`, each event's sources that run a guard handler for it (a source as often as it
+    holds one; `plugin` when Tether's plugin is enabled), counting only what runs (a
+    `disableAllHooks` turns off every hook but the managed ones, or all of them when the managed
+    settings say it); `installed`, the same before any `disableAllHooks`; `disabled`, the sources
+    that say `disableAllHooks`."""
+    events: dict[str, list[str]] = {event: [] for event in EVENTS}
+    disabled: list[str] = []
+    plugin = None
+    for source, path in settings_sources(project, managed).items():
+        settings = read_settings(path)
+        if settings.get("disableAllHooks") is True:
+            disabled.append(source)
+        said = enables_plugin(settings)
+        plugin = plugin if said is None else said
+        for event, count in guard_handlers(settings).items():
+            if event in events:
+                events[event] += [source] * count
+    installed = {
+        event: [*sources, *(["plugin"] if plugin else [])] for event, sources in events.items()
+    }
+    running = {
+        event: [s for s in sources if s == "policy_settings" and "policy_settings" not in disabled]
+        if disabled
+        else sources
+        for event, sources in installed.items()
+    }
+    return {"events": running, "installed": installed, "disabled": disabled}
 
 
 def twice(hooks: str, plugin: str) -> str:

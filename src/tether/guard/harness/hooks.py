@@ -21,6 +21,10 @@ and answers with both:
 - `Stop`, `SubagentStop`: `on_text(last_assistant_message)`; `decision: block` with the reason,
   except when `stop_hook_active` (the model is already continuing because of a stop hook).
 - `SessionEnd`: the session's stored state is forgotten.
+- `ConfigChange`: a change to a settings file after which some event would no longer run the
+  guard's hooks (`claude.coverage`: removed, or `disableAllHooks`, or the plugin disabled) is
+  refused (`decision: block`): the running session keeps its settings. A change of the managed
+  settings cannot be refused (Claude Code ignores the answer) and a skill is not a setting.
 
 An event is handled once however many hooks deliver it (the plugin's and `tether guard install`'s,
 say): `claude.delivery` names it (a tool call by its `tool_use_id`, a prompt by its `prompt_id`, a
@@ -42,6 +46,7 @@ from typing import Any
 
 from tether.guard.binding.binder import Binder, project_dir
 from tether.guard.harness.claude import (
+    coverage,
     delivery,
     installed_hooks,
     last_assistant_text,
@@ -196,6 +201,27 @@ def _stop(event: _Event) -> dict[str, Any] | None:
     return held
 
 
+def _config_change(event: _Event) -> dict[str, Any] | None:
+    if event.payload.get("source") in ("policy_settings", "skills"):
+        return None
+    from pathlib import Path
+
+    from tether.guard.binding.registrations import managed_settings
+
+    found = coverage(Path(event.project), managed_settings())
+    missing = [name for name, sources in found["events"].items() if not sources]
+    if not missing:
+        return None
+    changed = event.payload.get("file_path") or event.payload.get("source")
+    off = f" ({', '.join(found['disabled'])} say disableAllHooks)" if found["disabled"] else ""
+    return {
+        "decision": "block",
+        "reason": f"[Tether] This change of {changed} leaves {', '.join(missing)} without the "
+        f"guard's hooks{off}, so it does not apply to this session. The guard's hooks are "
+        "changed by a person: `tether guard doctor` says what is missing, `--fix` puts it back.",
+    }
+
+
 # Each event the guard answers, and its handler.
 HANDLERS: dict[str, Callable[[_Event], dict[str, Any] | None]] = {
     "SessionStart": _session_start,
@@ -205,6 +231,7 @@ HANDLERS: dict[str, Callable[[_Event], dict[str, Any] | None]] = {
     "PostToolUseFailure": _post_tool,
     "Stop": _stop,
     "SubagentStop": _stop,
+    "ConfigChange": _config_change,
     "SessionEnd": _session_end,
 }
 

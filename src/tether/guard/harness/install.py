@@ -16,7 +16,8 @@ command that is a path on this machine is written to the project's file, and the
 Tether's Claude Code plugin runs the same hooks: installing them beside an enabled plugin is
 said (`plugin_enabled`, read from `enabledPlugins` in the user's and the project's settings), and
 the plugin's hooks say so when they find these installed (`claude.installed_hooks`); either way
-each event is handled once (`hooks`). It does not choose the command
+each event is handled once (`hooks`). `install_managed` writes the same hooks into Claude Code's
+managed settings, which no project or user file can remove. It does not choose the command
 (`tether.command.launch`) or run hooks.
 """
 
@@ -34,9 +35,9 @@ from tether.guard.harness.claude import (
     CLAUDE_FILES,
     EVENTS,
     LOCAL_SETTINGS,
-    PLUGIN,
     SHARED_SETTINGS,
     TOOL_EVENTS,
+    enables_plugin,
     read_settings,
     twice,
 )
@@ -96,10 +97,7 @@ def plugin_enabled(project: Path) -> str | None:
     """The settings file that enables Tether's Claude Code plugin for `project`, if one does."""
     files = [Path.home() / ".claude" / "settings.json", *(project / f for f in CLAUDE_FILES)]
     for path in files:
-        enabled = read_settings(path).get("enabledPlugins")
-        if isinstance(enabled, dict) and any(
-            on is True and str(name).split("@")[0] == PLUGIN for name, on in enabled.items()
-        ):
+        if enables_plugin(read_settings(path)):
             return str(path)
     return None
 
@@ -138,10 +136,28 @@ def install_claude(
             raise TetherError("invalid_json", f"{settings} is not valid JSON: {exc}") from None
         if not isinstance(data, dict):
             raise TetherError("invalid_json", f"{settings} must hold a JSON object")
+    entry = hook_entry(config, command, http, on_error)
+    added, updated = _merged(data, entry, command, settings)
+    write_file(path, json.dumps(data, indent=2) + "\n", root=Path.cwd())
+    plugin = plugin_enabled(path.resolve().parent.parent)
+    return {
+        "settings": str(path),
+        "added": added,
+        "updated": updated,
+        **_configured(path, config, http, on_error),
+        **({"installed_twice": twice(str(path), f"enabled in {plugin}")} if plugin else {}),
+    }
+
+
+def _merged(
+    data: dict[str, Any], entry: dict[str, Any], command: str, settings: str
+) -> tuple[list[str], list[str]]:
+    """Merge the guard's handler `entry` into the settings object `data` for every event:
+    added where it has none, replaced in place where it has one of its own (`_ours`); returns
+    the events added and those updated."""
     hooks = data.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise TetherError("invalid_json", f"{settings}: hooks must be an object")
-    entry = hook_entry(config, command, http, on_error)
     added, updated = [], []
     for event in EVENTS:
         groups = hooks.setdefault(event, [])
@@ -163,14 +179,53 @@ def install_claude(
             group = {"matcher": "*", **group}
         groups.append(group)
         added.append(event)
-    write_file(path, json.dumps(data, indent=2) + "\n", root=Path.cwd())
-    plugin = plugin_enabled(path.resolve().parent.parent)
+    return added, sorted(set(updated), key=EVENTS.index)
+
+
+def _not_yours(path: Path, why: str) -> TetherError:
+    return TetherError(
+        "forbidden",
+        f"cannot write {path} ({why}): managed settings are an administrator's file, and this "
+        "user may not write there. Run the same command as an administrator (`sudo tether "
+        "guard install claude --managed`), or hand this file's hooks to the tool that manages "
+        "the machine's settings; until then the project's hooks (`tether guard install "
+        "claude`) are the guard's, and a session can remove those.",
+        path=str(path),
+    )
+
+
+def install_managed(
+    settings: str, config: str, command: str = "tether", on_error: str | None = None
+) -> dict[str, Any]:
+    """Merge the guard's command hooks into Claude Code's managed settings (`settings`, the
+    platform's file unless another is given): hooks no project or user file can remove or
+    switch off (`disableAllHooks` below the managed settings leaves them running). They run in
+    every project on the machine, so they carry `--if-configured`: a project that never had a
+    configuration gets no answer. Writing there is an administrator's right: where this user
+    may not, the error says so and what to run instead; nothing else is written."""
+    from tether.files import read_json, write_file
+
+    path = Path(settings)
+    try:
+        data = read_json(path)
+    except TetherError as exc:
+        if exc.code != "invalid_value":  # not JSON: said as it is
+            raise
+        raise _not_yours(path, exc.message.rpartition(": ")[2]) from None
+    entry = hook_entry(config, command, None, on_error)
+    entry["command"] += " --if-configured"
+    added, updated = _merged(data, entry, command, settings)
+    try:
+        write_file(path, json.dumps(data, indent=2) + "\n")
+    except OSError as exc:
+        raise _not_yours(path, str(exc.strerror or exc)) from None
     return {
         "settings": str(path),
+        "managed": True,
         "added": added,
-        "updated": sorted(set(updated), key=EVENTS.index),
-        **_configured(path, config, http, on_error),
-        **({"installed_twice": twice(str(path), f"enabled in {plugin}")} if plugin else {}),
+        "updated": updated,
+        "config": config,
+        "on_error": mode(None, on_error),
     }
 
 
@@ -250,6 +305,22 @@ def _our_handlers(harness: str, groups: list[Any], mark: str) -> list[tuple[list
         for i, handler in enumerate(handlers)
         if isinstance(handler, dict) and mark in str(handler.get("command", "")) + " "
     ]
+
+
+def guard_commands(harness: str, data: dict[str, Any]) -> dict[str, list[str]]:
+    """The guard's own hooks in a harness's hooks file (`data`), by the harness's event name:
+    each a command line (Claude Code's http hooks by their URL)."""
+    hooks = data.get("hooks")
+    mark = " guard hook " if harness == "claude" else f" guard hook --harness {harness} "
+    out: dict[str, list[str]] = {}
+    for native, groups in hooks.items() if isinstance(hooks, dict) else ():
+        for handlers, i in _our_handlers(harness, groups, mark) if isinstance(groups, list) else ():
+            out.setdefault(native, []).append(str(handlers[i]["command"]))
+        if harness == "claude" and isinstance(groups, list):
+            handlers = [h for g in groups if isinstance(g, dict) for h in g.get("hooks") or []]
+            urls = [str(h.get("url")) for h in handlers if isinstance(h, dict)]
+            out[native] = [*out.get(native, []), *(u for u in urls if u.endswith("/hook"))]
+    return {native: lines for native, lines in out.items() if lines}
 
 
 def install_harness(
