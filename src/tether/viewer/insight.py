@@ -2,7 +2,8 @@
 
 Owns three documents over the place a viewer serves: the overview (`overview`: every tree, its
 executions by status and time to finish, and the per-action figures, exactly as
-`tether.stats.collect` gives them), one tree's heat map (`heat`: its diagram with each action
+`tether.stats.collect` gives them, with the actions whose failures are a selector's planned
+fallback, `planned_fallbacks`), one tree's heat map (`heat`: its diagram with each action
 shaded by one measure of `MEASURES` — how often it fails, its retries, the stops refused while
 it was open, the agent's answer time — and that action's figures in its tooltip), and the
 executions behind an action's figure (`behind`: those of the tree in which the action failed,
@@ -21,7 +22,7 @@ from tether.stats import collect
 from tether.store.base import Summary
 from tether.store.tally import Tally
 from tether.store.tally import key_of as tally_key
-from tether.viewer.model import key_of
+from tether.viewer.model import index_tree, key_of
 from tether.viewer.place import Place
 from tether.viewer.svg import Heat, render_svg
 
@@ -35,8 +36,33 @@ MEASURES = {
 
 
 def overview(place: Place) -> dict[str, Any]:
-    """The figures of every execution in the place, per tree and per action."""
-    return {"folder": place.label, "figures": collect(place.where)}
+    """The figures of every execution in the place, per tree and per action, and per tree hash
+    the keys of its actions whose failures a selector falls back from (`fallbacks`)."""
+    figures = collect(place.where)
+    fallbacks = {}
+    for tree in figures["trees"]:
+        try:
+            shape = _tree_of(place, tree["name"], tree["hash"])
+        except TetherError:
+            continue
+        fallbacks[tree["hash"]] = sorted(planned_fallbacks(shape))
+    return {"folder": place.label, "figures": figures, "fallbacks": fallbacks}
+
+
+def planned_fallbacks(tree: dict[str, Any]) -> set[str]:
+    """The actions whose failure a selector plans for: those in any branch but the last of a
+    selector above them, where a failure makes the selector try its next branch."""
+    nodes = index_tree(tree)
+    out = set()
+    for key, node in nodes.items():
+        child, parent = key, node.parent
+        while node.type == "action" and parent is not None:
+            above = nodes[parent]
+            if above.type == "selector" and child != above.children[-1]:
+                out.add(key)
+                break
+            child, parent = parent, above.parent
+    return out
 
 
 def heat(place: Place, name: str, tree_hash: str, measure: str) -> dict[str, Any]:
