@@ -6,6 +6,7 @@ tells a selector's planned fallback from a failure. The screenshots of the docs 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -284,6 +285,10 @@ def test_the_list_page_and_the_side_list_load_a_page(
     expect(rows).to_have_count(1)
     expect(rows.first).to_contain_text("release.json")
     assert "status=complete" in page.url and "offset" not in page.url
+    page.select_option("#filter-status", "failed")
+    expect(rows).to_have_count(0)
+    expect(page.locator("#no-match")).to_be_visible()
+    expect(page.locator("#no-runs")).to_be_hidden()
     page.select_option("#filter-status", "")
     page.select_option("#filter-tree", "release-train")
     expect(rows).to_have_count(1)
@@ -329,3 +334,10 @@ def test_the_overview_tells_a_fallback_from_a_failure(
     expect(checks.locator("li")).to_have_text(
         "1 Plan_Release: size($VAR.packages) > 0 (failed an attempt 1, refused a close 0)"
     )
+    card.locator(".to-heat").click()
+    fast = page.locator('#heat-diagram g.node[data-key="3.0"]')
+    expect(fast).to_have_class(re.compile(r"\bfallback\b"))
+    expect(fast.locator(".meta")).to_have_text("1 of 1 failed: a fallback")
+    plan = page.locator('#heat-diagram g.node[data-key="0"]')
+    expect(plan).not_to_have_class(re.compile(r"\bfallback\b"))
+    expect(plan.locator(".meta")).to_have_text("1 of 2 attempts failed")

@@ -8,13 +8,15 @@ shaded by one measure of `MEASURES` — how often it fails, its retries, the sto
 it was open, the agent's answer time — and that action's figures in its tooltip), and the
 executions behind an action's figure (`behind`: those of the tree in which the action failed,
 retried, was refused a stop or was answered, most first, each counted by
-`tether.store.tally.Tally`, the definition `tether stats` counts with). It counts nothing itself,
-draws with `tether.viewer.svg` and knows nothing of HTTP (`tether.viewer.server`).
+`tether.store.tally.Tally`, the definition `tether stats` counts with). Failures a selector
+planned for are drawn apart from the others, in amber, on both (`planned_fallbacks`). It counts
+nothing itself, draws with `tether.viewer.svg` and knows nothing of HTTP (`tether.viewer.server`).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from tether.errors import TetherError
@@ -72,11 +74,17 @@ def heat(place: Place, name: str, tree_hash: str, measure: str) -> dict[str, Any
     actions = {key_of(a["path"]): a for a in figures["actions"]}
     values = {key: _value(measure, action) for key, action in actions.items()}
     top = 1.0 if measure == "failures" else max(values.values(), default=0) or 1.0
+    tree = _tree_of(place, name, tree_hash)
+    planned = planned_fallbacks(tree) if measure == "failures" else set()
     shades = {
         key: Heat(values[key] / top, _meta(measure, action), _tooltip(action))
         for key, action in actions.items()
     }
-    tree = _tree_of(place, name, tree_hash)
+    for key in planned:
+        action = actions[key]
+        if action["failures"]:
+            meta = f"{action['failures']} of {action['attempts']} failed: a fallback"
+            shades[key] = replace(shades[key], meta=meta, fallback=True)
     return {
         "folder": place.label,
         "measure": measure,

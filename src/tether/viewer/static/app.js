@@ -133,9 +133,8 @@ function renderList(found) {
     ...[...new Set([...found.trees, listing.tree].filter(Boolean))].sort().map((name) =>
       el("option", { value: name }, name)));
   trees.value = listing.tree;
-  const filtered = listing.tree || listing.status;
-  $("#no-runs").hidden = found.total > 0;
-  if (filtered) $("#no-runs").textContent = "No execution here matches the filter.";
+  $("#no-runs").hidden = found.total > 0 || Boolean(listing.tree || listing.status);
+  $("#no-match").hidden = found.total > 0 || !(listing.tree || listing.status);
   $("#runs").hidden = found.runs.length === 0;
   $("#page-range").textContent = found.runs.length
     ? `${found.offset + 1}–${found.offset + found.runs.length} of ${found.total}`
