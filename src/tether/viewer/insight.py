@@ -41,13 +41,8 @@ def overview(place: Place) -> dict[str, Any]:
     """The figures of every execution in the place, per tree and per action, and per tree hash
     the keys of its actions whose failures a selector falls back from (`fallbacks`)."""
     figures = collect(place.where)
-    fallbacks = {}
-    for tree in figures["trees"]:
-        try:
-            shape = _tree_of(place, tree["name"], tree["hash"])
-        except TetherError:
-            continue
-        fallbacks[tree["hash"]] = sorted(planned_fallbacks(shape))
+    shapes = _trees_of(place, {(tree["name"], tree["hash"]) for tree in figures["trees"]})
+    fallbacks = {key: sorted(planned_fallbacks(shape)) for key, shape in shapes.items()}
     return {"folder": place.label, "figures": figures, "fallbacks": fallbacks}
 
 
@@ -156,13 +151,29 @@ def _listed(place: Place, name: str) -> list[Summary]:
 
 def _tree_of(place: Place, name: str, tree_hash: str) -> dict[str, Any]:
     """The tree `name` at `tree_hash`, read from the first of its executions."""
-    for listed in _listed(place, name):
+    found = _trees_of(place, {(name, tree_hash)})
+    if tree_hash not in found:
+        raise TetherError("not_found", f"no execution of the tree {name!r} at {tree_hash}")
+    return found[tree_hash]
+
+
+def _trees_of(place: Place, wanted: set[tuple[str, str]]) -> dict[str, dict[str, Any]]:
+    """The trees `wanted` (name, hash), by hash, each read from the first of its executions in
+    one pass over the listing; one that no readable execution holds is left out."""
+    names = {name for name, _ in wanted}
+    found: dict[str, dict[str, Any]] = {}
+    for listed in place.executions():
+        if len(found) == len(wanted):
+            break
+        if listed.error is not None or listed.tree not in names:
+            continue
         try:
-            if place.store.load(listed.uri).get("tree_hash") == tree_hash:
-                return place.store.load_tree(listed.uri)
+            tree_hash = place.store.load(listed.uri).get("tree_hash")
+            if (listed.tree, tree_hash) in wanted and tree_hash not in found:
+                found[str(tree_hash)] = place.store.load_tree(listed.uri)
         except TetherError:
             continue
-    raise TetherError("not_found", f"no execution of the tree {name!r} at {tree_hash}")
+    return found
 
 
 def _value(measure: str, action: dict[str, Any]) -> float:
