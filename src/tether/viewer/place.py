@@ -2,14 +2,15 @@
 
 Owns the viewer's view of one place that holds executions — a folder, or a database
 (`postgresql://…` without `#name`) — listed and read through its store (`Store.list`,
-`Store.revision`, `tether.viewer.source`), never by reading its files: the listing (`runs`),
-one execution's document (`run`: its nodes, trace, snapshot and diagram, now or after its
-first K entries, only the trace entries the page lacks), the readers the watcher polls, and the
-person's answer to an open human step (`answer_human`, through the verbs). A P the page names is
-confined to the folder served: absolute paths, `..` and symbolic links that lead outside are
-`forbidden`; in a database a path is only ever a name in it. The files beside a state file are
-the store's to find and refuse. An execution that cannot be read or shown is reported on its own
-row of the listing; the others are still listed. It knows nothing of HTTP
+`Store.revision`, `tether.viewer.source`), never by reading its files: the listing (`runs`: a
+page of it, kept by tree and status; only that page's executions are read), one execution's
+document (`run`: its nodes, trace, snapshot and diagram, now or after its first K entries, only
+the trace entries the page lacks, and where it was forked from), the readers the watcher polls,
+and the person's answer to an open human step (`answer_human`, through the verbs). A P the page
+names is confined to the folder served: absolute paths, `..` and symbolic links that lead
+outside are `forbidden`; in a database a path is only ever a name in it. The files beside a
+state file are the store's to find and refuse. An execution that cannot be read or shown is
+reported on its own row of the listing; the others are still listed. It knows nothing of HTTP
 (`tether.viewer.server`), derives no status (`tether.viewer.model`) and draws nothing
 (`tether.viewer.svg`).
 """
