@@ -122,3 +122,20 @@ def test_every_path_the_code_map_names_exists() -> None:
             missing.append(path)
     missing += [page for page in LINK.findall(text) if not (ROOT / "docs" / page).is_file()]
     assert missing == []
+
+
+def test_every_table_row_belongs_to_a_table() -> None:
+    """A row that does not follow a row or open a table (a header over `|---|`) renders as plain
+    text, as the viewer's HTTP API table once did after a paragraph cut it in two."""
+    strays = []
+    for markdown in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        lines = markdown.read_text(encoding="utf-8").splitlines()
+        fenced = False
+        for number, line in enumerate(lines):
+            fenced ^= line.startswith("```")
+            if fenced or not line.startswith("|"):
+                continue
+            after = lines[number + 1] if number + 1 < len(lines) else ""
+            if not (number and lines[number - 1].startswith("|")) and not after.startswith("|-"):
+                strays.append(f"{markdown.name}:{number + 1}")
+    assert strays == [], "table rows outside a table"

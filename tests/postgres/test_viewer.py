@@ -104,3 +104,30 @@ def test_view_of_one_execution_serves_its_database_and_opens_it(server: Postgres
     )
     assert missing.returncode == 4
     assert json.loads(missing.stderr)["error"]["code"] == "not_found"
+
+
+def test_view_of_a_database_pages_filters_and_names_a_forks_source(
+    server: PostgresServer, tmp_path: Path
+) -> None:
+    dsn = _database(server)
+    rt = Runtime()
+    for name in ("a", "b", "c"):
+        rt.start(HELLO, f"{dsn}#{name}")
+    rt.submit(f"{dsn}#a", "success")
+    rt.fork(f"{dsn}#a", f"{dsn}#a-fork", at=1)
+    rt.start(HELLO, str(tmp_path / "away.json"))
+    rt.fork(str(tmp_path / "away.json"), f"{dsn}#from-a-folder", at=0)
+    view = ViewServer(dsn)
+    try:
+        _, page = view.get("/api/runs?limit=2&offset=1")
+        assert [r["path"] for r in page["runs"]] == ["a-fork", "b"] and page["total"] == 5
+        _, page = view.get("/api/runs?tree=hello-world&status=complete")
+        assert (page["runs"], page["total"]) == ([], 0)
+        _, doc = view.get("/api/run?path=a-fork")
+        assert doc["forked_from"] == {"uri": f"{dsn}#a", "at": 1, "path": "a"}
+        _, doc = view.get("/api/run?path=from-a-folder")
+        assert doc["forked_from"]["path"] is None and doc["forked_from"]["at"] == 0
+        _, doc = view.get("/api/run?path=b")
+        assert doc["forked_from"] is None
+    finally:
+        assert view.stop() == 0

@@ -169,6 +169,28 @@ def test_feeding_in_pieces_equals_feeding_at_once() -> None:
     assert progress(w.tree, timeline.snapshot()) == {"settled": 2, "actions": 2}
 
 
+def test_progress_settles_what_nothing_can_run_any_more() -> None:
+    greet = sel(
+        "Greet", action("Hi", ev("hi?")), action("Hello", ev("hello?")), action("Yo", ev("yo?"))
+    )
+    w = Walk(tree(seq("Root", action("Time", ins("t")), greet, action("Confirm", ins("c")))))
+    w.submit("success")
+    assert progress(w.tree, snapshot(w.tree, w.state, w.trace)) == {"settled": 1, "actions": 5}
+    w.eval(False)  # Hi fails: the selector tries Hello; Yo may still run
+    assert progress(w.tree, snapshot(w.tree, w.state, w.trace)) == {"settled": 2, "actions": 5}
+    w.eval(True)  # Hello succeeds: Yo never runs now
+    assert progress(w.tree, snapshot(w.tree, w.state, w.trace)) == {"settled": 4, "actions": 5}
+    w.submit("success")
+    assert w.state["status"] == "complete"
+    assert progress(w.tree, snapshot(w.tree, w.state, w.trace)) == {"settled": 5, "actions": 5}
+
+    failed = Walk(tree(seq("Root", action("A", ev("a?")), action("B", ins("b")))))
+    failed.eval(False)
+    assert failed.state["status"] == "failed"
+    done = progress(failed.tree, snapshot(failed.tree, failed.state, failed.trace))
+    assert done == {"settled": 2, "actions": 2}
+
+
 def test_a_trace_the_engine_refuses_stops_with_the_reason() -> None:
     w = Walk(tree(seq("S", action("A", ins("a")))))
     broken = [*w.trace, {"seq": 9, "ts": "t", "kind": "bogus", "cursor": None, "name": None}]
@@ -248,6 +270,11 @@ def test_statuses_agree_with_the_engines_finished_nodes(
                 if key not in w.state["runtime"]:
                     assert snap.nodes[key].status == result, (key, finished, w.trace)
             assert set(snap.open_keys()) <= {k for k, v in snap.nodes.items() if v.status == "open"}
+            settled = progress(t, snap)
+            if w.state["status"] != "running":
+                assert settled["settled"] == settled["actions"], "a finished execution is 100%"
+            else:
+                assert settled["settled"] < settled["actions"], "an open action is not settled"
 
 
 def test_a_jump_leaves_the_open_action_halted_and_opens_the_target() -> None:

@@ -2,18 +2,21 @@
 
 Owns three documents over the place a viewer serves: the overview (`overview`: every tree, its
 executions by status and time to finish, and the per-action figures, exactly as
-`tether.stats.collect` gives them), one tree's heat map (`heat`: its diagram with each action
+`tether.stats.collect` gives them, with the actions whose failures are a selector's planned
+fallback, `planned_fallbacks`), one tree's heat map (`heat`: its diagram with each action
 shaded by one measure of `MEASURES` — how often it fails, its retries, the stops refused while
 it was open, the agent's answer time — and that action's figures in its tooltip), and the
 executions behind an action's figure (`behind`: those of the tree in which the action failed,
 retried, was refused a stop or was answered, most first, each counted by
-`tether.store.tally.Tally`, the definition `tether stats` counts with). It counts nothing itself,
-draws with `tether.viewer.svg` and knows nothing of HTTP (`tether.viewer.server`).
+`tether.store.tally.Tally`, the definition `tether stats` counts with). Failures a selector
+planned for are drawn apart from the others, in amber, on both (`planned_fallbacks`). It counts
+nothing itself, draws with `tether.viewer.svg` and knows nothing of HTTP (`tether.viewer.server`).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from tether.errors import TetherError
@@ -21,7 +24,7 @@ from tether.stats import collect
 from tether.store.base import Summary
 from tether.store.tally import Tally
 from tether.store.tally import key_of as tally_key
-from tether.viewer.model import key_of
+from tether.viewer.model import index_tree, key_of
 from tether.viewer.place import Place
 from tether.viewer.svg import Heat, render_svg
 
@@ -35,8 +38,28 @@ MEASURES = {
 
 
 def overview(place: Place) -> dict[str, Any]:
-    """The figures of every execution in the place, per tree and per action."""
-    return {"folder": place.label, "figures": collect(place.where)}
+    """The figures of every execution in the place, per tree and per action, and per tree hash
+    the keys of its actions whose failures a selector falls back from (`fallbacks`)."""
+    figures = collect(place.where)
+    shapes = _trees_of(place, {(tree["name"], tree["hash"]) for tree in figures["trees"]})
+    fallbacks = {key: sorted(planned_fallbacks(shape)) for key, shape in shapes.items()}
+    return {"folder": place.label, "figures": figures, "fallbacks": fallbacks}
+
+
+def planned_fallbacks(tree: dict[str, Any]) -> set[str]:
+    """The actions whose failure a selector plans for: those in any branch but the last of a
+    selector above them, where a failure makes the selector try its next branch."""
+    nodes = index_tree(tree)
+    out = set()
+    for key, node in nodes.items():
+        child, parent = key, node.parent
+        while node.type == "action" and parent is not None:
+            above = nodes[parent]
+            if above.type == "selector" and child != above.children[-1]:
+                out.add(key)
+                break
+            child, parent = parent, above.parent
+    return out
 
 
 def heat(place: Place, name: str, tree_hash: str, measure: str) -> dict[str, Any]:
@@ -46,11 +69,17 @@ def heat(place: Place, name: str, tree_hash: str, measure: str) -> dict[str, Any
     actions = {key_of(a["path"]): a for a in figures["actions"]}
     values = {key: _value(measure, action) for key, action in actions.items()}
     top = 1.0 if measure == "failures" else max(values.values(), default=0) or 1.0
+    tree = _tree_of(place, name, tree_hash)
+    planned = planned_fallbacks(tree) if measure == "failures" else set()
     shades = {
         key: Heat(values[key] / top, _meta(measure, action), _tooltip(action))
         for key, action in actions.items()
     }
-    tree = _tree_of(place, name, tree_hash)
+    for key in planned:
+        action = actions[key]
+        if action["failures"]:
+            meta = f"{action['failures']} of {action['attempts']} failed: a fallback"
+            shades[key] = replace(shades[key], meta=meta, fallback=True)
     return {
         "folder": place.label,
         "measure": measure,
@@ -122,13 +151,29 @@ def _listed(place: Place, name: str) -> list[Summary]:
 
 def _tree_of(place: Place, name: str, tree_hash: str) -> dict[str, Any]:
     """The tree `name` at `tree_hash`, read from the first of its executions."""
-    for listed in _listed(place, name):
+    found = _trees_of(place, {(name, tree_hash)})
+    if tree_hash not in found:
+        raise TetherError("not_found", f"no execution of the tree {name!r} at {tree_hash}")
+    return found[tree_hash]
+
+
+def _trees_of(place: Place, wanted: set[tuple[str, str]]) -> dict[str, dict[str, Any]]:
+    """The trees `wanted` (name, hash), by hash, each read from the first of its executions in
+    one pass over the listing; one that no readable execution holds is left out."""
+    names = {name for name, _ in wanted}
+    found: dict[str, dict[str, Any]] = {}
+    for listed in place.executions():
+        if len(found) == len(wanted):
+            break
+        if listed.error is not None or listed.tree not in names:
+            continue
         try:
-            if place.store.load(listed.uri).get("tree_hash") == tree_hash:
-                return place.store.load_tree(listed.uri)
+            tree_hash = place.store.load(listed.uri).get("tree_hash")
+            if (listed.tree, tree_hash) in wanted and tree_hash not in found:
+                found[str(tree_hash)] = place.store.load_tree(listed.uri)
         except TetherError:
             continue
-    raise TetherError("not_found", f"no execution of the tree {name!r} at {tree_hash}")
+    return found
 
 
 def _value(measure: str, action: dict[str, Any]) -> float:

@@ -298,8 +298,20 @@ def snapshot(
 
 
 def progress(tree: dict[str, Any], snap: Snapshot) -> dict[str, int]:
-    """How many actions are settled (success, failure or skipped) out of all of them."""
+    """How many actions are settled, out of all of them. An action is settled once it finished
+    (success, failure, skipped) or once nothing can run it any more: an ancestor finished
+    without it (a selector's untaken branches, the rest of a failed sequence, what a false
+    `when` skipped, a branch its parallel halted), or the execution is over. So a complete or
+    failed execution is always fully settled."""
     nodes = index_tree(tree)
-    actions = [k for k, n in nodes.items() if n.type == "action"]
-    settled = sum(1 for k in actions if snap.nodes[k].status in SETTLED)
+    over = snap.state["status"] != Status.RUNNING
+    settled = 0
+    actions = [key for key, node in nodes.items() if node.type == "action"]
+    for key in actions:
+        view, parent = snap.nodes[key], nodes[key].parent
+        done = over or view.status in SETTLED
+        while not done and parent is not None:
+            done = snap.nodes[parent].status in (*SETTLED, HALTED)
+            parent = nodes[parent].parent
+        settled += done
     return {"settled": settled, "actions": len(actions)}

@@ -2,14 +2,15 @@
 
 Owns the viewer's view of one place that holds executions — a folder, or a database
 (`postgresql://…` without `#name`) — listed and read through its store (`Store.list`,
-`Store.revision`, `tether.viewer.source`), never by reading its files: the listing (`runs`),
-one execution's document (`run`: its nodes, trace, snapshot and diagram, now or after its
-first K entries, only the trace entries the page lacks), the readers the watcher polls, and the
-person's answer to an open human step (`answer_human`, through the verbs). A P the page names is
-confined to the folder served: absolute paths, `..` and symbolic links that lead outside are
-`forbidden`; in a database a path is only ever a name in it. The files beside a state file are
-the store's to find and refuse. An execution that cannot be read or shown is reported on its own
-row of the listing; the others are still listed. It knows nothing of HTTP
+`Store.revision`, `tether.viewer.source`), never by reading its files: the listing (`runs`: a
+page of it, kept by tree and status; only that page's executions are read), one execution's
+document (`run`: its nodes, trace, snapshot and diagram, now or after its first K entries, only
+the trace entries the page lacks, and where it was forked from), the readers the watcher polls,
+and the person's answer to an open human step (`answer_human`, through the verbs). A P the page
+names is confined to the folder served: absolute paths, `..` and symbolic links that lead
+outside are `forbidden`; in a database a path is only ever a name in it. The files beside a
+state file are the store's to find and refuse. An execution that cannot be read or shown is
+reported on its own row of the listing; the others are still listed. It knows nothing of HTTP
 (`tether.viewer.server`), derives no status (`tether.viewer.model`) and draws nothing
 (`tether.viewer.svg`).
 """
@@ -23,16 +24,19 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from tether.engine.names import Status
 from tether.errors import TetherError
 from tether.files import is_inside
 from tether.store import path_of, scheme_of, store_for
-from tether.store.base import Summary
+from tether.store.base import Summary, wanted
 from tether.tree.model import STEP_KINDS
 from tether.viewer.model import Timeline, index_tree, progress, snapshot
 from tether.viewer.source import Execution, load_execution
 from tether.viewer.svg import render_svg
 
 _DECISIONS = ("approve", "reject")
+PAGE = 100  # the executions `/api/runs` answers with when not asked for a `limit`
+MAX_PAGE = 500
 
 
 @dataclass
@@ -43,6 +47,28 @@ class _Cached:
     timeline: Timeline
     fed: int
     last_seq: int | None
+
+
+@dataclass(frozen=True)
+class _Paging:
+    """What `/api/runs` asks for: a page (`limit` from `offset`) of the executions kept by
+    `tree` and `status`."""
+
+    limit: int
+    offset: int
+    tree: str | None
+    status: str | None
+
+    @classmethod
+    def of(cls, query: dict[str, str]) -> _Paging:
+        limit = _whole(query, "limit")
+        if limit is not None and not 1 <= limit <= MAX_PAGE:
+            raise TetherError("usage", f"limit takes 1 to {MAX_PAGE}, got {limit}")
+        status = query.get("status") or None
+        if status is not None and status not in tuple(Status):
+            raise TetherError("usage", f"status takes {', '.join(Status)}, not {status!r}")
+        offset = _whole(query, "offset") or 0
+        return cls(limit or PAGE, offset, query.get("tree") or None, status)
 
 
 class Place:
@@ -96,18 +122,35 @@ class Place:
 
     # -- documents -----------------------------------------------------------------------------
 
-    def runs(self) -> dict[str, Any]:
-        """The executions in the place, each summarised; unreadable ones say why."""
+    def runs(self, query: dict[str, str] | None = None) -> dict[str, Any]:
+        """One page of the executions in the place (`limit` from `offset`, in the store's order),
+        kept by `tree` and `status` if asked, each summarised; unreadable ones say why and are
+        kept whatever the filter (`tether.store.base.wanted`). Only the page is read beyond the
+        listing; `total` counts what the filter kept and `trees` names every tree listed."""
+        asked = _Paging.of(query or {})
+        listed = self.executions()
+        kept = [
+            s
+            for s in listed
+            if wanted(s, asked.status) and (asked.tree is None or s.error or s.tree == asked.tree)
+        ]
         out: list[dict[str, Any]] = []
-        for listed in self.executions():
-            if listed.error is not None:
-                out.append({"path": listed.name, "error": listed.error["message"]})
+        for summary in kept[asked.offset : asked.offset + asked.limit]:
+            if summary.error is not None:
+                out.append({"path": summary.name, "error": summary.error["message"]})
                 continue
             try:
-                out.append(self._summary(listed.name))
+                out.append(self._summary(summary.name))
             except TetherError as exc:
-                out.append({"path": listed.name, "error": exc.message})
-        return {"folder": self.label, "runs": out}
+                out.append({"path": summary.name, "error": exc.message})
+        return {
+            "folder": self.label,
+            "runs": out,
+            "total": len(kept),
+            "offset": asked.offset,
+            "limit": asked.limit,
+            "trees": sorted({s.tree for s in listed if s.tree is not None}),
+        }
 
     def _summary(self, rel: str) -> dict[str, Any]:
         execution = self.load(rel)
@@ -178,12 +221,36 @@ class Place:
             "updated_at": state["updated_at"],
             "total": len(trace),
             "fork": _fork(rel, trace, len(trace)),
+            "forked_from": self._origin(state),
             "trace_offset": offset,
             "trace": trace[offset:],
             "progress": progress(tree, snap),
             "snapshot": snap.to_dict(),
             "svg": render_svg(tree, snap, folded=folded, toggles=True),
         }
+
+    def _origin(self, state: dict[str, Any]) -> dict[str, Any] | None:
+        """Where the execution was forked from (`{uri, at}`, as `tether fork` records it), with
+        `path`, the source's name in this place, when the place holds it (else None)."""
+        origin = state.get("forked_from")
+        if not isinstance(origin, dict) or not isinstance(origin.get("uri"), str):
+            return None
+        return {"uri": origin["uri"], "at": origin.get("at"), "path": self.name_of(origin["uri"])}
+
+    def name_of(self, uri: str) -> str | None:
+        """The name (as the listing gives it) of the execution at `uri` if it is in this place."""
+        if scheme_of(uri) != scheme_of(self.where):
+            return None
+        try:
+            if self.root is not None:
+                path = os.path.realpath(path_of(uri))
+                if not is_inside(path, self.root):
+                    return None
+                return os.path.relpath(path, self.root).replace(os.sep, "/")
+            where, name = self.store.place(uri)
+        except (TetherError, ValueError):
+            return None
+        return name if where == self.where else None
 
     def _timeline(self, rel: str, execution: Execution) -> Timeline:
         """The warm timeline of `rel`, fed up to the execution's trace (rebuilt after a reset

@@ -6,10 +6,11 @@ stack. Its endpoints read what they serve from `request.app.state`: the place (`
 `tether.viewer.place.Place`), its watcher (`tether.viewer.watch`), the page's assets and token:
 
 - `/` the page and `/static/...` its assets, shipped inside the package (no CDN, no build step);
-- `/api/runs` the executions in the place (tree, status, phase, open step, progress, last
-  update); P, the path of one, is its name there (a path relative to the folder, or its name in
-  the database);
-- `/api/run?path=P` one execution: its nodes, trace, current snapshot and diagram (SVG);
+- `/api/runs` a page of the executions in the place (tree, status, phase, open step, progress,
+  last update), `?limit=N&offset=K` the page, `&tree=NAME&status=S` a filter; P, the path of
+  one, is its name there (a path relative to the folder, or its name in the database);
+- `/api/run?path=P` one execution: its nodes, trace, current snapshot and diagram (SVG), and
+  where it was forked from;
   `&at=K` the snapshot and diagram after the first K trace entries (a replay, not a stored copy);
   `&since=N&last_seq=S` only the trace entries after the N the page already holds; `&fold=KEYS`
   the diagram with the subtrees under those nodes (comma-separated keys) folded away;
@@ -119,7 +120,8 @@ def _asset(request: Request, name: str) -> Response:
 
 
 async def runs(request: Request) -> Response:
-    return _json(await anyio.to_thread.run_sync(request.app.state.place.runs))
+    query = dict(request.query_params)
+    return _json(await anyio.to_thread.run_sync(request.app.state.place.runs, query))
 
 
 async def run_document(request: Request) -> Response:

@@ -73,6 +73,8 @@ STYLE = """
 .tether-tree .heat-3 .band { fill: #dd6b20; }
 .tether-tree .heat-4 .band { fill: #e53e3e; }
 .tether-tree .heat-5 .band { fill: #9b2c2c; }
+.tether-tree .heat.fallback .box { fill: #fffbeb; stroke: #b7950b; stroke-dasharray: 5 3; }
+.tether-tree .heat.fallback .band { fill: #b7950b; }
 .tether-tree .heat.selected .box { stroke: #7c3aed; stroke-width: 3; }
 """
 HEAT_LEVELS = 5  # shades above none
@@ -81,11 +83,13 @@ HEAT_LEVELS = 5  # shades above none
 @dataclass(frozen=True)
 class Heat:
     """An action's shade in a heat overlay: `share` of the hottest (0 to 1; 0 is unshaded), the
-    figure shown on its box (`meta`) and every figure, for its tooltip."""
+    figure shown on its box (`meta`) and every figure, for its tooltip; a `fallback` (failures a
+    selector planned for) is drawn in amber, whatever its share."""
 
     share: float
     meta: str
     tooltip: str
+    fallback: bool = False
 
     @property
     def level(self) -> int:
@@ -248,7 +252,7 @@ def _node(
     classes = f"node t-{node.type} st-{status}" + (" cursor" if is_cursor else "")
     kind = " · ".join([node.type.upper(), *node.modifiers(view)])
     if heat is not None:
-        classes += f" heat heat-{heat.level}"
+        classes += f" heat heat-{heat.level}" + (" fallback" if heat.fallback else "")
         meta, glyph, tooltip = heat.meta, "", f"{node.name}\n{heat.tooltip}"
     elif view is None:
         if node.type == "action":

@@ -71,9 +71,26 @@ function showError(message) {
 
 // -- the list of executions ---------------------------------------------------------------------
 
+// The list page shows a page of the executions the filter keeps; the side list beside an
+// execution the first `side.limit` of them ("More" asks for a longer page).
+const PAGE = 50;
+const listing = { tree: "", status: "", offset: 0 };
+const side = { limit: PAGE };
+
 async function showList() {
   $("#list-view").hidden = false;
   $("#crumbs").replaceChildren(el("b", {}, "Executions"));
+  const asked = new URLSearchParams(location.search);
+  Object.assign(listing, {
+    tree: asked.get("tree") || "", status: asked.get("status") || "",
+    offset: Math.max(0, Number(asked.get("offset")) || 0),
+  });
+  $("#filter-status").value = listing.status;
+  $("#filter").addEventListener("submit", (event) => event.preventDefault());
+  $("#filter-tree").addEventListener("change", () => filterBy({ tree: $("#filter-tree").value, offset: 0 }));
+  $("#filter-status").addEventListener("change", () => filterBy({ status: $("#filter-status").value, offset: 0 }));
+  $("#page-back").addEventListener("click", () => filterBy({ offset: Math.max(0, listing.offset - PAGE) }));
+  $("#page-next").addEventListener("click", () => filterBy({ offset: listing.offset + PAGE }));
   await refreshListing();
   listen("/api/events", refreshListing);
   setInterval(() => document.querySelectorAll("[data-iso]").forEach((cell) => {
@@ -81,24 +98,50 @@ async function showList() {
   }), 10000);
 }
 
-// The listing feeds the list page, or the side list beside an execution.
-async function refreshListing() {
-  let listing;
-  try {
-    listing = await getJSON("/api/runs");
-  } catch (error) {
-    if (!$("#list-view").hidden) showError(error.message);
-    return;
+function filterBy(change) {
+  Object.assign(listing, change);
+  const url = new URL(location.href);
+  for (const name of ["tree", "status", "offset"]) {
+    if (listing[name]) url.searchParams.set(name, listing[name]); else url.searchParams.delete(name);
   }
-  if (!$("#list-view").hidden) renderList(listing);
-  if (!$("#run-view").hidden) renderSide(listing);
+  history.replaceState(null, "", url);
+  refreshListing();
 }
 
-function renderList(listing) {
-  $("#folder").textContent = listing.folder;
-  $("#no-runs").hidden = listing.runs.length > 0;
-  $("#runs").hidden = listing.runs.length === 0;
-  $("#runs tbody").replaceChildren(...listing.runs.map((run) => {
+function runsQuery(query) {
+  return "/api/runs?" + new URLSearchParams(Object.entries(query).filter(([, value]) => value));
+}
+
+// The listing feeds the list page, or the side list beside an execution.
+async function refreshListing() {
+  const onList = !$("#list-view").hidden;
+  let found;
+  try {
+    found = await getJSON(runsQuery(onList ? { ...listing, limit: PAGE } : { limit: side.limit }));
+  } catch (error) {
+    if (onList) showError(error.message);
+    return;
+  }
+  if (onList) renderList(found);
+  else if (!$("#run-view").hidden) renderSide(found);
+}
+
+function renderList(found) {
+  $("#folder").textContent = found.folder;
+  const trees = $("#filter-tree");
+  trees.replaceChildren(el("option", { value: "" }, "all"),
+    ...[...new Set([...found.trees, listing.tree].filter(Boolean))].sort().map((name) =>
+      el("option", { value: name }, name)));
+  trees.value = listing.tree;
+  $("#no-runs").hidden = found.total > 0 || Boolean(listing.tree || listing.status);
+  $("#no-match").hidden = found.total > 0 || !(listing.tree || listing.status);
+  $("#runs").hidden = found.runs.length === 0;
+  $("#page-range").textContent = found.runs.length
+    ? `${found.offset + 1}–${found.offset + found.runs.length} of ${found.total}`
+    : `none of ${found.total}`;
+  $("#page-back").disabled = found.offset === 0;
+  $("#page-next").disabled = found.offset + found.runs.length >= found.total;
+  $("#runs tbody").replaceChildren(...found.runs.map((run) => {
     const link = el("a", { href: `/?run=${encodeURIComponent(run.path)}` }, run.path);
     if (run.error) {
       return el("tr", { "data-path": run.path }, el("td", {}, link),
@@ -113,7 +156,7 @@ function renderList(listing) {
       el("td", {}, run.phase),
       el("td", { class: "open-step" }, run.open_step
         ? [run.open_step.name, " ", el("span", { class: "muted" }, run.open_step.type)] : "—"),
-      el("td", { title: `${settled} of ${actions} actions settled` },
+      el("td", { class: "progress", title: `${settled} of ${actions} actions settled` },
         el("span", { class: "bar-track" }, el("span", { class: "bar-fill", style: `width:${share}%` })),
         `${settled}/${actions}`),
       el("td", {}, run.entries),
@@ -144,6 +187,10 @@ async function showRun(path) {
   $("#fork").addEventListener("click", showFork);
   $("#side-toggle").addEventListener("click", () => showSide($("#run-view").dataset.side !== "open"));
   $("#side-close").addEventListener("click", () => showSide(false));
+  $("#side-more-button").addEventListener("click", () => {
+    side.limit = Math.min(500, side.limit + PAGE);
+    refreshListing();
+  });
   showSide(!NARROW.matches);
   setupDiagram();
   window.addEventListener("popstate", () => {
@@ -193,6 +240,7 @@ async function switchRun(path, push = true) {
     if (run.path !== path) return;
     $("#run-title").textContent = path;
     $("#run-description").textContent = "";
+    $("#run-origin").hidden = true;
     $("#run-facts").replaceChildren();
     $("#timeline").replaceChildren();
     $("#diagram").replaceChildren();
@@ -219,8 +267,10 @@ function markCurrent(li, current) {
   if (current) link.setAttribute("aria-current", "page"); else link.removeAttribute("aria-current");
 }
 
-function renderSide(listing) {
-  $("#side-runs").replaceChildren(...listing.runs.map((item) => {
+function renderSide(found) {
+  $("#side-more").hidden = found.total <= found.runs.length;
+  $("#side-count").textContent = `${found.runs.length} of ${found.total}`;
+  $("#side-runs").replaceChildren(...found.runs.map((item) => {
     const meta = item.error
       ? el("span", { class: "side-meta muted" }, "cannot be read")
       : el("span", { class: "side-meta" }, el("span", { class: `dot ${item.status}`, title: item.status }),
@@ -296,6 +346,14 @@ async function moveTo(at) {
 function renderTitle(doc) {
   $("#run-title").textContent = doc.tree.name + (doc.tree.version ? ` ${doc.tree.version}` : "");
   $("#run-description").textContent = doc.tree.description || "";
+  const origin = doc.forked_from;
+  $("#run-origin").hidden = !origin;
+  if (origin) {
+    const source = origin.path === null ? el("code", {}, origin.uri)
+      : el("a", { href: `/?run=${encodeURIComponent(origin.path)}&at=${origin.at}` }, origin.path);
+    $("#run-origin").replaceChildren("Forked from ", source, ` after entry ${origin.at}`,
+      origin.path === null ? " (elsewhere: not in this place)" : "");
+  }
   document.title = `${doc.tree.name} · Tether viewer`;
 }
 
@@ -379,6 +437,9 @@ function renderPosition() {
 // `scale` screen pixels per unit of the tree. `fit` follows the frame until the reader moves.
 const view = { x: 0, y: 0, scale: 1, fit: true, width: 0, height: 0 };
 const ZOOM = { min: 0.1, max: 4, step: 1.25 };
+// "Fit" never shrinks the tree below this scale, where a name is still about 11 px high: a
+// tree too big for the frame at it opens at it instead, around the cursor, and scrolls.
+const LEGIBLE = 0.8;
 
 // Put a new picture in the frame and show it as the reader left the last one.
 function drawDiagram(svgText) {
@@ -398,22 +459,35 @@ function drawDiagram(svgText) {
   if (view.fit) fitView(); else showView();
 }
 
-// The frame is as tall as the tree at its fitting scale, within bounds.
+// The frame is as tall as the tree at its fitting width, within bounds.
 function sizeFrame() {
   const frame = $("#diagram");
   const most = Math.max(220, window.innerHeight * (NARROW.matches ? 0.55 : 0.7));
-  const scale = Math.min(1, frame.clientWidth / view.width);
+  const scale = Math.max(LEGIBLE, Math.min(1, frame.clientWidth / view.width));
   frame.style.height = `${Math.round(Math.min(most, Math.max(160, view.height * scale)))}px`;
 }
 
+// The whole tree, centred, if it fits the frame at a legible scale; else the tree at that
+// scale with the cursor (or the root) in view, from the top of the tree, the rest a scroll away.
 function fitView() {
   const frame = $("#diagram");
-  const scale = Math.min(1, frame.clientWidth / view.width, frame.clientHeight / view.height);
-  Object.assign(view, {
-    scale, fit: true,
-    x: (view.width - frame.clientWidth / scale) / 2,
-    y: (view.height - frame.clientHeight / scale) / 2,
-  });
+  const whole = Math.min(1, frame.clientWidth / view.width, frame.clientHeight / view.height);
+  const scale = Math.max(LEGIBLE, whole);
+  const w = frame.clientWidth / scale;
+  const h = frame.clientHeight / scale;
+  let x = (view.width - w) / 2;
+  let y = (view.height - h) / 2;
+  if (scale > whole) {
+    const focus = $("#diagram g.node.cursor") || $('#diagram g.node[data-key=""]');
+    const box = boxAt(focus.dataset.key);
+    const rect = focus.querySelector("rect.box");
+    const [boxW, boxH] = [Number(rect.getAttribute("width")), Number(rect.getAttribute("height"))];
+    x = Math.min(Math.max(0, box.x + boxW / 2 - w / 2), Math.max(0, view.width - w));
+    y = Math.min(Math.max(0, box.y + boxH / 2 - h / 2), Math.max(0, view.height - h));
+    if (view.width <= w) x = (view.width - w) / 2;
+    if (view.height <= h) y = (view.height - h) / 2;
+  }
+  Object.assign(view, { scale, fit: true, x, y });
   showView();
 }
 
@@ -826,23 +900,34 @@ async function refreshOverview() {
   $("#ov-folder").textContent = doc.folder;
   $("#ov-summary").textContent = `${figures.executions} executions of ${figures.trees.length} trees`
     + (figures.unreadable ? ` (${figures.unreadable} unreadable, left out)` : "");
-  $("#ov-trees").replaceChildren(...figures.trees.map(overviewTree));
+  $("#ov-trees").replaceChildren(...figures.trees.map((tree) =>
+    overviewTree(tree, new Set(doc.fallbacks[tree.hash] || []))));
 }
 
-function overviewTree(tree) {
+// A failure is red unless the action is a selector's planned fallback (`fallbacks`: its key),
+// which the selector recovers from by trying its next branch.
+function failedCell(action, fallbacks) {
+  if (!action.failures) return el("td", {}, 0);
+  if (!fallbacks.has(action.path.join("."))) return el("td", { class: "hot" }, action.failures);
+  return el("td", { class: "fallback", title: "a selector's fallback: after a failure here it tries its next branch" },
+    action.failures, el("span", { class: "muted" }, " fallback"));
+}
+
+function overviewTree(tree, fallbacks) {
   const runs = tree.executions;
   const rows = tree.actions.map((action) => el("tr", { "data-path": action.path.join(".") },
     el("td", { style: `padding-left:${12 + 14 * (action.path.length - 1)}px` }, action.name),
     el("td", {}, action.reached), el("td", {}, action.attempts),
-    el("td", { class: action.failures ? "hot" : "" }, action.failures),
+    failedCell(action, fallbacks),
     el("td", {}, action.retries), el("td", {}, reasons(action.refused)),
     el("td", {}, spread(action.answer_time)), el("td", {}, action.stops_refused),
     el("td", {}, `${action.tools_denied} / ${action.tools_recorded}`),
     el("td", {}, spread(action.human_wait))));
-  const checks = tree.checks.length ? el("div", { class: "checks" }, el("h3", {}, "Checks that refused most"),
+  const checks = tree.checks.length ? el("div", { class: "checks" },
+    el("h3", {}, "Checks that said no most: failed an attempt or refused a close"),
     el("ul", {}, ...tree.checks.map((check) => el("li", {}, el("b", {}, check.total), " ",
       check.action, ": ", el("code", {}, check.expression),
-      el("span", { class: "muted" }, ` (failed ${check.failed}, refused a close ${check.refused})`))))) : null;
+      el("span", { class: "muted" }, ` (failed an attempt ${check.failed}, refused a close ${check.refused})`))))) : null;
   return el("section", { class: "panel tree-card", "data-tree": tree.name, "data-hash": tree.hash },
     el("h2", {}, el("span", { class: "tree-name" }, treeTitle(tree)),
       el("span", { class: "muted mono" }, tree.hash.slice(0, 19)),
