@@ -9,6 +9,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -19,6 +20,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from support.trees import SIGN_OFF_YAML
+from tether.errors import TetherError
 from viewer.driver import ARTIFACTS, TETHER, ViewServer, answer, tether
 
 
@@ -290,3 +292,43 @@ def test_the_page_shows_what_the_prompt_names_and_an_answer_to_old_values_is_sta
     assert (entry["kind"], entry["outcome"]) == ("human", "success")
     assert entry["shown"] == {"$VAR.notes": "every build is instant"}
     assert answer(run, "verify")["ok"] is True
+
+
+def test_r1_a_sender_that_cannot_be_found_is_refused(server: ViewServer, waiting: Path) -> None:
+    """The agent reads the token from the page, posts with the right Origin and exits at once
+    (`os._exit(0)`, the answer unread): the viewer may find no process behind the connection,
+    and then refuses (fail closed) rather than take the answer as a person's."""
+    from tether.viewer.place import Place
+
+    with pytest.raises(TetherError, match="cannot be found") as refused:
+        Place(str(waiting.parent)).answer_human({"path": "ship.json", "decision": "approve"})
+    assert refused.value.code == "human_only"
+    base = server.base.rstrip("/")
+    script = f"""
+import os, re, socket, urllib.request
+page = urllib.request.urlopen({base!r} + "/").read().decode()
+token = re.search(r'tether-token" content="([^"]+)"', page).group(1)
+body = b'{{"path": "ship.json", "decision": "approve"}}'
+host, port = {base!r}.rsplit("/", 1)[1].split(":")
+sock = socket.create_connection((host, int(port)))
+sock.sendall(("POST /api/human HTTP/1.1\\r\\nHost: " + host + ":" + port + "\\r\\nOrigin: "
+    + {base!r} + "\\r\\nX-Tether-Token: " + token + "\\r\\nContent-Type: application/json"
+    + "\\r\\nContent-Length: %d\\r\\n\\r\\n" % len(body)).encode() + body)
+os._exit(0)
+"""
+    for _ in range(5):
+        subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, "CLAUDECODE": "1"},
+            start_new_session=True,
+            timeout=60,
+            check=True,
+        )
+    # whatever each post met (a sender found and marked, or none found), none answered: a
+    # person's answer from the page, sent after them, is the first the execution records
+    status, done = _post(
+        server, {"path": "ship.json", "decision": "reject"}, token=_token(server), origin=base
+    )
+    assert (status, done["status"]) == (200, "rejected"), done
+    entries = [e for e in answer(waiting, "trace") if e["kind"] == "human"]
+    assert [e["outcome"] for e in entries] == ["failure"], entries
