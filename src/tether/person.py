@@ -268,8 +268,9 @@ def require_person(approved: bool, by: str, sent_by: int | None = None) -> None:
         if harness_prompt() is None:
             raise TetherError(
                 "human_only",
-                f"a {verb} from the harness's prompt is recorded only by the hook the harness "
-                "runs for a person's prompt, and this process is not one. " + _ELSEWHERE,
+                f"an answer ({verb}) from the harness's prompt is recorded only by the hook "
+                "the harness runs for a person's prompt, and this process is not one. "
+                + _ELSEWHERE,
             )
         return
     found = hidden_ancestry() or agent_ancestor()
