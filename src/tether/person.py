@@ -24,8 +24,9 @@ whatever interface or private path it came through) makes before a person's answ
 - From the harness's prompt (`prompt`, `harness_prompt`): the answer is recorded by the hook the
   harness ran for the person's prompt (`UserPromptSubmit`), whose standard input is a socket the
   harness itself made (`SO_PEERCRED` names the harness's process, an ancestor of this one, known
-  by its program). A hook an agent runs from its shell, whatever its environment, reads from
-  something the agent made (a pipe, a file, a socket of its own), never from the harness.
+  by its program, itself started outside any agent's process tree). A hook an agent runs from
+  its shell, whatever its environment, reads from something the agent made (a pipe, a file, a
+  socket of its own), never from the harness.
 - `confirm_at_terminal(request, approved)`: for an answer from the command line, the person
   confirms at the controlling terminal (`/dev/tty`), not on standard input: the step's question
   is shown with a one-time code, and the answer counts only when that code is typed back. An
@@ -96,6 +97,16 @@ def _marked(environ: bytes) -> str | None:
     return None
 
 
+def _environ_mark(pid: int) -> str | None:
+    """The agent mark in the starting environment of `pid`, if any (None for a process whose
+    environment is not this user's to read)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            return _marked(handle.read())
+    except OSError:  # another user's process (sudo): its environment is not ours to read
+        return None
+
+
 def _parent(pid: int) -> tuple[int, str] | None:
     """The parent of `pid` and the name of `pid`'s program, from `/proc/PID/stat`."""
     try:
@@ -135,11 +146,7 @@ def agent_ancestor(pid: int | None = None) -> str | None:
         if found is None:
             return None
         parent, name = found
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as handle:
-                mark = _marked(handle.read())
-        except OSError:  # another user's process (sudo): its environment is not ours to read
-            mark = None
+        mark = _environ_mark(pid)
         if mark is not None:
             return f"process {pid} ({name}) carries {mark} ({AGENT_MARKS[mark]})"
         program = _program(pid)
@@ -214,13 +221,21 @@ def _ancestors() -> list[int]:
 
 def harness_prompt() -> str | None:
     """The harness whose hook this process is (for a person's prompt), or None: its standard
-    input is a socket made by an ancestor that is an agent harness by its program. What an
-    agent's shell runs reads from something the agent made, so it is never this."""
+    input is a socket made by an ancestor that is an agent harness by its program, and that
+    harness was not itself started inside an agent's process tree (a script an agent names
+    `claude`). What an agent's shell runs reads from something the agent made, so it is
+    never this."""
     peer = _stdin_peer()
-    if peer is None or peer not in _ancestors():
+    ancestors = _ancestors()
+    if peer is None or peer not in ancestors:
         return None
     program = _program(peer)
-    return None if program is None else AGENT_PROGRAMS[program]
+    above = ancestors[ancestors.index(peer) + 1 : ancestors.index(peer) + 2]
+    if program is None or _environ_mark(peer) is not None:
+        return None
+    if above and agent_ancestor(above[0]) is not None:
+        return None
+    return AGENT_PROGRAMS[program]
 
 
 def sender(client_port: int, server_port: int) -> int | None:
