@@ -23,8 +23,12 @@ stack. Its endpoints read what they serve from `request.app.state`: the place (`
 - `POST /api/human` a person's answer to the open human step from the page (`{path, decision:
   approve | reject, note?, step?}`), through the verbs (`approve`/`reject`, `by: viewer`), with
   the process found holding the connection's other end (the browser; `tether.person.sender`),
-  so that an answer sent from inside an agent's process tree is refused; the only request that
-  writes.
+  so that an answer sent from inside an agent's process tree, or by a sender that cannot be
+  found, is refused; the only request that writes;
+- `/person?key=K` the one-time link `serve` writes to the controlling terminal of the person who
+  started the viewer (never to standard output): its first request spends the key, and a right
+  one gives that browser the person's cookie (`tether_person`, HttpOnly, SameSite=Strict), which
+  `POST /api/human` requires. With no terminal, no link is shown and no page answers.
 
 Every request first passes the gate the other HTTP servers use (`tether.httpserve.GateMiddleware`
 running `tether.httpgate`): a `Host` that is not this machine's loopback name (which stops DNS
