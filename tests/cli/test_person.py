@@ -8,10 +8,12 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
+import tether
 from support.command import TETHER
 from support.person import at_terminal
 from support.trees import SIGN_OFF_YAML
@@ -248,17 +250,26 @@ def test_r7_memory_executions_are_the_librarys_own_way_past_the_gate(
     assert unanswered(run)
 
 
-def _unshare_runs(*drop: str) -> bool:
-    """Whether this machine runs Python in a PID namespace of its own (as `drop` says who)."""
-    line = [*drop, "unshare", "-rpf", "--mount-proc", sys.executable, "-c", "pass"]
-    return subprocess.run(line, capture_output=True, check=False).returncode == 0
+SOURCE = str(Path(tether.__file__).resolve().parents[1])
+
+
+def _tether_as(*drop: str) -> list[str] | None:
+    """The `tether` command as the user `drop` makes (this one when empty) can run it inside a
+    PID namespace of its own: this test's interpreter, else the system's `python3` with this
+    checkout's sources (an unprivileged user may not reach the first); None when neither runs."""
+    for python, extra in ((sys.executable, []), ("/usr/bin/python3", [f"PYTHONPATH={SOURCE}"])):
+        command = ["env", *extra, python, "-m", "tether.cli.main"]
+        probe = [*drop, "unshare", "-rpf", "--mount-proc", *command, "--version"]
+        if subprocess.run(probe, capture_output=True, check=False).returncode == 0:
+            return command
+    return None
 
 
 UNPRIVILEGED = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
 
 @pytest.mark.parametrize("user", ["this user", "unprivileged"])
-def test_r6_a_child_pid_namespace_is_refused(tmp_path: Path, user: str) -> None:
+def test_r6_a_child_pid_namespace_is_refused(request: pytest.FixtureRequest, user: str) -> None:
     """`unshare -rpf --mount-proc tether approve R` in a terminal the agent drives: inside the
     new PID namespace no ancestor shows, so no mark is found; the code is typed back, and the
     answer is still refused. Unprivileged, the same without the namespace is approved, so the
@@ -266,24 +277,26 @@ def test_r6_a_child_pid_namespace_is_refused(tmp_path: Path, user: str) -> None:
     drop = UNPRIVILEGED if user == "unprivileged" else []
     if drop and os.geteuid() != 0:
         pytest.skip("dropping to another user needs root")
-    if not _unshare_runs(*drop):
-        pytest.skip(f"as {user}, unshare -rpf --mount-proc cannot run this Python here")
-    shared = tmp_path / "shared"
-    shared.mkdir()
+    command = _tether_as(*drop)
+    if command is None:
+        pytest.skip(f"as {user}, unshare -rpf --mount-proc cannot run tether on this machine")
+    # a folder both users reach (pytest's own is this user's alone), removed at the end
+    shared = Path(tempfile.mkdtemp(prefix="tether-r6-", dir="/tmp"))
+    request.addfinalizer(lambda: shutil.rmtree(shared, ignore_errors=True))
     (shared / "sign-off.yaml").write_text(SIGN_OFF_YAML)
     (shared / "runs").mkdir()
     uri = _waiting(shared)
     if drop:
-        for path in (tmp_path, shared, *shared.rglob("*")):
+        for path in (shared, *shared.rglob("*")):
             path.chmod(0o777 if path.is_dir() else 0o666)
     env = agent_env(CLAUDECODE="1")
-    attack = [*drop, "unshare", "-rpf", "--mount-proc", "env", "-u", "CLAUDECODE", TETHER]
+    attack = [*drop, "unshare", "-rpf", "--mount-proc", "env", "-u", "CLAUDECODE", *command]
     answered = at_terminal(["approve", uri], program=attack, env=env)
     assert answered.returncode != 0, answered.terminal
     assert "PID namespace of its own" in answered.stderr, answered.stderr
     assert unanswered(uri)
     if drop:  # the person, unprivileged, in no namespace of their own: approved
-        answered = at_terminal(["approve", uri], program=[*drop, TETHER], env=agent_env())
+        answered = at_terminal(["approve", uri], program=[*drop, *command], env=agent_env())
         assert answered.returncode == 0, answered.stderr
         assert [e["outcome"] for e in human_entries(uri)] == ["success"]
 
