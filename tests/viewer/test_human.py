@@ -395,3 +395,16 @@ def test_a_viewer_without_a_terminal_answers_nothing(runs: Path, waiting: Path) 
         done.wait(timeout=10)
         if done.stdout is not None:
             done.stdout.close()
+
+
+def test_r1_a_wrong_key_does_not_use_the_link_up(server: ViewServer, waiting: Path) -> None:
+    """An agent that knocks at `/person` with keys of its own neither gets the cookie nor
+    spends the person's link."""
+    base = server.base.rstrip("/")
+    for key in ("", "guessed", server.link.split("key=", 1)[1][:-1]):
+        try:
+            urllib.request.urlopen(f"{base}/person?key={key}", timeout=10)
+            raise AssertionError(f"the key {key!r} was taken")
+        except urllib.error.HTTPError as err:
+            assert err.code == 403
+    assert server.cookie().startswith("tether_person=")

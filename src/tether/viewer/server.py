@@ -189,16 +189,19 @@ async def events(request: Request) -> EventSourceResponse:
 async def person(request: Request) -> Response:
     """The one-time link shown at the terminal of the person who started the viewer: once,
     it gives the browser that opens it the person's cookie (HttpOnly, never in a page) and
-    sends it to the page; the key is spent whether or not it matches."""
+    sends it to the page, which spends the key (a wrong key spends nothing, so no other
+    process can use the link up before the person opens it)."""
     state = request.app.state
     key = request.query_params.get("key", "")
-    spent, state.person_key = state.person_key, None
-    if spent is None or not secrets.compare_digest(key.encode(), spent.encode()):
+    if state.person_key is None or not secrets.compare_digest(
+        key.encode(), state.person_key.encode()
+    ):
         raise TetherError(
             "forbidden",
             "this link answers nothing: it was used already, or is not the one the viewer "
             "showed at its terminal (restart tether view for a new one)",
         )
+    state.person_key = None
     response = Response(status_code=HTTPStatus.SEE_OTHER, headers={"Location": "/"})
     response.set_cookie(PERSON_COOKIE, state.person, httponly=True, samesite="strict", path="/")
     return response
