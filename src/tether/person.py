@@ -1,9 +1,11 @@
 """What a person's answer to a human step has that an agent's tool calls do not.
 
-Owns the two checks the verb layer (`Runtime.approve`/`reject`) makes before a person's answer
-is recorded, whatever interface it came through:
+Owns the checks the verb layer's person gate (`Runtime._answer`, which every human answer passes,
+whatever interface or private path it came through) makes before a person's answer is recorded
+(`require_person`), by where the answer says it came from:
 
-- `require_no_agent()`: the answering process does not run under an agent harness. Every
+- From the command line, the library or anywhere but the two below: the answering process does
+  not run under an agent harness (`agent_ancestor`). Every
   harness marks the environment of the processes it starts (Claude Code `CLAUDECODE`, Gemini CLI
   `GEMINI_CLI`, Codex `CODEX_THREAD_ID`/`CODEX_SANDBOX…`, Cursor `CURSOR_AGENT`, Copilot
   `COPILOT_CLI`), and a process's starting environment, as `/proc/PID/environ` keeps it, cannot
@@ -12,6 +14,19 @@ is recorded, whatever interface it came through:
   the mark of the shell the harness started; the harness's own process is known by its program
   (`claude`, `codex`, `gemini`, `cursor-agent`, `copilot`), for a shell that replaced itself
   with the command. Where `/proc` is missing, only this process's own environment is read.
+  A process whose ancestors cannot all be seen is refused (`hidden_ancestry`): one in a PID
+  namespace that this user may have made (`unshare -rpf --mount-proc`), that is any PID namespace
+  but the system's first unless the process runs, not as root, in the system's first user
+  namespace (a container the person was put in: such a user cannot make PID namespaces).
+- From the viewer (`viewer`), the process that sent the answer (`sent_by`, the browser found
+  behind the connection) must be found, and is read the same way: a sender that cannot be found
+  (it exited at once, or is another user's) is refused.
+- From the harness's prompt (`prompt`, `harness_prompt`): the answer is recorded by the hook the
+  harness ran for the person's prompt (`UserPromptSubmit`), whose standard input is a socket the
+  harness itself made (`SO_PEERCRED` names the harness's process, an ancestor of this one, known
+  by its program, itself started outside any agent's process tree). A hook an agent runs from
+  its shell, whatever its environment, reads from something the agent made (a pipe, a file, a
+  socket of its own), never from the harness.
 - `confirm_at_terminal(request, approved)`: for an answer from the command line, the person
   confirms at the controlling terminal (`/dev/tty`), not on standard input: the step's question
   is shown (`question`: its prompt, then each value it names, as the answer records them in
@@ -58,12 +73,16 @@ AGENT_PROGRAMS = {
     "cursor-agent": "Cursor",
     "copilot": "Copilot CLI",
 }
+# The inode numbers Linux gives the first PID and user namespaces (PROC_PID_INIT_INO and
+# PROC_USER_INIT_INO), whatever the machine.
+_FIRST_PID_NAMESPACE = 0xEFFFFFFC
+_FIRST_USER_NAMESPACE = 0xEFFFFFFD
 CODE_LETTERS = "abcdefghjkmnpqrstuvwxyz"
 CODE_LENGTH = 5
 _MAX_ANCESTORS = 256
 _ELSEWHERE = (
-    "A person answers a human step from their own terminal (tether approve or reject) or in the "
-    "viewer (tether view)."
+    "A person answers a human step from their own terminal (tether approve or reject), in the "
+    "viewer (tether view), or by typing 'tether: approve' into the agent's prompt."
 )
 
 
@@ -79,6 +98,16 @@ def _marked(environ: bytes) -> str | None:
         if name in AGENT_MARKS:
             return name
     return None
+
+
+def _environ_mark(pid: int) -> str | None:
+    """The agent mark in the starting environment of `pid`, if any (None for a process whose
+    environment is not this user's to read)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            return _marked(handle.read())
+    except OSError:  # another user's process (sudo): its environment is not ours to read
+        return None
 
 
 def _parent(pid: int) -> tuple[int, str] | None:
@@ -114,17 +143,13 @@ def agent_ancestor(pid: int | None = None) -> str | None:
         own = next((name for name in os.environ if name in AGENT_MARKS), None)
         if own is not None:
             return f"this process carries {own} ({AGENT_MARKS[own]})"
-        pid = os.getpid()
+        pid = _own_pid()
     for _ in range(_MAX_ANCESTORS):
         found = _parent(pid)
         if found is None:
             return None
         parent, name = found
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as handle:
-                mark = _marked(handle.read())
-        except OSError:  # another user's process (sudo): its environment is not ours to read
-            mark = None
+        mark = _environ_mark(pid)
         if mark is not None:
             return f"process {pid} ({name}) carries {mark} ({AGENT_MARKS[mark]})"
         program = _program(pid)
@@ -134,6 +159,86 @@ def agent_ancestor(pid: int | None = None) -> str | None:
             return None
         pid = parent
     return None
+
+
+def _own_pid() -> int:
+    """This process as `/proc` numbers it (in a child PID namespace over its parent's `/proc`,
+    `os.getpid()` is another number)."""
+    try:
+        return int(os.readlink("/proc/self"))
+    except (OSError, ValueError):
+        return os.getpid()
+
+
+def hidden_ancestry() -> str | None:
+    """Why this process's ancestors cannot all be seen, or None when they can (or there is no
+    `/proc`, off Linux): it runs in a PID namespace other than the system's first, one that this
+    user may have made (`unshare -rpf --mount-proc`: its first process has no parent to read).
+    A user who is not root in the system's first user namespace cannot make one, so there
+    (a container the person works in) the namespace is taken as given."""
+    if not os.path.isdir("/proc/self"):
+        return None
+    try:
+        pid_ns = os.stat("/proc/self/ns/pid").st_ino
+        user_ns = os.stat("/proc/self/ns/user").st_ino
+    except OSError:
+        return "its namespaces cannot be read from /proc/self/ns"
+    if pid_ns == _FIRST_PID_NAMESPACE:
+        return None
+    if user_ns == _FIRST_USER_NAMESPACE and os.geteuid() != 0:
+        return None
+    return (
+        f"it runs in a PID namespace of its own (pid:[{pid_ns}]), which hides the processes "
+        "that started it"
+    )
+
+
+def _stdin_peer() -> int | None:
+    """The process that made the socket on standard input (`SO_PEERCRED`), or None when
+    standard input is not a socket."""
+    import socket
+    import struct
+
+    try:
+        sock = socket.socket(fileno=os.dup(0))
+    except OSError:
+        return None
+    with sock:
+        try:
+            creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        except OSError:
+            return None
+    return struct.unpack("3i", creds)[0] or None
+
+
+def _ancestors() -> list[int]:
+    """This process's ancestors, nearest first, as far as `/proc` shows them."""
+    found, pid = [], _own_pid()
+    for _ in range(_MAX_ANCESTORS):
+        parent = _parent(pid)
+        if parent is None or parent[0] <= 0:
+            break
+        found.append(pid := parent[0])
+    return found
+
+
+def harness_prompt() -> str | None:
+    """The harness whose hook this process is (for a person's prompt), or None: its standard
+    input is a socket made by an ancestor that is an agent harness by its program, and that
+    harness was not itself started inside an agent's process tree (a script an agent names
+    `claude`). What an agent's shell runs reads from something the agent made, so it is
+    never this."""
+    peer = _stdin_peer()
+    ancestors = _ancestors()
+    if peer is None or peer not in ancestors:
+        return None
+    program = _program(peer)
+    above = ancestors[ancestors.index(peer) + 1 : ancestors.index(peer) + 2]
+    if program is None or _environ_mark(peer) is not None:
+        return None
+    if above and agent_ancestor(above[0]) is not None:
+        return None
+    return AGENT_PROGRAMS[program]
 
 
 def sender(client_port: int, server_port: int) -> int | None:
@@ -169,16 +274,35 @@ def sender(client_port: int, server_port: int) -> int | None:
     return None
 
 
-def require_no_agent(approved: bool, sent_by: int | None = None) -> None:
-    """Refuse (`human_only`) a person's answer given from inside an agent's process tree: this
-    process's, or that of `sent_by`, the process the answer came from (a viewer's browser)."""
-    found = agent_ancestor() or (None if sent_by is None else agent_ancestor(sent_by))
+def require_person(approved: bool, by: str, sent_by: int | None = None) -> None:
+    """Refuse (`human_only`) a person's answer that did not come from outside the agent's
+    reach, by where it says it came from (`by`): from the harness's prompt, this process must
+    be the harness's own hook (`harness_prompt`); from anywhere else, neither this process nor
+    (from the viewer) `sent_by`, the process the answer came from, runs inside an agent's
+    process tree, and this process's ancestors can all be seen (`hidden_ancestry`); a viewer's
+    sender that cannot be found is refused."""
+    verb = "approve" if approved else "reject"
+    if by == "prompt":
+        if harness_prompt() is None:
+            raise TetherError(
+                "human_only",
+                f"an answer ({verb}) from the harness's prompt is recorded only by the hook "
+                "the harness runs for a person's prompt, and this process is not one. "
+                + _ELSEWHERE,
+            )
+        return
+    found = hidden_ancestry() or agent_ancestor()
+    if found is None and by == "viewer":
+        found = (
+            "the process that sent it cannot be found (it exited, or is not this user's)"
+            if sent_by is None
+            else agent_ancestor(sent_by)
+        )
     if found is not None:
-        verb = "approve" if approved else "reject"
         raise TetherError(
             "human_only",
-            f"tether {verb} runs under an agent ({found}), and only a person answers a human "
-            f"step. {_ELSEWHERE}",
+            f"tether {verb} runs under an agent or cannot tell ({found}), and only a person "
+            f"answers a human step. {_ELSEWHERE}",
         )
 
 

@@ -82,9 +82,9 @@ _MAX_INT_BITS = 14_000
 _LONG_INTEGER = "holds an integer too long to store (more than 4,300 digits)"
 
 
-# Where a person's answer comes from: the command line, the viewer, or a program of theirs
-# through this Python API.
-HUMAN_SOURCES = ("cli", "viewer", "api")
+# Where a person's answer comes from: the command line, the viewer, a program of theirs through
+# this Python API, or the harness's prompt (recorded by the guard's hook for it).
+HUMAN_SOURCES = ("cli", "viewer", "api", "prompt")
 
 
 def _human_source(by: str) -> str:
@@ -491,12 +491,13 @@ class Runtime:
     ) -> Answered:
         """A person's success on the open human step of the execution at `trace` (or the one
         `step` names), with an optional `note`; `by` says where the answer came from (`cli`,
-        `viewer`, `api`). Returns `Answered`, whose `next` is the request that follows;
-        `wrong_phase` when no human step is open. A person's answer is refused from inside an
-        agent's process tree (this process's, or that of `sent_by`, the process it came from:
-        the viewer's browser), and one from the command line is first confirmed at the
-        controlling terminal (`tether.person`); an execution in `memory://` belongs to the
-        calling process alone and needs neither."""
+        `viewer`, `api`, `prompt`). Returns `Answered`, whose `next` is the request that
+        follows; `wrong_phase` when no human step is open. Every person's answer passes the
+        person gate (`_person_gate`): refused from inside an agent's process tree (this
+        process's, or that of `sent_by`, the process it came from: the viewer's browser, which
+        must be found), and one from the command line is first confirmed at the controlling
+        terminal (`tether.person`); an execution in `memory://` belongs to the calling process
+        alone and needs neither."""
         return self._human(trace, True, note, step, by, sent_by)
 
     def reject(
@@ -521,18 +522,8 @@ class Runtime:
         by: str,
         sent_by: int | None,
     ) -> Answered:
-        source = _human_source(by)
-        uri = self._store(trace)[1]
-        if scheme_of(uri) != "memory":
-            from tether import person
-
-            person.require_no_agent(approved, sent_by)
-            if source == "cli":
-                request = _human_request(self.open_steps(trace)["open"], step)
-                if request is not None:  # else the engine says what is wrong
-                    person.confirm_at_terminal(request, approved, uri)
-                    step = request["step"]  # the answer is to the step the person saw
-        return self._answer(trace, core.Human(approved, source, note, step))
+        answer = core.Human(approved, _human_source(by), note, step)
+        return self._answer(trace, answer, sent_by)
 
     def think(self, trace: str, thought: str, *, step: str | None = None) -> Answered:
         """Record `thought`, a checkpoint on the action in flight of the execution at `trace`
@@ -754,9 +745,11 @@ class Runtime:
             cached = self._trees[state["tree_hash"]] = store.load_tree(uri)
         return cached
 
-    def _answer(self, trace: str, answer: core.Answer) -> Any:
+    def _answer(self, trace: str, answer: core.Answer, sent_by: int | None = None) -> Any:
         _check_answer(answer)
         store, uri = self._store(trace)
+        if isinstance(answer, core.Human):
+            answer = self._person_gate(uri, answer, sent_by)
         with store.transaction(uri) as tx:
             outcome = self._apply(store, uri, tx, answer)
         if isinstance(outcome, TetherError):  # raised once the refusal's record is committed
@@ -766,6 +759,26 @@ class Runtime:
 
             emit(store, uri, self._trees[outcome.state["tree_hash"]], outcome.entries[0]["seq"])
         return outcome.response
+
+    def _person_gate(self, uri: str, answer: core.Human, sent_by: int | None) -> core.Human:
+        """The one gate every person's answer passes on its way to the engine, whatever verb
+        or private path it came by (`tether.person.require_person`, by where it says it came
+        from); one from the command line is first confirmed at the controlling terminal, and
+        answers the step the person saw. An execution in `memory://` belongs to the calling
+        process alone (tests, `tether test` walks) and needs neither."""
+        if scheme_of(uri) == "memory":
+            return answer
+        from tether import person
+
+        _human_source(answer.by)
+        person.require_person(answer.approved, answer.by, sent_by)
+        if answer.by != "cli":
+            return answer
+        request = _human_request(self.open_steps(uri)["open"], answer.step)
+        if request is None:  # the engine says what is wrong
+            return answer
+        person.confirm_at_terminal(request, answer.approved, uri)
+        return core.Human(answer.approved, answer.by, answer.note, request["step"])
 
     def _apply(
         self, store: Store, uri: str, tx: Transaction, answer: core.Answer

@@ -8,10 +8,12 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
+import tether
 from support.command import TETHER
 from support.person import at_terminal
 from support.trees import SIGN_OFF_YAML
@@ -60,13 +62,8 @@ def project(tmp_path: Path) -> Path:
 @pytest.fixture
 def run(project: Path) -> str:
     """An execution whose only open step is the human `Sign_Off`."""
-    rt = Runtime()
-    uri = str(rt.start(str(project / "sign-off.yaml"), str(project / RUN))["uri"])
-    rt.submit(uri, "success")
-    rt.submit(uri, "success", values={"notes": "v2: faster"})
-    lint = next(r for r in rt.open_steps(uri)["open"] if r["name"] == "Lint")
-    rt.submit(uri, "success", step=lint["step"])
-    assert [r["name"] for r in rt.open_steps(uri)["open"]] == ["Sign_Off"]
+    uri = _waiting(project)
+    assert [r["name"] for r in Runtime().open_steps(uri)["open"]] == ["Sign_Off"]
     return uri
 
 
@@ -219,3 +216,96 @@ def test_with_several_human_steps_open_the_one_answered_is_the_one_confirmed(
     answered = at_terminal(["approve", uri], env=agent_env())
     assert "'Legal' asks" in answered.terminal and answered.returncode == 0
     assert [r["name"] for r in rt.open_steps(uri)["open"]] == ["Design"]
+
+
+def test_r7_the_librarys_private_answer_is_refused_inside_an_agent(project: Path, run: str) -> None:
+    """`Runtime()._answer(R, Human(True, "cli"))`, one line of Python from the agent's shell,
+    and every other source it could name: the person gate sits in the answer itself."""
+    for source in ("cli", "api", "viewer", "prompt"):
+        line = (
+            f'{sys.executable} -c "from tether.verbs import Runtime; from tether.engine import '
+            f"core; Runtime()._answer('{run}', core.Human(True, '{source}'))\""
+        )
+        done = as_agent(line, project, agent_env(CLAUDECODE="1"))
+        refused = "hook the harness runs" if source == "prompt" else "runs under an agent"
+        assert done.returncode != 0 and refused in done.stderr, (source, done.stderr)
+        assert unanswered(run), source
+
+
+def test_r7_memory_executions_are_the_librarys_own_way_past_the_gate(
+    project: Path, run: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An execution in `memory://` (tests, `tether test` walks) lives in its process alone: a
+    person's answer there needs no person, even under an agent; a file's still does."""
+    monkeypatch.setenv("CLAUDECODE", "1")
+    rt = Runtime()
+    uri = str(rt.start(str(project / "sign-off.yaml"), "memory://r7-walk")["uri"])
+    rt.submit(uri, "success")
+    rt.submit(uri, "success", values={"notes": "v2"})
+    lint = next(r for r in rt.open_steps(uri)["open"] if r["name"] == "Lint")
+    rt.submit(uri, "success", step=lint["step"])
+    assert rt.approve(uri)["status"] == "approved"
+    with pytest.raises(Exception, match="runs under an agent"):
+        rt.approve(run)
+    assert unanswered(run)
+
+
+SOURCE = str(Path(tether.__file__).resolve().parents[1])
+
+
+def _tether_as(*drop: str) -> list[str] | None:
+    """The `tether` command as the user `drop` makes (this one when empty) can run it inside a
+    PID namespace of its own: this test's interpreter, else the system's `python3` with this
+    checkout's sources (an unprivileged user may not reach the first); None when neither runs."""
+    for python, extra in ((sys.executable, []), ("/usr/bin/python3", [f"PYTHONPATH={SOURCE}"])):
+        command = ["env", *extra, python, "-m", "tether.cli.main"]
+        probe = [*drop, "unshare", "-rpf", "--mount-proc", *command, "--version"]
+        if subprocess.run(probe, capture_output=True, check=False).returncode == 0:
+            return command
+    return None
+
+
+UNPRIVILEGED = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+@pytest.mark.parametrize("user", ["this user", "unprivileged"])
+def test_r6_a_child_pid_namespace_is_refused(request: pytest.FixtureRequest, user: str) -> None:
+    """`unshare -rpf --mount-proc tether approve R` in a terminal the agent drives: inside the
+    new PID namespace no ancestor shows, so no mark is found; the code is typed back, and the
+    answer is still refused. Unprivileged, the same without the namespace is approved, so the
+    refusal is the namespace's."""
+    drop = UNPRIVILEGED if user == "unprivileged" else []
+    if drop and os.geteuid() != 0:
+        pytest.skip("dropping to another user needs root")
+    command = _tether_as(*drop)
+    if command is None:
+        pytest.skip(f"as {user}, unshare -rpf --mount-proc cannot run tether on this machine")
+    # a folder both users reach (pytest's own is this user's alone), removed at the end
+    shared = Path(tempfile.mkdtemp(prefix="tether-r6-", dir="/tmp"))
+    request.addfinalizer(lambda: shutil.rmtree(shared, ignore_errors=True))
+    (shared / "sign-off.yaml").write_text(SIGN_OFF_YAML)
+    (shared / "runs").mkdir()
+    uri = _waiting(shared)
+    if drop:
+        for path in (shared, *shared.rglob("*")):
+            path.chmod(0o777 if path.is_dir() else 0o666)
+    env = agent_env(CLAUDECODE="1")
+    attack = [*drop, "unshare", "-rpf", "--mount-proc", "env", "-u", "CLAUDECODE", *command]
+    answered = at_terminal(["approve", uri], program=attack, env=env)
+    assert answered.returncode != 0, answered.terminal
+    assert "PID namespace of its own" in answered.stderr, answered.stderr
+    assert unanswered(uri)
+    if drop:  # the person, unprivileged, in no namespace of their own: approved
+        answered = at_terminal(["approve", uri], program=[*drop, *command], env=agent_env())
+        assert answered.returncode == 0, answered.stderr
+        assert [e["outcome"] for e in human_entries(uri)] == ["success"]
+
+
+def _waiting(project: Path) -> str:
+    rt = Runtime()
+    uri = str(rt.start(str(project / "sign-off.yaml"), str(project / RUN))["uri"])
+    rt.submit(uri, "success")
+    rt.submit(uri, "success", values={"notes": "v2: faster"})
+    lint = next(r for r in rt.open_steps(uri)["open"] if r["name"] == "Lint")
+    rt.submit(uri, "success", step=lint["step"])
+    return uri

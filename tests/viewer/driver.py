@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import fcntl
+import http.client
 import json
+import os
+import re
 import signal
 import subprocess
 import sys
+import termios
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -51,9 +57,17 @@ class ViewServer:
     as a user starts it."""
 
     def __init__(self, target: Path | str) -> None:
+        # The person's terminal: the viewer shows its one-time link there, and only there.
+        self._terminal, slave = os.openpty()
         self.process = subprocess.Popen(
-            [TETHER, "view", str(target)], stdout=subprocess.PIPE, text=True
+            [TETHER, "view", str(target)],
+            stdin=slave,
+            stdout=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+            preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
         )
+        os.close(slave)
         assert self.process.stdout is not None
         lines = []
         for line in self.process.stdout:
@@ -63,6 +77,26 @@ class ViewServer:
         self.address = json.loads("".join(lines))
         self.url: str = self.address["url"]
         self.base = self.url.split("?")[0]
+        shown = b""
+        while b"\n" not in shown.partition(b"/person?key=")[2]:  # written before the address
+            shown += os.read(self._terminal, 4096)
+        found = re.search(rb"(http://\S+/person\?key=\S+)", shown)
+        assert found, shown
+        self.link = found.group(1).decode()
+        self._cookie: str | None = None
+
+    def cookie(self) -> str:
+        """The person's cookie, as the browser that opens the one-time link gets it (the link
+        is spent by the first call)."""
+        if self._cookie is None:
+            parts = urllib.parse.urlsplit(self.link)
+            connection = http.client.HTTPConnection(parts.netloc, timeout=10)
+            connection.request("GET", f"{parts.path}?{parts.query}")
+            response = connection.getresponse()
+            assert response.status == 303, response.read()
+            self._cookie = response.getheader("Set-Cookie", "").split(";")[0]
+            connection.close()
+        return self._cookie
 
     def get(self, path: str, host: str | None = None) -> tuple[int, Any]:
         """GET `path` from the server: the status and the decoded JSON body."""
@@ -75,9 +109,20 @@ class ViewServer:
         except urllib.error.HTTPError as err:
             return err.code, json.loads(err.read())
 
+    def sign_in(self, page: Page) -> None:
+        """The person opens the one-time link in the browser of `page`, which spends it; the
+        cookie it gave is kept for `cookie`."""
+        page.goto(self.link)
+        (given,) = [c for c in page.context.cookies() if c["name"] == "tether_person"]
+        assert given["httpOnly"], given
+        self._cookie = f"tether_person={given['value']}"
+
     def stop(self) -> int:
         self.process.send_signal(signal.SIGINT)
-        return self.process.wait(timeout=10)
+        try:
+            return self.process.wait(timeout=10)
+        finally:
+            os.close(self._terminal)
 
 
 def mark_document(page: Page) -> None:

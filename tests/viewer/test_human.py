@@ -9,6 +9,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -19,6 +20,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from support.trees import SIGN_OFF_YAML
+from tether.errors import TetherError
 from viewer.driver import ARTIFACTS, TETHER, ViewServer, answer, tether
 
 
@@ -52,11 +54,16 @@ def _post(
     host: str | None = None,
     path: str = "/api/human",
     kind: str = "application/json",
+    cookie: str | None = "the person's",
 ) -> tuple[int, Any]:
+    """POST as the person's browser does (with the cookie the one-time link gave it), or with
+    what the arguments change."""
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
     request = urllib.request.Request(server.base + path.lstrip("/"), data=data, method="POST")
     request.add_header("Content-Type", kind)
-    for name, value in (("X-Tether-Token", token), ("Origin", origin), ("Host", host)):
+    cookie = server.cookie() if cookie == "the person's" else cookie
+    headers = (("X-Tether-Token", token), ("Origin", origin), ("Host", host), ("Cookie", cookie))
+    for name, value in headers:
         if value is not None:
             request.add_header(name, value)
     try:
@@ -79,6 +86,8 @@ def test_posts_from_anywhere_but_the_page_are_refused_and_change_nothing(
     outside_before = answer(outside, "get")
     for args, status, code in (
         ({"token": None, "origin": origin}, 403, "forbidden"),
+        ({"token": token, "origin": origin, "cookie": None}, 403, "forbidden"),
+        ({"token": token, "origin": origin, "cookie": "tether_person=guessed"}, 403, "forbidden"),
         ({"token": "guessed", "origin": origin}, 403, "forbidden"),
         ({"token": token, "origin": None}, 403, "forbidden"),
         ({"token": token, "origin": "http://evil.example"}, 403, "forbidden"),
@@ -163,6 +172,7 @@ def test_each_viewer_has_its_own_token(runs: Path, waiting: Path) -> None:
 def test_a_person_rejects_from_the_page_in_a_browser(
     page: Page, server: ViewServer, waiting: Path
 ) -> None:
+    server.sign_in(page)
     page.goto(server.base + "?run=ship.json")
     panel = page.locator("#human")
     expect(panel).to_be_visible()
@@ -231,13 +241,15 @@ def test_an_agent_that_reads_the_token_from_the_page_answers_nothing(
     server: ViewServer, waiting: Path
 ) -> None:
     """The page is this user's to read, token and all: an agent's shell fetches it and posts
-    the answer with the right Origin, as `curl` does. The viewer finds the process behind the
-    connection, sees the harness's mark on it, and the verbs refuse."""
+    the answer with the right Origin, as `curl` does, and (as if it had read the browser's
+    cookie store) the person's cookie. The viewer finds the process behind the connection,
+    sees the harness's mark on it, and the verbs refuse."""
     before = answer(waiting, "get")
     base = server.base.rstrip("/")
     script = (
         f'token=$(curl -s {base}/ | sed -n \'s/.*tether-token" content="\\([^"]*\\)".*/\\1/p\'); '
         f"curl -s -H 'Origin: {base}' -H \"X-Tether-Token: $token\" "
+        f"-H 'Cookie: {server.cookie()}' "
         "-H 'Content-Type: application/json' "
         f'-d \'{{"path": "ship.json", "decision": "approve"}}\' {base}/api/human'
     )
@@ -268,6 +280,7 @@ def test_the_page_shows_what_the_prompt_names_and_an_answer_to_old_values_is_sta
     tether("start", tree, run)
     answer(run, "submit", "success")
     answer(run, "submit", "success", "--set", "notes=faster builds")
+    server.sign_in(page)
     page.goto(server.base + "?run=publish.json")
     panel = page.locator("#human")
     expect(panel.locator("dl.shows")).to_contain_text('$VAR.notes"faster builds"')
@@ -290,3 +303,108 @@ def test_the_page_shows_what_the_prompt_names_and_an_answer_to_old_values_is_sta
     assert (entry["kind"], entry["outcome"]) == ("human", "success")
     assert entry["shown"] == {"$VAR.notes": "every build is instant"}
     assert answer(run, "verify")["ok"] is True
+
+
+def test_r1_a_sender_that_cannot_be_found_is_refused(server: ViewServer, waiting: Path) -> None:
+    """The agent reads the token from the page, posts with the right Origin (and, as if it had
+    read the browser's cookie store, the person's cookie) and exits at once (`os._exit(0)`, the
+    answer unread): the viewer may find no process behind the connection, and then refuses
+    (fail closed) rather than take the answer as a person's."""
+    from tether.viewer.place import Place
+
+    with pytest.raises(TetherError, match="cannot be found") as refused:
+        Place(str(waiting.parent)).answer_human({"path": "ship.json", "decision": "approve"})
+    assert refused.value.code == "human_only"
+    base = server.base.rstrip("/")
+    script = f"""
+import os, re, socket, urllib.request
+page = urllib.request.urlopen({base!r} + "/").read().decode()
+token = re.search(r'tether-token" content="([^"]+)"', page).group(1)
+body = b'{{"path": "ship.json", "decision": "approve"}}'
+host, port = {base!r}.rsplit("/", 1)[1].split(":")
+sock = socket.create_connection((host, int(port)))
+sock.sendall(("POST /api/human HTTP/1.1\\r\\nHost: " + host + ":" + port + "\\r\\nOrigin: "
+    + {base!r} + "\\r\\nCookie: " + {server.cookie()!r}
+    + {base!r} + "\\r\\nX-Tether-Token: " + token + "\\r\\nContent-Type: application/json"
+    + "\\r\\nContent-Length: %d\\r\\n\\r\\n" % len(body)).encode() + body)
+os._exit(0)
+"""
+    for _ in range(5):
+        subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, "CLAUDECODE": "1"},
+            start_new_session=True,
+            timeout=60,
+            check=True,
+        )
+    # whatever each post met (a sender found and marked, or none found), none answered: a
+    # person's answer from the page, sent after them, is the first the execution records
+    status, done = _post(
+        server, {"path": "ship.json", "decision": "reject"}, token=_token(server), origin=base
+    )
+    assert (status, done["status"]) == (200, "rejected"), done
+    entries = [e for e in answer(waiting, "trace") if e["kind"] == "human"]
+    assert [e["outcome"] for e in entries] == ["failure"], entries
+
+
+def test_r1_the_person_secret_is_shown_only_at_the_terminal_and_once(
+    server: ViewServer, waiting: Path
+) -> None:
+    """What an agent's commands can read of a viewer the person started: its printed address
+    and every page and asset. None holds the one-time key, and a post with the page's token
+    but no person's cookie is refused; the link works once."""
+    key = server.link.split("key=", 1)[1]
+    assert key not in json.dumps(server.address)
+    for path in ("", "static/app.js", "api/runs"):
+        with urllib.request.urlopen(server.base + path, timeout=10) as response:
+            assert key.encode() not in response.read(), path
+    base = server.base.rstrip("/")
+    body = {"path": "ship.json", "decision": "approve"}
+    status, refused = _post(server, body, token=_token(server), origin=base, cookie=None)
+    assert (status, refused["error"]["code"]) == (403, "forbidden")
+    assert "one-time link" in refused["error"]["message"]
+    assert server.cookie().startswith("tether_person=")
+    try:
+        urllib.request.urlopen(server.link, timeout=10)
+        raise AssertionError("the link was taken twice")
+    except urllib.error.HTTPError as err:
+        assert err.code == 403 and "used already" in json.loads(err.read())["error"]["message"]
+    assert [e for e in answer(waiting, "trace") if e["kind"] == "human"] == []
+
+
+def test_a_viewer_without_a_terminal_answers_nothing(runs: Path, waiting: Path) -> None:
+    """Started where no person sees it (no terminal: an agent's shell), the viewer says so in
+    its address and no page can answer."""
+    done = subprocess.Popen(
+        [TETHER, "view", str(runs)],
+        stdout=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        text=True,
+    )
+    try:
+        assert done.stdout is not None
+        text = ""
+        for line in done.stdout:
+            text += line
+            if line.rstrip() == "}":
+                break
+        assert json.loads(text)["answers"].startswith("off: tether view has no terminal")
+    finally:
+        done.terminate()
+        done.wait(timeout=10)
+        if done.stdout is not None:
+            done.stdout.close()
+
+
+def test_r1_a_wrong_key_does_not_use_the_link_up(server: ViewServer, waiting: Path) -> None:
+    """An agent that knocks at `/person` with keys of its own neither gets the cookie nor
+    spends the person's link."""
+    base = server.base.rstrip("/")
+    for key in ("", "guessed", server.link.split("key=", 1)[1][:-1]):
+        try:
+            urllib.request.urlopen(f"{base}/person?key={key}", timeout=10)
+            raise AssertionError(f"the key {key!r} was taken")
+        except urllib.error.HTTPError as err:
+            assert err.code == 403
+    assert server.cookie().startswith("tether_person=")

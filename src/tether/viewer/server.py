@@ -24,8 +24,12 @@ stack. Its endpoints read what they serve from `request.app.state`: the place (`
 - `POST /api/human` a person's answer to the open human step from the page (`{path, decision:
   approve | reject, note?, step?}`), through the verbs (`approve`/`reject`, `by: viewer`), with
   the process found holding the connection's other end (the browser; `tether.person.sender`),
-  so that an answer sent from inside an agent's process tree is refused; the only request that
-  writes.
+  so that an answer sent from inside an agent's process tree, or by a sender that cannot be
+  found, is refused; the only request that writes;
+- `/person?key=K` the one-time link `serve` writes to the controlling terminal of the person who
+  started the viewer (never to standard output): its first request spends the key, and a right
+  one gives that browser the person's cookie (`tether_person`, HttpOnly, SameSite=Strict), which
+  `POST /api/human` requires. With no terminal, no link is shown and no page answers.
 
 Every request first passes the gate the other HTTP servers use (`tether.httpserve.GateMiddleware`
 running `tether.httpgate`): a `Host` that is not this machine's loopback name (which stops DNS
@@ -80,6 +84,10 @@ _HTTP_STATUS = {
     "invalid_json": HTTPStatus.BAD_REQUEST,
 }
 _TOKEN_PLACEHOLDER = b"{{tether-token}}"
+PERSON_COOKIE = "tether_person"
+_NO_TERMINAL = (
+    "off: tether view has no terminal to show its one-time link on, so no page answers a human step"
+)
 _CSP = (
     "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
     "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
@@ -180,15 +188,44 @@ async def events(request: Request) -> EventSourceResponse:
     )
 
 
+async def person(request: Request) -> Response:
+    """The one-time link shown at the terminal of the person who started the viewer: once,
+    it gives the browser that opens it the person's cookie (HttpOnly, never in a page) and
+    sends it to the page, which spends the key (a wrong key spends nothing, so no other
+    process can use the link up before the person opens it)."""
+    state = request.app.state
+    key = request.query_params.get("key", "")
+    if state.person_key is None or not secrets.compare_digest(
+        key.encode(), state.person_key.encode()
+    ):
+        raise TetherError(
+            "forbidden",
+            "this link answers nothing: it was used already, or is not the one the viewer "
+            "showed at its terminal (restart tether view for a new one)",
+        )
+    state.person_key = None
+    response = Response(status_code=HTTPStatus.SEE_OTHER, headers={"Location": "/"})
+    response.set_cookie(PERSON_COOKIE, state.person, httponly=True, samesite="strict", path="/")
+    return response
+
+
 async def human(request: Request) -> Response:
-    """A person's answer from this server's own page: its exact Origin and the token written
-    into it (the gate has already checked the body's declared length and type)."""
+    """A person's answer from this server's own page: its exact Origin, the token written
+    into it, and the person's cookie the terminal's one-time link gave this browser (the gate
+    has already checked the body's declared length and type)."""
     state = request.app.state
     token = request.headers.get("x-tether-token", "")
     if request.headers.get("origin") not in state.origins or not secrets.compare_digest(
         token.encode(), state.token.encode()
     ):
         raise TetherError("forbidden", "answers are taken only from this viewer's own page")
+    cookie = request.cookies.get(PERSON_COOKIE, "")
+    if not secrets.compare_digest(cookie.encode(), state.person.encode()):
+        raise TetherError(
+            "forbidden",
+            "answers are taken only from the browser that opened the one-time link tether "
+            "view showed at its terminal",
+        )
     try:
         body = json.loads(await request.body())
     except (ValueError, UnicodeDecodeError):
@@ -240,6 +277,7 @@ routes = [
     Route("/api/heat", heat),
     Route("/api/behind", behind),
     Route("/api/human", human, methods=["POST"]),
+    Route("/person", person),
 ]
 
 
@@ -249,6 +287,25 @@ def _assets(token: str) -> dict[str, bytes]:
     assets = {item.name: item.read_bytes() for item in folder.iterdir() if item.is_file()}
     assets["index.html"] = assets["index.html"].replace(_TOKEN_PLACEHOLDER, token.encode())
     return assets
+
+
+def _inner(app: ASGIApp) -> Starlette:
+    """The Starlette app inside the gate."""
+    inner = app.app if isinstance(app, GateMiddleware) else app
+    assert isinstance(inner, Starlette)
+    return inner
+
+
+def _tell_terminal(text: str) -> bool:
+    """Write `text` to the controlling terminal of the person who started the viewer (never
+    to standard output, which an agent may read); False when there is none."""
+    try:
+        fd = os.open("/dev/tty", os.O_WRONLY | os.O_NOCTTY)
+    except OSError:
+        return False
+    with os.fdopen(fd, "wb", buffering=0) as tty:
+        tty.write(text.encode("utf-8", "replace"))
+    return True
 
 
 def build_app(place: Place, options: ListenOptions) -> ASGIApp:
@@ -264,6 +321,8 @@ def build_app(place: Place, options: ListenOptions) -> ASGIApp:
     app.state.port = options.port
     app.state.origins = (f"http://127.0.0.1:{options.port}", f"http://localhost:{options.port}")
     app.state.token = secrets.token_urlsafe(32)
+    app.state.person_key = secrets.token_urlsafe(32)  # the one-time link's, spent at first use
+    app.state.person = secrets.token_urlsafe(32)  # the cookie it gives
     app.state.assets = _assets(app.state.token)
     gate = options.gate(length_required=True)
     return GateMiddleware(app, gate, statuses=_HTTP_STATUS, headers=_HEADERS)
@@ -284,9 +343,16 @@ def serve(path: str, *, port: int = 0, ready: Callable[[Any], None]) -> None:
     sock = bind(ListenOptions(port=port))
     options = ListenOptions(port=sock.getsockname()[1], max_body_bytes=MAX_POST_BYTES)
     url = options.url(options.port) + "/" + (f"?run={quote(opened)}" if opened else "")
+    app = build_app(place, options)
+    link = f"{options.url(options.port)}/person?key={_inner(app).state.person_key}"
+    shown = _tell_terminal(
+        f"To approve or reject human steps from a browser, open this link once in it "
+        f"(it is shown only here):\n  {link}\n"
+    )
+    answers = "the one-time link is shown at the terminal" if shown else _NO_TERMINAL
     try:
-        ready({"status": "serving", "url": url, "executions": count})
-        asyncio.run(run(build_app(place, options), sock))
+        ready({"status": "serving", "url": url, "executions": count, "answers": answers})
+        asyncio.run(run(app, sock))
     except (KeyboardInterrupt, asyncio.CancelledError):
         # Ctrl-C is a clean stop, also when it lands before uvicorn has put in its own signal
         # handlers: asyncio.run then cancels the server's task instead.

@@ -17,6 +17,8 @@ and what a bound session gets at each hook event:
   the same cap. `stop: warn` only tells the user (`systemMessage`; Claude Code's Stop output has
   no context field), `off` does nothing.
 - `SessionStart`, `UserPromptSubmit`: the current request as context (under 1,000 characters).
+  At `UserPromptSubmit`, a person's `tether: approve [STEP]` (or `reject`) answers that open
+  human step once (`prompt_answer`, recorded `by: prompt`).
 - `PreToolUse`: denied, whatever the policies: a shell line that runs `tether approve` or
   `tether reject` (only a person answers a human step; read by `shell.answers_for_a_person`,
   wrappers and nested commands included), a call that writes a guarded file, a `tether reset` or
@@ -55,6 +57,8 @@ if TYPE_CHECKING:
     from tether.verbs import Runtime
 
 CONTEXT_LIMIT = 1000
+# A person's answer typed into the harness's prompt: `tether: approve [STEP]`.
+PROMPT_ANSWER = re.compile(r"tether:\s*(approve|reject)(?:\s+(\S+))?", re.IGNORECASE)
 # The MCP servers Tether is registered as, unless `workflow.mcp_servers` says: its own name
 # (`tether mcp install`) and its Claude Code plugin's.
 DEFAULT_SERVERS = ("tether", "plugin_tether_tether")
@@ -592,6 +596,39 @@ class Binder:
             )
         return _cut("\n".join(line for line in lines if line), CONTEXT_LIMIT)
 
+    def prompt_answer(self, session_id: str, project: str, prompt: str) -> str | None:
+        """A person's answer typed into the harness's prompt (`PROMPT_ANSWER`: `tether: approve
+        [STEP]` or `tether: reject [STEP]`, STEP a human step's name or token, needed only when
+        several are open), recorded `by: prompt` on the open human step of a running bound
+        execution, with the token open now: that step, once. The verbs' person gate takes it
+        only from the hook the harness ran for the prompt (`tether.person.harness_prompt`).
+        Returns what the agent is told, or None for a prompt that answers nothing."""
+        asked = PROMPT_ANSWER.fullmatch(prompt.strip())
+        if asked is None:
+            return None
+        verb, named = asked.group(1), asked.group(2)
+        found = [
+            (binding.trace, r)
+            for binding, view in self.views(session_id, project)
+            if view["status"] == "running"
+            for r in view["open"]
+            if r.get("type") == "human" and named in (None, r.get("name"), r.get("step"))
+        ]
+        if len(found) != 1:
+            which = "no" if not found else "more than one"
+            return (
+                f"[Tether] '{prompt.strip()}' answered nothing: {which} open human step of "
+                "this session's executions matches it (name the step: tether: approve NAME)."
+            )
+        trace, request = found[0]
+        decide = self.runtime.approve if verb == "approve" else self.runtime.reject
+        try:
+            decide(trace, step=request["step"], by="prompt", note="typed into the prompt")
+        except TetherError as exc:
+            return f"[Tether] '{prompt.strip()}' answered nothing: {exc.message}"
+        done = "approved" if verb == "approve" else "rejected"
+        return f"[Tether] The person {done} the human step {request['name']!r} of {trace}."
+
     def own(self, tool: str, params: dict[str, Any], project: str) -> bool:
         """Whether a call is Tether's own (`steptools.is_own_tool`), its MCP tools counting only
         on a server Tether is registered as."""
@@ -796,7 +833,8 @@ class Binder:
 
 _ONLY_A_PERSON = (
     "Only a person answers a human step: with `tether approve` or `tether reject` in their own "
-    "terminal, or Approve / Reject in the viewer (`tether view`)."
+    "terminal, Approve / Reject in the viewer (`tether view`), or by typing `tether: approve` "
+    "into this prompt."
 )
 
 

@@ -12,7 +12,8 @@ and answers with both:
 
 - `SessionStart`: `session_context()` (the system-prompt section, short unless the configuration
   says `context: full`), answered as `additionalContext`.
-- `UserPromptSubmit`: `on_user_message(prompt)`; the directive as `additionalContext`.
+- `UserPromptSubmit`: `on_user_message(prompt)`; the directive as `additionalContext`; a
+  person's `tether: approve [STEP]` answers that human step (`Binder.prompt_answer`).
 - `PreToolUse`: `pre_tool(tool_name, tool_input)`; a block is `permissionDecision: deny` with
   the reason, a warning or reminder is `additionalContext`.
 - `PostToolUse`: `post_tool(tool_name, tool_input, tool_response, ok=tool_ok(payload))`;
@@ -134,9 +135,13 @@ def _session_end(event: _Event) -> None:
 
 
 def _user_prompt(event: _Event) -> dict[str, Any] | None:
+    prompt = str(event.payload.get("prompt") or "")
     with event.locked() as session:
-        decision = session.on_user_message(str(event.payload.get("prompt") or ""))
-    text = _joined(decision.directive, event.binder.context(event.session_id, event.project))
+        decision = session.on_user_message(prompt)
+    answered = event.binder.prompt_answer(event.session_id, event.project, prompt)
+    text = _joined(
+        decision.directive, answered, event.binder.context(event.session_id, event.project)
+    )
     return _context(event.name, text) if text else None
 
 
