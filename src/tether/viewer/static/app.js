@@ -946,7 +946,7 @@ function overviewTree(tree, fallbacks) {
     checks);
 }
 
-const heatView = { name: null, hash: null, measure: "failures", actions: {}, chosen: null };
+const heatView = { name: null, hash: null, measure: "failures", actions: {}, chosen: null, asked: 0 };
 
 async function showHeat(name, hash, measure) {
   Object.assign(heatView, { name, hash, measure: measure || "failures" });
@@ -975,6 +975,7 @@ async function showHeat(name, hash, measure) {
 
 async function refreshHeat() {
   const query = new URLSearchParams({ tree: heatView.name, hash: heatView.hash, measure: heatView.measure });
+  const question = ++heatView.asked;
   let doc;
   try {
     doc = await getJSON(`/api/heat?${query}`);
@@ -982,6 +983,7 @@ async function refreshHeat() {
     showError(error.message);
     return;
   }
+  if (question !== heatView.asked) return;  // a later question (another measure, a change) is on its way
   const tree = doc.tree;
   $("#heat-title").textContent = treeTitle(tree);
   $("#heat-sub").textContent = `${tree.executions.total} executions: ${tree.executions.running} running, `
