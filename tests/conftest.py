@@ -6,3 +6,13 @@ from hypothesis import settings
 
 settings.register_profile("tether", deadline=None)
 settings.load_profile("tether")
+
+
+def pytest_configure(config: object) -> None:
+    """`harness_capability(harness, capability)`: the test proves that the harness can do it
+    (`tether.guard.harness.capabilities` builds the shipped table from these marks)."""
+    config.addinivalue_line(  # type: ignore[attr-defined]
+        "markers",
+        "harness_capability(harness, capability): the test proves what a harness can do "
+        "(events, deny, stop, context, evidence, person)",
+    )
