@@ -15,8 +15,17 @@ import pytest
 
 from field import claudekit as ck
 from field.anthropic import AnthropicModel, said, tool_results
-from field.scripted import Text, Turn
-from field.test_claude_code import CALC, CHECKED, REPORT, REVIEW, bash, edit, said_in, start
+from field.scripted import Text
+from field.test_claude_code import (
+    CALC,
+    CHECK_TWICE,
+    CHECKED,
+    REPORT,
+    REVIEW,
+    edit,
+    said_in,
+    start,
+)
 
 claude_agent_sdk = pytest.importorskip(
     "claude_agent_sdk", reason="run scripts/install-test-deps-agent-sdk (scripts/test runs it)"
@@ -112,16 +121,7 @@ def test_sdk_evidence_is_not_ok_for_a_failing_command_and_a_check_decides_on_it(
     project = ck.project(
         tmp_path, install=False, trees={"checked.yaml": CHECKED, "check.sh": "test -f fixed\n"}
     )
-    script: list[Turn] = [
-        *start("checked.yaml"),
-        [bash("sh check.sh")],
-        [bash("tether submit run.json success")],
-        [bash("touch fixed")],
-        [bash("sh check.sh")],
-        [bash("tether submit run.json success")],
-        Text("Checks pass."),
-    ]
-    with AnthropicModel(script) as model:
+    with AnthropicModel(CHECK_TWICE) as model:
         converse(project, model, "Do the work.")
     entries = ck.trace(project, "run.json")
     runs = [(e["input"]["command"], e["ok"]) for e in ck.kinds(entries, "tool")]

@@ -79,6 +79,18 @@ def edit(path: Path) -> list[list[Call]]:
     ]
 
 
+# The checks fail, the agent fixes them, they pass: two submits, each decided by the step's check.
+CHECK_TWICE: list[Turn] = [
+    *start("checked.yaml"),
+    [bash("sh check.sh")],
+    [bash("tether submit run.json success")],
+    [bash("touch fixed")],
+    [bash("sh check.sh")],
+    [bash("tether submit run.json success")],
+    Text("Checks pass."),
+]
+
+
 def refusals(model: AnthropicModel) -> list[str]:
     """The Stop refusals the model was shown by its last turn, in order: what follows
     "Stop hook feedback:" in a user message (Claude Code's wording)."""
@@ -144,16 +156,7 @@ def test_an_edit_outside_the_steps_policy_is_denied_and_the_file_kept(tmp_path: 
 
 def test_evidence_is_ok_for_a_passing_command_and_not_for_a_failing_one(tmp_path: Path) -> None:
     project = ck.project(tmp_path, trees={"checked.yaml": CHECKED, "check.sh": "test -f fixed\n"})
-    script: list[Turn] = [
-        *start("checked.yaml"),
-        [bash("sh check.sh")],
-        [bash("tether submit run.json success")],
-        [bash("touch fixed")],
-        [bash("sh check.sh")],
-        [bash("tether submit run.json success")],
-        Text("Checks pass."),
-    ]
-    with AnthropicModel(script) as model:
+    with AnthropicModel(CHECK_TWICE) as model:
         run = ck.claude(project, model)
     entries = ck.trace(project, "run.json")
     runs = [(e["input"]["command"], e["ok"]) for e in ck.kinds(entries, "tool")]
