@@ -26,12 +26,20 @@ from field.test_claude_code import (
     said_in,
     start,
 )
+from tether.guard.harness.agent_sdk import agent_options
 
-claude_agent_sdk = pytest.importorskip(
-    "claude_agent_sdk", reason="run scripts/install-test-deps-agent-sdk (scripts/test runs it)"
-)
 
-from tether.guard.harness.agent_sdk import agent_options  # noqa: E402
+def sdk() -> Any:
+    """The pinned Claude Agent SDK; a missing one fails the test with how to install it."""
+    try:
+        import claude_agent_sdk
+    except ImportError:
+        pytest.fail(
+            "the Claude Agent SDK is not installed: run scripts/install-test-deps-agent-sdk "
+            "(scripts/test runs it)",
+            pytrace=False,
+        )
+    return claude_agent_sdk
 
 
 def options(project: Path, model: AnthropicModel) -> Any:
@@ -39,7 +47,7 @@ def options(project: Path, model: AnthropicModel) -> Any:
     is the project's test HOME's, which the installed command hooks (if any) share."""
     state = str(ck.home(project) / "state")
     env = ck.environment(ck.home(project), model, TETHER_GUARD_STATE=state)
-    return claude_agent_sdk.ClaudeAgentOptions(
+    return sdk().ClaudeAgentOptions(
         **agent_options(project, state_dir=state),
         cwd=str(project),
         allowed_tools=["Bash", "Read", "Write", "Edit"],
@@ -53,7 +61,7 @@ def converse(project: Path, model: AnthropicModel, *prompts: str) -> list[Any]:
 
     async def run() -> list[Any]:
         got: list[Any] = []
-        async with claude_agent_sdk.ClaudeSDKClient(options=options(project, model)) as client:
+        async with sdk().ClaudeSDKClient(options=options(project, model)) as client:
             for prompt in prompts:
                 await client.query(prompt)
                 got += [message async for message in client.receive_response()]
@@ -63,7 +71,7 @@ def converse(project: Path, model: AnthropicModel, *prompts: str) -> list[Any]:
 
 
 def results(messages: list[Any]) -> list[Any]:
-    return [m for m in messages if isinstance(m, claude_agent_sdk.ResultMessage)]
+    return [m for m in messages if isinstance(m, sdk().ResultMessage)]
 
 
 @pytest.mark.harness_capability("claude-agent-sdk", "events")

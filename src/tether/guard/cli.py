@@ -1,7 +1,8 @@
 """`tether guard …`: the guard's command line.
 
 Owns the commands `check`, `prompt`, `hook`, `serve`, `install claude|codex|gemini|cursor`,
-`log`, `replay`, `status` (the workflow bindings, `binding`) and `test`: their arguments, parsed
+`log`, `replay`, `status` (the workflow bindings, `binding`), `test` and `harnesses` (what each
+harness lets the guard do, `harness.capabilities`): their arguments, parsed
 by the command frame's parser (`tether.command.args`), and their output, through the frame every
 `tether` command shares (`tether.command.output`): JSON on stdout, errors as JSON on stderr with
 the exit code of their class. The exception is `hook`, whose stdout is exactly the hook output
@@ -130,6 +131,13 @@ STATUS = Command(
     help="--session ID      one session: its binding and its execution's open steps\n"
     + _CONFIG_HELP
     + _STATE_HELP.rstrip("\n"),
+)
+HARNESSES = Command(
+    "guard harnesses",
+    "what each agent harness lets the guard do, by the tests (table; --json for the data)",
+    flags=("--json",),
+    help="--json            the table as JSON: per harness, the version tested and the test\n"
+    "                  that proves each capability",
 )
 TEST = Command(
     "guard test",
@@ -562,6 +570,17 @@ def cmd_test(p: Parsed) -> int:
     return EXIT_OK
 
 
+def cmd_harnesses(p: Parsed) -> int:
+    from tether.guard.harness.capabilities import render, shipped
+
+    table = shipped()
+    if "--json" in p.flags:
+        emit(table)
+    else:
+        sys.stdout.write(render(table))
+    return EXIT_OK
+
+
 COMMANDS: dict[str, tuple[Command, Handler]] = {
     "check": (CHECK, cmd_check),
     "prompt": (PROMPT, cmd_prompt),
@@ -572,6 +591,7 @@ COMMANDS: dict[str, tuple[Command, Handler]] = {
     "replay": (REPLAY, cmd_replay),
     "status": (STATUS, cmd_status),
     "test": (TEST, cmd_test),
+    "harnesses": (HARNESSES, cmd_harnesses),
 }
 
 
