@@ -19,9 +19,9 @@ def test_the_shipped_table_is_what_the_tests_marks_yield(tmp_path: Path) -> None
     now = collect(tmp_path / "capabilities.json")
     assert json.loads(DATA.read_text()) == now, "run scripts/harness-capabilities"
     assert {r["harness"] for r in now["tested"]} >= {
-        "claude-code",
+        "claude",
         "codex",
-        "gemini-cli",
+        "gemini",
         "claude-agent-sdk",
     }
 
@@ -55,7 +55,7 @@ def test_guard_harnesses_prints_the_table_and_the_untested(
 ) -> None:
     assert main(["harnesses"]) == 0
     text = capsys.readouterr().out
-    claude = next(line for line in text.splitlines() if line.startswith("claude-code "))
+    claude = next(line for line in text.splitlines() if line.startswith("claude "))
     assert "2.1.332" in claude and "ends the turn at 9" in claude, claude
     for doc in DOCUMENTED:
         assert f"{doc['harness']}: " in text and doc["source"] in text

@@ -28,15 +28,16 @@ HEADINGS = {
 DATA = Path(__file__).with_name("capabilities.json")
 
 # The package each tested harness is pinned by (npm, or PyPI for the SDK): the version column.
+# A harness is named as `tether guard install` names it.
 PACKAGES = {
-    "claude-code": "@anthropic-ai/claude-code",
+    "claude": "@anthropic-ai/claude-code",
     "codex": "@openai/codex",
-    "gemini-cli": "@google/gemini-cli",
+    "gemini": "@google/gemini-cli",
     "claude-agent-sdk": "claude-agent-sdk",
     "opencode": "opencode-ai",
-    "copilot-cli": "@github/copilot",
-    "qwen-code": "@qwen-code/qwen-code",
-    "factory-droid": "droid",
+    "copilot": "@github/copilot",
+    "qwen": "@qwen-code/qwen-code",
+    "droid": "droid",
 }
 
 # Harnesses not tested here, with what their own documentation says (and where).
