@@ -34,7 +34,7 @@ from tether.guard.rules.plan import CONFIG_ENV, DEFAULT_CONFIG
 DEFAULT_PORT = 8977
 DEFAULT_LIMIT = 50
 ON_ERROR = ("block", "allow")
-AGENTS = ("claude", "codex", "gemini", "cursor")
+AGENTS = ("claude", "codex", "gemini", "cursor", "opencode")
 
 _CONFIG_HELP = (
     f"--config FILE     configuration file (default: ${CONFIG_ENV}, or {DEFAULT_CONFIG} in the\n"
@@ -107,7 +107,7 @@ INSTALL = Command(
     "--settings FILE   the hooks file (claude: .claude/settings.json, or\n"
     "                  .claude/settings.local.json when the command is a path on this machine;\n"
     "                  codex: .codex/hooks.json; gemini: .gemini/settings.json; cursor:\n"
-    "                  .cursor/hooks.json)\n"
+    "                  .cursor/hooks.json; opencode: .opencode/plugin/tether.js)\n"
     f"--config FILE     configuration file (default {DEFAULT_CONFIG}; created when missing)\n"
     "--command CMD     how hooks invoke tether (default: tether when it is on PATH, uvx --from\n"
     "                  SOURCE tether under uvx, else this installation's full path)\n"
@@ -505,6 +505,8 @@ def cmd_install(p: Parsed) -> int:
         )
     command = launch(p.options.get("--command"))
     config = p.options.get("--config") or DEFAULT_CONFIG
+    if agent == "opencode":
+        return _install_opencode(p, command, config)
     if agent != "claude":
         if http:
             raise TetherError("usage", f"{agent} runs command hooks only: drop --http")
@@ -527,6 +529,18 @@ def cmd_install(p: Parsed) -> int:
         on_error=_on_error(p),
     )
     emit({**result, "launch": command.to_dict(), **({"note": note} if note else {})})
+    return EXIT_OK
+
+
+def _install_opencode(p: Parsed, command: Any, config: str) -> int:
+    """OpenCode's plugin, whose hook command is Claude Code's (the plugin sends its shape)."""
+    from tether.guard.harness.install import harness_command
+    from tether.guard.harness.opencode import install_opencode
+
+    if p.options.get("--http"):
+        raise TetherError("usage", "opencode runs its plugin only: drop --http")
+    line = harness_command("claude", config, command.shell(), _on_error(p))
+    emit({**install_opencode(p.options.get("--settings"), line), "launch": command.to_dict()})
     return EXIT_OK
 
 
