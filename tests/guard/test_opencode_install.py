@@ -45,3 +45,26 @@ def test_a_plugin_file_that_is_not_tethers_is_kept(
     code, _, err = install(capsys)
     assert code != 0 and "is not Tether's plugin" in err["error"]["message"], err
     assert plugin.read_text() == "export const Mine = async () => ({})\n"
+
+
+def test_the_plugin_denies_a_call_when_the_guard_cannot_start(tmp_path: Path) -> None:
+    """Fail closed: a hook command that does not run denies the call, saying why."""
+    from tether.guard.harness.opencode import plugin_text
+
+    plugin = tmp_path / "tether.mjs"
+    plugin.write_text(plugin_text("no-such-tether guard hook"))
+    driver = tmp_path / "drive.mjs"
+    driver.write_text(
+        'import { TetherGuard } from "./tether.mjs"\n'
+        f"const hooks = await TetherGuard({{ directory: {json.dumps(str(tmp_path))} }})\n"
+        "try {\n"
+        '  await hooks["tool.execute.before"]({ tool: "bash", sessionID: "s", callID: "c" },'
+        ' { args: { command: "ls" } })\n'
+        '  console.log("allowed")\n'
+        "} catch (e) { console.log(`denied: ${e.message}`) }\n"
+    )
+    done = subprocess.run(
+        ["node", str(driver)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.stdout.startswith("denied: [Tether] the guard could not answer"), done
+    assert "no-such-tether" in done.stdout, done.stdout
