@@ -82,6 +82,14 @@ def test_an_sdk_agent_binds_its_stops_are_refused_and_its_next_prompt_told(tmp_p
     with AnthropicModel([*start("report.yaml"), Text("All done."), Text("Later.")]) as model:
         got = converse(project, model, "Do the work.", "Carry on.")
     assert [r.is_error for r in results(got)] == [False, False], got[-1]
+    # The project's installed command hooks ran too (the SDK reports their answers).
+    answered = [
+        m.data
+        for m in got
+        if isinstance(m, sdk().HookEventMessage) and m.data.get("exit_code") == 0
+    ]
+    assert [d["hook_name"] for d in answered] == ["SessionStart:startup"], answered
+    assert "## Behavioral rules" in answered[0]["output"]
     stops = ck.kinds(ck.trace(project, "run.json"), "stop")
     # The installed command hooks fire too (the SDK's Claude Code reads .claude/settings.json):
     # each stop is still handled once.
