@@ -147,16 +147,20 @@ def test_evidence_is_not_ok_for_a_failing_command_and_the_check_decides(tmp_path
 
 
 @pytest.mark.harness_capability("opencode", "context")
-def test_a_continued_session_is_told_its_open_step_and_its_end_is_not_refused(
+@pytest.mark.harness_capability("opencode", "events")
+def test_a_bound_sessions_end_is_recorded_and_the_continued_session_told_its_open_step(
     tmp_path: Path,
 ) -> None:
     root = project(tmp_path, {"report.yaml": REPORT})
     with ChatModel([*start("report.yaml"), Text("All done.")]) as first:
         ended = opencode(root, first)
     assert ended.code == 0, ended.stderr[-2000:]
-    # OpenCode 1.18.33 has no hook that can keep a session going: it ends although bound.
+    # OpenCode 1.18.33 has no hook that can keep a session going: it ends although bound, and
+    # the end is recorded.
     assert ck.tether(root, "get", "run.json")["status"] == "running"
     assert first.turns_taken == 3
+    ends = ck.kinds(ck.trace(root, "run.json"), "stop")
+    assert [(s["outcome"], s["name"]) for s in ends] == [("ended", "Report")], ends
     with ChatModel([Text("Resuming.")]) as second:
         resumed = opencode(root, second, "Carry on.", "--continue")
     assert resumed.code == 0, resumed.stderr[-2000:]
@@ -164,3 +168,5 @@ def test_a_continued_session_is_told_its_open_step_and_its_end_is_not_refused(
     assert f"[Tether] This session is bound to the execution file://{root}/run.json" in told
     assert "Current request: instruct 'Report'" in told
     assert "Write the weekly report to report.md." in told
+    ends = ck.kinds(ck.trace(root, "run.json"), "stop")
+    assert [s["outcome"] for s in ends] == ["ended", "ended"], ends

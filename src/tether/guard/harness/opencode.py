@@ -11,9 +11,9 @@ gives) and acts on the answer:
 - `tool.execute.after` -> `PostToolUse`, its `metadata.exit` as the exit code: the evidence.
 - `chat.message` -> `UserPromptSubmit`: the context it answers is added to that session's system
   prompt (`experimental.chat.system.transform`).
-
-OpenCode 1.18.33 has no hook that can keep a session from ending (`session.idle` only reports
-it), so a bound OpenCode session's stop is not refused. Tool names are given Claude Code's
+- the `session.idle` event -> `Stop`, marked `hooks.CANNOT_REFUSE`: OpenCode 1.18.33 has no hook
+  that can keep a session from ending (`session.idle` only reports it), so a bound session's
+  end is recorded (a `stop` entry, outcome `ended`), not refused. Tool names are given Claude Code's
 (`bash` -> `Bash`, ...), and `filePath` is `file_path`, so tree policies hold unchanged.
 It does not answer events (`hooks` does) or start OpenCode.
 """
@@ -91,6 +91,11 @@ export const TetherGuard = async ({ directory }) => {
     "experimental.chat.system.transform": async (i, output) => {
       if (i.sessionID && context[i.sessionID]) output.system.push(context[i.sessionID])
     },
+    event: async ({ event }) => {
+      if (event.type !== "session.idle") return
+      hook(directory, { hook_event_name: "Stop", harness_event: "session.idle",
+        session_id: event.properties.sessionID, stop_cannot_be_refused: true })
+    },
   }
 }
 """
@@ -120,8 +125,8 @@ def install_opencode(file: str | None, command: str) -> dict[str, Any]:
     return {
         "harness": "opencode",
         "file": str(path),
-        "added": ["tool.execute.before", "tool.execute.after", "chat.message"],
+        "added": ["tool.execute.before", "tool.execute.after", "chat.message", "session.idle"],
         "command": command,
         "stop": "OpenCode has no hook that can refuse the end of a session: a bound session's "
-        "stop is not refused there",
+        "end is recorded (a stop entry, outcome ended), not refused",
     }
