@@ -148,6 +148,9 @@ def test_evidence_is_not_ok_for_a_failing_command_and_the_check_decides(tmp_path
 
 @pytest.mark.harness_capability("opencode", "context")
 @pytest.mark.harness_capability("opencode", "events")
+@pytest.mark.harness_capability(
+    "opencode", "stop", cannot="no hook can keep a session going; its end is recorded (ended)"
+)
 def test_a_bound_sessions_end_is_recorded_and_the_continued_session_told_its_open_step(
     tmp_path: Path,
 ) -> None:

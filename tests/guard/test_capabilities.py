@@ -62,5 +62,7 @@ def test_guard_harnesses_prints_the_table_and_the_untested(
     assert main(["harnesses", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert next(d["tested"] for d in data["documented"]) == "not tested here"
+    opencode = next(line for line in text.splitlines() if line.startswith("opencode "))
+    assert " no " in opencode, opencode
     sdk = next(r for r in data["tested"] if r["harness"] == "claude-agent-sdk")
     assert sdk["version"] == "0.2.189" and sdk["cells"]["person"] == []

@@ -80,12 +80,13 @@ def build(
     marks: Iterable[tuple[str, str, str, dict[str, Any]]], versions: dict[str, str]
 ) -> dict[str, Any]:
     """The table from the tests' marks, each `(harness, capability, test id, keywords)` (a
-    stop test marked `cap=N` shows the harness's own cap on refused stops), and the pinned
-    version of each harness. A mark naming an unknown capability, or a harness without a
-    pinned version, is an error saying which."""
-    marks = sorted(marks)
+    stop test marked `cap=N` shows the harness's own cap on refused stops; one marked
+    `cannot="why"` proves the harness cannot do it), and the pinned version of each harness. A
+    mark naming an unknown capability, or a harness without a pinned version, is an error
+    saying which."""
+    marks = sorted(marks, key=lambda mark: mark[:3])
     rows: dict[str, dict[str, Any]] = {}
-    for harness, capability, test, _ in marks:
+    for harness, capability, test, kw in marks:
         if capability not in CAPABILITIES:
             raise ValueError(f"{test}: capability {capability!r} is not one of {CAPABILITIES}")
         if harness not in versions:
@@ -97,9 +98,12 @@ def build(
                 "package": PACKAGES.get(harness, harness),
                 "version": versions[harness],
                 "cells": {c: [] for c in CAPABILITIES},
+                "cannot": {},
             },
         )
-        if test not in row["cells"][capability]:
+        if "cannot" in kw:
+            row["cannot"][capability] = {"why": str(kw["cannot"]), "test": test}
+        elif test not in row["cells"][capability]:
             row["cells"][capability].append(test)
     for harness, row in rows.items():
         row["stop_cap"] = _stop_cap(marks, harness)
@@ -113,7 +117,9 @@ def shipped() -> dict[str, Any]:
 
 
 def _cell(row: dict[str, Any], capability: str) -> str:
-    return "yes" if row["cells"][capability] else "not shown"
+    if row["cells"][capability]:
+        return "yes"
+    return "no" if capability in row.get("cannot", {}) else "not shown"
 
 
 def _cap(row: dict[str, Any]) -> str:
@@ -149,8 +155,14 @@ def markdown(table: dict[str, Any]) -> str:
     head = ["harness", "version", *(HEADINGS[c] for c in CAPABILITIES), "own stop cap"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in table["tested"]:
+        cannot = row.get("cannot", {})
         cells = [
-            f"yes {cite(row['cells'][c])}" if row["cells"][c] else "not shown" for c in CAPABILITIES
+            f"yes {cite(row['cells'][c])}"
+            if row["cells"][c]
+            else f"no: {cannot[c]['why']} {cite([cannot[c]['test']])}"
+            if c in cannot
+            else "not shown"
+            for c in CAPABILITIES
         ]
         cap = row.get("stop_cap")
         cells.append(f"{_cap(row)} {cite([cap['test']])}" if cap else _cap(row))
