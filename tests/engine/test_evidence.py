@@ -43,6 +43,17 @@ def test_stop_is_refused_cap_times_then_allowed_and_counts_again() -> None:
     _verify(w)
 
 
+def test_an_ended_session_is_recorded_never_counted_and_replays() -> None:
+    w = Walk(tree(seq("S", action("A", ins("a")))))
+    w.apply(core.Stop(2))
+    ended = w.apply(core.Stop(2, ended=True))
+    assert ended["status"] == "ended" and ended["blocks"] == 1
+    assert w.apply(core.Stop(2))["status"] == "refused"  # the end took no refusal's place
+    assert stops(w) == ["refused", "ended", "refused"]
+    assert w.next()["name"] == "A"
+    _verify(w)
+
+
 def test_an_answer_ends_a_run_of_refused_stops_and_a_thought_does_not() -> None:
     w = Walk(tree(seq("S", action("A", ins("a"), ins("b")))))
     w.apply(core.Stop(2))

@@ -45,6 +45,7 @@ STORED = {
         "RECORDED": "recorded",
         "ALLOWED": "allowed",
         "REFUSED": "refused",
+        "ENDED": "ended",
         "JUMPED": "jumped",
         "CALLED": "called",
         "CLOSED": "closed",

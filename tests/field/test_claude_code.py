@@ -11,6 +11,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from field import claudekit as ck
 from field.anthropic import AnthropicModel, said, tool_results
 from field.scripted import Call, Text, Turn
@@ -80,6 +82,18 @@ def edit(path: Path) -> list[list[Call]]:
     ]
 
 
+# The checks fail, the agent fixes them, they pass: two submits, each decided by the step's check.
+CHECK_TWICE: list[Turn] = [
+    *start("checked.yaml"),
+    [bash("sh check.sh")],
+    [bash("tether submit run.json success")],
+    [bash("touch fixed")],
+    [bash("sh check.sh")],
+    [bash("tether submit run.json success")],
+    Text("Checks pass."),
+]
+
+
 def refusals(model: AnthropicModel) -> list[str]:
     """The Stop refusals the model was shown by its last turn, in order: what follows
     "Stop hook feedback:" in a user message (Claude Code's wording)."""
@@ -99,6 +113,8 @@ def said_in(message: dict[str, Any]) -> str:
     return "\n".join(b.get("text", "") for b in content or () if isinstance(b, dict))
 
 
+@pytest.mark.harness_capability("claude", "events")
+@pytest.mark.harness_capability("claude", "stop")
 def test_a_shell_start_binds_and_stops_are_refused_up_to_the_cap(tmp_path: Path) -> None:
     project = ck.project(tmp_path, "      max_stop_blocks: 3\n", trees={"report.yaml": REPORT})
     with AnthropicModel([*start("report.yaml"), Text("All done.")]) as model:
@@ -113,6 +129,7 @@ def test_a_shell_start_binds_and_stops_are_refused_up_to_the_cap(tmp_path: Path)
         assert "Write the weekly report to report.md." in text, text
 
 
+@pytest.mark.harness_capability("claude", "stop", cap=9)
 def test_claude_code_ends_the_turn_itself_after_nine_refused_stops(tmp_path: Path) -> None:
     project = ck.project(tmp_path, "      max_stop_blocks: 20\n", trees={"report.yaml": REPORT})
     with AnthropicModel([*start("report.yaml"), Text("All done.")]) as model:
@@ -130,6 +147,7 @@ def test_claude_code_ends_the_turn_itself_after_nine_refused_stops(tmp_path: Pat
     assert run.result["subtype"] == "success", run.result
 
 
+@pytest.mark.harness_capability("claude", "deny")
 def test_an_edit_outside_the_steps_policy_is_denied_and_the_file_kept(tmp_path: Path) -> None:
     project = ck.project(tmp_path, trees={"review.yaml": REVIEW, "calc.py": CALC})
     calc = project / "calc.py"
@@ -143,18 +161,10 @@ def test_an_edit_outside_the_steps_policy_is_denied_and_the_file_kept(tmp_path: 
     assert tools == ["Read"], tools
 
 
+@pytest.mark.harness_capability("claude", "evidence")
 def test_evidence_is_ok_for_a_passing_command_and_not_for_a_failing_one(tmp_path: Path) -> None:
     project = ck.project(tmp_path, trees={"checked.yaml": CHECKED, "check.sh": "test -f fixed\n"})
-    script: list[Turn] = [
-        *start("checked.yaml"),
-        [bash("sh check.sh")],
-        [bash("tether submit run.json success")],
-        [bash("touch fixed")],
-        [bash("sh check.sh")],
-        [bash("tether submit run.json success")],
-        Text("Checks pass."),
-    ]
-    with AnthropicModel(script) as model:
+    with AnthropicModel(CHECK_TWICE) as model:
         run = ck.claude(project, model)
     entries = ck.trace(project, "run.json")
     runs = [(e["input"]["command"], e["ok"]) for e in ck.kinds(entries, "tool")]
@@ -167,6 +177,7 @@ def test_evidence_is_ok_for_a_passing_command_and_not_for_a_failing_one(tmp_path
     assert fired.count("PostToolUseFailure") == 1, fired
 
 
+@pytest.mark.harness_capability("claude", "context")
 def test_a_resumed_session_is_told_its_current_request(tmp_path: Path) -> None:
     project = ck.project(tmp_path, "      max_stop_blocks: 1\n", trees={"report.yaml": REPORT})
     with AnthropicModel([*start("report.yaml"), Text("Later.")]) as first:
@@ -204,6 +215,7 @@ def test_an_mcp_start_binds_the_session(tmp_path: Path) -> None:
     assert "'Report'" in refusals(model)[0]
 
 
+@pytest.mark.harness_capability("claude", "person")
 def test_a_human_step_lets_the_agent_stop_and_denies_its_own_approve(tmp_path: Path) -> None:
     project = ck.project(tmp_path, trees={"release.yaml": HUMAN})
     script: list[Turn] = [

@@ -158,6 +158,8 @@ def walk_to(project: Path, step: str) -> None:
 # -- binding and stop ------------------------------------------------------------------------
 
 
+@pytest.mark.harness_capability("codex", "events")
+@pytest.mark.harness_capability("codex", "stop")
 def test_a_shell_start_binds_and_stops_are_refused_up_to_the_cap(project: Path) -> None:
     said = ["done", "done, really", "nothing left", "stopping"]
     run = codex(project, [[sh(f"tether start feature.yaml {TRACE}")], *map(Text, said)])
@@ -182,6 +184,7 @@ def test_untrusted_hooks_do_not_run_and_install_says_so(project: Path) -> None:
     assert "/hooks" in said and "--dangerously-bypass-hook-trust" in said
 
 
+@pytest.mark.harness_capability("codex", "context")
 def test_a_resumed_session_is_told_its_open_step(project: Path) -> None:
     codex(project, [[sh(f"tether start feature.yaml {TRACE}")], *[Text("done")] * 4])
     run = codex(project, [Text("done")], prompt="carry on", resume=True)
@@ -194,6 +197,7 @@ def test_a_resumed_session_is_told_its_open_step(project: Path) -> None:
 # -- tool policy -----------------------------------------------------------------------------
 
 
+@pytest.mark.harness_capability("codex", "deny")
 def test_review_denies_a_patch_and_a_shell_write_and_the_file_is_unchanged(
     project: Path,
 ) -> None:
@@ -241,6 +245,7 @@ def test_a_sub_agents_test_run_is_the_sessions_evidence(project: Path) -> None:
     assert not any("Stop refused" in t for t in run.told())
 
 
+@pytest.mark.harness_capability("codex", "evidence")
 def test_evidence_is_ok_only_for_a_passing_run_and_the_check_decides_on_it(
     project: Path,
 ) -> None:

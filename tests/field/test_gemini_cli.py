@@ -80,6 +80,8 @@ def bindings(home: Path) -> list[dict[str, Any]]:
     return [e for p in files for e in json.loads(p.read_text())["executions"]]
 
 
+@pytest.mark.harness_capability("gemini", "events")
+@pytest.mark.harness_capability("gemini", "stop")
 def test_a_shell_start_binds_the_session_and_its_stops_are_refused_up_to_the_cap(
     project: Path, home: Path
 ) -> None:
@@ -108,6 +110,7 @@ def test_an_mcp_start_binds_the_session(project: Path, home: Path) -> None:
     assert any(t.endswith(REFUSED.format(1)) for t in model.user_texts())
 
 
+@pytest.mark.harness_capability("gemini", "deny")
 def test_a_call_outside_the_step_policy_is_denied_and_the_file_is_left_as_it_was(
     project: Path, home: Path
 ) -> None:
@@ -136,6 +139,7 @@ def test_a_call_outside_the_step_policy_is_denied_and_the_file_is_left_as_it_was
     assert entries(project, "tool") == []  # a denied call never ran: no evidence of it
 
 
+@pytest.mark.harness_capability("gemini", "evidence")
 def test_evidence_is_ok_only_on_a_sign_of_success_and_the_tools_check_decides_on_it(
     project: Path, home: Path
 ) -> None:
@@ -180,6 +184,7 @@ def test_evidence_is_ok_only_on_a_sign_of_success_and_the_tools_check_decides_on
     assert tether(project, "verify", TRACE)["ok"]
 
 
+@pytest.mark.harness_capability("gemini", "context")
 def test_the_configured_execution_is_told_to_the_model_before_its_first_turn(
     project: Path, home: Path
 ) -> None:

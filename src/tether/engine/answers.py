@@ -133,12 +133,14 @@ class Stop:
     refusals in a row went without an answer; the stop after them is let through, and the count
     starts again. Let through at once, with a note saying why, while every open step is a human
     step (a person answers it, not the agent). Recorded as a `stop` entry against the first
-    open step the agent answers (else the first)."""
+    open step the agent answers (else the first). `ended`: the harness cannot refuse it (the
+    session ended): recorded as `ended`, never counted."""
 
-    __slots__ = ("cap",)
+    __slots__ = ("cap", "ended")
 
-    def __init__(self, cap: int) -> None:
+    def __init__(self, cap: int, ended: bool = False) -> None:
         self.cap = cap
+        self.ended = ended
 
 
 class ToolCall:

@@ -241,7 +241,9 @@ def _stop(state: dict[str, Any], answer: Stop, now: str) -> Outcome:
     req = dict(next((r for r in open_ if r["type"] != "human"), open_[0]))
     blocks = state.get("stops", 0)
     note = None
-    if waits_on_person(open_):
+    if answer.ended:
+        outcome = Reply.ENDED
+    elif waits_on_person(open_):
         outcome, blocks, note = Reply.ALLOWED, 0, PERSON_NOTE
         state.pop("stops", None)
     elif blocks >= answer.cap:

@@ -101,6 +101,8 @@ class Reply(StrEnum):
     """An agent's stop was let through."""
     REFUSED = "refused"
     """An agent's stop was refused: the execution still needs it."""
+    ENDED = "ended"
+    """An agent's session ended while the execution runs, in a harness that cannot refuse it."""
     JUMPED = "jumped"
     """The cursor moved to another action."""
     CALLED = "called"

@@ -129,7 +129,7 @@ def answer_of(entry: dict[str, Any], state: dict[str, Any]) -> Answer | None:
     if kind == Kind.JUMP:
         return Jump(entry["cursor"]["path"], entry.get("note"))
     if kind == Kind.STOP:
-        return Stop(int(entry["cap"]))
+        return Stop(int(entry["cap"]), entry["outcome"] == Reply.ENDED)
     if kind == Kind.INDEPENDENT:
         return Independent(
             entry["name"], entry["outcome"] == Reply.CLOSED, entry.get("values"), entry.get("note")

@@ -1,18 +1,19 @@
 """`tether guard …`: the guard's command line.
 
-Owns the commands `check`, `prompt`, `hook`, `serve`, `install claude|codex|gemini|cursor`,
-`log`, `replay`, `status` (the workflow bindings, `binding`), `test` and `doctor` (its checks
-are `harness.doctor`'s): their arguments, parsed by the command frame's parser
+Owns the commands `check`, `prompt`, `hook`, `serve`, `install claude|codex|gemini|cursor|opencode`,
+`log`, `replay`, `status` (the workflow bindings, `binding`), `test`, `doctor` (its checks are
+`harness.doctor`'s) and `harnesses` (what each harness lets the guard do,
+`harness.capabilities`): their arguments, parsed by the command frame's parser
 (`tether.command.args`), and their output, through the frame every `tether` command shares
-(`tether.command.output`): JSON on stdout (`doctor`: a table unless `--json`), errors as JSON on
-stderr with the exit code of their class. The exception is `hook`, whose stdout is exactly the
-hook output of Claude Code, or of the harness `--harness` names (`harness.adapters`; nothing when
-there is nothing to say). A hook whose configuration cannot be read, or is gone, goes on under
-the last good plan made from it (`rules.plan.last_plan`), saying so in every answer: a lost
-configuration is unreadable, never "not guarded". A hook that cannot decide answers as
-`harness.failsafe` says: under `on_error: block` a `PreToolUse` is denied (exit 0, or exit 2
-when the event itself could not be read), otherwise it exits 1, Claude Code's non-blocking
-error; every such error is logged. The main `tether` command calls `main(argv)` with the
+(`tether.command.output`): JSON on stdout (`doctor` and `harnesses`: a table unless `--json`),
+errors as JSON on stderr with the exit code of their class. The exception is `hook`, whose stdout
+is exactly the hook output of Claude Code, or of the harness `--harness` names
+(`harness.adapters`; nothing when there is nothing to say). A hook whose configuration cannot be
+read, or is gone, goes on under the last good plan made from it (`rules.plan.last_plan`), saying
+so in every answer: a lost configuration is unreadable, never "not guarded". A hook that cannot
+decide answers as `harness.failsafe` says: under `on_error: block` a `PreToolUse` is denied (exit
+0, or exit 2 when the event itself could not be read), otherwise it exits 1, Claude Code's
+non-blocking error; every such error is logged. The main `tether` command calls `main(argv)` with the
 arguments after `guard`; `python -m tether.guard.cli` runs it too. It sits above the guard's
 three layers (`rules`, `binding`, `harness`).
 """
@@ -34,7 +35,7 @@ from tether.guard.rules.plan import CONFIG_ENV, DEFAULT_CONFIG
 DEFAULT_PORT = 8977
 DEFAULT_LIMIT = 50
 ON_ERROR = ("block", "allow")
-AGENTS = ("claude", "codex", "gemini", "cursor")
+AGENTS = ("claude", "codex", "gemini", "cursor", "opencode")
 
 _CONFIG_HELP = (
     f"--config FILE     configuration file (default: ${CONFIG_ENV}, or {DEFAULT_CONFIG} in the\n"
@@ -111,7 +112,7 @@ INSTALL = Command(
     "--settings FILE   the hooks file (claude: .claude/settings.json, or\n"
     "                  .claude/settings.local.json when the command is a path on this machine;\n"
     "                  codex: .codex/hooks.json; gemini: .gemini/settings.json; cursor:\n"
-    "                  .cursor/hooks.json)\n"
+    "                  .cursor/hooks.json; opencode: .opencode/plugin/tether.js)\n"
     f"--config FILE     configuration file (default {DEFAULT_CONFIG}; created when missing)\n"
     "--command CMD     how hooks invoke tether (default: tether when it is on PATH, uvx --from\n"
     "                  SOURCE tether under uvx, else this installation's full path)\n"
@@ -154,6 +155,13 @@ DOCTOR = Command(
     "Checks: the configuration (unreadable, lost), each harness's hooks (missing, doubled,\n"
     "disabled), Claude Code's sandbox in strict mode, harness versions never tested. Exits 3\n"
     "while a problem remains.",
+)
+HARNESSES = Command(
+    "guard harnesses",
+    "what each agent harness lets the guard do, by the tests (table; --json for the data)",
+    flags=("--json",),
+    help="--json            the table as JSON: per harness, the version tested and the test\n"
+    "                  that proves each capability",
 )
 TEST = Command(
     "guard test",
@@ -542,6 +550,8 @@ def cmd_install(p: Parsed) -> int:
     config = p.options.get("--config") or DEFAULT_CONFIG
     if "--managed" in p.flags:
         return _install_managed(p, agent, command, config)
+    if agent == "opencode":
+        return _install_opencode(p, command, config)
     if agent != "claude":
         if http:
             raise TetherError("usage", f"{agent} runs command hooks only: drop --http")
@@ -580,6 +590,18 @@ def _install_managed(p: Parsed, agent: str, command: Any, config: str) -> int:
         on_error=_on_error(p),
     )
     emit({**result, "launch": command.to_dict()})
+    return EXIT_OK
+
+
+def _install_opencode(p: Parsed, command: Any, config: str) -> int:
+    """OpenCode's plugin, whose hook command is Claude Code's (the plugin sends its shape)."""
+    from tether.guard.harness.install import harness_command
+    from tether.guard.harness.opencode import install_opencode
+
+    if p.options.get("--http"):
+        raise TetherError("usage", "opencode runs its plugin only: drop --http")
+    line = harness_command("claude", config, command.shell(), _on_error(p))
+    emit({**install_opencode(p.options.get("--settings"), line), "launch": command.to_dict()})
     return EXIT_OK
 
 
@@ -653,6 +675,17 @@ def cmd_test(p: Parsed) -> int:
     return EXIT_OK
 
 
+def cmd_harnesses(p: Parsed) -> int:
+    from tether.guard.harness.capabilities import render, shipped
+
+    table = shipped()
+    if "--json" in p.flags:
+        emit(table)
+    else:
+        sys.stdout.write(render(table))
+    return EXIT_OK
+
+
 COMMANDS: dict[str, tuple[Command, Handler]] = {
     "check": (CHECK, cmd_check),
     "prompt": (PROMPT, cmd_prompt),
@@ -664,6 +697,7 @@ COMMANDS: dict[str, tuple[Command, Handler]] = {
     "status": (STATUS, cmd_status),
     "test": (TEST, cmd_test),
     "doctor": (DOCTOR, cmd_doctor),
+    "harnesses": (HARNESSES, cmd_harnesses),
 }
 
 

@@ -779,6 +779,17 @@ class Binder:
             out.update(decision="block", reason="\n\n".join(blocks))
         return out or None
 
+    def ended(self, session_id: str, project: str) -> None:
+        """A bound session ended in a harness that cannot refuse it (OpenCode): each running
+        execution it is bound to records the end (a `stop` entry, outcome `ended`)."""
+        if self.settings["stop"] == "off":
+            return
+        cap = int(self.settings["max_stop_blocks"])
+        for binding, view in self.views(session_id, project):
+            if view["status"] == "running":
+                with contextlib.suppress(TetherError):  # finished meanwhile
+                    self.runtime.stop(binding.trace, cap=cap, ended=True)
+
     def _stop_running(self, trace: str, cap: int, told: list[str], blocks: list[str]) -> None:
         """A `Stop` met by the running execution `trace`: refused (a line on `blocks`), or let
         through with a line on `told` when it waits on a person or the refusals reached `cap`;

@@ -20,7 +20,8 @@ and answers with both:
   `additionalContext`. How the call went is read once (`tool_ok`) for the rules and the evidence.
 - `PostToolUseFailure`: `post_tool(..., error=error)`; no output (no rule runs on a failure).
 - `Stop`, `SubagentStop`: `on_text(last_assistant_message)`; `decision: block` with the reason,
-  except when `stop_hook_active` (the model is already continuing because of a stop hook).
+  except when `stop_hook_active` (the model is already continuing because of a stop hook). A
+  `Stop` from a harness that cannot refuse it (`CANNOT_REFUSE`) is only recorded.
 - `SessionEnd`: the session's stored state is forgotten.
 - `ConfigChange`: a change to a settings file after which some event would no longer run the
   guard's hooks (`claude.coverage`: removed, or `disableAllHooks`, or the plugin disabled) is
@@ -57,6 +58,10 @@ from tether.guard.harness.claude import (
 )
 from tether.guard.harness.session_store import SessionStore
 from tether.guard.rules.engine import Decision, Guard, GuardSession
+
+# Set on a `Stop` payload by a harness that cannot refuse it (OpenCode's plugin): the session
+# has ended, and a bound one records that (`Binder.ended`).
+CANNOT_REFUSE = "stop_cannot_be_refused"
 
 
 def _installed_twice(project: str) -> str | None:
@@ -195,6 +200,9 @@ def _stop(event: _Event) -> dict[str, Any] | None:
         said = last_assistant_text(str(transcript)) if transcript else ""
     with event.locked() as session:
         decision = session.on_text(said)
+    if event.payload.get(CANNOT_REFUSE):  # the session has ended: record it, nothing to say
+        event.binder.ended(event.session_id, event.project)
+        return None
     rules = (
         decision.text if decision.firings and not event.payload.get("stop_hook_active") else None
     )
