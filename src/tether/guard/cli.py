@@ -13,8 +13,8 @@ read, or is gone, goes on under the last good plan made from it (`rules.plan.las
 so in every answer: a lost configuration is unreadable, never "not guarded". A hook that cannot
 decide answers as `harness.failsafe` says: under `on_error: block` a `PreToolUse` is denied (exit
 0, or exit 2 when the event itself could not be read), otherwise it exits 1, Claude Code's
-non-blocking error; every such error is logged. The main `tether` command calls `main(argv)` with the
-arguments after `guard`; `python -m tether.guard.cli` runs it too. It sits above the guard's
+non-blocking error; every such error is logged. The main `tether` command calls `main(argv)`
+with the arguments after `guard`; `python -m tether.guard.cli` runs it too. It sits above the guard's
 three layers (`rules`, `binding`, `harness`).
 """
 
