@@ -22,6 +22,7 @@ import contextlib
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from tether.command.args import Command, Parsed, parse
@@ -102,6 +103,7 @@ INSTALL = Command(
     ("AGENT",),
     1,
     values=("--settings", "--config", "--command", "--http", "--on-error"),
+    flags=("--strict",),
     help=f"AGENT is {', '.join(AGENTS[:-1])} or {AGENTS[-1]}.\n"
     "--settings FILE   the hooks file (claude: .claude/settings.json, or\n"
     "                  .claude/settings.local.json when the command is a path on this machine;\n"
@@ -112,7 +114,10 @@ INSTALL = Command(
     "                  SOURCE tether under uvx, else this installation's full path)\n"
     "--http URL        claude: install http hooks posting to this URL (see `serve`)\n"
     "--on-error MODE   block or allow, written into the hook command and a new configuration\n"
-    "                  (default: the configuration's on_error, else block)",
+    "                  (default: the configuration's on_error, else block)\n"
+    "--strict          claude: turn the sandbox on around the agent's commands, walled off\n"
+    "                  from .tether/, the guard's state and the hook registrations (sets\n"
+    "                  workflow.strict; a configuration with strict: true does the same)",
 )
 REPLAY = Command(
     "guard replay",
@@ -495,6 +500,12 @@ def cmd_install(p: Parsed) -> int:
             "usage",
             f"install takes {', '.join(AGENTS)}, got {agent!r}; usage: {INSTALL.usage()}",
         )
+    if "--strict" in p.flags and agent != "claude":
+        raise TetherError(
+            "usage",
+            f"--strict is built for Claude Code's sandbox only; Tether builds no wall for "
+            f"{agent} yet (docs/workflow-guard.md, Strict mode)",
+        )
     command = launch(p.options.get("--command"))
     config = p.options.get("--config") or DEFAULT_CONFIG
     if agent != "claude":
@@ -518,8 +529,33 @@ def cmd_install(p: Parsed) -> int:
         http=http,
         on_error=_on_error(p),
     )
-    emit({**result, "launch": command.to_dict(), **({"note": note} if note else {})})
+    wall = _strict(p, Path(config))
+    emit(
+        {
+            **result,
+            "launch": command.to_dict(),
+            **({"note": note} if note else {}),
+            **({"strict": wall} if wall else {}),
+        }
+    )
     return EXIT_OK
+
+
+def _strict(p: Parsed, config: Path) -> dict[str, Any] | None:
+    """Strict mode for Claude Code, when `--strict` asks for it (which turns on the
+    configuration's `workflow.strict`) or the configuration has it: its sandbox set up as the
+    wall (`harness.wall`)."""
+    from tether.guard.harness.wall import mark_strict, wall_claude
+    from tether.guard.rules.config import plan_from_file
+
+    marked = mark_strict(config) if "--strict" in p.flags else False
+    if not plan_from_file(config)[0]["workflow"]["strict"]:
+        return None
+    from tether.guard.harness.claude import LOCAL_SETTINGS
+    from tether.guard.harness.session_store import default_state_dir
+
+    settings = Path(p.options.get("--settings") or LOCAL_SETTINGS)
+    return {**wall_claude(settings, Path.cwd(), default_state_dir()), "config_marked": marked}
 
 
 def cmd_replay(p: Parsed) -> int:
