@@ -1,16 +1,16 @@
 """Strict mode: a wall around the agent's own commands, built from the harness's own sandbox.
 
 Owns: the paths no command of the agent may write in strict mode (`walled`: Tether's folder
-`.tether/` in the project, which holds the configuration and, in strict mode, the executions
-under `.tether/runs/`; the guard's state folder; every harness's hook registrations and the MCP
-registration `.mcp.json`); Claude Code's settings that hold them (`wall_claude`: its sandbox on,
-no way out of it, those paths denied to every write, from the shell and from its file tools),
-merged into `.claude/settings.local.json` (the paths are this machine's); turning on the
-configuration's `workflow.strict` (`mark_strict`). It does not run a sandbox: Claude Code
-does (bubblewrap and socat on Linux, Seatbelt on macOS), around the Bash tool's commands and
-their children only; hooks and MCP servers run in Claude Code's own process, outside it, and so does every answer the agent
-gives through Tether's MCP server. Where a strict session's executions may live is the
-binder's (`binder.outside_the_wall`).
+`.tether/` in the project, which holds the configuration and, in strict mode, the executions under
+`.tether/runs/`; the guard's state folder; every harness's hook registrations and the MCP
+registration `.mcp.json`); Claude Code's settings that hold them (`wall_claude`: its sandbox on, no
+way out of it, those paths denied to every write, from the shell and from its file tools), merged
+into `.claude/settings.local.json` (the paths are this machine's); turning on the configuration's
+`workflow.strict` (`mark_strict`). It does not run a sandbox: Claude Code does (bubblewrap and
+socat on Linux, Seatbelt on macOS), around the Bash tool's commands and their children only; hooks
+and MCP servers run in Claude Code's own process, outside it, and so does every answer the agent
+gives through Tether's MCP server. Where a strict session's executions may live is the binder's
+(`binder.outside_the_wall`).
 """
 
 from __future__ import annotations
