@@ -125,4 +125,3 @@ def _with_strict(lines: list[str]) -> str | None:
             added = [f"{indent}workflow:", f"{indent}  strict: true"]
             return "\n".join([*lines[: i + 1], *added, *lines[i + 1 :]]) + "\n"
     return None
-
