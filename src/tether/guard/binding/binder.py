@@ -562,11 +562,9 @@ class Binder:
         Tether's own, or when every running execution has an open step with no policy or a
         policy that allows it; while one cannot be read, only reading tools run. In strict
         mode a call that would bind an execution outside the wall is refused, bound or not."""
-        if self.settings.get("strict"):
-            binding = started(tool, params, None, project, True, self.servers)
-            walled = None if binding is None else outside_the_wall(binding, project)
-            if walled is not None:
-                return walled
+        walled = self._walled(tool, params, project)
+        if walled is not None:
+            return walled
         record = self._record(session_id)
         bindings = self.bound(session_id, project, record)
         if not bindings:
@@ -620,6 +618,13 @@ class Binder:
                     self.runtime.deny_tool(binding.trace, tool, params, reason=why)
                 return why
         return None
+
+    def _walled(self, tool: str, params: dict[str, Any], project: str) -> str | None:
+        """In strict mode, why a call that would bind an execution outside the wall may not run."""
+        if not self.settings.get("strict"):
+            return None
+        binding = started(tool, params, None, project, True, self.servers)
+        return None if binding is None else outside_the_wall(binding, project)
 
     @staticmethod
     def _policy(
