@@ -548,6 +548,13 @@ def _strict(p: Parsed, config: Path) -> dict[str, Any] | None:
     from tether.guard.harness.wall import mark_strict, wall_claude
     from tether.guard.rules.config import plan_from_file
 
+    if not config.exists():  # http hooks: the configuration is `serve`'s
+        if "--strict" in p.flags:
+            raise TetherError(
+                "usage",
+                f"--strict sets workflow.strict in {config}, which is not there: give --config",
+            )
+        return None
     marked = mark_strict(config) if "--strict" in p.flags else False
     if not plan_from_file(config)[0]["workflow"]["strict"]:
         return None
