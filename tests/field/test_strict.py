@@ -51,7 +51,7 @@ pid, fd = pty.fork()
 if pid == 0:
     os.execvp(command[0], command)
 seen, typed = b"", False
-while select.select([fd], [], [], 30)[0]:
+while select.select([fd], [], [], 90)[0]:
     try:
         chunk = os.read(fd, 4096)
     except OSError:
@@ -131,7 +131,7 @@ def attacks(viewer: str) -> dict[str, str]:
         "detached pty approval": (
             'setsid -f sh -c \'env -i PATH="$PATH" HOME="$HOME" python3 pty_driver.py tether'
             " > approve.out 2>&1; touch approve.done'; "
-            "for _ in $(seq 300); do [ -e approve.done ] && break; sleep 0.2; done; cat approve.out"
+            "for _ in $(seq 500); do [ -e approve.done ] && break; sleep 0.2; done; cat approve.out"
         ),
         "unshare approval": (
             "env -u CLAUDECODE python3 pty_driver.py unshare -rpf --mount-proc tether"
