@@ -201,6 +201,7 @@ def test_check_shows_the_workflow_settings(project: Path) -> None:
         "max_stop_blocks": 3,
         "context": True,
         "evidence": True,
+        "strict": False,
         "mcp_servers": ["tether", "plugin_tether_tether"],
     }
 

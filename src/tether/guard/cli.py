@@ -14,8 +14,8 @@ so in every answer: a lost configuration is unreadable, never "not guarded". A h
 decide answers as `harness.failsafe` says: under `on_error: block` a `PreToolUse` is denied (exit
 0, or exit 2 when the event itself could not be read), otherwise it exits 1, Claude Code's
 non-blocking error; every such error is logged. The main `tether` command calls `main(argv)`
-with the arguments after `guard`; `python -m tether.guard.cli` runs it too. It sits above the guard's
-three layers (`rules`, `binding`, `harness`).
+with the arguments after `guard`; `python -m tether.guard.cli` runs it too. It sits above the
+guard's three layers (`rules`, `binding`, `harness`).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import contextlib
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from tether.command.args import Command, Parsed, parse
@@ -107,7 +108,7 @@ INSTALL = Command(
     ("AGENT",),
     1,
     values=("--settings", "--config", "--command", "--http", "--on-error"),
-    flags=("--managed",),
+    flags=("--managed", "--strict"),
     help=f"AGENT is {', '.join(AGENTS[:-1])} or {AGENTS[-1]}.\n"
     "--settings FILE   the hooks file (claude: .claude/settings.json, or\n"
     "                  .claude/settings.local.json when the command is a path on this machine;\n"
@@ -121,7 +122,10 @@ INSTALL = Command(
     "                  (default: the configuration's on_error, else block)\n"
     "--managed         claude: write the hooks into Claude Code's managed settings (the\n"
     "                  system's file, or --settings), which no project or user file can remove;\n"
-    "                  an administrator's file: where you may not write it, says so",
+    "                  an administrator's file: where you may not write it, says so\n"
+    "--strict          claude: turn the sandbox on around the agent's commands, walled off\n"
+    "                  from .tether/, the guard's state and the hook registrations (sets\n"
+    "                  workflow.strict; a configuration with strict: true does the same)",
 )
 REPLAY = Command(
     "guard replay",
@@ -546,9 +550,17 @@ def cmd_install(p: Parsed) -> int:
             "usage",
             f"install takes {', '.join(AGENTS)}, got {agent!r}; usage: {INSTALL.usage()}",
         )
+    if "--strict" in p.flags and agent != "claude":
+        raise TetherError(
+            "usage",
+            f"--strict is built for Claude Code's sandbox only; Tether builds no wall for "
+            f"{agent} yet (docs/workflow-guard.md, Strict mode)",
+        )
     command = launch(p.options.get("--command"))
     config = p.options.get("--config") or DEFAULT_CONFIG
     if "--managed" in p.flags:
+        if "--strict" in p.flags:
+            raise TetherError("usage", "--managed and --strict: install one, then the other")
         return _install_managed(p, agent, command, config)
     if agent == "opencode":
         return _install_opencode(p, command, config)
@@ -573,7 +585,15 @@ def cmd_install(p: Parsed) -> int:
         http=http,
         on_error=_on_error(p),
     )
-    emit({**result, "launch": command.to_dict(), **({"note": note} if note else {})})
+    wall = _strict(p, Path(config))
+    emit(
+        {
+            **result,
+            "launch": command.to_dict(),
+            **({"note": note} if note else {}),
+            **({"strict": wall} if wall else {}),
+        }
+    )
     return EXIT_OK
 
 
@@ -603,6 +623,30 @@ def _install_opencode(p: Parsed, command: Any, config: str) -> int:
     line = harness_command("claude", config, command.shell(), _on_error(p))
     emit({**install_opencode(p.options.get("--settings"), line), "launch": command.to_dict()})
     return EXIT_OK
+
+
+def _strict(p: Parsed, config: Path) -> dict[str, Any] | None:
+    """Strict mode for Claude Code, when `--strict` asks for it (which turns on the
+    configuration's `workflow.strict`) or the configuration has it: its sandbox set up as the
+    wall (`harness.wall`)."""
+    from tether.guard.harness.wall import mark_strict, wall_claude
+    from tether.guard.rules.config import plan_from_file
+
+    if not config.exists():  # http hooks: the configuration is `serve`'s
+        if "--strict" in p.flags:
+            raise TetherError(
+                "usage",
+                f"--strict sets workflow.strict in {config}, which is not there: give --config",
+            )
+        return None
+    marked = mark_strict(config) if "--strict" in p.flags else False
+    if not plan_from_file(config)[0]["workflow"]["strict"]:
+        return None
+    from tether.guard.harness.claude import LOCAL_SETTINGS
+    from tether.guard.harness.session_store import default_state_dir
+
+    settings = Path(p.options.get("--settings") or LOCAL_SETTINGS)
+    return {**wall_claude(settings, Path.cwd(), default_state_dir()), "config_marked": marked}
 
 
 def cmd_replay(p: Parsed) -> int:

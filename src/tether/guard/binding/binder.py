@@ -165,6 +165,10 @@ _READERS = frozenset(
 )
 _GLOB_LIMIT = 1000  # files of one glob looked at
 _CD_LIMIT = 16  # folders one shell line may go to (`cd`) before its paths are not followed
+# Strict mode: the folder no command of the agent writes (`harness.wall`), and where a strict
+# session's executions live in it.
+TETHER_FOLDER = ".tether"
+RUNS = os.path.join(TETHER_FOLDER, "runs")
 _REMOVERS = frozenset({"rm", "mv", "rmdir", "shred", "unlink"})
 # `find` with one of these acts on every file below the folders it names, without naming them.
 _FIND_ACTIONS = frozenset(
@@ -219,6 +223,22 @@ def started(
     if uri is None or uri.startswith("memory:"):  # a memory execution lives in another process
         return None
     return Binding(uri, via)
+
+
+def outside_the_wall(binding: Binding, project: str) -> str | None:
+    """Why a strict session may not start or fork the execution `binding` names (None: it
+    may): its files must be under `.tether/`, where the agent's commands cannot write them."""
+    if "://" in binding.trace and not binding.trace.startswith("file://"):
+        return None  # a store of its own (PostgreSQL), which no command of the agent writes
+    path = binding.trace.removeprefix("file://")
+    if is_inside(os.path.join(project, path), os.path.join(project, TETHER_FOLDER)):
+        return None
+    name = os.path.join(RUNS, os.path.basename(path))
+    return (
+        f"[Tether] strict mode: an execution's files live under {RUNS}/, where the agent's "
+        f"commands cannot write them; start it as {name} through Tether's MCP tools (the "
+        "shell cannot write there either)."
+    )
 
 
 def _shell_trace(words: list[str]) -> str | None:
@@ -643,7 +663,11 @@ class Binder:
         """Why a call may not run while bound (None: it may). Never: a person's answer, a
         write to a guarded file, a reset or the guard's own hook. Then a call runs when
         Tether's own, or when every running execution has an open step with no policy or a
-        policy that allows it; while one cannot be read, only reading tools run."""
+        policy that allows it; while one cannot be read, only reading tools run. In strict
+        mode a call that would bind an execution outside the wall is refused, bound or not."""
+        walled = self._walled(tool, params, project)
+        if walled is not None:
+            return walled
         record = self._record(session_id)
         bindings = self.bound(session_id, project, record)
         if not bindings:
@@ -699,6 +723,13 @@ class Binder:
                     self.runtime.deny_tool(binding.trace, tool, params, reason=why)
                 return why
         return None
+
+    def _walled(self, tool: str, params: dict[str, Any], project: str) -> str | None:
+        """In strict mode, why a call that would bind an execution outside the wall may not run."""
+        if not self.settings.get("strict"):
+            return None
+        binding = started(tool, params, None, project, True, self.servers)
+        return None if binding is None else outside_the_wall(binding, project)
 
     @staticmethod
     def _policy(

@@ -267,6 +267,7 @@ class WorkflowConfig(Strict):
     max_stop_blocks: Annotated[StrictInt, Field(ge=1)] = 3
     context: StrictBool = True
     evidence: StrictBool = True
+    strict: StrictBool = False
     mcp_servers: list[Annotated[str, Field(min_length=1)]] = Field(
         default_factory=lambda: ["tether", "plugin_tether_tether"]
     )
