@@ -672,8 +672,36 @@ class Binder:
         bindings = self.bound(session_id, project, record)
         if not bindings:
             return self._rules_files(tool, params, project)
+        never = self._never(tool, params, project, bindings)
+        if never is not None:
+            return never
+        from tether.guard.binding.steptools import refusal
+        from tether.guard.rules.triggers import canonical
+
+        if self.own(tool, params, project):
+            return None
+        reading = canonical(tool) in _READ_TOOLS
+        for binding, view in self.views(session_id, project, record):
+            if view["status"] == "unreadable":
+                if reading:
+                    continue
+                return f"[Tether] {tool} may not run: {_unreadable(binding.trace, view)}"
+            if view["status"] != "running":
+                continue
+            why = self._policy(binding.trace, view["open"], tool, params, project, refusal)
+            if why is not None:
+                with contextlib.suppress(TetherError):  # the denial stands, recorded or not
+                    self.runtime.deny_tool(binding.trace, tool, params, reason=why)
+                return why
+        return None
+
+    def _never(
+        self, tool: str, params: dict[str, Any], project: str, bindings: list[Binding]
+    ) -> str | None:
+        """Why a bound session's call may never run, whatever its step allows: a person's
+        answer, a write to a guarded file, a reset, or the guard's own hook."""
         from tether.guard.binding.registrations import registrations
-        from tether.guard.binding.steptools import SHELL_TOOLS, refusal
+        from tether.guard.binding.steptools import SHELL_TOOLS
         from tether.guard.rules.triggers import canonical
 
         command = params.get("command")
@@ -707,21 +735,6 @@ class Binder:
                 "the trace and its evidence, and the guard hears its events only from the "
                 "harness. Ask the user to run it in their own terminal."
             )
-        if self.own(tool, params, project):
-            return None
-        reading = canonical(tool) in _READ_TOOLS
-        for binding, view in self.views(session_id, project, record):
-            if view["status"] == "unreadable":
-                if reading:
-                    continue
-                return f"[Tether] {tool} may not run: {_unreadable(binding.trace, view)}"
-            if view["status"] != "running":
-                continue
-            why = self._policy(binding.trace, view["open"], tool, params, project, refusal)
-            if why is not None:
-                with contextlib.suppress(TetherError):  # the denial stands, recorded or not
-                    self.runtime.deny_tool(binding.trace, tool, params, reason=why)
-                return why
         return None
 
     def _walled(self, tool: str, params: dict[str, Any], project: str) -> str | None:
