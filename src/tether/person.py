@@ -46,6 +46,8 @@ AGENT_MARKS = {
     "CODEX_SANDBOX_NETWORK_DISABLED": "Codex",
     "CURSOR_AGENT": "Cursor",
     "COPILOT_CLI": "Copilot CLI",
+    "QWEN_CODE": "Qwen Code",
+    "FACTORY_EXEC_TARGET_AUTONOMY": "Factory Droid",
 }
 # The programs of the harnesses themselves, by the name of the program or of the script node runs.
 AGENT_PROGRAMS = {
@@ -54,6 +56,7 @@ AGENT_PROGRAMS = {
     "gemini": "Gemini CLI",
     "cursor-agent": "Cursor",
     "copilot": "Copilot CLI",
+    "droid": "Factory Droid",
 }
 CODE_LETTERS = "abcdefghjkmnpqrstuvwxyz"
 CODE_LENGTH = 5

@@ -1,6 +1,7 @@
 """`tether guard …`: the guard's command line.
 
-Owns the commands `check`, `prompt`, `hook`, `serve`, `install claude|codex|gemini|cursor`,
+Owns the commands `check`, `prompt`, `hook`, `serve`,
+`install claude|codex|gemini|cursor|copilot|qwen|droid`,
 `log`, `replay`, `status` (the workflow bindings, `binding`) and `test`: their arguments, parsed
 by the command frame's parser (`tether.command.args`), and their output, through the frame every
 `tether` command shares (`tether.command.output`): JSON on stdout, errors as JSON on stderr with
@@ -33,7 +34,7 @@ from tether.guard.rules.plan import CONFIG_ENV, DEFAULT_CONFIG
 DEFAULT_PORT = 8977
 DEFAULT_LIMIT = 50
 ON_ERROR = ("block", "allow")
-AGENTS = ("claude", "codex", "gemini", "cursor")
+AGENTS = ("claude", "codex", "gemini", "cursor", "copilot", "qwen", "droid")
 
 _CONFIG_HELP = (
     f"--config FILE     configuration file (default: ${CONFIG_ENV}, or {DEFAULT_CONFIG} in the\n"
@@ -49,7 +50,7 @@ _HOOK_HELP = (
     "--deadline SECONDS  seconds before an undecided event counts as an error (default "
     f"{DEFAULT_DEADLINE:g})\n"
     "--harness NAME    whose hook events these are, answered in its format: claude (default),\n"
-    "                  codex, gemini or cursor"
+    "                  codex, gemini, cursor, copilot, qwen or droid"
 )
 
 CHECK = Command(
@@ -106,7 +107,8 @@ INSTALL = Command(
     "--settings FILE   the hooks file (claude: .claude/settings.json, or\n"
     "                  .claude/settings.local.json when the command is a path on this machine;\n"
     "                  codex: .codex/hooks.json; gemini: .gemini/settings.json; cursor:\n"
-    "                  .cursor/hooks.json)\n"
+    "                  .cursor/hooks.json; copilot: .github/hooks/tether.json; qwen:\n"
+    "                  .qwen/settings.json; droid: .factory/settings.json)\n"
     f"--config FILE     configuration file (default {DEFAULT_CONFIG}; created when missing)\n"
     "--command CMD     how hooks invoke tether (default: tether when it is on PATH, uvx --from\n"
     "                  SOURCE tether under uvx, else this installation's full path)\n"
