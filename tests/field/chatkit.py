@@ -213,9 +213,11 @@ def bindings(project: Path) -> list[dict[str, Any]]:
 
 @dataclass(frozen=True)
 class Tools:
-    """A harness's calls as its model makes them: a shell command, an edit of a file."""
+    """A harness's calls as its model makes them: a shell command, a read and an edit of a
+    file."""
 
     shell: Callable[[str], Call]
+    read: Callable[[Path], Call]
     edit: Callable[[Path, str, str], Call]
 
 
@@ -276,6 +278,7 @@ def evidence_decides_the_check(name: str, tmp: Path, tools: Tools) -> list[tuple
         [tools.shell(f"tether resume {TRACE}")],
         [tools.shell(PYTEST)],  # fails: exit 1
         submit,  # refused by the check: no passing pytest run yet
+        [tools.read(calc)],  # Qwen Code edits only a file read in the session
         [tools.edit(calc, "return a - b", "return a + b")],
         [tools.shell(PYTEST)],  # passes
         submit,
@@ -285,7 +288,7 @@ def evidence_decides_the_check(name: str, tmp: Path, tools: Tools) -> list[tuple
         done = run(name, project, model, "Run the tests and fix what fails.")
     assert done.code == 0, done.stdout[-2000:] + done.stderr[-2000:]
     checks = [c["outcome"] for c in entries(project, "check") if c["name"] == "Test"]
-    assert checks == ["failed", "passed"]
+    assert checks == ["failed", "passed"], model.tool_results()
     retried = next(t for t in model.tool_results() if "Retrying" in t)
     assert "'Test' attempt 2 of 3" in retried
     assert tether(project, "next", TRACE) == {"status": "done"}

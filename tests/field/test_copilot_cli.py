@@ -24,6 +24,7 @@ from field.scripted import Call
 
 TOOLS = Tools(
     shell=lambda command: Call("bash", {"command": command, "description": "Run it."}),
+    read=lambda path: Call("view", {"path": str(path)}),
     edit=lambda path, old, new: Call("edit", {"path": str(path), "old_str": old, "new_str": new}),
 )
 
@@ -47,7 +48,7 @@ def test_evidence_is_false_for_a_failing_run_and_the_check_decides_on_it(tmp_pat
     """Copilot reports a failing command as `resultType: success`; its own last line,
     `<shellId: N completed with exit code 1>`, is what makes the evidence false."""
     tools = evidence_decides_the_check("copilot", tmp_path, TOOLS)
-    assert tools == [("Bash", False), ("Edit", True), ("Bash", True)]
+    assert tools == [("Bash", False), ("Read", True), ("Edit", True), ("Bash", True)]
 
 
 @pytest.mark.harness_capability("copilot", "context")

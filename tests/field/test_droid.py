@@ -27,6 +27,7 @@ from field.scripted import Call
 RISK = {"summary": "Run a command", "riskLevel": "low", "riskLevelReason": "Reads or tests only"}
 TOOLS = Tools(
     shell=lambda command: Call("Execute", {"command": command, **RISK}),
+    read=lambda path: Call("Read", {"file_path": str(path)}),
     edit=lambda path, old, new: Call(
         "Edit", {"file_path": str(path), "old_str": old, "new_str": new}
     ),
@@ -52,7 +53,7 @@ def test_evidence_is_false_for_a_failing_run_and_the_check_decides_on_it(tmp_pat
     """Droid fires no hook for a command that fails: the failing run leaves no evidence (never
     a passing one), and the check still refuses the submit until a run passes."""
     tools = evidence_decides_the_check("droid", tmp_path, TOOLS)
-    assert tools == [("Edit", True), ("Bash", True)]
+    assert tools == [("Read", True), ("Edit", True), ("Bash", True)]
 
 
 @pytest.mark.harness_capability("droid", "context")

@@ -24,6 +24,7 @@ from field.scripted import Call
 
 TOOLS = Tools(
     shell=lambda command: Call("run_shell_command", {"command": command}),
+    read=lambda path: Call("read_file", {"file_path": str(path)}),
     edit=lambda path, old, new: Call(
         "edit", {"file_path": str(path), "old_string": old, "new_string": new}
     ),
@@ -48,7 +49,7 @@ def test_a_call_outside_the_step_policy_is_denied_and_the_file_unchanged(
 def test_evidence_is_false_for_a_failing_run_and_the_check_decides_on_it(tmp_path: Path) -> None:
     """Qwen Code sends a failing command as `PostToolUseFailure`."""
     tools = evidence_decides_the_check("qwen", tmp_path, TOOLS)
-    assert tools == [("Bash", False), ("Edit", True), ("Bash", True)]
+    assert tools == [("Bash", False), ("Read", True), ("Edit", True), ("Bash", True)]
 
 
 @pytest.mark.harness_capability("qwen", "context")
