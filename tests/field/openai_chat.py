@@ -53,7 +53,7 @@ def _stream(model: str, n: int, turn: Turn) -> list[bytes]:
     delta: dict[str, Any] = {"role": "assistant", "content": ""}
     chunks = [_chunk(model, n, [{"index": 0, "delta": delta, "finish_reason": None}])]
     if isinstance(turn, Text):
-        pieces = [{"content": turn.text}]
+        pieces: list[dict[str, Any]] = [{"content": turn.text}]
     else:
         pieces = []
         for i, call in enumerate(_calls(turn)):

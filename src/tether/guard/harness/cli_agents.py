@@ -30,9 +30,11 @@ and test_droid.py (it wins over the documentation):
   is not a prompt and is not read. It ends a turn at the 8th blocked stop in a row.
 - Factory Droid 0.215.0 (https://docs.factory.ai/reference/hooks-reference): Claude Code's
   events, fields and answers; its tools are its own (`Execute`, `Create`, `Edit` with
-  `old_str`/`new_str`). No hook fires for a command that fails (no failure event), so such a
-  call leaves no evidence; `PostToolUse` of a command carries the text whose last line,
-  `[Process exited with code K]`, Droid writes after the output, read as its exit code.
+  `old_str`/`new_str`). No hook fires for a call that fails (no failure event): such a call
+  is read from Droid's transcript at the session's next event (`_droid_failures`: its result
+  `is_error`, its `PreToolUse` hooks having let it run). `PostToolUse` of a command carries the
+  text whose last line, `[Process exited with code K]`, Droid writes after the output, read as
+  its exit code.
   `UserPromptSubmit` did not fire in `droid exec`. `Stop` carries no last message: it is read
   from Droid's transcript. It has no cap of its own on blocked stops (31 in a row were obeyed).
 """
@@ -204,7 +206,8 @@ def _copilot(raw: dict[str, Any], event: str) -> list[dict[str, Any]]:
     tool, params = _tool("copilot", str(raw.get("toolName") or ""), parsed_json(args))
     payload.update(tool_name=tool, tool_input=params)
     if event == "PostToolUse":
-        result = raw.get("toolResult") if isinstance(raw.get("toolResult"), dict) else {}
+        given = raw.get("toolResult")
+        result: dict[str, Any] = given if isinstance(given, dict) else {}
         kind, text = result.get("resultType"), result.get("textResultForLlm")
         if kind in ("denied", "rejected"):
             return []  # it never ran
@@ -232,7 +235,64 @@ def _droid_said(entry: dict[str, Any]) -> str:
     ).strip()
 
 
+def _droid_failures(raw: dict[str, Any]) -> list[dict[str, Any]]:
+    """The calls Droid's transcript shows failed (`is_error`) after its `PreToolUse` hooks let
+    them run (each exit 0, no `deny`), with no `PostToolUse`: Droid fires no hook for them, so
+    each is read at its next event as a `PostToolUseFailure` (handled once: its call's id).
+    A call Droid refused itself, or a hook denied, never ran and is not among them."""
+    transcript = raw.get("transcript_path")
+    if not isinstance(transcript, str) or not transcript:
+        return []
+    failed: list[tuple[Any, Any]] = []
+    ran: set[Any] = set()
+    ended: set[Any] = set()
+    calls: dict[Any, tuple[str, Any]] = {}
+    for entry in _entries_backwards(transcript):
+        message = entry.get("message") if entry.get("type") == "message" else None
+        if isinstance(message, dict):
+            _droid_entry(message, failed, ran, ended, calls)
+    out = []
+    for call, text in reversed(failed):
+        if call in ran and call not in ended and call in calls:
+            tool, params = _tool("droid", *calls[call])
+            failure: dict[str, Any] = {k: raw[k] for k in ("session_id", "cwd") if k in raw}
+            failure.update(hook_event_name="PostToolUseFailure", tool_use_id=call)
+            out.append({**failure, "tool_name": tool, "tool_input": params, "error": str(text)})
+    return out
+
+
+def _droid_entry(
+    message: dict[str, Any],
+    failed: list[tuple[Any, Any]],
+    ran: set[Any],
+    ended: set[Any],
+    calls: dict[Any, tuple[str, Any]],
+) -> None:
+    """One message of Droid's transcript, noted: a failed result, a call its `PreToolUse`
+    hooks let run, a call whose `PostToolUse` ran, a call the model made."""
+    hook, call = message.get("hookEventName"), message.get("hookToolCallId")
+    results = message.get("hookResults") or []
+    if hook == "PreToolUse" and all(
+        r.get("exitCode") == 0 and "deny" not in str(r.get("stdout")) for r in results
+    ):
+        ran.add(call)
+    if hook == "PostToolUse":
+        ended.add(call)
+    for block in message.get("content") or []:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "tool_result" and block.get("is_error"):
+            failed.append((block.get("tool_use_id"), block.get("content") or "failed"))
+        elif block.get("type") == "tool_use":
+            calls[block.get("id")] = (str(block.get("name")), block.get("input"))
+
+
 def _claude_shaped(harness: str, raw: dict[str, Any], event: str) -> list[dict[str, Any]]:
+    failures = _droid_failures(raw) if harness == "droid" else []
+    return [*failures, *_claude_payload(harness, raw, event)]
+
+
+def _claude_payload(harness: str, raw: dict[str, Any], event: str) -> list[dict[str, Any]]:
     payload = {k: v for k, v in raw.items() if k != "transcript_path"}  # not Claude Code's
     payload["hook_event_name"] = event
     if event == "UserPromptSubmit" and not raw.get("prompt"):
