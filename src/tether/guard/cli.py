@@ -219,6 +219,23 @@ def _stop_cap_warnings(plan: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"path": "workflow.max_stop_blocks", "message": message}]
 
 
+def _harness_stop_cap_warnings(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    """Where another harness ends a turn itself at or before the cap (Copilot CLI, Qwen Code)."""
+    from tether.guard.harness.cli_agents import NAMES, STOP_CAPS
+
+    cap = plan["workflow"]["max_stop_blocks"]
+    late = {h: n for h, n in STOP_CAPS.items() if cap >= n}
+    if not late:
+        return []
+    ends = ", ".join(f"{NAMES[h]} at the {n}th" for h, n in late.items())
+    message = (
+        f"max_stop_blocks is {cap}, but {ends} stop blocked in a row ends a turn itself, so "
+        f"there the cap is never reached and no stop is let through: keep it at "
+        f"{min(late.values()) - 1} or less for them"
+    )
+    return [{"path": "workflow.max_stop_blocks", "message": message}]
+
+
 def _policy_warnings(trees: list[str]) -> list[dict[str, Any]]:
     """An entry of a tree's `tools` policy naming a tool no supported harness has (a bare
     name; `mcp__server__tool`, dotted names and `*` are left alone)."""
@@ -276,6 +293,7 @@ def cmd_check(p: Parsed) -> int:
                 *guard.warnings,
                 *_classifier_warnings(guard.plan),
                 *_stop_cap_warnings(guard.plan),
+                *_harness_stop_cap_warnings(guard.plan),
                 *_policy_warnings(p.multi.get("--tree", [])),
             ],
         }

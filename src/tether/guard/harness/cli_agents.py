@@ -49,6 +49,7 @@ from typing import Any
 from tether.guard.harness.claude import TOOL_EVENTS, _entries_backwards
 
 HARNESSES = ("copilot", "qwen", "droid")
+NAMES = {"copilot": "Copilot CLI", "qwen": "Qwen Code", "droid": "Factory Droid"}
 # The versions the field tests ran (scripts/install-test-deps-harnesses installs them).
 TESTED = {"copilot": "1.0.102", "qwen": "0.24.4", "droid": "0.215.0"}
 # The blocked stop in a row at which a harness ends the turn itself, whatever the hook says.

@@ -176,10 +176,13 @@ def install_claude(
     }
 
 
-def _configured(path: Path, config: str, http: str | None, on_error: str | None) -> dict[str, Any]:
-    """The configuration beside the hooks file `path` (`<project>/.<agent>/<file>`), written
-    with the starter when command hooks need one and there is none; and the on_error mode."""
-    project = path.resolve().parent.parent
+def _configured(
+    path: Path, config: str, http: str | None, on_error: str | None, depth: int = 2
+) -> dict[str, Any]:
+    """The configuration beside the hooks file `path` (`<project>/.<agent>/<file>`, or `depth`
+    folders deeper than the project: Copilot CLI's `.github/hooks/<file>`), written with the
+    starter when command hooks need one and there is none; and the on_error mode."""
+    project = path.resolve().parents[depth - 1]
     config_file = Path(config) if os.path.isabs(config) else project / config
     created = False
     if not http and not config_file.exists():
@@ -323,7 +326,7 @@ def install_harness(
         "added": added,
         "updated": sorted(set(updated), key=INSTALLED[harness].index),
         "command": line,
-        **_configured(path, config, None, on_error),
+        **_configured(path, config, None, on_error, len(Path(HARNESS_FILES[harness]).parts)),
     }
     if harness in BEFORE_IT_RUNS:
         out["before_it_runs"] = BEFORE_IT_RUNS[harness]
