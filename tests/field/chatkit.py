@@ -311,3 +311,37 @@ def tells_the_open_step(name: str, tmp: Path, tools: Tools) -> str:
     assert "[Tether] This session is bound" in said, said[-3000:]
     assert "Current request: instruct 'Review' (step " in said
     return said
+
+
+HUMAN = """\
+name: release
+version: 1
+tree:
+  type: action
+  name: Release
+  steps:
+    - human: Approve the release notes.
+"""
+
+
+def refuses_the_agents_approve(name: str, tmp: Path, tools: Tools, harness: str) -> None:
+    """A person's step is not the agent's to answer: an approve the guard does not read (a
+    program that runs `tether approve`) is refused by the runtime, which knows the process runs
+    under `harness` (by the mark its shell carries, or its program)."""
+    project = setup(tmp, name)
+    (project / "release.yaml").write_text(HUMAN)
+    sneak = 'python3 -c \'import subprocess; subprocess.run(["tether", "approve", "run.json"])\''
+    script: list[Turn] = [
+        [tools.shell("tether start release.yaml run.json")],
+        [tools.shell("tether submit run.json success")],
+        [tools.shell(sneak)],
+        Text("Over to you."),
+    ]
+    with ChatModel(script) as model:
+        done = run(name, project, model, "Release it.")
+    assert done.code == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    refused = [t for t in model.tool_results() if "human_only" in t]
+    assert refused and f"({harness})" in refused[0], model.tool_results()
+    trace = tether(project, "trace", "run.json")
+    assert [e for e in trace if e["kind"] == "human"] == []
+    assert tether(project, "get", "run.json")["status"] == "running"

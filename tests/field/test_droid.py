@@ -20,6 +20,7 @@ from field.chatkit import (
     binds_and_refuses_stops,
     denies_outside_the_policy,
     evidence_decides_the_check,
+    refuses_the_agents_approve,
     tells_the_open_step,
 )
 from field.scripted import Call
@@ -59,3 +60,8 @@ def test_evidence_is_false_for_a_failing_run_and_the_check_decides_on_it(tmp_pat
 @pytest.mark.harness_capability("droid", "context")
 def test_the_configured_execution_is_told_to_the_model(tmp_path: Path) -> None:
     tells_the_open_step("droid", tmp_path, TOOLS)
+
+
+@pytest.mark.harness_capability("droid", "person")
+def test_the_agent_cannot_answer_a_persons_step(tmp_path: Path) -> None:
+    refuses_the_agents_approve("droid", tmp_path, TOOLS, "Factory Droid")
