@@ -166,7 +166,7 @@ def test_qwen_counts_its_timeout_in_milliseconds_and_says_when_hooks_run(
     _, out, _ = cli(capsys, "install", "qwen")
     data = json.loads((project / FILES["qwen"]).read_text())
     assert handlers("qwen", data, "PreToolUse")[0]["timeout"] == 30000
-    assert "trusts" in out["before_it_runs"]
+    assert "folder trust" in out["before_it_runs"]
 
 
 def test_cursor_writes_version_1_and_flat_entries(

@@ -228,8 +228,9 @@ BEFORE_IT_RUNS = {
     "copilot": "Copilot CLI runs a project's hooks (.github/hooks) in an interactive session, but "
     "in copilot -p only with GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS=true in its environment; "
     "without it a prompt-mode session runs unguarded",
-    "qwen": "Qwen Code runs a project's hooks only in a folder it trusts (or with "
-    "security.folderTrust.enabled false in its user settings)",
+    "qwen": "Qwen Code runs a project's hooks with folder trust off (its default) or in a "
+    "folder you trusted; with security.folderTrust.enabled true in an untrusted folder it runs "
+    "none (and no shell either)",
 }
 
 
