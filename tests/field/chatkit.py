@@ -345,3 +345,19 @@ def refuses_the_agents_approve(name: str, tmp: Path, tools: Tools, harness: str)
     trace = tether(project, "trace", "run.json")
     assert [e for e in trace if e["kind"] == "human"] == []
     assert tether(project, "get", "run.json")["status"] == "running"
+
+
+def ends_the_turn_itself_at(name: str, tmp: Path, tools: Tools, cap: int) -> None:
+    """With `max_stop_blocks` above the harness's own limit, the harness ends the turn at the
+    `cap`th blocked stop in a row: each refusal before it reaches the model, that one does not,
+    and the model is not asked again."""
+    project = setup(tmp, name)
+    config = project / ".tether" / "guard.yaml"
+    config.write_text(config.read_text().replace("max_stop_blocks: 3", "max_stop_blocks: 20"))
+    script: list[Turn] = [[tools.shell(f"tether start feature.yaml {TRACE}")], Text("Done.")]
+    with ChatModel(script) as model:
+        done = run(name, project, model, "Start the feature workflow.")
+    assert done.code == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert [s["outcome"] for s in entries(project, "stop")] == ["refused"] * cap
+    shown = [t for t in model.told() if "of 20 times in a row.)" in t]
+    assert len(shown) == cap - 1 and len(model.turns) == 2 + cap - 1

@@ -17,6 +17,7 @@ from field.chatkit import (
     Tools,
     binds_and_refuses_stops,
     denies_outside_the_policy,
+    ends_the_turn_itself_at,
     evidence_decides_the_check,
     refuses_the_agents_approve,
     tells_the_open_step,
@@ -61,3 +62,8 @@ def test_the_configured_execution_is_told_to_the_model(tmp_path: Path) -> None:
 @pytest.mark.harness_capability("qwen", "person")
 def test_the_agent_cannot_answer_a_persons_step(tmp_path: Path) -> None:
     refuses_the_agents_approve("qwen", tmp_path, TOOLS, "Qwen Code")
+
+
+@pytest.mark.harness_capability("qwen", "stop")
+def test_the_harness_ends_the_turn_itself_at_its_own_cap(tmp_path: Path) -> None:
+    ends_the_turn_itself_at("qwen", tmp_path, TOOLS, 8)
