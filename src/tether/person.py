@@ -64,6 +64,8 @@ AGENT_MARKS = {
     "CODEX_SANDBOX_NETWORK_DISABLED": "Codex",
     "CURSOR_AGENT": "Cursor",
     "COPILOT_CLI": "Copilot CLI",
+    "QWEN_CODE": "Qwen Code",
+    "FACTORY_EXEC_TARGET_AUTONOMY": "Factory Droid",
 }
 # The programs of the harnesses themselves, by the name of the program or of the script node runs.
 AGENT_PROGRAMS = {
@@ -72,6 +74,7 @@ AGENT_PROGRAMS = {
     "gemini": "Gemini CLI",
     "cursor-agent": "Cursor",
     "copilot": "Copilot CLI",
+    "droid": "Factory Droid",
 }
 # The inode numbers Linux gives the first PID and user namespaces (PROC_PID_INIT_INO and
 # PROC_USER_INIT_INO), whatever the machine.

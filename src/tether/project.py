@@ -2,7 +2,8 @@
 `tether install skill --target claude|agents`.
 
 Owns what `init` writes (the shipped examples under `DIR/examples/`, a guard configuration at
-`DIR/.tether/guard.yaml` with the workflow binding section, and the next three commands to run)
+`DIR/.tether/guard.yaml` with the workflow binding section, the next three commands to run, and
+the command installing the guard into each other agent)
 and that it never overwrites: each file that exists, or whose folder is a symbolic link or not a
 folder, is skipped and named (a file that already holds what `init` would write is only counted,
 `unchanged`: in Tether's own checkout every example is), and a new file is created exclusively,
@@ -101,6 +102,7 @@ def _init(p: Parsed) -> int:
             "next": commands,
             "run_next_in": root,
             "note": note,
+            "other_agents": _other_agents(),
         }
     )
     return EXIT_OK
@@ -163,17 +165,24 @@ def _holds(path: str, data: bytes) -> bool:
         return stat.S_ISREG(os.fstat(f.fileno()).st_mode) and f.read(len(data) + 1) == data
 
 
+def _tether() -> str:
+    """`tether` as a person runs it next: this installation's command under uvx or when it is
+    not on PATH, else `tether`."""
+    from tether.command.launch import ABSOLUTE, UVX, launch
+
+    how = launch()
+    return how.shell() if how.how in (UVX, ABSOLUTE) else "tether"
+
+
 def _next_steps(root: str) -> tuple[list[str], str]:
     """The commands to run next, spelt the way this installation is started, and a note on the
     guard: when Tether's Claude Code plugin is enabled, it runs the guard's hooks, so installing
     them is left out."""
     from pathlib import Path
 
-    from tether.command.launch import ABSOLUTE, UVX, launch
     from tether.guard.harness.install import plugin_enabled
 
-    how = launch()
-    tether = how.shell() if how.how in (UVX, ABSOLUTE) else "tether"
+    tether = _tether()
     plugin = plugin_enabled(Path(root))
     hooks = f"Tether's Claude Code plugin (enabled in {plugin})" if plugin else "the guard"
     note = (
@@ -188,6 +197,13 @@ def _next_steps(root: str) -> tuple[list[str], str]:
     if plugin:
         return commands, note + " (the plugin runs the guard's hooks: do not install them too)"
     return [*commands, f"{tether} guard install claude"], note
+
+
+def _other_agents() -> list[str]:
+    """The command that installs the guard into each agent but Claude Code."""
+    from tether.guard.cli import AGENTS
+
+    return [f"{_tether()} guard install {agent}" for agent in AGENTS if agent != "claude"]
 
 
 # -- install skill ------------------------------------------------------------------------------

@@ -72,12 +72,30 @@ def test_check_warns_when_max_stop_blocks_passes_claude_codes_own_cap(
     config = write(tmp_path / "g.yaml", f"workflow:\n  max_stop_blocks: {cap}\n")
     code, out, _ = cli(capsys, "check", config)
     assert code == 0 and out["workflow"]["max_stop_blocks"] == cap
-    found = [w for w in out["warnings"] if w["path"] == "workflow.max_stop_blocks"]
+    found = [
+        w
+        for w in out["warnings"]
+        if w["path"] == "workflow.max_stop_blocks" and "Claude Code" in w["message"]
+    ]
     assert bool(found) is warned
     if warned:
         assert "at the 9th stop blocked in a row" in found[0]["message"]
         assert "keep it at 8 or less" in found[0]["message"]
         assert "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP" in found[0]["message"]
+
+
+@pytest.mark.parametrize(
+    ("cap", "named"), [(7, ""), (8, "Qwen Code at the 8th"), (9, "Copilot CLI at the 9th")]
+)
+def test_check_warns_when_max_stop_blocks_passes_another_harness_cap(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], cap: int, named: str
+) -> None:
+    config = write(tmp_path / "g.yaml", f"workflow:\n  max_stop_blocks: {cap}\n")
+    _, out, _ = cli(capsys, "check", config)
+    found = [w["message"] for w in out["warnings"] if "in a row ends a turn" in w["message"]]
+    assert bool(found) is bool(named)
+    if named:
+        assert named in found[0] and "keep it at 7 or less for them" in found[0]
 
 
 POLICY_TREE = """\

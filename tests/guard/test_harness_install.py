@@ -1,5 +1,5 @@
-"""`tether guard install codex|gemini|cursor`: each harness's hooks file, merged, idempotent,
-portable, and the command it writes run as the harness would run it."""
+"""`tether guard install codex|gemini|cursor|copilot|qwen|droid`: each harness's hooks file,
+merged, idempotent, portable, and the command it writes run as the harness would run it."""
 
 from __future__ import annotations
 
@@ -20,7 +20,11 @@ FILES = {
     "codex": Path(".codex", "hooks.json"),
     "gemini": Path(".gemini", "settings.json"),
     "cursor": Path(".cursor", "hooks.json"),
+    "copilot": Path(".github", "hooks", "tether.json"),
+    "qwen": Path(".qwen", "settings.json"),
+    "droid": Path(".factory", "settings.json"),
 }
+CLAUDE_SHAPED = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop"]
 EVENTS = {
     "codex": [
         "SessionStart",
@@ -47,7 +51,18 @@ EVENTS = {
         "stop",
         "sessionEnd",
     ],
+    "copilot": [
+        "sessionStart",
+        "userPromptSubmitted",
+        "preToolUse",
+        "postToolUse",
+        "agentStop",
+        "sessionEnd",
+    ],
+    "qwen": [*CLAUDE_SHAPED, "PostToolUseFailure", "SessionEnd"],
+    "droid": [*CLAUDE_SHAPED, "SessionEnd"],
 }
+HARNESSES = list(FILES)
 COMMAND = "tether guard hook --harness {h} --config .tether/guard.yaml"
 
 
@@ -68,12 +83,14 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def handlers(harness: str, data: dict[str, Any], event: str) -> list[dict[str, Any]]:
     entries = data["hooks"][event]
+    if harness == "copilot":  # its handler's command is `bash`
+        return [{**h, "command": h["bash"]} for h in entries]
     if harness == "cursor":
         return list(entries)
     return [h for group in entries for h in group["hooks"]]
 
 
-@pytest.mark.parametrize("harness", ["codex", "gemini", "cursor"])
+@pytest.mark.parametrize("harness", HARNESSES)
 def test_install_writes_the_harness_file_and_says_what(
     project: Path, capsys: pytest.CaptureFixture[str], harness: str
 ) -> None:
@@ -132,6 +149,26 @@ def test_gemini_counts_its_timeout_in_milliseconds(
     assert "matcher" not in hooks["AfterAgent"][0]
 
 
+def test_copilot_writes_version_1_and_flat_bash_entries_and_says_when_they_run(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, out, _ = cli(capsys, "install", "copilot")
+    data = json.loads((project / FILES["copilot"]).read_text())
+    assert data["version"] == 1
+    command = COMMAND.format(h="copilot")
+    assert data["hooks"]["agentStop"] == [{"type": "command", "bash": command, "timeoutSec": 30}]
+    assert "GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS=true" in out["before_it_runs"]
+
+
+def test_qwen_counts_its_timeout_in_milliseconds_and_says_when_hooks_run(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, out, _ = cli(capsys, "install", "qwen")
+    data = json.loads((project / FILES["qwen"]).read_text())
+    assert handlers("qwen", data, "PreToolUse")[0]["timeout"] == 30000
+    assert "folder trust" in out["before_it_runs"]
+
+
 def test_cursor_writes_version_1_and_flat_entries(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -166,15 +203,29 @@ EXISTING: dict[str, dict[str, Any]] = {
             "preToolUse": [{"command": "./audit.sh", "matcher": "Shell"}],
         },
     },
+    "copilot": {
+        "version": 1,
+        "hooks": {"preToolUse": [{"type": "command", "bash": "./audit.sh", "timeoutSec": 5}]},
+    },
+    "qwen": {
+        "tools": {"sandbox": False},
+        "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify.sh"}]}]},
+    },
+    "droid": {
+        "model": "custom:Mine-0",
+        "hooks": {
+            "PostToolUse": [{"matcher": "Edit", "hooks": [{"type": "command", "command": "fmt"}]}]
+        },
+    },
 }
 
 
-@pytest.mark.parametrize("harness", ["codex", "gemini", "cursor"])
+@pytest.mark.parametrize("harness", HARNESSES)
 def test_install_merges_and_a_second_run_changes_nothing(
     project: Path, capsys: pytest.CaptureFixture[str], harness: str
 ) -> None:
     path = project / FILES[harness]
-    path.parent.mkdir()
+    path.parent.mkdir(parents=True)
     path.write_text(json.dumps(EXISTING[harness]))
     cli(capsys, "install", harness)
     data = json.loads(path.read_text())
@@ -190,7 +241,7 @@ def test_install_merges_and_a_second_run_changes_nothing(
     assert path.read_text() == written
 
 
-@pytest.mark.parametrize("harness", ["codex", "gemini", "cursor"])
+@pytest.mark.parametrize("harness", HARNESSES)
 def test_install_again_with_other_options_replaces_its_own_entries(
     project: Path, capsys: pytest.CaptureFixture[str], harness: str
 ) -> None:

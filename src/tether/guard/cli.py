@@ -1,6 +1,7 @@
 """`tether guard …`: the guard's command line.
 
-Owns the commands `check`, `prompt`, `hook`, `serve`, `install claude|codex|gemini|cursor|opencode`,
+Owns the commands `check`, `prompt`, `hook`, `serve`,
+`install claude|codex|gemini|cursor|copilot|qwen|droid|opencode`,
 `log`, `replay`, `status` (the workflow bindings, `binding`), `test`, `doctor` (its checks are
 `harness.doctor`'s) and `harnesses` (what each harness lets the guard do,
 `harness.capabilities`): their arguments, parsed by the command frame's parser
@@ -36,7 +37,7 @@ from tether.guard.rules.plan import CONFIG_ENV, DEFAULT_CONFIG
 DEFAULT_PORT = 8977
 DEFAULT_LIMIT = 50
 ON_ERROR = ("block", "allow")
-AGENTS = ("claude", "codex", "gemini", "cursor", "opencode")
+AGENTS = ("claude", "codex", "gemini", "cursor", "copilot", "qwen", "droid", "opencode")
 
 _CONFIG_HELP = (
     f"--config FILE     configuration file (default: ${CONFIG_ENV}, or {DEFAULT_CONFIG} in the\n"
@@ -52,7 +53,7 @@ _HOOK_HELP = (
     "--deadline SECONDS  seconds before an undecided event counts as an error (default "
     f"{DEFAULT_DEADLINE:g})\n"
     "--harness NAME    whose hook events these are, answered in its format: claude (default),\n"
-    "                  codex, gemini or cursor\n"
+    "                  codex, gemini, cursor, copilot, qwen or droid\n"
     "--if-configured   a project that has no configuration and never had one (no last good\n"
     "                  plan of it) gets no answer, not the fallback rules (managed hooks)"
 )
@@ -113,7 +114,9 @@ INSTALL = Command(
     "--settings FILE   the hooks file (claude: .claude/settings.json, or\n"
     "                  .claude/settings.local.json when the command is a path on this machine;\n"
     "                  codex: .codex/hooks.json; gemini: .gemini/settings.json; cursor:\n"
-    "                  .cursor/hooks.json; opencode: .opencode/plugin/tether.js)\n"
+    "                  .cursor/hooks.json; copilot: .github/hooks/tether.json; qwen:\n"
+    "                  .qwen/settings.json; droid: .factory/settings.json;\n"
+    "                  opencode: .opencode/plugin/tether.js)\n"
     f"--config FILE     configuration file (default {DEFAULT_CONFIG}; created when missing)\n"
     "--command CMD     how hooks invoke tether (default: tether when it is on PATH, uvx --from\n"
     "                  SOURCE tether under uvx, else this installation's full path)\n"
@@ -259,6 +262,23 @@ def _stop_cap_warnings(plan: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"path": "workflow.max_stop_blocks", "message": message}]
 
 
+def _harness_stop_cap_warnings(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    """Where another harness ends a turn itself at or before the cap (Copilot CLI, Qwen Code)."""
+    from tether.guard.harness.cli_agents import NAMES, STOP_CAPS
+
+    cap = plan["workflow"]["max_stop_blocks"]
+    late = {h: n for h, n in STOP_CAPS.items() if cap >= n}
+    if not late:
+        return []
+    ends = ", ".join(f"{NAMES[h]} at the {n}th" for h, n in late.items())
+    message = (
+        f"max_stop_blocks is {cap}, but {ends} stop blocked in a row ends a turn itself, so "
+        f"there the cap is never reached and no stop is let through: keep it at "
+        f"{min(late.values()) - 1} or less for them"
+    )
+    return [{"path": "workflow.max_stop_blocks", "message": message}]
+
+
 def _policy_warnings(trees: list[str]) -> list[dict[str, Any]]:
     """An entry of a tree's `tools` policy naming a tool no supported harness has (a bare
     name; `mcp__server__tool`, dotted names and `*` are left alone)."""
@@ -316,6 +336,7 @@ def cmd_check(p: Parsed) -> int:
                 *guard.warnings,
                 *_classifier_warnings(guard.plan),
                 *_stop_cap_warnings(guard.plan),
+                *_harness_stop_cap_warnings(guard.plan),
                 *_policy_warnings(p.multi.get("--tree", [])),
             ],
         }

@@ -1,4 +1,5 @@
-"""Codex, Gemini CLI and Cursor: their hook events read as Claude Code's, the answers written back
+"""Codex, Gemini CLI and Cursor (and, through `cli_agents`, Copilot CLI, Qwen Code and Factory
+Droid): their hook events read as Claude Code's, the answers written back
 in each one's own format.
 
 Owns, for each harness other than Claude Code: which of its hook events the guard answers and as
@@ -65,10 +66,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from tether.guard.harness import cli_agents
 from tether.guard.harness.claude import NATIVE, TOOL_EVENTS
 from tether.guard.rules.plan import DEFAULT_CONFIG
 
-HARNESSES = ("claude", "codex", "gemini", "cursor")
+HARNESSES = ("claude", "codex", "gemini", "cursor", *cli_agents.HARNESSES)
 CODEX_EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop")
 EVENTS: dict[str, dict[str, str]] = {
     "codex": {name: name for name in (*CODEX_EVENTS, "SubagentStop")},
@@ -96,11 +98,13 @@ EVENTS: dict[str, dict[str, str]] = {
         "beforeReadFile": "PreToolUse",
         "afterFileEdit": "PostToolUse",
     },
+    **cli_agents.EVENTS,
 }
 INSTALLED: dict[str, tuple[str, ...]] = {
     "codex": (*CODEX_EVENTS, "SubagentStop"),
     "gemini": tuple(EVENTS["gemini"]),
     "cursor": tuple(EVENTS["cursor"])[:7],
+    **cli_agents.INSTALLED,
 }
 TOOLS: dict[str, dict[str, str]] = {
     "codex": {},  # Bash and mcp__server__tool as Claude Code; apply_patch is read per file
@@ -132,6 +136,7 @@ TOOLS: dict[str, dict[str, str]] = {
         "WebFetch": "WebFetch",
         "WebSearch": "WebSearch",
     },
+    **cli_agents.TOOLS,
 }
 # Claude Code's own tools: 2.1.332's, as its requests to the model list them (deferred ones
 # included), and those of an interactive session. It has no Grep, Glob or LS: it searches
@@ -151,7 +156,10 @@ def tool_names() -> dict[str, tuple[str, ...]]:
     return {
         "claude": CLAUDE_CODE_TOOLS,
         "codex": CODEX_TOOLS,
-        **{h: tuple(sorted(set(TOOLS[h].values()))) for h in ("gemini", "cursor")},
+        **{
+            h: tuple(sorted(set(TOOLS[h].values())))
+            for h in ("gemini", "cursor", *cli_agents.HARNESSES)
+        },
     }
 
 
@@ -160,6 +168,7 @@ PARAMS: dict[str, dict[str, str]] = {
     "codex": {},
     "gemini": {"dir_path": "path", "allow_multiple": "replace_all", "include_pattern": "glob"},
     "cursor": {"path": "file_path", "target_file": "file_path", "contents": "content"},
+    **cli_agents.PARAMS,
 }
 _GEMINI_SECTION = re.compile(r"^(Error|Exit Code|Signal|Background PIDs|Process Group PGID): ")
 _GEMINI_CANCELLED = re.compile(r"Command was (automatically )?cancelled")
@@ -183,7 +192,7 @@ def events(harness: str, raw: dict[str, Any], config: str | None) -> list[dict[s
     the hook was given it (a relative one marks the project; default `.tether/guard.yaml`)."""
     if harness == "claude":
         return [raw]
-    native = raw.get("hook_event_name")
+    native = cli_agents.native_event(harness, raw)
     event = EVENTS[harness].get(native) if isinstance(native, str) else None
     if event is None:
         return []
@@ -219,23 +228,12 @@ def _base(raw: dict[str, Any], event: str, session: Any, cwd: Any) -> dict[str, 
     return out
 
 
-def _json(value: Any) -> Any:
-    """A value some harnesses send as JSON text, parsed (as it is when it is not JSON)."""
-    if isinstance(value, str) and value[:1] in ("{", "["):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
+_json = cli_agents.parsed_json
 
 
 def _tool(harness: str, name: str, params: Any) -> tuple[str, dict[str, Any]]:
     """A harness's tool call as Claude Code names it."""
-    params = dict(params) if isinstance(params, dict) else {}
-    for own, claude in PARAMS[harness].items():
-        if own in params and claude not in params:
-            params[claude] = params[own]
-    return TOOLS[harness].get(name, name), params
+    return cli_agents.as_claude(name, params, TOOLS[harness], PARAMS[harness])
 
 
 # -- Codex ---------------------------------------------------------------------------------------
@@ -469,6 +467,7 @@ _READERS: dict[str, Callable[[dict[str, Any], str], list[dict[str, Any]]]] = {
     "codex": _codex,
     "gemini": _gemini,
     "cursor": _cursor,
+    **cli_agents.READERS,
 }
 
 
@@ -516,6 +515,8 @@ def render(
     Claude Code-shaped `out` (None: nothing to say)."""
     if out is None or harness in ("claude", "codex"):
         return out
+    if harness in cli_agents.HARNESSES:
+        return cli_agents.render(harness, event, out)
     spec = out.get("hookSpecificOutput") or {}
     denied = (
         spec.get("permissionDecisionReason") if spec.get("permissionDecision") == "deny" else None

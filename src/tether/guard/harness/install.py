@@ -1,5 +1,7 @@
 """Installing the guard into Claude Code (`.claude/settings.json`), Codex (`.codex/hooks.json`),
-Gemini CLI (`.gemini/settings.json`) and Cursor (`.cursor/hooks.json`): hook entries merged in.
+Gemini CLI (`.gemini/settings.json`), Cursor (`.cursor/hooks.json`), Copilot CLI
+(`.github/hooks/tether.json`), Qwen Code (`.qwen/settings.json`) and Factory Droid
+(`.factory/settings.json`): hook entries merged in.
 
 Owns: the hook entries the guard needs (one per event it answers), merging them into an existing
 settings file without disturbing anything else in it (other hooks, permissions, other keys), and
@@ -229,10 +231,13 @@ def install_managed(
     }
 
 
-def _configured(path: Path, config: str, http: str | None, on_error: str | None) -> dict[str, Any]:
-    """The configuration beside the hooks file `path` (`<project>/.<agent>/<file>`), written
-    with the starter when command hooks need one and there is none; and the on_error mode."""
-    project = path.resolve().parent.parent
+def _configured(
+    path: Path, config: str, http: str | None, on_error: str | None, depth: int = 2
+) -> dict[str, Any]:
+    """The configuration beside the hooks file `path` (`<project>/.<agent>/<file>`, or `depth`
+    folders deeper than the project: Copilot CLI's `.github/hooks/<file>`), written with the
+    starter when command hooks need one and there is none; and the on_error mode."""
+    project = path.resolve().parents[depth - 1]
     config_file = Path(config) if os.path.isabs(config) else project / config
     created = False
     if not http and not config_file.exists():
@@ -253,21 +258,34 @@ def _configured(path: Path, config: str, http: str | None, on_error: str | None)
     }
 
 
-# -- Codex, Gemini CLI, Cursor ------------------------------------------------------------------
+# -- Codex, Gemini CLI, Cursor, Copilot CLI, Qwen Code, Factory Droid -----------------------------
 
 # Where each keeps its project hooks, and the time it gives a hook (Gemini CLI counts in ms).
 HARNESS_FILES = {
     "codex": os.path.join(".codex", "hooks.json"),
     "gemini": os.path.join(".gemini", "settings.json"),
     "cursor": os.path.join(".cursor", "hooks.json"),
+    "copilot": os.path.join(".github", "hooks", "tether.json"),
+    "qwen": os.path.join(".qwen", "settings.json"),
+    "droid": os.path.join(".factory", "settings.json"),
 }
 _TIMEOUTS = {"codex": HOOK_TIMEOUT, "gemini": HOOK_TIMEOUT * 1000, "cursor": HOOK_TIMEOUT}
+_TIMEOUTS.update(copilot=HOOK_TIMEOUT, qwen=HOOK_TIMEOUT * 1000, droid=HOOK_TIMEOUT)
+# Harnesses whose hooks file lists each event's handlers flat (no matcher groups), under
+# `"version": 1`; Copilot CLI names a handler's command `bash`.
+_FLAT = ("cursor", "copilot")
 # What a harness needs before it runs the hooks, where it runs none, unguarded, without a word.
 BEFORE_IT_RUNS = {
     "codex": "Codex runs a project's hooks only in a trusted project and once you trust them in "
     "its /hooks review (again after each change of the file); until then every session runs "
     "unguarded and Codex says nothing. codex exec runs them unreviewed only with "
     "--dangerously-bypass-hook-trust",
+    "copilot": "Copilot CLI runs a project's hooks (.github/hooks) in an interactive session, but "
+    "in copilot -p only with GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS=true in its environment; "
+    "without it a prompt-mode session runs unguarded",
+    "qwen": "Qwen Code runs a project's hooks with folder trust off (its default) or in a "
+    "folder you trusted; with security.folderTrust.enabled true in an untrusted folder it runs "
+    "none (and no shell either)",
 }
 
 
@@ -283,6 +301,8 @@ def _handler(harness: str, command: str) -> dict[str, Any]:
     timeout = _TIMEOUTS[harness]
     if harness == "cursor":
         return {"command": command, "timeout": timeout}
+    if harness == "copilot":
+        return {"type": "command", "bash": command, "timeoutSec": timeout}
     handler = {"type": "command", "command": command, "timeout": timeout}
     if harness == "gemini":
         handler = {"name": "tether-guard", **handler, "description": "Tether's guard"}
@@ -294,7 +314,7 @@ def _our_handlers(harness: str, groups: list[Any], mark: str) -> list[tuple[list
     `groups`: each as its list of handlers and its place in it (Cursor lists handlers flat)."""
     lists = (
         [groups]
-        if harness == "cursor"
+        if harness in _FLAT
         else [
             g["hooks"] for g in groups if isinstance(g, dict) and isinstance(g.get("hooks"), list)
         ]
@@ -303,7 +323,8 @@ def _our_handlers(harness: str, groups: list[Any], mark: str) -> list[tuple[list
         (handlers, i)
         for handlers in lists
         for i, handler in enumerate(handlers)
-        if isinstance(handler, dict) and mark in str(handler.get("command", "")) + " "
+        if isinstance(handler, dict)
+        and mark in str(handler.get("command", handler.get("bash", ""))) + " "
     ]
 
 
@@ -341,7 +362,7 @@ def install_harness(
 
     path = Path(file or HARNESS_FILES[harness])
     data = read_json(path)
-    if harness == "cursor":
+    if harness in _FLAT:
         data = {"version": 1, **data}
     hooks = data.setdefault("hooks", {})
     if not isinstance(hooks, dict):
@@ -363,7 +384,7 @@ def install_harness(
                 updated.append(native)
         if ours:
             continue
-        if harness == "cursor":
+        if harness in _FLAT:
             groups.append(entry)
         elif NATIVE_EVENTS[harness][native] in TOOL_EVENTS:
             groups.append({"matcher": "*", "hooks": [entry]})
@@ -377,7 +398,7 @@ def install_harness(
         "added": added,
         "updated": sorted(set(updated), key=INSTALLED[harness].index),
         "command": line,
-        **_configured(path, config, None, on_error),
+        **_configured(path, config, None, on_error, len(Path(HARNESS_FILES[harness]).parts)),
     }
     if harness in BEFORE_IT_RUNS:
         out["before_it_runs"] = BEFORE_IT_RUNS[harness]
