@@ -15,7 +15,7 @@ Owns the checks and the repairs. The checks, each a `Finding` with the file it i
   of it (`allowUnsandboxedCommands`); `no_sandbox` (a note): strict mode and a harness whose
   sandbox Tether does not configure.
 - `harness_untested` (a warning): the version of an installed harness on PATH is not the one
-  the guard was tested with (`TESTED`).
+  the guard was tested with (the shipped capability table, `harness.capabilities`).
 
 `repair` puts back what it can: a removed hook (installed again where the guard's other hooks
 are, with their command, configuration and `on_error`) and `disableAllHooks` in a project's own
@@ -44,10 +44,15 @@ from tether.guard.harness.claude import (
     settings_sources,
 )
 
-# The harness versions the guard is tested with (scripts/install-test-deps-harnesses), by the
-# command that runs each harness.
-TESTED = {"claude": "2.1.332", "codex": "0.171.0", "gemini": "0.61.0"}
-_NAMES = {"claude": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI", "cursor": "Cursor"}
+_NAMES = {
+    "claude": "Claude Code",
+    "codex": "Codex",
+    "gemini": "Gemini CLI",
+    "cursor": "Cursor",
+    "copilot": "Copilot CLI",
+    "qwen": "Qwen Code",
+    "droid": "Factory Droid",
+}
 _VERSION = re.compile(r"\d+\.\d+\.\d+")
 PROBLEMS = ("config_unreadable", "config_lost", "hooks_missing", "hooks_disabled", "sandbox_off")
 
@@ -264,11 +269,14 @@ def _strict(project: Project, plan: dict[str, Any] | None, installed: set[str]) 
 def _versions(installed: set[str]) -> list[Finding]:
     """A warning for each harness the guard is `installed` in whose version on PATH was never
     tested (a harness not on PATH is not asked)."""
+    from tether.guard.harness.capabilities import shipped
+
+    tested = {row["harness"]: row["version"] for row in shipped()["tested"]}
     out = []
-    for harness in sorted(installed & set(TESTED)):
+    for harness in sorted(installed & set(tested) & set(_NAMES)):
         version = _version(harness)
-        if version is not None and version != TESTED[harness]:
-            what = f"{_NAMES[harness]} {version} here; the guard was tested with {TESTED[harness]}"
+        if version is not None and version != tested[harness]:
+            what = f"{_NAMES[harness]} {version} here; the guard was tested with {tested[harness]}"
             out.append(Finding("harness_untested", harness, "", what, "run the field tests"))
     return out
 
