@@ -67,7 +67,7 @@ def test_init_writes_the_examples_and_a_guard_config_and_says_what_to_run(tmp_pa
     assert result["next"]["name"] == "Determine_Time"  # the protocol accepted, the walk begun
     assert out["next"][2].endswith("tether guard install claude")
     offered = [command.rsplit(" ", 1)[1] for command in out["other_agents"]]
-    assert offered == ["codex", "gemini", "cursor", "copilot", "qwen", "droid"]
+    assert offered == ["codex", "gemini", "cursor", "copilot", "qwen", "droid", "opencode"]
 
 
 def test_init_never_overwrites_and_names_every_file_it_left(tmp_path: Path) -> None:

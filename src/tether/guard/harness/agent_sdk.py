@@ -55,9 +55,11 @@ def agent_options(
     hooks, so one event is handled once whichever delivers it)."""
     try:
         from claude_agent_sdk import HookMatcher
-    except ImportError:
-        raise TetherError(
-            "not_found", "the Claude Agent SDK is not installed: pip install 'tether-bt[agent-sdk]'"
+    except ImportError as exc:
+        from tether.installation import missing_extra
+
+        raise missing_extra(
+            "agent-sdk", exc.name, "An agent built on the Claude Agent SDK does"
         ) from None
     path = config or os.path.join(os.fspath(project), DEFAULT_CONFIG)
     if not os.path.exists(path):
