@@ -205,6 +205,10 @@ def parse(uri: str) -> Target:
             f"{target.dsn} names no execution: add one after '#', e.g. {target.dsn}#run-1",
             uri=target.dsn,
         )
+    if "\x00" in target.name:
+        raise TetherError(
+            "invalid_value", "an execution's name cannot hold a NUL character", uri=target.dsn
+        )
     return target
 
 
