@@ -51,6 +51,33 @@ def test_review_policy(tool: str, params: dict[str, Any], allowed: bool) -> None
     assert (refusal(REVIEW, tool, params, PROJECT) is None) is allowed
 
 
+@pytest.mark.parametrize(
+    ("command", "allowed"),
+    [
+        ("git diff > calc.py", False),
+        ("git diff >> calc.py", False),
+        ("git diff >| calc.py", False),
+        ("git diff &> calc.py", False),
+        ("git diff 1>calc.py", False),
+        ("git diff >&calc.py", False),
+        ("git diff <> calc.py", False),
+        ("git diff --output=calc.py", False),
+        ("git diff --output calc.py", False),
+        ("git diff -ocalc.py", False),
+        ("git diff 2>&1", True),
+        ("git diff > /dev/null 2>&1", True),
+        ("git diff --stat", True),
+    ],
+)
+def test_r9_an_allow_entry_never_covers_a_redirection_or_an_output_option(
+    command: str, allowed: bool
+) -> None:
+    """R9: under the Review policy (`Bash(git diff*)`), a `git diff` that writes a file, by a
+    redirection or by an output option, is covered by no allow entry: read-only stays so."""
+    assert (refusal(REVIEW, "Bash", {"command": command}, PROJECT) is None) is allowed
+    assert refusal({"allow": ["Bash"]}, "Bash", {"command": command}, PROJECT) is None
+
+
 def test_deny_wins_over_allow() -> None:
     policy = {"allow": ["*"], "deny": ["Bash(rm:*)"]}
     assert refusal(policy, "Bash", {"command": "ls && rm -rf /"}, PROJECT) == (
