@@ -101,13 +101,19 @@ def tether_args(words: list[str]) -> list[str] | None:
 
 def _plain_tether(words: list[str]) -> list[str] | None:
     """The arguments of a plain call of the installed `tether` (`tether ...`, its installed
-    path, `python -m tether ...`), else None."""
+    path, `python -I -m tether ...`), else None. `python -m tether` without `-I` imports a
+    `tether` package from the current folder first (one the agent may have written), so it is
+    not a call of the installed `tether`."""
     if words[:1] == ["tether"] or words[:1] == [
         os.path.join(os.path.dirname(sys.executable), "tether")
     ]:
         return words[1:]
-    if words[:1] in (["python"], ["python3"], [sys.executable]) and words[1:3] == ["-m", "tether"]:
-        return words[3:]
+    if words[:1] in (["python"], ["python3"], [sys.executable]) and words[1:4] == [
+        "-I",
+        "-m",
+        "tether",
+    ]:
+        return words[4:]
     return None
 
 
