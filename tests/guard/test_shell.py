@@ -166,10 +166,10 @@ def test_harmless_look_alikes_pass(command: str) -> None:
         'f(){ rm "$@"; }; f -rf x',
         "f(){ rm $*; }; f -rf x",
         'f(){ rm "${1}" "$2"; }; f -rf x',
-        "function g { git push \"$@\"; }; g -f origin main",
+        'function g { git push "$@"; }; g -f origin main',
         'f() ( rm "$@" ); f -rf x',
-        "f(){ g(){ rm \"$@\"; }; g \"$@\"; }; f -rf x",
-        "f(){ rm \"$@\"; f -rf x",  # a body that does not close: cannot be read
+        'f(){ g(){ rm "$@"; }; g "$@"; }; f -rf x',
+        'f(){ rm "$@"; f -rf x',  # a body that does not close: cannot be read
     ],
 )
 def test_n21_a_function_body_is_read_with_its_calls_arguments(command: str) -> None:

@@ -199,11 +199,12 @@ def test_globs_do_not_backtrack() -> None:
     assert glob_match("**/" * 200 + "x", "/".join(["d"] * 5000) + "/x", slash=False)
 
 
-def test_r5_python_m_tether_that_imports_the_projects_tether_package_is_not_tethers_own(
+def test_r5_python_m_tether_importing_the_projects_tether_package_is_not_tethers_own(
     tmp_path: Path,
 ) -> None:
-    """R5: the agent writes a `tether` package (`__main__.py`) in the project, then runs `python3 -m tether`
-    under `allow: []`: that imports the project's package, so it is not Tether's own (denied).
+    """R5: the agent writes a `tether` package (`__main__.py`) in the project, then runs
+    `python3 -m tether` under `allow: []`: that imports the project's package, so it is not
+    Tether's own (denied).
     `python3 -I -m tether` is, and it runs the installed Tether, not the agent's."""
     fake = tmp_path / "tether"
     fake.mkdir()

@@ -168,9 +168,7 @@ def test_fork_refuses_an_existing_target_and_a_bad_point(
     assert rt.get(other) == kept
 
 
-def test_r11_a_refused_answer_does_not_echo_a_huge_step_token(
-    backend: Backend, gated: str
-) -> None:
+def test_r11_a_refused_answer_does_not_echo_a_huge_step_token(backend: Backend, gated: str) -> None:
     """R11: `submit --step <1,000,000 characters>` is refused, and its record keeps at most
     `EVIDENCE_TEXT` characters of the token and of the message."""
     rt = Runtime()

@@ -627,7 +627,12 @@ class _PostgresTransaction:
             "INSERT INTO tether_refusals (name, entry) SELECT %(name)s, %(entry)s::json"
             " WHERE (SELECT coalesce(sum(octet_length(entry::text)), 0) FROM tether_refusals"
             " WHERE name = %(name)s) + %(size)s <= %(cap)s",
-            {"name": self._target.name, "entry": line, "size": len(line.encode()), "cap": REFUSAL_LOG_BYTES},
+            {
+                "name": self._target.name,
+                "entry": line,
+                "size": len(line.encode()),
+                "cap": REFUSAL_LOG_BYTES,
+            },
         )
 
     def replace_tree(self, tree: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:

@@ -14,8 +14,9 @@ permission-rule argument in parentheses (https://code.claude.com/docs/en/permiss
   is a prefix; a line with a command substitution (`$(...)`, backticks, `<(...)`) matches no
   allow entry with an argument, and neither does a command that writes a file: a redirection
   to a file (`> calc.py`, `>>`, `&>`; not `2>&1` or `> /dev/null`) or an output option
-  (`-o`, `--output=calc.py`, `--out`, `--outfile`), so a read-only policy cannot write. A deny entry also sees every command the line runs as the
-  destructive rule reads it (`shell.first`: wrappers, nested shells, the shell's rewriting);
+  (`-o`, `--output=calc.py`, `--out`, `--outfile`), so a read-only policy cannot write. A
+  deny entry also sees every command the line runs as the destructive rule reads it
+  (`shell.first`: wrappers, nested shells, the shell's rewriting);
 - file tools (`Edit(src/**)`): matched against the call's path as it resolves (`..` and
   symbolic links followed), relative to the project directory (`//abs/path` is absolute, `~/` is
   the home folder); `**` crosses `/`, `*` and `?` do not, and a pattern without `/` matches the

@@ -735,11 +735,8 @@ class _Reader:
             return found
         if name in self.aliases:
             return self.line(f"{self.aliases[name]} {shlex.join(args)}", depth + 1)
-        if name in self.functions:  # `f(){ "$@"; }; f rm -rf /`, `f(){ rm "$@"; }; f -rf /`
-            body = self.functions[name]
-            if body is None:
-                raise _Unreadable(f"the body of the function {name!r}")
-            return self.command(args, depth + 1) or self.line(_called(body, args), depth + 1)
+        if name in self.functions:
+            return self.function(name, args, depth)
         if name == "alias":
             return self.alias(args, depth)
         if name in _SHELLS or name in ("su", "runuser"):
@@ -755,6 +752,14 @@ class _Reader:
                     if found:
                         return found
         return None
+
+    def function(self, name: str, args: list[str], depth: int) -> str | None:
+        """What a call of a function the line defines runs: its arguments as a command
+        (`f(){ "$@"; }; f rm -rf /`), and its body with them (`f(){ rm "$@"; }; f -rf /`)."""
+        body = self.functions[name]
+        if body is None:
+            raise _Unreadable(f"the body of the function {name!r}")
+        return self.command(args, depth + 1) or self.line(_called(body, args), depth + 1)
 
     def name_of(self, word: str) -> str:
         """A command word's name: its last path component in lower case; a glob (`r?`) is the
