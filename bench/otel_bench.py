@@ -2,9 +2,9 @@
 
 Run: `.venv/bin/python bench/otel_bench.py` (needs the `otel` extra; prints a table). Every
 step here completes an action, so every step with an endpoint configured reads its trace, builds
-the span of the attempt it ended and hands it to the SDK's batch processor. The receiver is a
-local OTLP/HTTP endpoint on 127.0.0.1 that accepts every request (sending happens on the SDK's
-worker thread, so what it does with the spans does not reach the step). Measured:
+the span of the attempt it ended and hands it to the live outbox. The receiver is a local
+OTLP/HTTP endpoint on 127.0.0.1 that accepts every request (sending happens on the outbox's own
+thread, so what it does with the spans does not reach the step). Measured:
 
 - per step in process (next + submit), file store, no endpoint vs an endpoint, with the trace at
   10 and at 1,000 entries (the emission reads the trace of the execution it emits);

@@ -815,7 +815,8 @@ def _record(
     message: str,
 ) -> dict[str, Any]:
     """A refusal record (`tether.store.tally` reads them): `seq` is the seq the next trace entry
-    takes, so a reset leaves the records before it behind; `cursor` the step it was aimed at."""
+    takes, so a reset leaves the records before it behind; `cursor` the step it was aimed at.
+    The caller's strings (its step token, a message echoing them) are cut as `bounded` cuts."""
     aimed = req if req is not None and req.get("path") is not None else None
     return {
         "seq": state["seq"],
@@ -824,8 +825,8 @@ def _record(
         "code": code,
         "cursor": aimed and {"path": list(aimed["path"]), "step": aimed.get("index")},
         "name": aimed and aimed.get("name"),
-        "step": None if req is None else req.get("step"),
-        "message": message,
+        "step": None if req is None else bounded(req.get("step")),
+        "message": bounded(message),
     }
 
 

@@ -106,6 +106,38 @@ def test_stop_is_refused_then_let_through_after_the_cap(project: Path, run: str)
     verified(run)
 
 
+def _assistant_line(uuid: str, text: str) -> str:
+    entry = {
+        "type": "assistant",
+        "uuid": uuid,
+        "message": {"content": [{"type": "text", "text": text}]},
+    }
+    return json.dumps(entry) + "\n"
+
+
+def test_r8_stops_are_told_apart_without_the_transcript(project: Path, run: str) -> None:
+    """R8: two hooks (the plugin's and an installed one) deliver each stop, the first before the
+    transcript is flushed, and the agent re-appends the same assistant line before each stop:
+    every stop counts once, is refused and recorded, and both hooks give the same refusal."""
+    transcript = project / ".claude" / "transcript.jsonl"
+    transcript.parent.mkdir()
+    line = _assistant_line("a-1", "All done: the feature is implemented and tested.")
+    transcript.write_text(line)
+    for n in range(3):
+        payload = hk.stop(project, active=n > 0)
+        plugin = hk.hook(project, payload, TETHER_CLAUDE_PLUGIN="1")  # before the flush
+        with open(transcript, "a") as file:
+            file.write(line)  # flushed now, or re-appended by the agent: the same line
+        installed = hk.hook(project, payload)
+        assert plugin.returncode == installed.returncode == 0, plugin.stderr + installed.stderr
+        first, second = json.loads(plugin.stdout), json.loads(installed.stdout)
+        assert first == second and f"refused {n + 1} of 3 times" in first["reason"]
+    assert [e["outcome"] for e in entries(run, "stop")] == ["refused"] * 3
+    out = hk.hook_json(project, hk.stop(project, active=True))  # one hook alone: a new stop
+    assert out is not None and "let through after 3 refusals" in out["systemMessage"]
+    verified(run)
+
+
 @pytest.mark.parametrize(
     ("text", "shown"),
     [

@@ -160,6 +160,28 @@ def test_harmless_look_alikes_pass(command: str) -> None:
     assert session.pre_tool("Bash", {"command": command}).action == "allow"
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        'f(){ rm "$@"; }; f -rf x',
+        "f(){ rm $*; }; f -rf x",
+        'f(){ rm "${1}" "$2"; }; f -rf x',
+        'function g { git push "$@"; }; g -f origin main',
+        'f() ( rm "$@" ); f -rf x',
+        'f(){ g(){ rm "$@"; }; g "$@"; }; f -rf x',
+        'f(){ rm "$@"; f -rf x',  # a body that does not close: cannot be read
+    ],
+)
+def test_n21_a_function_body_is_read_with_its_calls_arguments(command: str) -> None:
+    """N21: `confirm_destructive` reads what a function runs with the arguments it is called
+    with; a function whose body cannot be found is refused when called."""
+    session = Guard.from_config({"rules": {"confirm_destructive": True}}).session()
+    decision = session.pre_tool("Bash", {"command": command})
+    assert decision.blocked and decision.rules == ["confirm_destructive"], command
+    harmless = 'f(){ rm "$@"; }; f stale.lock'
+    assert session.pre_tool("Bash", {"command": harmless}).action == "allow"
+
+
 def test_the_explanation_names_what_was_destructive() -> None:
     session = Guard.from_config({"rules": {"confirm_destructive": True}}).session()
     decision = session.pre_tool("Bash", {"command": "ls && sudo /bin/rm -r -f /"}, explain=True)

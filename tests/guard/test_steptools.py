@@ -4,7 +4,9 @@ the project, Tether's own tools, and patterns that cannot backtrack."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -49,6 +51,33 @@ def test_the_runtime_tools_are_the_mcp_servers() -> None:
 )
 def test_review_policy(tool: str, params: dict[str, Any], allowed: bool) -> None:
     assert (refusal(REVIEW, tool, params, PROJECT) is None) is allowed
+
+
+@pytest.mark.parametrize(
+    ("command", "allowed"),
+    [
+        ("git diff > calc.py", False),
+        ("git diff >> calc.py", False),
+        ("git diff >| calc.py", False),
+        ("git diff &> calc.py", False),
+        ("git diff 1>calc.py", False),
+        ("git diff >&calc.py", False),
+        ("git diff <> calc.py", False),
+        ("git diff --output=calc.py", False),
+        ("git diff --output calc.py", False),
+        ("git diff -ocalc.py", False),
+        ("git diff 2>&1", True),
+        ("git diff > /dev/null 2>&1", True),
+        ("git diff --stat", True),
+    ],
+)
+def test_r9_an_allow_entry_never_covers_a_redirection_or_an_output_option(
+    command: str, allowed: bool
+) -> None:
+    """R9: under the Review policy (`Bash(git diff*)`), a `git diff` that writes a file, by a
+    redirection or by an output option, is covered by no allow entry: read-only stays so."""
+    assert (refusal(REVIEW, "Bash", {"command": command}, PROJECT) is None) is allowed
+    assert refusal({"allow": ["Bash"]}, "Bash", {"command": command}, PROJECT) is None
 
 
 def test_deny_wins_over_allow() -> None:
@@ -170,6 +199,35 @@ def test_globs_do_not_backtrack() -> None:
     assert glob_match("**/" * 200 + "x", "/".join(["d"] * 5000) + "/x", slash=False)
 
 
+def test_r5_python_m_tether_importing_the_projects_tether_package_is_not_tethers_own(
+    tmp_path: Path,
+) -> None:
+    """R5: the agent writes a `tether` package (`__main__.py`) in the project, then runs
+    `python3 -m tether` under `allow: []`: that imports the project's package, so it is not
+    Tether's own (denied).
+    `python3 -I -m tether` is, and it runs the installed Tether, not the agent's."""
+    fake = tmp_path / "tether"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("")
+    (fake / "__main__.py").write_text("print('pwned')\n")
+    policy: dict[str, Any] = {"allow": []}
+    for python in ("python3", sys.executable):
+        line = f"{python} -m tether next runs/a.json"
+        assert not is_own_tool("Bash", {"command": line}, str(tmp_path))
+        assert refusal(policy, "Bash", {"command": line}, str(tmp_path)) is not None
+    assert is_own_tool("Bash", {"command": "python3 -I -m tether next a"}, str(tmp_path))
+    plain = subprocess.run(
+        [sys.executable, "-m", "tether", "--version"], cwd=tmp_path, capture_output=True, text=True
+    )
+    isolated = subprocess.run(
+        [sys.executable, "-I", "-m", "tether", "--version"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert plain.stdout == "pwned\n" and "pwned" not in isolated.stdout + isolated.stderr
+
+
 def test_simple_commands_are_tokens_not_substrings() -> None:
     assert simple_commands("a 'b; c' && d|e") == [["a", "b; c"], ["d"], ["e"]]
     assert simple_commands("git diff\nrm calc.py") == [["git", "diff"], ["rm", "calc.py"]]
@@ -182,7 +240,8 @@ def test_simple_commands_are_tokens_not_substrings() -> None:
     [
         ("Bash", "tether next runs/a.json", True),
         ("Bash", f"{os.path.dirname(sys.executable)}/tether submit runs/a.json success", True),
-        ("Bash", "python -m tether next runs/a.json", True),
+        ("Bash", "python -I -m tether next runs/a.json", True),
+        ("Bash", "python -m tether next runs/a.json", False),  # R5: imports ./tether first
         ("Bash", "tether next a && tether var a x 1", True),
         ("Bash", "tether var a x --file notes/x.txt", True),
         ("Bash", "tether \\\nnext a", True),  # a continued line is one command

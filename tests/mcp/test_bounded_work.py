@@ -125,3 +125,31 @@ def test_only_the_first_lock_of_a_call_may_refuse_to_wait() -> None:
             pass
         with pytest.raises(WouldWait):
             may_wait()
+
+
+def test_r2_string_work_is_bounded_and_health_answers_meanwhile(
+    http_server: Any, root: Path
+) -> None:
+    """R2: the red team's check, string concatenation inside a one-level comprehension over
+    130,000 items with a 1 MiB string (18.9 s at 1,000 items, and /health unanswered while it
+    ran): while the answer that runs it is in flight, /health and other clients are answered,
+    and the check fails with the budget's reason instead of running."""
+    (root / "strings.yaml").write_text(
+        "name: strings\nversion: '1'\nstate:\n  var:\n"
+        f"    l: [{', '.join(['0'] * 130_000)}]\n    s: {'x' * (1 << 20)}\ntree:\n"
+        "  type: sequence\n  name: root\n  children:\n    - type: action\n      name: Costly\n"
+        "      steps:\n        - check: 'VAR.l.exists(a, size(VAR.s + VAR.s + VAR.s + VAR.s) < 0)'"
+        "\n"
+    )
+    trace = "memory://strings"
+    started = http_server.call("start_execution", tree_uri="strings.yaml", trace_output=trace)
+    assert not _result(started)[0]
+    with ThreadPoolExecutor(1) as pool:
+        costly = pool.submit(http_server.call, "submit", trace_output=trace, status="success")
+        _meanwhile_the_server_answers(http_server, "memory://beside-strings")
+        failed, answer = _result(costly.result(timeout=120))
+    assert not failed and answer["next"] == {"status": "failure"}
+    failed, execution = _result(http_server.call("get_execution", trace_output=trace))
+    assert execution["failure"].startswith(
+        "The check of 'Costly' could not be evaluated: too costly: it may copy or scan"
+    )

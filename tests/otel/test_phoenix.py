@@ -214,7 +214,8 @@ def test_live_emission_from_the_mcp_server(phoenix: Phoenix, tmp_path: Path) -> 
     write_tree(tmp_path)
     server = start_server(
         [TETHER, "mcp", "--http", "--port", "0", "--root", str(tmp_path)],
-        env={"OTEL_EXPORTER_OTLP_ENDPOINT": phoenix.url},
+        # the loop items are the execution's values: sent only when the user asks
+        env={"OTEL_EXPORTER_OTLP_ENDPOINT": phoenix.url, "TETHER_OTEL_CONTENT": "1"},
     )
     try:
 

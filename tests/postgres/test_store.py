@@ -187,3 +187,14 @@ def test_a_password_in_the_uri_is_used_but_never_shown(
     assert "no password supplied" in error["message"]
     given = _tether("next", shown, env={"PGPASSWORD": "open-sesame"})
     assert given.returncode == 0 and json.loads(given.stdout)["name"] == "Step_0"
+
+
+def test_n26_a_nul_in_an_execution_name_is_an_invalid_value(
+    server: PostgresServer, chain: Callable[[int], Path]
+) -> None:
+    """N26: `#a%00b` names an execution PostgreSQL cannot store: refused as `invalid_value`
+    (exit 3) before any connection, not an internal error."""
+    done = _tether("start", str(chain(2)), server.uri("a%00b"))
+    assert done.returncode == 3 and done.stdout == ""
+    error = json.loads(done.stderr)["error"]
+    assert error["code"] == "invalid_value" and "NUL" in error["message"]

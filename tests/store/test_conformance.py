@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ import pytest
 from support.stores import Backend
 from tether.errors import TetherError
 from tether.store.base import Summary
+from tether.store.shared import REFUSAL_LOG_BYTES
 from tether.verbs import Runtime
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -416,3 +418,17 @@ def test_tally_counts_the_executions_of_a_place(backend: Backend) -> None:
     assert tree["executions"]["running"] >= 1 and tree["refused"]["wrong_phase"] >= 1
     assert backend.store.tally(backend.where, tree="no-such-tree")["trees"] == []
     assert backend.store.tally(backend.where, since="2999-01-01T00:00:00.000Z")["trees"] == []
+
+
+def test_r11_the_refusal_log_is_capped(backend: Backend) -> None:
+    """R11: the log stops growing at `REFUSAL_LOG_BYTES`: records past it are not kept (a cap,
+    not a rotation), and the execution is untouched."""
+    uri = backend.store.canonical(backend.new_uri())
+    backend.store.create(uri, _state(uri, seq=1, since_reset=1), TREE, [_entry(0)])
+    record = {"seq": 1, "kind": "answer", "code": "stale_step", "message": "x" * (1 << 20)}
+    for _ in range(6):
+        with backend.store.transaction(uri) as tx:
+            tx.refuse(record)
+    kept = backend.store.refusals(uri)
+    assert len(kept) == 3 and sum(len(json.dumps(r)) for r in kept) <= REFUSAL_LOG_BYTES
+    assert [e["seq"] for e in backend.store.read_trace(uri)] == [0]

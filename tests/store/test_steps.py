@@ -3,6 +3,7 @@ the verbs, and fork from each store into each other one."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -165,3 +166,15 @@ def test_fork_refuses_an_existing_target_and_a_bad_point(
         assert err.value.code == code
         assert code == "already_exists" or not backend.store.exists(target)
     assert rt.get(other) == kept
+
+
+def test_r11_a_refused_answer_does_not_echo_a_huge_step_token(backend: Backend, gated: str) -> None:
+    """R11: `submit --step <1,000,000 characters>` is refused, and its record keeps at most
+    `EVIDENCE_TEXT` characters of the token and of the message."""
+    rt = Runtime()
+    uri = backend.new_uri()
+    rt.start(gated, uri)
+    with pytest.raises(TetherError):
+        rt.submit(uri, "success", step="0:0:" + "9" * 1_000_000)
+    (record,) = backend.store.refusals(backend.store.canonical(uri))
+    assert len(json.dumps(record)) < 3 * 1000

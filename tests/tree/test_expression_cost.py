@@ -13,7 +13,7 @@ import pytest
 
 from tether.errors import TetherError
 from tether.tree import ExpressionError, check_expression, evaluate, load_tree
-from tether.tree.expressions import MAX_WORK
+from tether.tree.expressions import MAX_COST, MAX_WORK
 
 THREE_DEEP = "VAR.xs.map(a, VAR.xs.map(b,\n  VAR.xs.map(c, a + b + c))).size() > 0"
 
@@ -123,3 +123,22 @@ def test_only_the_scopes_an_expression_reads_are_handed_to_the_library() -> None
     # A long TOOLS does not make a check that never reads it too costly.
     tools = [{"tool": "Read", "input": {}, "ok": True, "seq": i} for i in range(900)]
     assert evaluate("VAR.xs.map(a, a).size()", {"xs": [1, 2]}, {}, tools) == 2
+
+
+def test_r2_string_work_in_a_comprehension_is_counted_before_it_runs() -> None:
+    """R2: the red team's expression (18.9 s at 1,000 items) and a long chain of string
+    concatenations outside any comprehension (each copies what the ones before built) are
+    refused before they run; the same expression over two items is evaluated."""
+    big = "x" * (1 << 20)
+    attack = "VAR.l.exists(a, size(VAR.s + VAR.s + VAR.s + VAR.s) < 0)"
+    for items in (1000, 130_000):
+        with pytest.raises(ExpressionError, match=r"too costly: it may copy or scan") as err:
+            evaluate(attack, {"l": [0] * items, "s": big}, {})
+        assert f"{MAX_COST:,}" in err.value.reason
+    chain = "size(" + " + ".join(["VAR.s"] * 40) + ") > 0"
+    with pytest.raises(ExpressionError, match="too costly"):
+        evaluate(chain, {"s": big}, {})
+    with pytest.raises(ExpressionError, match="too costly"):  # a string in a map's key counts
+        evaluate(chain.replace("VAR.s", "VAR.m.keys()[0]"), {"m": {big: 1}}, {})
+    assert evaluate(attack, {"l": [0, 0], "s": big}, {}) is False
+    assert evaluate("VAR.s + '!' == VAR.s + '!'", {"s": big}, {}) is True

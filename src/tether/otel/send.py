@@ -9,10 +9,12 @@ out the ids the spans were given), and its two uses:
 - `export`: `tether export otel`, every finished execution of a place (or one execution), sent
   in batches, each batch's failure reported (`export_failed`);
 - `emit`: the live emission the verb layer calls after a commit that finished a node, when an
-  OTLP endpoint is configured: the spans that commit completed go to a batch processor whose
-  worker thread sends them, so a step never waits on the network; at exit the process waits for
-  them at most `FLUSH_SECONDS` (`TETHER_OTEL_FLUSH_SECONDS`), whether the receiver is up or not.
-  A failure of the emission never fails a step, and nothing is logged to the step's output.
+  OTLP endpoint is configured: the spans that commit completed (without what the agent or a
+  person wrote unless `TETHER_OTEL_CONTENT=1`) go to a bounded outbox whose daemon thread sends
+  them, so a step never waits on the network; what is left at exit is posted by a fresh child
+  process that holds none of the command's output, giving up after `FLUSH_SECONDS`
+  (`TETHER_OTEL_FLUSH_SECONDS`), so the command ends at once whether the receiver answers or
+  not. A failure never fails a step; the process says once on stderr that it cannot send.
 
 It does not decide the span structure (`tether.otel.spans`) or read arguments (`tether.export`).
 """
@@ -20,16 +22,18 @@ It does not decide the span structure (`tether.otel.spans`) or read arguments (`
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Iterable
 from typing import Any
 
 from tether.errors import TetherError
-from tether.otel.spans import Span, spans
+from tether.otel.spans import Span, spans, without_content
 
-# The longest a process waits at exit for the spans it emitted live.
-FLUSH_SECONDS = 1.0
+# The longest the child process that sends them at exit waits for the spans emitted live.
+FLUSH_SECONDS = 10.0
 _BATCH = 256  # spans per export request
+_QUEUE = 2048  # live spans waiting to be sent, at most
 _EVENTS = 10_000  # events a span keeps unless OTEL_SPAN_EVENT_COUNT_LIMIT says otherwise
 _TRACES = "/v1/traces"
 _DEFAULT = "http://localhost:4318"  # the OTLP/HTTP default
@@ -51,10 +55,10 @@ def traces_endpoint(base: str) -> str:
 
 
 class Sender:
-    """Makes SDK spans of Tether's spans and hands them to a span processor: a batch processor
-    for the live emission (`live`), else one that keeps them for `export` to send itself."""
+    """Makes SDK spans of Tether's spans and keeps them for `export` or the live emission's
+    `_Outbox` to send."""
 
-    def __init__(self, endpoint: str | None = None, *, live: bool = False) -> None:
+    def __init__(self, endpoint: str | None = None) -> None:
         protocol = os.environ.get(
             "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
         )
@@ -68,7 +72,6 @@ class Sender:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
             from opentelemetry.sdk.resources import Resource
             from opentelemetry.sdk.trace import SpanLimits, TracerProvider
-            from opentelemetry.sdk.trace.export import BatchSpanProcessor
         except ModuleNotFoundError as exc:
             from tether.installation import missing_extra
 
@@ -88,10 +91,17 @@ class Sender:
             span_limits=SpanLimits(max_events=limits),
             shutdown_on_exit=False,
         )
-        self.processor = BatchSpanProcessor(self.exporter) if live else _keeper(self.kept)
+        self.processor = _keeper(self.kept)
         provider.add_span_processor(self.processor)
         self._tracer = provider.get_tracer("tether")
         self._lock = threading.Lock()
+
+    def take(self) -> list[Any]:
+        """The SDK spans made so far, handed over once."""
+        with self._lock:
+            taken = self.kept[:]
+            self.kept.clear()
+        return taken
 
     def add(self, tid: int, made: Iterable[Span]) -> None:
         """Make an SDK span of each of `made` (trace `tid`) and end it."""
@@ -197,32 +207,137 @@ def export(where: str, endpoint: str | None = None) -> dict[str, Any]:
     }
 
 
-_live: Sender | None = None
+_live: _Live | None = None
+_said = False  # whether this process said it cannot send (it says so once)
 
 
 def emit(store: Any, uri: str, tree: dict[str, Any], since: int) -> None:
-    """Send the spans of `uri` that the commit whose first entry is `since` completed. Never
-    raises: the step it follows has committed whatever happens here."""
+    """Send the spans of `uri` that the commit whose first entry is `since` completed, without
+    waiting: the batch processor's worker thread sends them (its queue is bounded). Without
+    `TETHER_OTEL_CONTENT=1` they carry no notes, values, loop items, tool inputs or thoughts
+    (`spans.without_content`). Never raises: the step it follows has committed whatever
+    happens here; a failure is said once on stderr (`_cannot_send`)."""
     global _live
     try:
         state, entries = store.read_execution(uri)
         tid, ready = spans(state, tree, entries, since)
         if not ready:
             return
+        if os.environ.get("TETHER_OTEL_CONTENT") != "1":
+            ready = without_content(ready)
         if _live is None:
             _live = _start_live()
         _live.add(tid, ready)
-    except Exception:  # no receiver, no extra, a store that moved on: the step stands
+        _live.outbox.put(_live.take())
+    except Exception as exc:  # no extra, a bad endpoint, a store that moved on: the step stands
+        _cannot_send(exc)
+
+
+def _cannot_send(reason: Any) -> None:
+    """Say on stderr, once per process, that live spans cannot be sent, and why."""
+    global _said
+    if _said:
         return
+    _said = True
+    message = getattr(reason, "message", None) or str(reason) or type(reason).__name__
+    print(f"tether: cannot send OpenTelemetry spans live: {message}", file=sys.stderr)
 
 
-def _flush(processor: Any, seconds: float) -> None:
-    """Send what `processor` holds, waiting `seconds` at most: the SDK's flush exports in the
-    caller's thread and does not keep to its timeout (a receiver that is down is retried for
-    `OTEL_EXPORTER_OTLP_TIMEOUT`), so it runs in a daemon thread, left behind at exit."""
-    flushing = threading.Thread(target=processor.force_flush, daemon=True)
-    flushing.start()
-    flushing.join(seconds)
+class _Outbox:
+    """The live spans waiting to be sent, at most `_QUEUE` (the oldest dropped past it), and
+    the daemon thread that sends them a batch at a time, so that no step waits on the
+    receiver; a batch the receiver does not take is said once on stderr (`_cannot_send`)."""
+
+    def __init__(self, exporter: Any, endpoint: str) -> None:
+        from collections import deque
+
+        self.exporter, self.endpoint = exporter, endpoint
+        self.pending: deque[Any] = deque(maxlen=_QUEUE)
+        self.sending: list[Any] = []
+        self._wake = threading.Event()
+        threading.Thread(target=self._run, name="tether-otel", daemon=True).start()
+
+    def put(self, made: list[Any]) -> None:
+        self.pending.extend(made)
+        self._wake.set()
+
+    def rest(self) -> list[Any]:
+        """What is not sent yet: the batch on its way, then the waiting spans."""
+        return [*self.sending, *self.pending]
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            while self.pending:
+                count = min(len(self.pending), _BATCH)
+                self.sending = [self.pending.popleft() for _ in range(count)]
+                send(self.exporter, self.sending, self.endpoint)
+                self.sending = []
+
+
+def send(exporter: Any, batch: list[Any], endpoint: str) -> None:
+    """Export `batch`; a receiver that refuses it or cannot be reached is said once."""
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    try:
+        if exporter.export(batch) == SpanExportResult.SUCCESS:
+            return
+        reason = f"the receiver at {endpoint} did not take them"
+    except Exception as exc:
+        reason = f"the receiver at {endpoint}: {exc}"
+    _cannot_send(reason)
+
+
+# The child `_flush` leaves at exit: it posts the encoded spans it reads on its stdin.
+_POST = """
+import json, sys, urllib.request
+url, headers, seconds = sys.argv[1], json.loads(sys.argv[2]), float(sys.argv[3])
+body = sys.stdin.buffer.read()
+urllib.request.urlopen(urllib.request.Request(url, body, headers, method="POST"), timeout=seconds)
+"""
+
+
+def _flush(outbox: _Outbox, seconds: float) -> None:
+    """At exit, the spans not sent yet (the batch on its way included) are encoded and handed
+    to a fresh child process that posts them, holding none of the command's output or its
+    terminal, so that the command ends at once whether the receiver answers or not (one that
+    never answered delayed each step); the child gives up after `seconds`. Never raises."""
+    rest = outbox.rest()
+    if not rest:
+        return
+    import json
+    import subprocess
+
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    try:
+        body = encode_spans(rest).SerializeToString()
+        headers = {"Content-Type": "application/x-protobuf", **_headers()}
+        child = subprocess.Popen(
+            [sys.executable, "-c", _POST, outbox.endpoint, json.dumps(headers), str(seconds)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        assert child.stdin is not None
+        with child.stdin as pipe:
+            pipe.write(body)  # read by the child at once, before it connects
+    except Exception as exc:
+        _cannot_send(exc)
+
+
+def _headers() -> dict[str, str]:
+    """The headers `OTEL_EXPORTER_OTLP_TRACES_HEADERS` (else `OTEL_EXPORTER_OTLP_HEADERS`)
+    names, `key=value` pairs split by commas, URL-encoded."""
+    from urllib.parse import unquote
+
+    given = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS") or os.environ.get(
+        "OTEL_EXPORTER_OTLP_HEADERS", ""
+    )
+    pairs = (item.partition("=") for item in given.split(",") if "=" in item)
+    return {unquote(k).strip(): unquote(v).strip() for k, _, v in pairs}
 
 
 def _quiet() -> None:
@@ -234,12 +349,20 @@ def _quiet() -> None:
     logger.propagate = False
 
 
-def _start_live() -> Sender:
-    """The process's live sender, silent, flushed at exit for at most `FLUSH_SECONDS`."""
+class _Live(Sender):
+    """The process's live sender and its outbox."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.outbox = _Outbox(self.exporter, self.endpoint)
+
+
+def _start_live() -> _Live:
+    """The process's live sender, silent, its spans left at exit to a child (`_flush`)."""
     import atexit
 
     _quiet()
-    sender = Sender(live=True)
+    sender = _Live()
     seconds = float(os.environ.get("TETHER_OTEL_FLUSH_SECONDS", FLUSH_SECONDS))
-    atexit.register(_flush, sender.processor, seconds)
+    atexit.register(_flush, sender.outbox, seconds)
     return sender

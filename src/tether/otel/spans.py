@@ -128,6 +128,37 @@ def spans(
     return tid, made
 
 
+# What the agent or a person wrote, withheld unless the user asks for it (`without_content`).
+_CONTENT = frozenset(
+    {
+        "tether.note",
+        "tether.answer.note",
+        "tether.value",
+        "tether.item",
+        "tether.loop.item",
+        "gen_ai.tool.call.arguments",
+    }
+)
+_THOUGHT = ("tether.submitted", "tether.answer.submitted")  # a `think` entry's text
+
+
+def without_content(made: list[Span]) -> list[Span]:
+    """`made` without what the agent or a person wrote: notes, `$VAR` values, loop items, tool
+    inputs, thoughts, and an error's message (which may be a note); what was asked, answered
+    and judged stays."""
+    for span in made:
+        for attributes in (span.attributes, *(e.attributes for e in span.events)):
+            thought = "think" in (
+                attributes.get("tether.entry.kind"),
+                attributes.get("tether.answer.kind"),
+            )
+            for key in [*_CONTENT, *(_THOUGHT if thought else ())]:
+                attributes.pop(key, None)
+        if span.status == "error":
+            span.message = None
+    return made
+
+
 def _root(
     tid: int,
     state: dict[str, Any],

@@ -124,7 +124,8 @@ class Transaction(Protocol):
         `tether.store.tally`) to the execution's refusal log, beside the trace. The state, its
         revision and the trace do not change, so replay, `verify` and `fork` never see it; the
         record is kept even when the verb then raises (PostgreSQL commits it with the
-        transaction, which the verb leaves normally before raising)."""
+        transaction, which the verb leaves normally before raising). The log is capped: a
+        record that would take it past `shared.REFUSAL_LOG_BYTES` (encoded) is not kept."""
         ...
 
 

@@ -76,7 +76,7 @@ from tether.files import (
     write_atomic,
 )
 from tether.locking import locked
-from tether.store.shared import encode, path_of
+from tether.store.shared import REFUSAL_LOG_BYTES, encode, path_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -315,6 +315,8 @@ class _FileTransaction:
 
         log = self._path + _REFUSED
         try:
+            if _size(log) + len(encode(record)) > REFUSAL_LOG_BYTES:
+                return
             appendlog.append(log, [record])
         except NotARegularFile as exc:
             raise _not_regular(log, exc) from None
@@ -580,6 +582,14 @@ def _read_entries(path: str, state: dict[str, Any]) -> list[dict[str, Any]]:
     """The committed trace as one list, parsed in one call (what counting reads)."""
     data = _trace_bytes(path, state).rstrip(b"\n")
     return list(json.loads(b"[" + data.replace(b"\n", b",") + b"]"))
+
+
+def _size(path: str) -> int:
+    """The size of the file at `path` (0: none)."""
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:
+        return 0
 
 
 def _read_refusals(path: str) -> list[dict[str, Any]]:

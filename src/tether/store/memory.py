@@ -28,7 +28,7 @@ from typing import Any
 from tether.errors import TetherError
 from tether.locking import hold
 from tether.store.base import Summary, wanted
-from tether.store.shared import encode
+from tether.store.shared import REFUSAL_LOG_BYTES, encode
 
 _PREFIX = "memory://"
 MAX_BYTES = int(os.environ.get("TETHER_MEMORY_MAX_BYTES", 64 * 1024 * 1024))
@@ -220,6 +220,8 @@ class _MemoryTransaction:
 
     def refuse(self, record: dict[str, Any]) -> None:
         line = encode(record)
+        if sum(map(len, self._record.refused)) + len(line) > REFUSAL_LOG_BYTES:
+            return
         self._store.hold(len(line), self._record.key)
         self._record.refused.append(line)
 

@@ -60,7 +60,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from tether.errors import TetherError
 from tether.locking import may_wait
 from tether.store.base import Summary, wanted
-from tether.store.shared import encode
+from tether.store.shared import REFUSAL_LOG_BYTES, encode
 from tether.store.tally import MOVING
 
 SCHEMA_VERSION = 2
@@ -204,6 +204,10 @@ def parse(uri: str) -> Target:
             "invalid_value",
             f"{target.dsn} names no execution: add one after '#', e.g. {target.dsn}#run-1",
             uri=target.dsn,
+        )
+    if "\x00" in target.name:
+        raise TetherError(
+            "invalid_value", "an execution's name cannot hold a NUL character", uri=target.dsn
         )
     return target
 
@@ -618,9 +622,17 @@ class _PostgresTransaction:
         return committed
 
     def refuse(self, record: dict[str, Any]) -> None:
+        line = encode(record)
         self._conn.execute(
-            "INSERT INTO tether_refusals (name, entry) VALUES (%s, %s::json)",
-            (self._target.name, encode(record)),
+            "INSERT INTO tether_refusals (name, entry) SELECT %(name)s, %(entry)s::json"
+            " WHERE (SELECT coalesce(sum(octet_length(entry::text)), 0) FROM tether_refusals"
+            " WHERE name = %(name)s) + %(size)s <= %(cap)s",
+            {
+                "name": self._target.name,
+                "entry": line,
+                "size": len(line.encode()),
+                "cap": REFUSAL_LOG_BYTES,
+            },
         )
 
     def replace_tree(self, tree: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:

@@ -24,6 +24,11 @@ if TYPE_CHECKING:
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 
 
+# The most an execution's refusal log holds, encoded (`Transaction.refuse`): past it, refusals
+# are no longer recorded, so an agent repeating a refused answer cannot fill the disk.
+REFUSAL_LOG_BYTES = 4 << 20
+
+
 def encode(value: Any, *, indent: int | None = None) -> str:
     """`value` as standard JSON text (compact unless `indent`); `invalid_value` for a NaN or an
     infinity, which JSON cannot hold."""

@@ -20,8 +20,9 @@ work is bounded from its text and its inputs before it runs. Comprehensions (`al
 the tree loads. An expression whose work grows faster than its inputs (comprehensions nested,
 `map`/`filter`, which copy their list once per item, `in` inside a comprehension) is refused
 with an `ExpressionError` when the longest list or map it could iterate, to the power of those
-levels, exceeds `MAX_WORK`; that is decided by counting, never by a clock, so replay decides
-alike. Only the names an expression reads are converted into the library's values.
+levels, exceeds `MAX_WORK`, or when what its operations may copy or scan (strings included,
+see `_bound_work`) exceeds `MAX_COST`; that is decided by counting, never by a clock, so replay
+decides alike. Only the names an expression reads are converted into the library's values.
 
 Loading the library. `import cel` costs about 200 ms, because the package's `__init__` also
 imports its interactive command line (prompt_toolkit and friends), and the CLI's step path has to
@@ -58,6 +59,7 @@ _SHOWN_CHARS = 120  # how much of a wrong result a reason quotes
 # Bounded work (see the module's docstring and `_Shape.levels`).
 MAX_NESTING = 2
 MAX_WORK = 100_000
+MAX_COST = 50_000_000  # characters and items an evaluation may copy or scan (`_bound_work`)
 _ITERATES = frozenset({"all", "exists", "exists_one", "map", "filter"})
 _BUILDS = frozenset({"map", "filter"})  # they build a list, one copy per item: n**2 each
 _TOKEN = re.compile(
@@ -155,15 +157,27 @@ class _Shape:
     nest (with the line, column and macro of the deepest); `levels`: the power of `n` its work
     grows by, where a comprehension at depth k counts k (k + 1 for `map` and `filter`, which
     copy their list once per item) and `in` inside k comprehensions counts k + 1 (it searches
-    a list); `listed`: a bound on the length of a list written in the text (its commas + 1);
+    a list); `ops` and `ops_inside`: the operations outside and inside a comprehension that may
+    copy or scan a whole string or list (`+`, `*`, `in`, every function or method call but the
+    comprehensions); `listed`: a bound on the length of a list written in the text (its commas + 1);
     `reads`: the names it reads (only those are converted into the library's values, which
     costs time in proportion to their size)."""
 
-    __slots__ = ("column", "levels", "line", "listed", "macro", "nesting", "reads")
+    __slots__ = (
+        "column",
+        "levels",
+        "line",
+        "listed",
+        "macro",
+        "nesting",
+        "ops",
+        "ops_inside",
+        "reads",
+    )
 
     def __init__(self, src: str, reads: list[str]) -> None:
         self.reads = frozenset(reads)
-        self.nesting = self.levels = 0
+        self.nesting = self.levels = self.ops = self.ops_inside = 0
         self.line = self.column = 1
         self.macro = ""
         self.listed = src.count(",") + 1
@@ -179,13 +193,24 @@ class _Shape:
                 iterates = token["call"] in _ITERATES
                 if iterates:
                     self._site(src, token.start("call"), token["call"], sum(stack) + 1)
+                self._op(stack, not iterates)
                 stack.append(iterates)
             elif token["word"] == "in":
                 self.levels = max(self.levels, sum(stack) + 1)
+                self._op(stack)
             elif token["open"]:
+                self._op(stack, token["open"] == "(" and src[:i].rstrip("( ")[-1:].isalnum())
                 stack.append(False)
+            elif token.group() in "+*":
+                self._op(stack)
             elif token["close"] and stack:
                 stack.pop()
+
+    def _op(self, stack: list[bool], counts: bool = True) -> None:
+        if counts and any(stack):
+            self.ops_inside += 1
+        elif counts:
+            self.ops += 1
 
     def _site(self, src: str, at: int, macro: str, depth: int) -> None:
         self.levels = max(self.levels, depth + (macro in _BUILDS))
@@ -267,7 +292,7 @@ def evaluate(
         "TOOLS": tools or [],
     }
     read = {name: value for name, value in scopes.items() if name in shape.reads}
-    if shape.levels > 1:
+    if shape.levels or shape.ops or shape.ops_inside:
         _bound_work(shape, read)
     try:
         return program.execute(read)
@@ -280,22 +305,40 @@ def evaluate(
 
 
 def _bound_work(shape: _Shape, scopes: dict[str, Any]) -> None:
-    """ExpressionError unless `n ** shape.levels` is within `MAX_WORK`, `n` being the length of
-    the longest list or map in `scopes` or written in the expression. (Work that grows no
-    faster than the inputs, levels 0 and 1, is bounded by the caps on what the scopes hold.)"""
-    longest, pending = shape.listed, list(scopes.values())
+    """ExpressionError unless the expression's work is within bounds, `n` being the length of
+    the longest list or map in `scopes` or written in the expression and `s` the longest
+    string: `n ** levels` within `MAX_WORK`; and what its operations may copy or scan within
+    `MAX_COST`: k operations outside a comprehension once, `k**2 * max(n, s)` (each may copy
+    what the ones before it built: `s + s + s` copies s, then 2s); k inside one on each of its
+    `n ** levels` runs, `k**2 * s` (and `max(n, s)` for `s` at one level: deeper, the levels
+    count the lists)."""
+    longest, chars, pending = shape.listed, 0, list(scopes.values())
     while pending:
         value = pending.pop()
+        if isinstance(value, str | bytes):
+            chars = max(chars, len(value))
         if isinstance(value, dict):
+            pending += value.keys()
             value = list(value.values())
         if isinstance(value, list):
             longest = max(longest, len(value))
             pending += value
-    if longest**shape.levels > MAX_WORK:
+    runs = longest**shape.levels
+    if runs > MAX_WORK and shape.levels > 1:
         raise ExpressionError(
             f"too costly: its work grows as n**{shape.levels} and its longest list or map has "
-            f"{longest} items ({longest**shape.levels:,} > {MAX_WORK:,}); iterate shorter "
+            f"{longest} items ({runs:,} > {MAX_WORK:,}); iterate shorter "
             "lists or nest fewer comprehensions"
+        )
+    each = chars if shape.levels > 1 else max(chars, longest)
+    cost = shape.ops**2 * max(chars, longest) + runs * shape.ops_inside**2 * each
+    if cost > MAX_COST:
+        raise ExpressionError(
+            f"too costly: it may copy or scan {cost:,} characters or items (its longest string "
+            f"has {chars:,} characters, its longest list or map {longest:,} items; "
+            f"{shape.ops} operations, and {shape.ops_inside} on each of {runs:,} runs of its "
+            "comprehensions) "
+            f"> {MAX_COST:,}; read shorter strings or lists, or do less inside a comprehension"
         )
 
 

@@ -12,8 +12,11 @@ permission-rule argument in parentheses (https://code.claude.com/docs/en/permiss
   at control operators and newlines by `shell.split`), so that `git diff && rm -rf x` and
   `git diff⏎rm -rf x` are not `git diff*`; `*` matches any run of characters, a trailing `:*`
   is a prefix; a line with a command substitution (`$(...)`, backticks, `<(...)`) matches no
-  allow entry with an argument. A deny entry also sees every command the line runs as the
-  destructive rule reads it (`shell.first`: wrappers, nested shells, the shell's rewriting);
+  allow entry with an argument, and neither does a command that writes a file: a redirection
+  to a file (`> calc.py`, `>>`, `&>`; not `2>&1` or `> /dev/null`) or an output option
+  (`-o`, `--output=calc.py`, `--out`, `--outfile`), so a read-only policy cannot write. A
+  deny entry also sees every command the line runs as the destructive rule reads it
+  (`shell.first`: wrappers, nested shells, the shell's rewriting);
 - file tools (`Edit(src/**)`): matched against the call's path as it resolves (`..` and
   symbolic links followed), relative to the project directory (`//abs/path` is absolute, `~/` is
   the home folder); `**` crosses `/`, `*` and `?` do not, and a pattern without `/` matches the
@@ -77,6 +80,7 @@ _FILE_VERBS = (
 )
 _SUBSTITUTION = re.compile(r"`|\$\(|<\(|>\(")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_OUTPUT_OPTION = re.compile(r"^(?:-o.*|--out(?:put)?(?:[-_=].*)?|--outfile(?:=.*)?)$")
 _ENTRY = re.compile(r"^\s*([^()\s]+)\s*(?:\((.*)\))?\s*$", re.DOTALL)
 
 
@@ -98,13 +102,19 @@ def tether_args(words: list[str]) -> list[str] | None:
 
 def _plain_tether(words: list[str]) -> list[str] | None:
     """The arguments of a plain call of the installed `tether` (`tether ...`, its installed
-    path, `python -m tether ...`), else None."""
+    path, `python -I -m tether ...`), else None. `python -m tether` without `-I` imports a
+    `tether` package from the current folder first (one the agent may have written), so it is
+    not a call of the installed `tether`."""
     if words[:1] == ["tether"] or words[:1] == [
         os.path.join(os.path.dirname(sys.executable), "tether")
     ]:
         return words[1:]
-    if words[:1] in (["python"], ["python3"], [sys.executable]) and words[1:3] == ["-m", "tether"]:
-        return words[3:]
+    if words[:1] in (["python"], ["python3"], [sys.executable]) and words[1:4] == [
+        "-I",
+        "-m",
+        "tether",
+    ]:
+        return words[4:]
     return None
 
 
@@ -166,6 +176,7 @@ class Call(NamedTuple):
     kind: str
     units: list[str] | None
     project: str
+    writing: list[bool] | None = None  # per shell unit: whether it writes a file (`_writes`)
 
 
 def describe_call(tool: str, params: dict[str, Any], project: str) -> Call:
@@ -175,7 +186,8 @@ def describe_call(tool: str, params: dict[str, Any], project: str) -> Call:
         text = command if isinstance(command, str) else ""
         commands = None if _SUBSTITUTION.search(text) else shell.split(text)
         units = None if commands is None else [_unit(c) for c in commands]
-        return Call(tool, "shell", units, project)
+        writing = None if commands is None else [_writes(c) for c in commands]
+        return Call(tool, "shell", units, project, writing)
     if name == "web.fetch":
         from urllib.parse import urlsplit
 
@@ -189,6 +201,18 @@ def describe_call(tool: str, params: dict[str, Any], project: str) -> Call:
         if isinstance(value, str) and value:
             return Call(tool, "file" if files else "other", [value], project)
     return Call(tool, "other", [], project)
+
+
+def _writes(command: shell.Simple) -> bool:
+    """Whether a simple command names a file it writes: a redirection to a file other than
+    `/dev/null` (a descriptor's copy, `2>&1`, writes none), or an output option."""
+    redirections = command.redirections
+    for i, op in enumerate(redirections):
+        target = redirections[i + 1] if i + 1 < len(redirections) else ""
+        dup = op.endswith(">&") and (target.isdigit() or target == "-")
+        if ">" in op and target != "/dev/null" and not dup:
+            return True
+    return any(_OUTPUT_OPTION.match(word) for word in command.words[1:])
 
 
 def _unit(command: shell.Simple) -> str:
@@ -285,6 +309,8 @@ def refusal(policy: dict[str, Any], tool: str, params: dict[str, Any], project: 
     entries = [Entry.parse(text) for text in policy["allow"]]
     if call.units is None:
         units = [None]
+    elif call.writing:  # a command that writes a file is covered by no entry's argument
+        units = [None if w else u for u, w in zip(units, call.writing, strict=True)]
     if all(any(_matches(e, call, u) for e in entries) for u in units):
         return None
     return "no entry of allow covers it"

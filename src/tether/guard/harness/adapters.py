@@ -291,8 +291,10 @@ def _outcome(transcript: Any, call: Any) -> dict[str, Any]:
 
 
 def _completed(transcript: str, call: str) -> dict[str, Any] | None:
-    """The item of the `item_completed` event of `call` among the transcript's last lines,
-    read from the end in growing spans (None: not there)."""
+    """The item of the first `item_completed` event of `call` in the transcript's tail (None:
+    not there). Codex writes it before the hook runs, so a later line for the same call is
+    not the harness's (an agent can append to its own transcript): the tail is read from the
+    end in growing spans until it holds the call's start, and the first event after it wins."""
     needle, span = json.dumps(call).encode(), 1 << 16
     try:
         with open(transcript, "rb") as file:
@@ -301,19 +303,24 @@ def _completed(transcript: str, call: str) -> dict[str, Any] | None:
                 span = min(span, size, _TRANSCRIPT_TAIL)
                 file.seek(size - span)
                 lines = file.read(span).splitlines()
-                for line in reversed(lines[1:] if span < size else lines):  # the first: cut
-                    if needle in line and b'"item_completed"' in line:
-                        try:
-                            item = json.loads(line)["payload"]["item"]
-                        except (ValueError, KeyError, TypeError):
-                            continue
-                        if isinstance(item, dict) and item.get("id") == call:
-                            return item
-                if span >= min(size, _TRANSCRIPT_TAIL):
-                    return None
+                lines = [line for line in (lines[1:] if span < size else lines) if needle in line]
+                whole = span >= min(size, _TRANSCRIPT_TAIL)
+                if whole or (lines and b'"item_completed"' not in lines[0]):  # the call's start
+                    return next(filter(None, (_item(line, call) for line in lines)), None)
                 span *= 4
     except OSError:
         return None
+
+
+def _item(line: bytes, call: str) -> dict[str, Any] | None:
+    """The item of `line` when it is the `item_completed` event of `call`."""
+    if b'"item_completed"' not in line:
+        return None
+    try:
+        item = json.loads(line)["payload"]["item"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return item if isinstance(item, dict) and item.get("id") == call else None
 
 
 def _patch(text: str, cwd: str) -> list[tuple[str, dict[str, Any]]]:

@@ -14,6 +14,7 @@ transcript.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Iterator
@@ -150,8 +151,7 @@ def delivery(payload: dict[str, Any]) -> str | None:
     if not isinstance(transcript, str) or not transcript:
         return None
     if event in ("Stop", "SubagentStop"):
-        entry = last_assistant_uuid(transcript)
-        return f"{event} {payload.get('agent_id')} {entry}" if entry else None
+        return _stop_delivery(event, payload, transcript)
     if event == "SessionStart":
         try:
             size = os.stat(transcript).st_size
@@ -159,6 +159,19 @@ def delivery(payload: dict[str, Any]) -> str | None:
             size = 0
         return f"{event} {payload.get('source')} {size}"
     return None
+
+
+def _stop_delivery(event: str, payload: dict[str, Any], transcript: str) -> str | None:
+    """A stop by what the harness sent (its `last_assistant_message` and `stop_hook_active`:
+    the same in every hook that delivers it, whatever the transcript holds yet, and out of the
+    agent's reach); which delivery is a repeat is `SessionStore.first_stop`'s to say. A
+    harness that sends no message is keyed on the transcript's last assistant entry."""
+    said = payload.get("last_assistant_message")
+    if isinstance(said, str):
+        digest = hashlib.sha256(said.encode()).hexdigest()[:32]
+        return f"{event} {payload.get('agent_id')} {payload.get('stop_hook_active')} {digest}"
+    entry = last_assistant_uuid(transcript)
+    return f"{event} {payload.get('agent_id')} {entry}" if entry else None
 
 
 def guard_handlers(settings: dict[str, Any]) -> dict[str, int]:

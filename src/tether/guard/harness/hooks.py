@@ -30,8 +30,12 @@ and answers with both:
 
 An event is handled once however many hooks deliver it (the plugin's and `tether guard install`'s,
 say): `claude.delivery` names it (a tool call by its `tool_use_id`, a prompt by its `prompt_id`, a
-stop by the transcript's last assistant entry, a start by its source and the transcript's size),
-and a repeat gets no answer (`SessionStore.first_delivery`).
+stop by the message the harness sent with it, a start by its source and the transcript's size),
+and a repeat gets no answer (`SessionStore.first_delivery`). A stop is not read from the
+transcript (an agent can append to it, and a hook may read it before it is flushed): each hook
+(`channel`) delivers each stop once, so a stop from a hook that already delivered the last one
+alike is the next stop (`SessionStore.first_stop`), and another hook's delivery gets the answer
+the first gave (`SessionStore.answer_of`): a repeated stop is never let through unanswered.
 
 A session bound to an execution (`binding`) also gets, on top of the rules: its current request
 as context at `SessionStart` and `UserPromptSubmit`, a `deny` for a call outside the open step's
@@ -254,18 +258,37 @@ def handle(
     guard: Guard,
     store: SessionStore,
     binder: Binder | None = None,
+    channel: str | None = None,
 ) -> dict[str, Any] | None:
     """The hook output for one payload, or None when there is nothing to say (or another hook
     delivered the same event first). `binder` holds the workflow binding (made from the guard's
-    `workflow` settings when not given)."""
+    `workflow` settings when not given); `channel` names the hook that delivers it (`serve`;
+    by default Tether's plugin or an installed hook)."""
+    channel = channel or ("plugin" if os.environ.get("TETHER_CLAUDE_PLUGIN") else "hook")
     if binder is None:
         binder = Binder(guard.plan["workflow"], store.root, guard.plan.get("files", ()))
     event = _Event(payload, guard, store, binder)
     said = _installed_twice(event.project) if event.name == "SessionStart" else None
     told = {"systemMessage": said} if said else {}
     key = delivery(payload)
+    if key is not None and event.name in ("Stop", "SubagentStop"):
+        return _stop_once(event, store, key, channel)
     if key is not None and not store.first_delivery(event.session_id, key):
         return told or None
     handler = HANDLERS.get(event.name)
     out = handler(event) if handler is not None else None
     return {**(out or {}), **told} or None
+
+
+def _stop_once(event: _Event, store: SessionStore, key: str, channel: str) -> dict[str, Any] | None:
+    """A stop handled once however many hooks deliver it (`SessionStore.first_stop`): another
+    hook's delivery gets the answer the first gave, or is handled anew when none comes."""
+    name = store.first_stop(event.session_id, key, channel)
+    if name is None:
+        found, answer = store.answer_of(event.session_id, store.last_stop(event.session_id, key))
+        if found:
+            return answer
+        name = store.last_stop(event.session_id, key)
+    out = _stop(event)
+    store.answered(event.session_id, name, out)
+    return out

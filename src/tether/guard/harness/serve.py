@@ -133,7 +133,7 @@ class _Handler(BaseHTTPRequestHandler):
                 lambda: answer(
                     harness,
                     found,
-                    lambda event: handle(event, server.guard, server.store, server.binder),
+                    lambda event: handle(event, server.guard, server.store, server.binder, "serve"),
                 ),
             )
         except Exception as exc:

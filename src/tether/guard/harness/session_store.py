@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, NamedTuple
@@ -32,6 +33,8 @@ from tether.guard.rules.engine import Guard, GuardSession
 from tether.guard.rules.state import SessionState
 
 SNAPSHOT_EVERY = 64
+_ANSWER_TRIES = 100  # 5 s: how long a repeated stop waits for the first delivery's answer
+_KEPT_ANSWERS = 16
 KEPT_DELIVERIES = 256  # the last delivered events of a session that a repeat is checked against
 
 
@@ -127,6 +130,57 @@ class SessionStore:
             handle.write(line + b"\n")
         return True
 
+    def first_stop(self, session_id: str, key: str, channel: str) -> str | None:
+        """The name of this stop (`key` and its count) when it is a new one, None when it is
+        another hook's delivery of the last stop of that key (`channel`: which hook delivers
+        it). Two hooks deliver each stop once each: a stop from a channel that already
+        delivered the last stop of that key is the next stop, however alike the two are."""
+        path = os.path.join(self.folder(session_id), "stops.json")
+        lock = self._answers_lock(session_id)
+        with open(lock, "a+b") as handle, locking.locked(handle.fileno()):
+            noted = {n[0]: n[1] for n in _noted(path) if isinstance(n[1], dict)}
+            last = noted.pop(key, {"count": 0, "channels": []})
+            repeat = last["count"] and channel not in last["channels"]
+            last = (
+                {"count": last["count"], "channels": [*last["channels"], channel]}
+                if repeat
+                else {"count": last["count"] + 1, "channels": [channel]}
+            )
+            kept = [*list(noted.items())[-_KEPT_ANSWERS + 1 :], (key, last)]
+            write_atomic(path, json.dumps([list(pair) for pair in kept]))
+        return None if repeat else f"{key} #{last['count']}"
+
+    def last_stop(self, session_id: str, key: str) -> str:
+        """The name `first_stop` gave the last stop of `key`."""
+        path = os.path.join(self.folder(session_id), "stops.json")
+        found = [n[1] for n in _noted(path) if n[0] == key and isinstance(n[1], dict)]
+        return f"{key} #{found[0]['count'] if found else 0}"
+
+    def answered(self, session_id: str, name: str, answer: dict[str, Any] | None) -> None:
+        """Note the answer given to the stop `name`, for its repeats (the last
+        `_KEPT_ANSWERS` stops' answers are kept)."""
+        path = os.path.join(self.folder(session_id), "stop-answers.json")
+        lock = self._answers_lock(session_id)
+        with open(lock, "a+b") as handle, locking.locked(handle.fileno()):
+            noted = [n for n in _noted(path) if n[0] != name][-_KEPT_ANSWERS + 1 :]
+            write_atomic(path, json.dumps([*noted, [name, answer]]))
+
+    def answer_of(self, session_id: str, name: str) -> tuple[bool, dict[str, Any] | None]:
+        """(True, the answer noted for the stop `name`), waited for while the delivery that
+        answers it runs; (False, None) when none comes, and the stop is then handled anew: a
+        repeat of a refused stop is refused too, never let through unanswered."""
+        path = os.path.join(self.folder(session_id), "stop-answers.json")
+        for _ in range(_ANSWER_TRIES):
+            for noted, answer in _noted(path):
+                if noted == name:
+                    return True, answer if isinstance(answer, dict) else None
+            time.sleep(0.05)
+        return False, None
+
+    def _answers_lock(self, session_id: str) -> str:
+        os.makedirs(self.folder(session_id), exist_ok=True)
+        return os.path.join(self.folder(session_id), "stop-answers.lock")
+
     def state(self, session_id: str, agent_id: str | None = None) -> SessionState:
         """The stored state of a session (an empty state when there is none)."""
         snapshot, log, _ = self.paths(session_id, agent_id)
@@ -173,3 +227,14 @@ def _load(snapshot: str, log: str) -> _Loaded:
 
 def _write_snapshot(snapshot: str, state: SessionState, covered: int) -> None:
     write_atomic(snapshot, json.dumps({"log_bytes": covered, "state": state.to_json()}))
+
+
+def _noted(path: str) -> list[list[Any]]:
+    """The stops' answers noted at `path` as [key, answer] pairs (none when unreadable)."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            noted = json.load(file)
+    except (OSError, ValueError):
+        return []
+    pairs = noted if isinstance(noted, list) else []
+    return [p for p in pairs if isinstance(p, list) and len(p) == 2]

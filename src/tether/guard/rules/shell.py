@@ -24,7 +24,9 @@ How a line is read:
   `_WRAPPERS`) are unwrapped with their options; a command word holding spaces (`env -S 'rm
   -rf /'`, `flock f -c '…'`) is read as a line. A command word is read by its last path
   component (`/bin/rm` is `rm`), in any case. A function or alias the line defines runs what it
-  is given.
+  is given, and a function's body is read with its call's arguments in place of `$@`, `$*` and
+  `$1`..`$9` (`f(){ rm "$@"; }; f -rf x` is `rm -rf x`); a call of a function whose body cannot
+  be found counts as destructive.
 - The text of every `$(...)` and backquoted span is read as a command line of its own, and the
   line is then read without them (so `r$()m` is `rm`; `$(which tether)` leaves `tether`); the
   string of `bash -c` (and `sh`, `zsh`, `dash`, `ksh`, `fish`, `su -c`, `runuser -c`), the
@@ -65,6 +67,7 @@ _EXPANSION = re.compile(
 )
 # `$(which tether)` and the like print the path of a command: read as that command's name.
 _LOOKUP = re.compile(r"^\s*(?:which|command\s+-v|type\s+-[pP]|realpath|readlink\s+-f)\s+(\S+)\s*$")
+_POSITIONAL = re.compile(r'"\$\{?([@*1-9])\}?"|\$\{?([@*1-9])\}?')
 _FUNCTION = re.compile(r"\bfunction\s+([\w.:-]+)|\(\s*\)")
 _SQL_COMMENT = re.compile(r"/\*.*?\*/|--[^\n]*", re.DOTALL)
 _SQL = re.compile(r"\b(drop\s+(?:table|database)|truncate\s+table)\b", re.IGNORECASE)
@@ -434,6 +437,43 @@ def _looked_up(text: str) -> str:
     return "" if match is None else _name(match.group(1))
 
 
+def _body(text: str, start: int) -> str | None:
+    """The body of a function defined at `start` of `text` (`{ ...; }` or `( ... )`, nested
+    braces counted, quotes skipped), or None when it cannot be found."""
+    i = len(text) - len(text[start:].lstrip())
+    if i >= len(text) or text[i] not in "{(":
+        return None
+    opener, closer, depth, quote = text[i], "}" if text[i] == "{" else ")", 0, ""
+    for j in range(i, len(text)):
+        ch = text[j]
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == opener:
+            depth += 1
+        elif ch == closer:
+            depth -= 1
+            if depth == 0:
+                return text[i + 1 : j]
+    return None
+
+
+def _called(body: str, args: list[str]) -> str:
+    """A function's body as a call with `args` runs it: `$@`, `$*` and `$1`..`$9` (quoted or
+    braced) replaced by the arguments."""
+    every = shlex.join(args)
+
+    def positional(match: re.Match[str]) -> str:
+        key = match.group(1) or match.group(2)
+        if key in "@*":
+            return every
+        n = int(key)
+        return shlex.quote(args[n - 1]) if n <= len(args) else ""
+
+    return _POSITIONAL.sub(positional, body)
+
+
 def _last_word(text: str) -> str:
     end = len(text.rstrip())
     start = end
@@ -650,7 +690,7 @@ class _Reader:
         self.budget = budget
         self.judge = judge
         self.names = names
-        self.functions: set[str] = set()
+        self.functions: dict[str, str | None] = {}  # name -> body (None: cannot be read)
         self.aliases: dict[str, str] = {}
 
     def line(self, line: str, depth: int) -> str | None:
@@ -665,7 +705,8 @@ class _Reader:
             if found:
                 return found
         for match in _FUNCTION.finditer(bare):  # `function f`, `f ()`
-            self.functions.add((match.group(1) or _last_word(bare[: match.start()])).lower())
+            name = (match.group(1) or _last_word(bare[: match.start()])).lower()
+            self.functions[name] = _body(bare, match.end())
         commands = _cut(tokens(bare))  # `r$()m` runs rm
         stdin = False
         for command in commands:
@@ -694,8 +735,8 @@ class _Reader:
             return found
         if name in self.aliases:
             return self.line(f"{self.aliases[name]} {shlex.join(args)}", depth + 1)
-        if name in self.functions:  # `f(){ "$@"; }; f rm -rf /`
-            return self.command(args, depth + 1)
+        if name in self.functions:
+            return self.function(name, args, depth)
         if name == "alias":
             return self.alias(args, depth)
         if name in _SHELLS or name in ("su", "runuser"):
@@ -711,6 +752,14 @@ class _Reader:
                     if found:
                         return found
         return None
+
+    def function(self, name: str, args: list[str], depth: int) -> str | None:
+        """What a call of a function the line defines runs: its arguments as a command
+        (`f(){ "$@"; }; f rm -rf /`), and its body with them (`f(){ rm "$@"; }; f -rf /`)."""
+        body = self.functions[name]
+        if body is None:
+            raise _Unreadable(f"the body of the function {name!r}")
+        return self.command(args, depth + 1) or self.line(_called(body, args), depth + 1)
 
     def name_of(self, word: str) -> str:
         """A command word's name: its last path component in lower case; a glob (`r?`) is the
