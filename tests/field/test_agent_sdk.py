@@ -95,7 +95,8 @@ def test_an_sdk_agent_binds_its_stops_are_refused_and_its_next_prompt_told(tmp_p
     # each stop is still handled once.
     assert [s["outcome"] for s in stops] == ["refused", "refused", "allowed"] * 2, stops
     first = said_by(model, "Stop hook feedback:")
-    assert first and all(text.count("[Tether] The execution") == 1 for text in first), first
+    # Both deliveries answer each stop alike (R8: never one let through unanswered).
+    assert first and all(text.count("[Tether] The execution") == 2 for text in first), first
     assert "'Report'" in first[0] and "Write the weekly report to report.md." in first[0]
     context = said(model.turns[-1])
     assert f"[Tether] This session is bound to the execution file://{project}/run.json" in context

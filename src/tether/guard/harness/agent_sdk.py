@@ -40,7 +40,7 @@ def callback(guard: Guard, store: SessionStore, binder: Binder) -> Callback:
     """The SDK hook callback that answers every event through the guard's handlers."""
 
     async def hook(payload: Any, tool_use_id: str | None, context: Any) -> Any:
-        out = await asyncio.to_thread(handle, dict(payload), guard, store, binder)
+        out = await asyncio.to_thread(handle, dict(payload), guard, store, binder, "sdk")
         return out or {}
 
     return hook

@@ -262,7 +262,7 @@ def handle(
 ) -> dict[str, Any] | None:
     """The hook output for one payload, or None when there is nothing to say (or another hook
     delivered the same event first). `binder` holds the workflow binding (made from the guard's
-    `workflow` settings when not given); `channel` names the hook that delivers it (`serve`;
+    `workflow` settings when not given); `channel` names the hook that delivers it (`serve`, `sdk`;
     by default Tether's plugin or an installed hook)."""
     channel = channel or ("plugin" if os.environ.get("TETHER_CLAUDE_PLUGIN") else "hook")
     if binder is None:
