@@ -230,7 +230,7 @@ def binds_and_refuses_stops(name: str, tmp: Path, tools: Tools) -> ChatModel:
         done = run(name, project, model, "Start the feature workflow.")
     assert done.code == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert [(b["via"], b["trace"].endswith(TRACE)) for b in bindings(project)] == [("shell", True)]
-    assert [s["outcome"] for s in entries(project, "stop")] == ["refused"] * 3 + ["allowed"]
+    assert [s["outcome"] for s in entries(project, "stop")] == ["refused"] * 3 + ["parked"]
     told = model.told()
     for n in (1, 2, 3):
         reason = next(t for t in told if REFUSED.format(n) in t)

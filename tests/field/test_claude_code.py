@@ -121,7 +121,7 @@ def test_a_shell_start_binds_and_stops_are_refused_up_to_the_cap(tmp_path: Path)
         run = ck.claude(project, model)
     assert run.result["subtype"] == "success", run.result
     stops = ck.kinds(ck.trace(project, "run.json"), "stop")
-    assert [s["outcome"] for s in stops] == ["refused"] * 3 + ["allowed"], stops
+    assert [s["outcome"] for s in stops] == ["refused"] * 3 + ["parked"], stops
     shown = refusals(model)
     assert len(shown) == 3, shown
     for text in shown:
@@ -211,7 +211,7 @@ def test_an_mcp_start_binds_the_session(tmp_path: Path) -> None:
     assert run.result["subtype"] == "success", run.result
     entries = ck.trace(project, "run.json")
     assert [e["kind"] for e in entries][:1] == ["protocol"], entries
-    assert [s["outcome"] for s in ck.kinds(entries, "stop")] == ["refused", "allowed"]
+    assert [s["outcome"] for s in ck.kinds(entries, "stop")] == ["refused", "parked"]
     assert "'Report'" in refusals(model)[0]
 
 
@@ -310,7 +310,7 @@ def test_the_plugin_and_installed_hooks_handle_each_event_once(tmp_path: Path) -
     assert len(run.hooks("PreToolUse")) == 8, [h["hook_name"] for h in run.hooks()]
     entries = ck.trace(project, "run.json")
     assert [e["tool"] for e in ck.kinds(entries, "tool")] == ["Read"]
-    assert [s["outcome"] for s in ck.kinds(entries, "stop")] == ["refused"] * 3 + ["allowed"]
+    assert [s["outcome"] for s in ck.kinds(entries, "stop")] == ["refused"] * 3 + ["parked"]
     shown = refusals(model)
     assert len(shown) == 3 and all(text.count("[Tether]") == 1 for text in shown), shown
     assert "[Tether] Edit may not run" in tool_results(model.turns[4])[-1]["text"]
@@ -386,7 +386,7 @@ def test_guard_serve_holds_the_session_over_http_hooks(tmp_path: Path) -> None:
     assert "[Tether] Edit may not run" in tool_results(model.turns[4])[-1]["text"]
     entries = ck.trace(project, "run.json")
     assert [e["tool"] for e in ck.kinds(entries, "tool")] == ["Read"]
-    assert [s["outcome"] for s in ck.kinds(entries, "stop")] == ["refused", "refused", "allowed"]
+    assert [s["outcome"] for s in ck.kinds(entries, "stop")] == ["refused", "refused", "parked"]
     assert len(refusals(model)) == 2
 
 

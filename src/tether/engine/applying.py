@@ -257,7 +257,7 @@ def _stop(state: dict[str, Any], answer: Stop, now: str) -> Outcome:
         state, Kind.STOP, now, req, step=req["step"], cap=answer.cap, outcome=outcome, note=note
     )
     response = {"status": outcome, "blocks": blocks, "cap": answer.cap, "current": req}
-    if note:
+    if note == PERSON_NOTE:
         response["waiting"] = "person"
     return Outcome(state, response, [entry])
 
