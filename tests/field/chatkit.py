@@ -353,7 +353,9 @@ def ends_the_turn_itself_at(name: str, tmp: Path, tools: Tools, cap: int) -> Non
     and the model is not asked again."""
     project = setup(tmp, name)
     config = project / ".tether" / "guard.yaml"
-    config.write_text(config.read_text().replace("max_stop_blocks: 3", "max_stop_blocks: 20"))
+    config.write_text(
+        config.read_text().replace("max_stop_blocks: 3", "max_stop_blocks: 20\n      park: false")
+    )
     script: list[Turn] = [[tools.shell(f"tether start feature.yaml {TRACE}")], Text("Done.")]
     with ChatModel(script) as model:
         done = run(name, project, model, "Start the feature workflow.")

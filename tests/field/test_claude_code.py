@@ -129,9 +129,30 @@ def test_a_shell_start_binds_and_stops_are_refused_up_to_the_cap(tmp_path: Path)
         assert "Write the weekly report to report.md." in text, text
 
 
+def test_a_bound_agent_that_keeps_stopping_is_parked_and_the_next_session_told(
+    tmp_path: Path,
+) -> None:
+    project = ck.project(tmp_path, "      max_stop_blocks: 20\n", trees={"report.yaml": REPORT})
+    with AnthropicModel([*start("report.yaml"), Text("All done.")]) as model:
+        run = ck.claude(project, model)
+    assert run.result["subtype"] == "success", run.result
+    stops = ck.kinds(ck.trace(project, "run.json"), "stop")
+    # parked at the 8th stop, before Claude Code's own cap (the 9th block) ends the turn
+    assert [s["outcome"] for s in stops] == ["refused"] * 7 + ["parked"], stops
+    assert "parked before the harness ends the turn itself" in stops[-1]["note"]
+    told = [e["content"] for e in run.events if e.get("subtype") == "informational"]
+    assert not any("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP" in text for text in told), told
+    with AnthropicModel([Text("Noted.")] * 9) as model:
+        ck.claude(project, model)
+    first = json.dumps(model.turns[0].body)
+    assert "was parked" in first and "'Report'" in first, first[:2000]
+
+
 @pytest.mark.harness_capability("claude", "stop", cap=9)
 def test_claude_code_ends_the_turn_itself_after_nine_refused_stops(tmp_path: Path) -> None:
-    project = ck.project(tmp_path, "      max_stop_blocks: 20\n", trees={"report.yaml": REPORT})
+    project = ck.project(
+        tmp_path, "      max_stop_blocks: 20\n      park: false\n", trees={"report.yaml": REPORT}
+    )
     with AnthropicModel([*start("report.yaml"), Text("All done.")]) as model:
         run = ck.claude(project, model)
     stops = ck.kinds(ck.trace(project, "run.json"), "stop")

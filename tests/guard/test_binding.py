@@ -200,6 +200,7 @@ def test_check_shows_the_workflow_settings(project: Path) -> None:
         "bind": "auto",
         "stop": "off",  # YAML reads a bare off as false; it means off
         "max_stop_blocks": 3,
+        "park": True,
         "context": True,
         "evidence": True,
         "strict": False,

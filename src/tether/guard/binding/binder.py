@@ -841,7 +841,9 @@ class Binder:
             return None
         if mode == "warn":
             return {"systemMessage": " ".join(_warning(b.trace, v) for b, v in live)}
-        cap = parking_cap(int(self.settings["max_stop_blocks"]), harness_cap)
+        parks = self.settings.get("park", True)
+        cap = int(self.settings["max_stop_blocks"])
+        cap = parking_cap(cap, harness_cap) if parks else cap
         told: list[str] = []
         blocks: list[str] = []
         for binding, view in live:
@@ -850,7 +852,7 @@ class Binder:
             if background:
                 self._stop_background(binding.trace, cap, told)
             else:
-                self._stop_running(binding.trace, cap, told, blocks, project)
+                self._stop_running(binding.trace, cap, told, blocks, project if parks else None)
         unreadable = [(b, v) for b, v in live if v["status"] == "unreadable"]
         if unreadable:
             self._stop_unreadable(session_id, unreadable, cap, told, blocks)
@@ -871,22 +873,28 @@ class Binder:
                     self.runtime.stop(binding.trace, cap=cap, ended=True)
 
     def _stop_running(
-        self, trace: str, cap: int, told: list[str], blocks: list[str], project: str
+        self, trace: str, cap: int, told: list[str], blocks: list[str], project: str | None
     ) -> None:
         """A `Stop` met by the running execution `trace`: refused (a line on `blocks`), or let
         through with a line on `told` when it waits on a person or the refusals reached `cap`
-        (parked: `park`); nothing when it finished meanwhile."""
+        (parked, announced for `project`; `allowed` when None); nothing when it finished
+        meanwhile."""
         reason = (
             f"{cap} stops refused in a row without an answer; parked before the harness "
             "ends the turn itself"
         )
-        answer = self._stop(trace, cap, park=reason)
+        answer = self._stop(trace, cap, park=reason if project else None)
         if answer is None:
             return
         current = answer["current"]
         if answer.get("waiting") == "person":
             told.append(_for_a_person(trace, [current]))
-        elif answer["status"] == "parked":
+        elif answer["status"] == "allowed":
+            told.append(
+                f"[Tether] Stop let through after {answer['cap']} refusals in a row; "
+                + _open_step(trace, current)
+            )
+        elif project and answer["status"] == "parked":
             self.park(trace, project, current, reason)
             told.append(
                 f"[Tether] The execution {trace} is parked after {answer['cap']} refusals in a "
