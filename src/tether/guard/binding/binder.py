@@ -16,8 +16,8 @@ and what a bound session gets at each hook event:
   While every open step is a human step the stop is let through at once (recorded, with why)
   and the user is told that a person must answer it (`systemMessage`: `tether approve`/`reject`,
   or the viewer). An execution that cannot be read (damaged, or gone once seen running)
-  refuses the stop too, counted here against the same cap. `stop: warn` only tells the user (`systemMessage`; Claude Code's Stop output has
-  no context field), `off` does nothing.
+  refuses the stop too, counted here against the same cap. `stop: warn` only tells the user
+  (`systemMessage`; Claude Code's Stop output has no context field), `off` does nothing.
 - `SessionStart`, `UserPromptSubmit`: the current request as context (under 1,000 characters).
   At `UserPromptSubmit`, a person's `tether: approve [STEP]` (or `reject`) answers that open
   human step once (`prompt_answer`, recorded `by: prompt`).
