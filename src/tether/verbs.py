@@ -691,12 +691,21 @@ class Runtime:
 
     # -- a bound agent session (tether.guard.binding) ------------------------------------------
 
-    def stop(self, trace: str, *, cap: int, ended: bool = False) -> dict[str, Any]:
+    def stop(
+        self,
+        trace: str,
+        *,
+        cap: int,
+        ended: bool = False,
+        background: bool = False,
+        park: str | None = None,
+    ) -> dict[str, Any]:
         """Record that the agent bound to the execution at `trace` tried to stop while it runs:
-        status `refused`, or `allowed` once `cap` refusals in a row went without an answer, or
-        `ended` when its harness cannot refuse a stop (`ended`; a `stop` entry each way).
-        Returns the engine's response, with `blocks`, `cap` and `current`."""
-        return self._answer(trace, core.Stop(cap, ended))
+        status `refused`, or once `cap` refusals in a row went without an answer `parked` (with
+        the reason `park`) or `allowed`, or `ended` when its harness cannot refuse a stop
+        (`ended`), or `background` while its harness runs work in the background (a `stop` entry
+        each way). Returns the engine's response, with `blocks`, `cap` and `current`."""
+        return self._answer(trace, core.Stop(cap, ended, background=background, park=park))
 
     def record_tool(
         self, trace: str, tool: str, input: Any, *, ok: bool | None, step: str | None = None

@@ -54,6 +54,30 @@ def test_an_ended_session_is_recorded_never_counted_and_replays() -> None:
     _verify(w)
 
 
+def test_a_stop_at_the_cap_is_parked_with_its_reason_and_replays() -> None:
+    w = Walk(tree(seq("S", action("A", ins("a")))))
+    for _ in range(2):
+        assert w.apply(core.Stop(2, park="before the harness's cap"))["status"] == "refused"
+    parked = w.apply(core.Stop(2, park="before the harness's cap"))
+    assert parked["status"] == "parked" and "stops" not in w.state
+    assert w.trace[-1]["note"] == "before the harness's cap"
+    assert w.apply(core.Stop(2, park="again"))["status"] == "refused"  # counted afresh
+    assert stops(w) == ["refused", "refused", "parked", "refused"]
+    assert w.next()["name"] == "A"
+    _verify(w)
+
+
+def test_a_stop_with_background_work_is_let_through_never_counted_and_replays() -> None:
+    w = Walk(tree(seq("S", action("A", ins("a")))))
+    w.apply(core.Stop(2))
+    for _ in range(20):
+        assert w.apply(core.Stop(2, background=True))["status"] == "background"
+    assert w.state["stops"] == 1  # twenty background stops took no refusal's place
+    assert w.apply(core.Stop(2))["status"] == "refused"
+    assert stops(w) == ["refused", *["background"] * 20, "refused"]
+    _verify(w)
+
+
 def test_an_answer_ends_a_run_of_refused_stops_and_a_thought_does_not() -> None:
     w = Walk(tree(seq("S", action("A", ins("a"), ins("b")))))
     w.apply(core.Stop(2))

@@ -46,6 +46,8 @@ STORED = {
         "ALLOWED": "allowed",
         "REFUSED": "refused",
         "ENDED": "ended",
+        "BACKGROUND": "background",
+        "PARKED": "parked",
         "JUMPED": "jumped",
         "CALLED": "called",
         "CLOSED": "closed",

@@ -230,7 +230,7 @@ def binds_and_refuses_stops(name: str, tmp: Path, tools: Tools) -> ChatModel:
         done = run(name, project, model, "Start the feature workflow.")
     assert done.code == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert [(b["via"], b["trace"].endswith(TRACE)) for b in bindings(project)] == [("shell", True)]
-    assert [s["outcome"] for s in entries(project, "stop")] == ["refused"] * 3 + ["allowed"]
+    assert [s["outcome"] for s in entries(project, "stop")] == ["refused"] * 3 + ["parked"]
     told = model.told()
     for n in (1, 2, 3):
         reason = next(t for t in told if REFUSED.format(n) in t)
@@ -353,7 +353,9 @@ def ends_the_turn_itself_at(name: str, tmp: Path, tools: Tools, cap: int) -> Non
     and the model is not asked again."""
     project = setup(tmp, name)
     config = project / ".tether" / "guard.yaml"
-    config.write_text(config.read_text().replace("max_stop_blocks: 3", "max_stop_blocks: 20"))
+    config.write_text(
+        config.read_text().replace("max_stop_blocks: 3", "max_stop_blocks: 20\n      park: false")
+    )
     script: list[Turn] = [[tools.shell(f"tether start feature.yaml {TRACE}")], Text("Done.")]
     with ChatModel(script) as model:
         done = run(name, project, model, "Start the feature workflow.")

@@ -93,7 +93,7 @@ def test_an_sdk_agent_binds_its_stops_are_refused_and_its_next_prompt_told(tmp_p
     stops = ck.kinds(ck.trace(project, "run.json"), "stop")
     # The installed command hooks fire too (the SDK's Claude Code reads .claude/settings.json):
     # each stop is still handled once.
-    assert [s["outcome"] for s in stops] == ["refused", "refused", "allowed"] * 2, stops
+    assert [s["outcome"] for s in stops] == ["refused", "refused", "parked"] * 2, stops
     first = said_by(model, "Stop hook feedback:")
     # Both deliveries answer each stop alike (R8: never one let through unanswered).
     assert first and all(text.count("[Tether] The execution") == 2 for text in first), first

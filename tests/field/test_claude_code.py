@@ -121,7 +121,7 @@ def test_a_shell_start_binds_and_stops_are_refused_up_to_the_cap(tmp_path: Path)
         run = ck.claude(project, model)
     assert run.result["subtype"] == "success", run.result
     stops = ck.kinds(ck.trace(project, "run.json"), "stop")
-    assert [s["outcome"] for s in stops] == ["refused"] * 3 + ["allowed"], stops
+    assert [s["outcome"] for s in stops] == ["refused"] * 3 + ["parked"], stops
     shown = refusals(model)
     assert len(shown) == 3, shown
     for text in shown:
@@ -129,9 +129,30 @@ def test_a_shell_start_binds_and_stops_are_refused_up_to_the_cap(tmp_path: Path)
         assert "Write the weekly report to report.md." in text, text
 
 
+def test_a_bound_agent_that_keeps_stopping_is_parked_and_the_next_session_told(
+    tmp_path: Path,
+) -> None:
+    project = ck.project(tmp_path, "      max_stop_blocks: 20\n", trees={"report.yaml": REPORT})
+    with AnthropicModel([*start("report.yaml"), Text("All done.")]) as model:
+        run = ck.claude(project, model)
+    assert run.result["subtype"] == "success", run.result
+    stops = ck.kinds(ck.trace(project, "run.json"), "stop")
+    # parked at the 8th stop, before Claude Code's own cap (the 9th block) ends the turn
+    assert [s["outcome"] for s in stops] == ["refused"] * 7 + ["parked"], stops
+    assert "parked before the harness ends the turn itself" in stops[-1]["note"]
+    told = [e["content"] for e in run.events if e.get("subtype") == "informational"]
+    assert not any("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP" in text for text in told), told
+    with AnthropicModel([Text("Noted.")] * 9) as model:
+        ck.claude(project, model)
+    first = json.dumps(model.turns[0].body)
+    assert "was parked" in first and "'Report'" in first, first[:2000]
+
+
 @pytest.mark.harness_capability("claude", "stop", cap=9)
 def test_claude_code_ends_the_turn_itself_after_nine_refused_stops(tmp_path: Path) -> None:
-    project = ck.project(tmp_path, "      max_stop_blocks: 20\n", trees={"report.yaml": REPORT})
+    project = ck.project(
+        tmp_path, "      max_stop_blocks: 20\n      park: false\n", trees={"report.yaml": REPORT}
+    )
     with AnthropicModel([*start("report.yaml"), Text("All done.")]) as model:
         run = ck.claude(project, model)
     stops = ck.kinds(ck.trace(project, "run.json"), "stop")
@@ -211,7 +232,7 @@ def test_an_mcp_start_binds_the_session(tmp_path: Path) -> None:
     assert run.result["subtype"] == "success", run.result
     entries = ck.trace(project, "run.json")
     assert [e["kind"] for e in entries][:1] == ["protocol"], entries
-    assert [s["outcome"] for s in ck.kinds(entries, "stop")] == ["refused", "allowed"]
+    assert [s["outcome"] for s in ck.kinds(entries, "stop")] == ["refused", "parked"]
     assert "'Report'" in refusals(model)[0]
 
 
@@ -310,7 +331,7 @@ def test_the_plugin_and_installed_hooks_handle_each_event_once(tmp_path: Path) -
     assert len(run.hooks("PreToolUse")) == 8, [h["hook_name"] for h in run.hooks()]
     entries = ck.trace(project, "run.json")
     assert [e["tool"] for e in ck.kinds(entries, "tool")] == ["Read"]
-    assert [s["outcome"] for s in ck.kinds(entries, "stop")] == ["refused"] * 3 + ["allowed"]
+    assert [s["outcome"] for s in ck.kinds(entries, "stop")] == ["refused"] * 3 + ["parked"]
     shown = refusals(model)
     # Each hook answers each stop alike, recorded once (R8: another hook's delivery of a stop is
     # never let through unanswered), and Claude Code shows the model both.
@@ -388,7 +409,7 @@ def test_guard_serve_holds_the_session_over_http_hooks(tmp_path: Path) -> None:
     assert "[Tether] Edit may not run" in tool_results(model.turns[4])[-1]["text"]
     entries = ck.trace(project, "run.json")
     assert [e["tool"] for e in ck.kinds(entries, "tool")] == ["Read"]
-    assert [s["outcome"] for s in ck.kinds(entries, "stop")] == ["refused", "refused", "allowed"]
+    assert [s["outcome"] for s in ck.kinds(entries, "stop")] == ["refused", "refused", "parked"]
     assert len(refusals(model)) == 2
 
 

@@ -170,7 +170,7 @@ def test_a_shell_start_binds_and_stops_are_refused_up_to_the_cap(project: Path) 
         assert "is still running" in text and "'Acknowledge_Protocol'" in text
         assert f"Stop refused {n} of 3 times in a row" in text
     assert run.calls() == 5  # the fourth stop went through: the model was not asked again
-    assert [e["outcome"] for e in entries(project, "stop")] == ["refused"] * 3 + ["allowed"]
+    assert [e["outcome"] for e in entries(project, "stop")] == ["refused"] * 3 + ["parked"]
 
 
 def test_untrusted_hooks_do_not_run_and_install_says_so(project: Path) -> None:
@@ -338,4 +338,4 @@ def test_a_bound_session_cannot_patch_away_its_hooks_or_delete_its_binding(proje
     assert len(denied) == 3, run.told()
     assert "hook registration" in denied[0] and "hook registration" in denied[1]
     assert "guard's state folder" in denied[2]
-    assert [e["outcome"] for e in entries(project, "stop")] == ["refused"] * 3 + ["allowed"]
+    assert [e["outcome"] for e in entries(project, "stop")] == ["refused"] * 3 + ["parked"]

@@ -89,13 +89,13 @@ def test_a_shell_start_binds_the_session_and_its_stops_are_refused_up_to_the_cap
         result = run(project, home, model, "Start the feature workflow.")
     assert result.code == 0, result.stderr
     assert [(b["via"], b["trace"].endswith(TRACE)) for b in bindings(home)] == [("shell", True)]
-    assert [s["outcome"] for s in entries(project, "stop")] == ["refused"] * 3 + ["allowed"]
+    assert [s["outcome"] for s in entries(project, "stop")] == ["refused"] * 3 + ["parked"]
     told = model.user_texts()
     for n in (1, 2, 3):  # each refusal reached the model as the next prompt, with its reason
         reason = next(t for t in told if t.endswith(REFUSED.format(n)))
         assert "its open step is the instruct 'Acknowledge_Protocol'" in reason
         assert "Accept the protocol first: submit success" in reason
-    assert "Stop let through after 3 refusals in a row" in result.stderr  # told to the user
+    assert "is parked after 3 refusals in a row" in result.stderr  # told to the user
     assert result.of("result")[-1]["status"] == "success"
 
 
@@ -106,7 +106,7 @@ def test_an_mcp_start_binds_the_session(project: Path, home: Path) -> None:
         result = run(project, home, model, "Start the feature workflow.")
     assert result.code == 0, result.stderr
     assert [b["via"] for b in bindings(home)] == ["mcp"]
-    assert [s["outcome"] for s in entries(project, "stop")] == ["refused"] * 3 + ["allowed"]
+    assert [s["outcome"] for s in entries(project, "stop")] == ["refused"] * 3 + ["parked"]
     assert any(t.endswith(REFUSED.format(1)) for t in model.user_texts())
 
 
@@ -199,7 +199,7 @@ def test_the_configured_execution_is_told_to_the_model_before_its_first_turn(
     context = next(t for t in told if "[Tether] This session is bound" in t)
     assert "Current request: instruct 'Review' (step " in context
     assert "Review the diff as a colleague would" in context
-    assert [s["outcome"] for s in entries(project, "stop")] == ["refused"] * 3 + ["allowed"]
+    assert [s["outcome"] for s in entries(project, "stop")] == ["refused"] * 3 + ["parked"]
 
 
 def test_a_bound_session_cannot_remove_its_hooks_or_its_binding_record(
@@ -227,4 +227,4 @@ def test_a_bound_session_cannot_remove_its_hooks_or_its_binding_record(
     assert all("may not write" in text for text in answers), answers
     assert "hook registration" in answers[0] and "hook registration" in answers[1]
     assert "guard's state folder" in answers[2]
-    assert [s["outcome"] for s in entries(project, "stop")] == ["refused"] * 3 + ["allowed"]
+    assert [s["outcome"] for s in entries(project, "stop")] == ["refused"] * 3 + ["parked"]

@@ -87,7 +87,7 @@ def verified(uri: str) -> None:
 # -- Stop ---------------------------------------------------------------------------------------
 
 
-def test_stop_is_refused_then_let_through_after_the_cap(project: Path, run: str) -> None:
+def test_stop_is_refused_then_parked_at_the_cap(project: Path, run: str) -> None:
     outputs = [hk.hook_json(project, hk.stop(project, active=n > 0)) for n in range(4)]
     for n, out in enumerate(outputs[:3], 1):
         assert out is not None and out["decision"] == "block"
@@ -96,9 +96,10 @@ def test_stop_is_refused_then_let_through_after_the_cap(project: Path, run: str)
         assert "submit success" in reason and run in reason
         assert f"refused {n} of 3 times" in reason
     assert outputs[3] is not None and "decision" not in outputs[3]
-    assert "let through after 3 refusals" in outputs[3]["systemMessage"]
+    assert "parked after 3 refusals" in outputs[3]["systemMessage"]
     stops = entries(run, "stop")
-    assert [e["outcome"] for e in stops] == ["refused"] * 3 + ["allowed"]
+    assert [e["outcome"] for e in stops] == ["refused"] * 3 + ["parked"]
+    assert "3 stops refused in a row" in stops[-1]["note"]
     assert all(e["name"] == "Implement" and e["cap"] == 3 for e in stops)
     # the count starts again after a stop is let through
     again = hk.hook_json(project, hk.stop(project))
@@ -231,6 +232,7 @@ def test_check_shows_the_workflow_settings(project: Path) -> None:
         "bind": "auto",
         "stop": "off",  # YAML reads a bare off as false; it means off
         "max_stop_blocks": 3,
+        "park": True,
         "context": True,
         "evidence": True,
         "strict": False,
@@ -254,7 +256,7 @@ def test_serve_refuses_a_stop_like_the_hook(project: Path, run: str) -> None:
     with hk.serving(project) as url:
         outs = [hk.send(url, hk.stop(project, active=True)) for _ in range(4)]
     assert [(o or {}).get("decision") for o in outs] == ["block"] * 3 + [None]
-    assert [e["outcome"] for e in entries(run, "stop")] == ["refused"] * 3 + ["allowed"]
+    assert [e["outcome"] for e in entries(run, "stop")] == ["refused"] * 3 + ["parked"]
     verified(run)
 
 
@@ -788,4 +790,56 @@ def test_an_input_that_nests_or_sprawls_is_bounded(project: Path, run: str) -> N
     assert depth < 10 and node == "…[cut: nested too deep]"
     assert len(kept["many"]) == 101 and kept["many"][-1] == "…[cut 4900 items]"
     assert len(kept["keys"]) == 101 and kept["keys"]["…"] == "[cut 400 keys]"
+    verified(run)
+
+
+# -- parking ------------------------------------------------------------------------------------
+
+
+def test_twenty_stops_in_a_row_park_every_fourth_and_a_new_session_is_told(
+    project: Path, run: str
+) -> None:
+    outs = [hk.hook_json(project, hk.stop(project, active=n > 0)) for n in range(20)]
+    outcomes = [e["outcome"] for e in entries(run, "stop")]
+    assert outcomes == (["refused"] * 3 + ["parked"]) * 5
+    assert all(o is not None and "decision" not in o for o in outs[3::4])
+    assert all(o is not None and o["decision"] == "block" for n, o in enumerate(outs) if n % 4 != 3)
+    start = hk.hook_json(project, hk.session_start(project, session="a-new-session"))
+    context = start["hookSpecificOutput"]["additionalContext"] if start else ""
+    assert f"The execution {run} was parked" in context and "'Implement'" in context
+    verified(run)
+
+
+def test_a_parked_execution_answered_since_is_not_told_again(project: Path, run: str) -> None:
+    for n in range(4):
+        hk.hook_json(project, hk.stop(project, active=n > 0))
+    Runtime().submit(run, "success")  # the parked step is answered: nothing parked is left
+    start = hk.hook_json(project, hk.session_start(project, session="a-new-session"))
+    context = start["hookSpecificOutput"]["additionalContext"] if start else ""
+    assert "was parked" not in context
+
+
+def test_a_max_stop_blocks_past_the_harness_cap_parks_before_it(project: Path, run: str) -> None:
+    write_config(project, "workflow:\n  trace: runs/feature.json\n  max_stop_blocks: 50\n")
+    for n in range(9):
+        hk.hook_json(project, hk.stop(project, active=n > 0))
+    # Qwen Code, the lowest known cap, ends a turn at its 8th refusal: park at the 8th stop
+    assert [e["outcome"] for e in entries(run, "stop")] == ["refused"] * 7 + ["parked", "refused"]
+
+
+def test_a_stop_with_background_tasks_is_let_through_and_not_counted(
+    project: Path, run: str
+) -> None:
+    hk.hook_json(project, hk.stop(project))
+    tasks = [{"id": "b1", "type": "bash", "command": "sleep 100"}]
+    for _ in range(20):
+        out = hk.hook_json(project, hk.stop(project, active=True, background_tasks=tasks))
+        assert out is not None and "decision" not in out
+        assert "background work runs" in out["systemMessage"]
+    # not a list, or an empty one: the stop counts (fail closed)
+    forged: object
+    for forged in ("yes", [], {"b1": "x"}, True):
+        hk.hook_json(project, hk.stop(project, active=True, background_tasks=forged))
+    outcomes = [e["outcome"] for e in entries(run, "stop")]
+    assert outcomes == ["refused", *["background"] * 20, "refused", "refused", "parked", "refused"]
     verified(run)

@@ -152,8 +152,8 @@ def test_codex_stop_is_refused_while_the_bound_execution_runs(project: Path, run
     for n, out in enumerate(outs[:3], 1):
         assert out["decision"] == "block"
         assert "instruct 'Implement'" in out["reason"] and f"refused {n} of 3" in out["reason"]
-    assert set(outs[3]) == {"systemMessage"} and "let through" in outs[3]["systemMessage"]
-    assert [e["outcome"] for e in entries(run, "stop")] == ["refused"] * 3 + ["allowed"]
+    assert set(outs[3]) == {"systemMessage"} and "parked" in outs[3]["systemMessage"]
+    assert [e["outcome"] for e in entries(run, "stop")] == ["refused"] * 3 + ["parked"]
     verified(run)
 
 
@@ -468,8 +468,8 @@ def test_gemini_after_agent_is_refused_while_the_bound_execution_runs(
     ]
     for out in outs[:3]:
         assert out["decision"] == "deny" and "instruct 'Implement'" in out["reason"]
-    assert "decision" not in outs[3] and "let through" in outs[3]["systemMessage"]
-    assert [e["outcome"] for e in entries(run, "stop")] == ["refused"] * 3 + ["allowed"]
+    assert "decision" not in outs[3] and "parked" in outs[3]["systemMessage"]
+    assert [e["outcome"] for e in entries(run, "stop")] == ["refused"] * 3 + ["parked"]
 
 
 def test_gemini_tools_meet_policies_written_with_claude_code_names(project: Path, run: str) -> None:
@@ -643,7 +643,7 @@ def test_cursor_stop_queues_a_follow_up_while_the_execution_runs(project: Path, 
         assert "instruct 'Implement'" in out["followup_message"]
         assert f"refused {n} of 3" in out["followup_message"]
     assert outs[3] == {}  # let through: Cursor's stop has no message for the user
-    assert [e["outcome"] for e in entries(run, "stop")] == ["refused"] * 3 + ["allowed"]
+    assert [e["outcome"] for e in entries(run, "stop")] == ["refused"] * 3 + ["parked"]
     verified(run)
 
 

@@ -134,13 +134,20 @@ class Stop:
     starts again. Let through at once, with a note saying why, while every open step is a human
     step (a person answers it, not the agent). Recorded as a `stop` entry against the first
     open step the agent answers (else the first). `ended`: the harness cannot refuse it (the
-    session ended): recorded as `ended`, never counted."""
+    session ended): recorded as `ended`, never counted. `background`: the harness reports work
+    still running in the background: let through, recorded as `background`, never counted.
+    `park`: why the stop after `cap` refusals ends the turn; given, that stop is recorded as
+    `parked` with it (the execution waits for a session to resume it), else as `allowed`."""
 
-    __slots__ = ("cap", "ended")
+    __slots__ = ("background", "cap", "ended", "park")
 
-    def __init__(self, cap: int, ended: bool = False) -> None:
+    def __init__(
+        self, cap: int, ended: bool = False, *, background: bool = False, park: str | None = None
+    ) -> None:
         self.cap = cap
         self.ended = ended
+        self.background = background
+        self.park = park
 
 
 class ToolCall:

@@ -241,13 +241,13 @@ def _stop(state: dict[str, Any], answer: Stop, now: str) -> Outcome:
     req = dict(next((r for r in open_ if r["type"] != "human"), open_[0]))
     blocks = state.get("stops", 0)
     note = None
-    if answer.ended:
-        outcome = Reply.ENDED
+    if answer.ended or answer.background:
+        outcome = Reply.ENDED if answer.ended else Reply.BACKGROUND
     elif waits_on_person(open_):
         outcome, blocks, note = Reply.ALLOWED, 0, PERSON_NOTE
         state.pop("stops", None)
     elif blocks >= answer.cap:
-        outcome = Reply.ALLOWED
+        outcome, note = (Reply.PARKED, answer.park) if answer.park else (Reply.ALLOWED, None)
         state.pop("stops", None)
     else:
         outcome = Reply.REFUSED
@@ -257,7 +257,7 @@ def _stop(state: dict[str, Any], answer: Stop, now: str) -> Outcome:
         state, Kind.STOP, now, req, step=req["step"], cap=answer.cap, outcome=outcome, note=note
     )
     response = {"status": outcome, "blocks": blocks, "cap": answer.cap, "current": req}
-    if note:
+    if note == PERSON_NOTE:
         response["waiting"] = "person"
     return Outcome(state, response, [entry])
 

@@ -103,6 +103,11 @@ class Reply(StrEnum):
     """An agent's stop was refused: the execution still needs it."""
     ENDED = "ended"
     """An agent's session ended while the execution runs, in a harness that cannot refuse it."""
+    BACKGROUND = "background"
+    """An agent's stop was let through while its harness ran work in the background."""
+    PARKED = "parked"
+    """An agent's stop was let through before its harness's own cap: the execution waits for a
+    session to resume it."""
     JUMPED = "jumped"
     """The cursor moved to another action."""
     CALLED = "called"

@@ -129,7 +129,14 @@ def answer_of(entry: dict[str, Any], state: dict[str, Any]) -> Answer | None:
     if kind == Kind.JUMP:
         return Jump(entry["cursor"]["path"], entry.get("note"))
     if kind == Kind.STOP:
-        return Stop(int(entry["cap"]), entry["outcome"] == Reply.ENDED)
+        outcome = entry["outcome"]
+        park = entry.get("note") if outcome == Reply.PARKED else None
+        return Stop(
+            int(entry["cap"]),
+            outcome == Reply.ENDED,
+            background=outcome == Reply.BACKGROUND,
+            park=park,
+        )
     if kind == Kind.INDEPENDENT:
         return Independent(
             entry["name"], entry["outcome"] == Reply.CLOSED, entry.get("values"), entry.get("note")

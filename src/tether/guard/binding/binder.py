@@ -9,13 +9,15 @@ while one could not be read); which files a bound session's tools may not write 
 and what a bound session gets at each hook event:
 
 - `Stop`: refused (`{"decision": "block", "reason"}`) while any bound execution runs, through
-  the runtime's `stop` verb on each, which records every refusal and the stop let through after
-  `max_stop_blocks` refusals in a row (a `stop` entry). While every open step is a human step
-  the stop is let through at once (recorded, with why) and the user is told that a person must
-  answer it (`systemMessage`: `tether approve`/`reject`, or the viewer). An execution that
-  cannot be read (damaged, or gone once seen running) refuses the stop too, counted here against
-  the same cap. `stop: warn` only tells the user (`systemMessage`; Claude Code's Stop output has
-  no context field), `off` does nothing.
+  the runtime's `stop` verb on each, which records every refusal and the stop after
+  `max_stop_blocks` refusals in a row (fewer, before the harness's own cap: `parking_cap`),
+  which parks the execution (outcome `parked`; kept in `parked/` for the next session's
+  context). A stop while the harness runs background work is let through (`background`).
+  While every open step is a human step the stop is let through at once (recorded, with why)
+  and the user is told that a person must answer it (`systemMessage`: `tether approve`/`reject`,
+  or the viewer). An execution that cannot be read (damaged, or gone once seen running)
+  refuses the stop too, counted here against the same cap. `stop: warn` only tells the user
+  (`systemMessage`; Claude Code's Stop output has no context field), `off` does nothing.
 - `SessionStart`, `UserPromptSubmit`: the current request as context (under 1,000 characters).
   At `UserPromptSubmit`, a person's `tether: approve [STEP]` (or `reject`) answers that open
   human step once (`prompt_answer`, recorded `by: prompt`).
@@ -45,6 +47,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import json
 import os
 import re
@@ -55,6 +58,21 @@ from tether.files import is_inside, safe_name, write_atomic
 
 if TYPE_CHECKING:
     from tether.verbs import Runtime
+
+# The lowest number of refused stops in a row at which a harness the guard runs in ends the
+# turn itself (Qwen Code's 8; Claude Code and Copilot CLI end it at the 9th): a stop is parked
+# before it when the harness is not named (the shipped capability table names each one's cap).
+HARNESS_STOP_CAP = 8
+
+
+def parking_cap(max_stop_blocks: int, harness_cap: int | None) -> int:
+    """How many stops in a row are refused before the next is parked: `max_stop_blocks`, or
+    fewer, so that the parked stop comes before the harness's own cap (`harness_cap`, the
+    refusal at which it ends the turn itself; None: it has none)."""
+    if harness_cap is None:
+        return max_stop_blocks
+    return max(1, min(max_stop_blocks, harness_cap - 1))
+
 
 CONTEXT_LIMIT = 1000
 # A person's answer typed into the harness's prompt: `tether: approve [STEP]`.
@@ -585,6 +603,12 @@ class Binder:
         if not self.settings["context"]:
             return None
         found = self.views(session_id, project)
+        parked = self.parked(project)
+        text = "\n".join(filter(None, [self._bound_context(found), *parked]))
+        return _cut(text, CONTEXT_LIMIT) if text else None
+
+    def _bound_context(self, found: list[tuple[Binding, dict[str, Any]]]) -> str | None:
+        """What `context` says of the session's own executions (`found`, from `views`)."""
         live = [(b, v) for b, v in found if v["status"] in ("running", "unreadable")]
         if not live:
             if not found:
@@ -614,7 +638,7 @@ class Binder:
             lines.append(
                 "Also bound to, and still running: " + ", ".join(b.trace for b, _ in others)
             )
-        return _cut("\n".join(line for line in lines if line), CONTEXT_LIMIT)
+        return "\n".join(line for line in lines if line)
 
     def prompt_answer(self, session_id: str, project: str, prompt: str) -> str | None:
         """A person's answer typed into the harness's prompt (`PROMPT_ANSWER`: `tether: approve
@@ -799,9 +823,19 @@ class Binder:
             if view["status"] == "running":
                 self.runtime.record_tool(binding.trace, tool, params, ok=ok)
 
-    def stop(self, session_id: str, project: str) -> dict[str, Any] | None:
+    def stop(
+        self,
+        session_id: str,
+        project: str,
+        *,
+        harness_cap: int = HARNESS_STOP_CAP,
+        background: bool = False,
+    ) -> dict[str, Any] | None:
         """Claude Code's output for a `Stop` of a bound session (None: let it stop quietly).
-        Refused while any bound execution runs, or cannot be read (up to the same cap)."""
+        Refused while any bound execution runs, or cannot be read (up to the same cap), and
+        parked at the stop after `max_stop_blocks` refusals in a row, or earlier, before the
+        harness would end the turn itself at its `harness_cap`-th refusal. While the harness
+        runs `background` work the stop is let through, recorded, never counted."""
         mode = self.settings["stop"]
         found = self.views(session_id, project) if mode != "off" else []
         live = [(b, v) for b, v in found if v["status"] in ("running", "unreadable")]
@@ -809,12 +843,18 @@ class Binder:
             return None
         if mode == "warn":
             return {"systemMessage": " ".join(_warning(b.trace, v) for b, v in live)}
+        parks = self.settings.get("park", True)
         cap = int(self.settings["max_stop_blocks"])
+        cap = parking_cap(cap, harness_cap) if parks else cap
         told: list[str] = []
         blocks: list[str] = []
         for binding, view in live:
-            if view["status"] != "unreadable":
-                self._stop_running(binding.trace, cap, told, blocks)
+            if view["status"] == "unreadable":
+                continue
+            if background:
+                self._stop_background(binding.trace, cap, told)
+            else:
+                self._stop_running(binding.trace, cap, told, blocks, project if parks else None)
         unreadable = [(b, v) for b, v in live if v["status"] == "unreadable"]
         if unreadable:
             self._stop_unreadable(session_id, unreadable, cap, told, blocks)
@@ -834,11 +874,18 @@ class Binder:
                 with contextlib.suppress(TetherError):  # finished meanwhile
                     self.runtime.stop(binding.trace, cap=cap, ended=True)
 
-    def _stop_running(self, trace: str, cap: int, told: list[str], blocks: list[str]) -> None:
+    def _stop_running(
+        self, trace: str, cap: int, told: list[str], blocks: list[str], project: str | None
+    ) -> None:
         """A `Stop` met by the running execution `trace`: refused (a line on `blocks`), or let
-        through with a line on `told` when it waits on a person or the refusals reached `cap`;
-        nothing when it finished meanwhile."""
-        answer = self._stop(trace, cap)
+        through with a line on `told` when it waits on a person or the refusals reached `cap`
+        (parked, announced for `project`; `allowed` when None); nothing when it finished
+        meanwhile."""
+        reason = (
+            f"{cap} stops refused in a row without an answer; parked before the harness "
+            "ends the turn itself"
+        )
+        answer = self._stop(trace, cap, park=reason if project else None)
         if answer is None:
             return
         current = answer["current"]
@@ -847,6 +894,13 @@ class Binder:
         elif answer["status"] == "allowed":
             told.append(
                 f"[Tether] Stop let through after {answer['cap']} refusals in a row; "
+                + _open_step(trace, current)
+            )
+        elif project and answer["status"] == "parked":
+            self.park(trace, project, current, reason)
+            told.append(
+                f"[Tether] The execution {trace} is parked after {answer['cap']} refusals in a "
+                f"row; a new session in this project is given its open step. "
                 + _open_step(trace, current)
             )
         else:
@@ -877,9 +931,58 @@ class Binder:
             else:
                 blocks.append(f"{text} (Stop refused {count} of {cap} times in a row.)")
 
-    def _stop(self, trace: str, cap: int) -> dict[str, Any] | None:
+    def _stop_background(self, trace: str, cap: int, told: list[str]) -> None:
+        """A `Stop` while the harness runs background work: let through, recorded as
+        `background` (never counted), the user told the open step."""
+        answer = self._stop(trace, cap, background=True)
+        if answer is not None:
+            told.append(
+                "[Tether] Stop let through while background work runs; "
+                + _open_step(trace, answer["current"])
+            )
+
+    def park(self, trace: str, project: str, current: dict[str, Any], reason: str) -> None:
+        """Announce that the execution `trace` was parked at its open step `current`: kept in
+        the guard's state folder (`parked/`) for the next session in `project`, which is given
+        the open step as context (`context`) while the execution runs. The one place a parked
+        execution is announced."""
+        folder = os.path.join(self.root, "parked")
+        os.makedirs(folder, exist_ok=True)
+        name = hashlib.sha256(trace.encode()).hexdigest()[:16] + ".json"
+        record = {
+            "trace": trace,
+            "project": os.path.realpath(project),
+            "step": current,
+            "reason": reason,
+        }
+        write_atomic(os.path.join(folder, name), json.dumps(record))
+
+    def parked(self, project: str) -> list[str]:
+        """What a session in `project` is told of each execution parked there that still runs
+        at the step it was parked at."""
+        folder = os.path.join(self.root, "parked")
+        lines: list[str] = []
+        for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+            try:
+                with open(os.path.join(folder, name), encoding="utf-8") as f:
+                    record = json.load(f)
+                if record["project"] != os.path.realpath(project):
+                    continue
+                view = self.runtime.open_steps(record["trace"])
+            except (OSError, ValueError, KeyError, TetherError):
+                continue
+            steps = {r["step"] for r in view.get("open", ())}
+            if view["status"] == "running" and record["step"]["step"] in steps:
+                lines.append(
+                    f"[Tether] The execution {record['trace']} was parked ({record['reason']}). "
+                    + _open_step(record["trace"], record["step"])
+                    + " Resume it to answer it (tether resume, or MCP resume_execution)."
+                )
+        return lines
+
+    def _stop(self, trace: str, cap: int, **how: Any) -> dict[str, Any] | None:
         try:
-            return self.runtime.stop(trace, cap=cap)
+            return self.runtime.stop(trace, cap=cap, **how)
         except TetherError as exc:
             if exc.code == "execution_finished":
                 return None

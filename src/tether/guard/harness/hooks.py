@@ -210,12 +210,24 @@ def _stop(event: _Event) -> dict[str, Any] | None:
     rules = (
         decision.text if decision.firings and not event.payload.get("stop_hook_active") else None
     )
-    held = event.binder.stop(event.session_id, event.project) if event.name == "Stop" else None
+    held = (
+        event.binder.stop(event.session_id, event.project, background=_background(event.payload))
+        if event.name == "Stop"
+        else None
+    )
     if held is not None and held.get("decision") == "block":
         return {**held, "reason": _joined(held["reason"], rules)}
     if rules:
         return {**(held or {}), "decision": "block", "reason": rules}
     return held
+
+
+def _background(payload: dict[str, Any]) -> bool:
+    """Whether the harness says work still runs in the background (Claude Code's Stop input:
+    `background_tasks`, a non-empty list). The hook's input is the harness's word, which the
+    agent cannot write; anything but a non-empty list counts as none (the stop is counted)."""
+    tasks = payload.get("background_tasks")
+    return isinstance(tasks, list) and bool(tasks)
 
 
 def _config_change(event: _Event) -> dict[str, Any] | None:

@@ -265,6 +265,7 @@ class WorkflowConfig(Strict):
     bind: Literal["auto", "off"] = "auto"
     stop: Literal["block", "warn", "off"] = "block"
     max_stop_blocks: Annotated[StrictInt, Field(ge=1)] = 3
+    park: StrictBool = True
     context: StrictBool = True
     evidence: StrictBool = True
     strict: StrictBool = False
