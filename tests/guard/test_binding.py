@@ -135,7 +135,8 @@ def test_r8_stops_are_told_apart_without_the_transcript(project: Path, run: str)
         assert first == second and f"refused {n + 1} of 3 times" in first["reason"]
     assert [e["outcome"] for e in entries(run, "stop")] == ["refused"] * 3
     out = hk.hook_json(project, hk.stop(project, active=True))  # one hook alone: a new stop
-    assert out is not None and "let through after 3 refusals" in out["systemMessage"]
+    assert out is not None and "parked after 3 refusals" in out["systemMessage"]
+    assert [e["outcome"] for e in entries(run, "stop")] == ["refused"] * 3 + ["parked"]
     verified(run)
 
 
