@@ -66,3 +66,12 @@ def test_guard_harnesses_prints_the_table_and_the_untested(
     assert " no " in opencode, opencode
     sdk = next(r for r in data["tested"] if r["harness"] == "claude-agent-sdk")
     assert sdk["version"] == "0.2.189" and sdk["cells"]["person"] == []
+
+
+def test_the_binding_parks_before_the_lowest_cap_the_field_tests_saw() -> None:
+    """The binding cannot tell which harness runs it, so it parks before the lowest own stop cap
+    a field test saw; a harness found to end its turns sooner moves it."""
+    from tether.guard.binding.binder import HARNESS_STOP_CAP
+    from tether.guard.harness.capabilities import stop_caps
+
+    assert min(stop_caps().values()) == HARNESS_STOP_CAP

@@ -66,9 +66,6 @@ CHECK = Command(
     repeated=("--tree",),
     help="--tree TREE       also check the tools policies of this tree file (repeatable)",
 )
-# Claude Code ends a turn itself at this blocked stop in a row (2.1.332), without showing the
-# agent that refusal: a `max_stop_blocks` of this or more never lets a stop through there.
-CLAUDE_CODE_STOP_CAP = 9
 PROMPT = Command(
     "guard prompt",
     "print the system-prompt section of a configuration",
@@ -250,33 +247,33 @@ def _classifier_warnings(plan: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _stop_cap_warnings(plan: dict[str, Any]) -> list[dict[str, Any]]:
-    cap = plan["workflow"]["max_stop_blocks"]
-    if cap < CLAUDE_CODE_STOP_CAP:
-        return []
-    message = (
-        f"max_stop_blocks is {cap}, but Claude Code ends a turn itself at the "
-        f"{CLAUDE_CODE_STOP_CAP}th stop blocked in a row, so there the cap is never reached and "
-        f"no stop is let through: keep it at {CLAUDE_CODE_STOP_CAP - 1} or less, or raise "
-        "Claude Code's own limit with CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"
-    )
-    return [{"path": "workflow.max_stop_blocks", "message": message}]
-
-
-def _harness_stop_cap_warnings(plan: dict[str, Any]) -> list[dict[str, Any]]:
-    """Where another harness ends a turn itself at or before the cap (Copilot CLI, Qwen Code)."""
-    from tether.guard.harness.cli_agents import NAMES, STOP_CAPS
+    """Where a harness ends a turn itself at or before `max_stop_blocks` (the caps the field
+    tests saw, `harness.capabilities`), so that the cap is never reached there: Claude Code's own
+    limit can be raised, the others' cannot."""
+    from tether.guard.harness.capabilities import stop_caps
+    from tether.guard.harness.cli_agents import NAMES
 
     cap = plan["workflow"]["max_stop_blocks"]
-    late = {h: n for h, n in STOP_CAPS.items() if cap >= n}
-    if not late:
-        return []
-    ends = ", ".join(f"{NAMES[h]} at the {n}th" for h, n in late.items())
-    message = (
-        f"max_stop_blocks is {cap}, but {ends} stop blocked in a row ends a turn itself, so "
-        f"there the cap is never reached and no stop is let through: keep it at "
-        f"{min(late.values()) - 1} or less for them"
-    )
-    return [{"path": "workflow.max_stop_blocks", "message": message}]
+    late = {h: n for h, n in stop_caps().items() if cap >= n}
+    out = []
+    claude = late.pop("claude", None)
+    if claude is not None:
+        message = (
+            f"max_stop_blocks is {cap}, but Claude Code ends a turn itself at the {claude}th "
+            "stop blocked in a row, so there the cap is never reached and no stop is let "
+            f"through: keep it at {claude - 1} or less, or raise Claude Code's own limit with "
+            "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"
+        )
+        out.append({"path": "workflow.max_stop_blocks", "message": message})
+    if late:
+        ends = ", ".join(f"{NAMES[h]} at the {n}th" for h, n in late.items())
+        message = (
+            f"max_stop_blocks is {cap}, but {ends} stop blocked in a row ends a turn itself, so "
+            f"there the cap is never reached and no stop is let through: keep it at "
+            f"{min(late.values()) - 1} or less for them"
+        )
+        out.append({"path": "workflow.max_stop_blocks", "message": message})
+    return out
 
 
 def _policy_warnings(trees: list[str]) -> list[dict[str, Any]]:
@@ -336,7 +333,6 @@ def cmd_check(p: Parsed) -> int:
                 *guard.warnings,
                 *_classifier_warnings(guard.plan),
                 *_stop_cap_warnings(guard.plan),
-                *_harness_stop_cap_warnings(guard.plan),
                 *_policy_warnings(p.multi.get("--tree", [])),
             ],
         }

@@ -116,6 +116,12 @@ def shipped() -> dict[str, Any]:
     return {**table, "documented": DOCUMENTED}
 
 
+def stop_caps() -> dict[str, int]:
+    """The refused stop in a row at which each tested harness ends a turn itself, as its field
+    test saw it (harnesses with none seen are left out)."""
+    return {r["harness"]: r["stop_cap"]["cap"] for r in shipped()["tested"] if r["stop_cap"]}
+
+
 def _cell(row: dict[str, Any], capability: str) -> str:
     if row["cells"][capability]:
         return "yes"

@@ -3,8 +3,8 @@ the guard's answers written in each one's format.
 
 Owns, for these three harnesses, the rows `adapters` adds to its tables (`EVENTS`, `INSTALLED`,
 `TOOLS`, `PARAMS`), their readers (`READERS`: a payload in, Claude Code payloads out) and their
-answers (`render`), and the blocked stop in a row at which each harness ends a turn itself
-(`STOP_CAPS`). It decides nothing (`hooks.handle` does) and writes no configuration (`install`).
+answers (`render`). It decides nothing (`hooks.handle` does) and writes no configuration
+(`install`); each harness's own stop cap is in the capability table (`capabilities`).
 
 What each harness really does, as seen in tests/field/test_copilot_cli.py, test_qwen_code.py
 and test_droid.py (it wins over the documentation):
@@ -51,7 +51,6 @@ HARNESSES = ("copilot", "qwen", "droid")
 NAMES = {"copilot": "Copilot CLI", "qwen": "Qwen Code", "droid": "Factory Droid"}
 # The versions the field tests ran (scripts/install-test-deps-harnesses installs them).
 # The blocked stop in a row at which a harness ends the turn itself, whatever the hook says.
-STOP_CAPS = {"copilot": 9, "qwen": 8}
 _CLAUDE_SHAPED = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop")
 EVENTS: dict[str, dict[str, str]] = {
     "copilot": {
