@@ -61,6 +61,13 @@ def test_install_strict_marks_the_configuration_and_walls_claude_code(project: P
     assert str((project.parent / "state").resolve()) in walled
     deny = settings(project)["permissions"]["deny"]
     assert deny[0] == "Bash(curl*)" and f"Edit(/{real}/.tether/**)" in deny
+    # every harness's hook registrations, as the binding knows them: folders and files
+    assert (
+        f"Edit(/{real}/.github/hooks/**)" in deny and f"Edit(/{real}/.qwen/settings.json)" in deny
+    )
+    assert (
+        f"Edit(/{real}/.codex/config.toml)" in deny and str(real / ".opencode" / "plugin") in walled
+    )
     again = tether(project, "guard", "install", "claude", "--strict")
     assert json.loads(again.stdout)["strict"]["config_marked"] is False
     assert settings(project)["permissions"]["deny"] == deny

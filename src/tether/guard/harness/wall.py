@@ -1,15 +1,18 @@
 """Strict mode: a wall around the agent's own commands, built from the harness's own sandbox.
 
-Owns: the paths no command of the agent may write in strict mode (`walled`: Tether's folder
-`.tether/` in the project, which holds the configuration and, in strict mode, the executions under
-`.tether/runs/`; the guard's state folder; every harness's hook registrations and the MCP
-registration `.mcp.json`); Claude Code's settings that hold them (`wall_claude`: its sandbox on, no
-way out of it, those paths denied to every write, from the shell and from its file tools), merged
-into `.claude/settings.local.json` (the paths are this machine's); turning on the configuration's
-`workflow.strict` (`mark_strict`). It does not run a sandbox: Claude Code does (bubblewrap and
-socat on Linux, Seatbelt on macOS), around the Bash tool's commands and their children only; hooks
-and MCP servers run in Claude Code's own process, outside it, and so does every answer the agent
-gives through Tether's MCP server. Where a strict session's executions may live is the binder's
+Owns:
+- the paths no command of the agent may write in strict mode (`walled`): Tether's folder
+  `.tether/` (the configuration and, in strict mode, the executions under `.tether/runs/`), the
+  guard's state folder, every hook registration (`registrations`) and `.mcp.json`;
+- Claude Code's settings that hold them (`wall_claude`): its sandbox on, no way out of it, those
+  paths denied to every write from the shell and from its file tools, merged into
+  `.claude/settings.local.json` (the paths are this machine's);
+- turning on the configuration's `workflow.strict` (`mark_strict`).
+
+It does not run a sandbox: Claude Code does (bubblewrap and socat on Linux, Seatbelt on macOS),
+around the Bash tool's commands and their children only; hooks and MCP servers run in Claude
+Code's own process, outside it, and so does every answer the agent gives through Tether's MCP
+server. Where a strict session's executions may live is the binder's
 (`binder.outside_the_wall`).
 """
 
@@ -23,26 +26,24 @@ from typing import Any
 
 from tether.errors import TetherError
 from tether.guard.binding.binder import TETHER_FOLDER
+from tether.guard.binding.registrations import PROJECT_FILES
 
-# Where each harness registers hooks or MCP servers, in the project: a command that rewrote one
-# would take the guard out of the next session (or put its own program beside it).
-REGISTRATIONS = (
-    os.path.join(".claude", "settings.json"),
-    os.path.join(".claude", "settings.local.json"),
-    ".mcp.json",
-    ".codex",
-    os.path.join(".gemini", "settings.json"),
-    os.path.join(".cursor", "hooks.json"),
-)
+# Besides the hook registrations: where Claude Code registers MCP servers in the project (a
+# command that rewrote it could put its own program beside Tether's).
+MCP_REGISTRATION = ".mcp.json"
+
 _WORKFLOW = re.compile(r"^(?P<indent>[ \t]*)workflow:[ \t]*(#.*)?$")
 _BEHAVIOR = re.compile(r"^(?P<indent>[ \t]*)behavior:[ \t]*(#.*)?$")
 
 
-def walled(project: Path, state: str) -> list[str]:
-    """The absolute paths the agent's commands may not write, in strict mode."""
+def walled(project: Path, state: str) -> list[tuple[str, bool]]:
+    """The absolute paths the agent's commands may not write, in strict mode, each with whether
+    it is a folder (everything below it): Tether's folder, the guard's state, and every hook
+    registration a bound session may not write either (`registrations`)."""
     root = project.resolve()
-    paths = [root / TETHER_FOLDER, Path(state).resolve(), *(root / r for r in REGISTRATIONS)]
-    return list(dict.fromkeys(str(p) for p in paths))
+    found = [(root / TETHER_FOLDER, True), (Path(state).resolve(), True)]
+    found += [(root / name, name.endswith(os.sep)) for name in (*PROJECT_FILES, MCP_REGISTRATION)]
+    return list(dict.fromkeys((str(path), folder) for path, folder in found))
 
 
 def _merged(found: Any, ours: list[str], where: str) -> list[Any]:
@@ -68,14 +69,15 @@ def wall_claude(settings: Path, project: Path, state: str) -> dict[str, Any]:
     from tether.files import read_json, write_file
 
     data = read_json(settings)
-    paths = walled(project, state)
+    found = walled(project, state)
+    paths = [path for path, _ in found]
     sandbox = _section(data, "sandbox", str(settings))
     sandbox.update(enabled=True, failIfUnavailable=True, allowUnsandboxedCommands=False)
     filesystem = _section(sandbox, "filesystem", f"{settings}: sandbox")
     filesystem["denyWrite"] = _merged(
         filesystem.get("denyWrite"), paths, f"{settings}: sandbox.filesystem.denyWrite"
     )
-    rules = [f"Edit(/{p}/**)" if not p.endswith(".json") else f"Edit(/{p})" for p in paths]
+    rules = [f"Edit(/{path}/**)" if folder else f"Edit(/{path})" for path, folder in found]
     permissions = _section(data, "permissions", str(settings))
     permissions["deny"] = _merged(permissions.get("deny"), rules, f"{settings}: permissions.deny")
     write_file(settings, json.dumps(data, indent=2) + "\n", root=project)
