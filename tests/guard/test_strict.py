@@ -101,6 +101,24 @@ def test_strict_is_refused_for_a_harness_tether_builds_no_wall_for(project: Path
     assert not (project / ".codex").exists()
 
 
+def test_strict_with_managed_is_refused_and_nothing_written(project: Path) -> None:
+    """`--managed` writes only the administrator's file, where no sandbox is set up: asked for
+    both at once, neither is done."""
+    managed = project.parent / "managed-settings.json"
+    before = (project / ".tether" / "guard.yaml").read_text()
+    done = tether(
+        project, "guard", "install", "claude", "--managed", "--strict", "--settings", str(managed)
+    )
+    error = json.loads(done.stderr)["error"]
+    assert (
+        done.returncode != 0
+        and error["code"] == "usage"
+        and "--managed and --strict" in error["message"]
+    )
+    assert not managed.exists() and not (project / ".claude").exists()
+    assert (project / ".tether" / "guard.yaml").read_text() == before
+
+
 @pytest.mark.parametrize(
     ("tool", "params"),
     [
