@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Locator, Page, expect
+from playwright.sync_api import Browser, Locator, Page, Route, expect
 
 from tether.verbs import Runtime
 from viewer.driver import ARTIFACTS, EXAMPLES, ViewServer, answer, tether
@@ -289,9 +289,30 @@ def test_the_list_page_and_the_side_list_load_a_page(
     expect(rows).to_have_count(0)
     expect(page.locator("#no-match")).to_be_visible()
     expect(page.locator("#no-runs")).to_be_hidden()
+    # The answer to "all" arrives after the answer to "release-train": the page keeps the latest.
+    held: list[Route] = []
+
+    def hold_all(route: Route) -> None:
+        if "tree=" in route.request.url or "status=" in route.request.url:
+            route.continue_()
+        else:
+            held.append(route)
+
+    page.route("**/api/runs?*", hold_all)
     page.select_option("#filter-status", "")
     page.select_option("#filter-tree", "release-train")
     expect(rows).to_have_count(1)
+    assert held, "the page asked for every execution before asking for release-train's"
+    answered_all = """() => performance.getEntriesByType("resource").filter((entry) =>
+        entry.name.includes("/api/runs?") && !/tree=|status=/.test(entry.name)).length"""
+    before = page.evaluate(answered_all)
+    for route in held:
+        route.continue_()
+    page.unroute("**/api/runs?*")
+    page.wait_for_function(f"() => ({answered_all})() > {before}")
+    page.evaluate("() => new Promise((done) => setTimeout(done))")  # its handler has run
+    expect(rows).to_have_count(1)
+    expect(page.locator("#page-range")).to_have_text("1–1 of 1")
     page.reload()
     expect(page.locator("#filter-tree")).to_have_value("release-train")
     expect(rows).to_have_count(1)

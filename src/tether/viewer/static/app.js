@@ -112,16 +112,20 @@ function runsQuery(query) {
   return "/api/runs?" + new URLSearchParams(Object.entries(query).filter(([, value]) => value));
 }
 
-// The listing feeds the list page, or the side list beside an execution.
+// The listing feeds the list page, or the side list beside an execution. Only the answer to the
+// latest question is shown: an older one that arrives late (a filter changed twice) is dropped.
+let listingTicket = 0;
 async function refreshListing() {
   const onList = !$("#list-view").hidden;
+  const ticket = ++listingTicket;
   let found;
   try {
     found = await getJSON(runsQuery(onList ? { ...listing, limit: PAGE } : { limit: side.limit }));
   } catch (error) {
-    if (onList) showError(error.message);
+    if (onList && ticket === listingTicket) showError(error.message);
     return;
   }
+  if (ticket !== listingTicket) return;
   if (onList) renderList(found);
   else if (!$("#run-view").hidden) renderSide(found);
 }
