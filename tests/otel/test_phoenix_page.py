@@ -34,9 +34,9 @@ def test_an_execution_in_phoenix_page(phoenix: Phoenix, tmp_path: Path) -> None:
         page.goto(f"{phoenix.url}/projects/{project}/traces/{trace_id}")
         # The trace opens over the project's list of traces (other tests' among them).
         trace = page.get_by_role("dialog")
-        expect(trace.get_by_text("invoke_workflow otel-demo").first).to_be_visible(timeout=30_000)
+        expect(trace.get_by_text("invoke_workflow otel-demo").first).to_be_visible()
         attempts = trace.get_by_text("invoke_agent", exact=False)
-        expect(attempts).to_have_count(5, timeout=30_000)
+        expect(attempts).to_have_count(5)
         attempts.first.click()
         page.get_by_role("tab", name="Events").click()
         for event in ("tether.tool", "tether.stop", "tether.check"):

@@ -139,8 +139,7 @@ class PostgresServer:
 
     def start(self) -> None:
         options = (
-            f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.folder} "
-            "-c max_connections=200"
+            f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.folder} -c max_connections=200"
         )
         if not self.durable:
             options += " -c fsync=off"
@@ -272,8 +271,13 @@ class Walker:
                     return
                 note = f"{self.label} answered {request['name']}"
                 answer = await self.call(
-                    client, "submit", deadline, trace_output=self.trace, status="success",
-                    step=request["step"], note=note,
+                    client,
+                    "submit",
+                    deadline,
+                    trace_output=self.trace,
+                    status="success",
+                    step=request["step"],
+                    note=note,
                 )
                 if "error" in answer:
                     self.stale += 1

@@ -63,4 +63,3 @@ BACKENDS: dict[str, Callable[[Path], Backend]] = {
     "memory": _memory,
     "postgresql": _postgresql,
 }
-

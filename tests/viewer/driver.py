@@ -17,9 +17,15 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from playwright.sync_api import Page
+from playwright.sync_api import Page, expect
 
 REPO = Path(__file__).resolve().parents[2]
+
+# Every browser assertion waits for the state it asserts; this is only how long it waits before it
+# calls the state missing. Playwright's default (5 s) failed on a busy 2-core machine while a
+# page was still loading (CI, the Phoenix page's Events tab), so the bound is long: a page that
+# is right passes as soon as it is, one that is wrong fails after this.
+expect.set_options(timeout=30_000)
 EXAMPLES = REPO / "examples"
 ARTIFACTS = REPO / "artifacts" / "viewer"
 TETHER = str(Path(sys.executable).parent / "tether")

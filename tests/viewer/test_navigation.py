@@ -20,8 +20,6 @@ from viewer.driver import (
     tether,
 )
 
-LIVE_MS = 1000
-
 
 def _node(page: Page, name: str) -> Locator:
     """The diagram's node named `name`."""
@@ -134,7 +132,7 @@ def test_a_wide_tree_reads_at_the_page_width_and_moves_scales_and_folds(
     page.locator("#zoom-in").click()
     level = page.locator("#zoom-level").inner_text()
     answer(run, "submit", "success")
-    expect(page.locator("#timeline li")).to_have_count(2, timeout=LIVE_MS)
+    expect(page.locator("#timeline li")).to_have_count(2)
     expect(page.locator("#diagram g.node")).to_have_count(12)
     expect(page.locator("#zoom-level")).to_have_text(level)
     page.locator('#diagram g.fold[data-fold="0"]').click()
@@ -203,16 +201,16 @@ def test_the_side_list_switches_executions_live_and_back(
     answer(review, "var", "summary", '"retries for the HTTP client"')
     answer(review, "submit", "success")
     cursors = page.locator("#diagram g.node.cursor text.name")
-    expect(cursors).to_have_text(["Review_Style", "Run_Tests"], timeout=LIVE_MS)
+    expect(cursors).to_have_text(["Review_Style", "Run_Tests"])
     answer(hello, "eval", "false")
     expect(page.locator("#side-runs li[data-path='hello.json']")).to_contain_text(
-        "hello-world · 2/5", timeout=3000
+        "hello-world · 2/5"
     )
     expect(page.locator("#run-title")).to_have_text("Code_Review")
     expect(page.locator("#timeline li")).to_have_count(3)
     # A new execution joins the list; Back returns to the one before, in the same page.
     tether("start", EXAMPLES / "deploy.yaml", runs / "deploy.json")
-    expect(side).to_have_count(3, timeout=3000)
+    expect(side).to_have_count(3)
     page.go_back()
     expect(page.locator("#run-title")).to_have_text("hello-world 1.0.0")
     expect(page.locator("#timeline li")).to_have_count(4)
