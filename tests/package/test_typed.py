@@ -76,6 +76,21 @@ def test_the_public_names_still_load_lazily() -> None:
     assert done.stdout.split() == ["False", "True"]
 
 
+def test_every_name_in_all_is_there_and_star_import_gives_them() -> None:
+    """`tether.__all__` is the public face: each of its names is found (`tether.build` among
+    them, the trees-in-code module), and `from tether import *` brings exactly those."""
+    probe = (
+        "import tether; print(all(getattr(tether, n) is not None for n in tether.__all__)); "
+        "scope = {}; exec('from tether import *', scope); "
+        "print(sorted(n for n in scope if not n.startswith('__')) == sorted(tether.__all__)); "
+        "print(callable(tether.build.sequence))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.split() == ["True", "True", "True"]
+
+
 def test_every_public_runtime_method_names_its_parameters() -> None:
     """Each public verb's docstring names every parameter, in backticks, and what it returns."""
     import inspect
