@@ -1,45 +1,37 @@
 """The verb layer: the one place where a request becomes read → engine → one commit.
 
-Owns the verbs that every interface calls (the CLI, the MCP server, the bot tools, the
-viewer): start, resume, reset, next, eval, submit (each answer may carry its step's var writes),
-approve and reject (a person's answer to a human step), think, var read/write, const, get,
-trace, verify, fork, the bot tools' jump, close, independent (a call of an action outside the
-workflow) and replace_tree, and what a bound agent session records (stop, record_tool) and
-reads (open_steps); the parsing of answer values
-(JSON or string) and the check that everything a caller hands in can be stored as standard JSON
-(`check_value`: no NaN or infinity, no text that is not UTF-8, nesting no deeper than
-`MAX_DEPTH`, no value over `MAX_VALUE_BYTES`; `check_values`: no more than `MAX_VALUES` writes
-in one answer), done here once for every interface; the clock; and the phase rules that depend on
-storage (start refuses a URI that exists). Each verb that changes an execution holds the store's
-transaction for the URI, runs the engine once, and commits once; a verb the engine refuses
-commits nothing. It does not format output (the edges do) and does not know node semantics (the
-engine does) or encodings (the stores do).
+Owns:
+- the verbs every interface calls (the CLI, the MCP server, the bot tools, the viewer): start,
+  resume, reset, next, eval, submit (each answer may carry its step's var writes), approve and
+  reject (a person's answer to a human step), think, var read/write, const, get, trace, verify,
+  fork, the bot tools' jump, close, independent (a call of an action outside the workflow) and
+  replace_tree; `list_executions` (through the store's `list`);
+- what a bound agent session records (stop, record_tool, deny_tool) and reads (open_steps);
+- the clock, and the phase rules that depend on storage (start refuses a URI that exists);
+- what the trace never holds, for `tether stats`: each answer the engine refuses and each tool
+  call a step policy denied, in the execution's refusal log (`Transaction.refuse`), which
+  nothing the engine, replay or `verify` reads;
+- after a commit that finished a node, with an OTLP endpoint configured, handing the spans it
+  completed to `tether.otel.send.emit` (nothing of OpenTelemetry is imported otherwise).
 
-After a commit that finished a node, when an OTLP endpoint is configured, the spans it completed
-are emitted (`tether.otel.send.emit`); nothing of OpenTelemetry is imported otherwise.
-
-`list_executions` lists the executions in a place (a folder, `memory://`, a database) through its
-store's `list`.
-
-It also records what the trace never holds, for `tether stats`: each answer the engine refuses
-and each tool call a bound session's step policy denied (`deny_tool`), in the execution's
-refusal log beside the trace (`Transaction.refuse`), which changes nothing the engine, replay or
-`verify` reads.
+Each verb that changes an execution holds the store's transaction for the URI, runs the engine
+once and commits once; a verb the engine refuses commits nothing. It does not check or parse
+what callers hand in (`tether.values` does, called here before each commit), format output
+(the edges do), know node semantics (the engine does) or encodings (the stores do).
 """
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import time
 from collections.abc import Callable, Iterable
 
 from tether.engine import core
-from tether.engine.varpath import parse_path, read_path
+from tether.engine.varpath import read_path
 from tether.errors import TetherError
 from tether.files import is_inside
 from tether.store import path_of, scheme_of, store_for
+from tether.values import bounded, check_answer, check_value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -67,21 +59,6 @@ _MOVES = (core.Eval, core.Submit, core.Human, core.Close)
 _ANSWERS = (*_MOVES, core.Think, core.VarWrite, core.Jump, core.Independent)
 # Execution-state keys that are engine or store bookkeeping, not part of the document.
 _INTERNAL = ("salt", "seq", "since_reset", "initial", "trace", "tree_file")
-# How deeply objects and lists written to $VAR or $CONST may nest inside one another, the keys
-# of the dotted path they are written at included. Deeper values are refused (`invalid_value`):
-# JSON readers and encoders recurse (Python's stops near 1,000 levels) and no workflow needs it.
-MAX_DEPTH = 100
-# The largest value, note or thought one call may hand in, counted as the UTF-8 bytes of its text
-# and keys (plus a few bytes per other item): larger ones are `too_large`. A state is rewritten
-# at every commit, so what it holds is what every later step costs.
-MAX_VALUE_BYTES = 1024 * 1024
-# The most $VAR writes one answer's `values` may carry.
-MAX_VALUES = 1000
-# Python converts integers of up to 4,300 digits to text; longer ones cannot be written as JSON.
-_MAX_INT_BITS = 14_000
-_LONG_INTEGER = "holds an integer too long to store (more than 4,300 digits)"
-
-
 # Where a person's answer comes from: the command line, the viewer, a program of theirs through
 # this Python API, or the harness's prompt (recorded by the guard's hook for it).
 HUMAN_SOURCES = ("cli", "viewer", "api", "prompt")
@@ -99,139 +76,6 @@ def utc_now() -> str:
     """The current UTC time as ISO 8601 with milliseconds (`2026-01-01T09:30:00.123Z`)."""
     now = time.time()
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
-
-
-def parse_value(text: str, *, strict_json: bool = False) -> Any:
-    """A `var` value: JSON when it parses, else the text itself (or an error, if `strict_json`).
-    `NaN`, `Infinity` and numbers too large for a float (`1e999`) are not JSON and are refused
-    (`invalid_value`) rather than taken for text, as are values nested too deeply to parse."""
-    check_value(text, "the value")
-    constants: list[str] = []
-    try:
-        value = json.loads(text, parse_constant=lambda name: constants.append(name))
-    except json.JSONDecodeError as exc:
-        if strict_json:
-            raise TetherError(
-                "invalid_json",
-                f"value is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
-                line=exc.lineno,
-                column=exc.colno,
-            ) from None
-        return text
-    except RecursionError:
-        raise _unstorable("the value", f"nests deeper than {MAX_DEPTH} levels") from None
-    except ValueError:  # an integer longer than Python converts
-        raise _unstorable("the value", _LONG_INTEGER) from None
-    if constants:
-        name = constants[0]
-        raise TetherError(
-            "invalid_value",
-            f"the value {name} is not a JSON number (JSON has no NaN or Infinity): write a "
-            f"number, or quote it ('\"{name}\"') to store the text",
-        )
-    return value
-
-
-def check_value(value: Any, what: str, depth: int = 0) -> None:
-    """Refuse (`invalid_value`, naming `what`) a value that cannot be stored as standard JSON: a
-    NaN or an infinity, text that is not UTF-8 (bytes a command line or a file passed through
-    undecoded), a type JSON lacks, or objects and lists nested more than `MAX_DEPTH` levels deep
-    counting the `depth` levels above the value (the keys of its path); and (`too_large`) one
-    larger than `MAX_VALUE_BYTES`. Walks without recursion, so no value is too deep to be
-    refused."""
-    if depth > MAX_DEPTH:
-        raise _unstorable(what, f"is written {depth} keys deep, deeper than {MAX_DEPTH} levels")
-    stack: list[tuple[Any, int]] = [(value, depth)]
-    size = 0
-    while stack:
-        item, level = stack.pop()
-        size += _check_text(item, what) if isinstance(item, str) else 8
-        if size > MAX_VALUE_BYTES:
-            raise _too_large(
-                what,
-                f"{what} is larger than {MAX_VALUE_BYTES:,} bytes, the most one call may hand "
-                "in: keep large content in a file and store its path",
-                MAX_VALUE_BYTES,
-            )
-        if isinstance(item, (str, bool)) or item is None:
-            continue
-        elif isinstance(item, int):
-            if item.bit_length() > _MAX_INT_BITS:
-                raise _unstorable(what, _LONG_INTEGER)
-        elif isinstance(item, float):
-            if not math.isfinite(item):
-                raise _unstorable(
-                    what,
-                    f"holds {item!r}, which JSON cannot hold (no NaN or infinity; a number "
-                    "written beyond a float's range, such as 1e999, is infinite)",
-                )
-        elif isinstance(item, (dict, list, tuple)):
-            if level >= MAX_DEPTH:
-                raise _unstorable(
-                    what,
-                    f"nests deeper than {MAX_DEPTH} levels (objects and lists inside one another, "
-                    "counting the keys of its path)",
-                )
-            if isinstance(item, dict):
-                for key, child in item.items():
-                    if not isinstance(key, str):
-                        raise _unstorable(what, f"has the key {key!r}, which is not text")
-                    size += _check_text(key, what)
-                    stack.append((child, level + 1))
-            else:
-                stack.extend((child, level + 1) for child in item)
-        else:
-            raise _unstorable(what, f"holds a {type(item).__name__}, which is not a JSON value")
-
-
-def _check_text(text: str, what: str) -> int:
-    """The length of `text` in UTF-8; `invalid_value` if it is not UTF-8 text."""
-    try:
-        return len(text.encode())
-    except UnicodeEncodeError as exc:
-        bad = text[exc.start : exc.end]
-        raise _unstorable(
-            what,
-            f"is not UTF-8 text: it holds {bad!r} at character {exc.start}, from bytes "
-            "that are not UTF-8 (check the encoding of the argument or file)",
-        ) from None
-
-
-def _too_large(what: str, message: str, limit: int) -> TetherError:
-    return TetherError("too_large", message, argument=what, limit=limit)
-
-
-def _unstorable(what: str, reason: str) -> TetherError:
-    return TetherError("invalid_value", f"{what} {reason}", argument=what)
-
-
-EVIDENCE_TEXT = 1000  # characters of each string a `tool` entry keeps
-_EVIDENCE_DEPTH = 8  # nesting levels of a `tool` entry's input kept
-_EVIDENCE_ITEMS = 100  # items of each list or mapping kept
-
-
-def bounded(value: Any, depth: int = 0) -> Any:
-    """`value` with every string cut at `EVIDENCE_TEXT` characters (the cut marked with how much
-    was left out), lists and mappings cut at `_EVIDENCE_ITEMS` items and nesting at
-    `_EVIDENCE_DEPTH` levels, so that a tool's input can never swell a trace."""
-    if isinstance(value, str):
-        if len(value) <= EVIDENCE_TEXT:
-            return value
-        return value[:EVIDENCE_TEXT] + f"…[cut {len(value) - EVIDENCE_TEXT} characters]"
-    if isinstance(value, dict | list) and depth >= _EVIDENCE_DEPTH:
-        return "…[cut: nested too deep]"
-    if isinstance(value, dict):
-        items = list(value.items())
-        out = {str(k): bounded(v, depth + 1) for k, v in items[:_EVIDENCE_ITEMS]}
-        if len(items) > _EVIDENCE_ITEMS:
-            out["…"] = f"[cut {len(items) - _EVIDENCE_ITEMS} keys]"
-        return out
-    if isinstance(value, list):
-        kept = [bounded(v, depth + 1) for v in value[:_EVIDENCE_ITEMS]]
-        if len(value) > _EVIDENCE_ITEMS:
-            kept.append(f"…[cut {len(value) - _EVIDENCE_ITEMS} items]")
-        return kept
-    return value
 
 
 class Runtime:
@@ -755,7 +599,7 @@ class Runtime:
         return cached
 
     def _answer(self, trace: str, answer: core.Answer, sent_by: int | None = None) -> Any:
-        _check_answer(answer)
+        check_answer(answer)
         store, uri = self._store(trace)
         if isinstance(answer, core.Human):
             answer = self._person_gate(uri, answer, sent_by)
@@ -921,25 +765,3 @@ def _carries_password(uri: str) -> bool:
 
     parts = urlsplit(uri)
     return parts.password is not None or "password" in parse_qs(parts.query)
-
-
-def check_values(values: dict[str, Any] | None) -> None:
-    """Refuse (`too_large`) the `values` of one answer or one close past `MAX_VALUES` writes."""
-    if values is not None and len(values) > MAX_VALUES:
-        raise _too_large(
-            "values",
-            f"the values hold {len(values):,} writes; one answer takes at most {MAX_VALUES:,}",
-            MAX_VALUES,
-        )
-
-
-def _check_answer(answer: core.Answer) -> None:
-    """`check_value` for each part of an answer; a value written to $VAR counts its path's keys
-    in its depth; `values` hold at most `MAX_VALUES` writes."""
-    check_values(getattr(answer, "values", None))
-    for part in type(answer).__slots__:
-        if isinstance(answer, core.VarWrite) and part == "value":
-            where = f"the value for {answer.path!r}"
-            check_value(answer.value, where, len(parse_path(answer.path)))
-        else:
-            check_value(getattr(answer, part), f"the {part}")

@@ -12,7 +12,7 @@ import pytest
 
 from support.command import HELLO, Arg, ok, refused, run, snapshot
 from tether.errors import EXIT_INVALID, EXIT_OK
-from tether.verbs import MAX_DEPTH
+from tether.values import MAX_DEPTH
 
 
 @pytest.fixture

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from tether.store.memory import MAX_BYTES
-from tether.verbs import MAX_VALUE_BYTES, MAX_VALUES, Runtime
+from tether.values import MAX_VALUE_BYTES, MAX_VALUES
+from tether.verbs import Runtime
 
 pytestmark = pytest.mark.anyio
 

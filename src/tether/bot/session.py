@@ -34,7 +34,8 @@ from typing import Any
 from tether.bot.surface import CLOSE, DEFAULT_SERVER, Action, Surface, surface_of
 from tether.engine.names import Kind, Reply, Result, Status
 from tether.errors import TetherError
-from tether.verbs import Runtime, check_values
+from tether.values import check_values
+from tether.verbs import Runtime
 
 GATE_NOTE = "accepted by the bot server: the agent navigates with bot tools"
 

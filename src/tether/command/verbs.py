@@ -182,7 +182,7 @@ def _note(p: Parsed) -> str | None:
 
 
 def _assignments(pairs: list[str], option: str, strict: bool) -> dict[str, Any]:
-    from tether.verbs import parse_value
+    from tether.values import parse_value
 
     out: dict[str, Any] = {}
     for pair in pairs:
@@ -297,7 +297,7 @@ def _think(p: Parsed) -> Any:
 
 
 def _var(p: Parsed) -> Any:
-    from tether.verbs import parse_value
+    from tether.values import parse_value
 
     trace = str(p.args["TRACE"])
     text = _value_text(p, "VALUE")

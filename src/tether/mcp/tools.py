@@ -31,7 +31,8 @@ from tether.engine.answers import SUBMIT_STATUSES
 from tether.engine.names import Phase, Reply, Request, Status
 from tether.errors import TetherError
 from tether.locking import WouldWait, without_waiting
-from tether.verbs import Runtime, parse_value
+from tether.values import parse_value
+from tether.verbs import Runtime
 
 logger = logging.getLogger("tether.mcp")
 
