@@ -154,7 +154,7 @@ def test_path_confinement_has_one_home() -> None:
     assert "files.py" in found  # the scan sees the home itself
     assert found <= CONFINEMENT_HOMES
     users = {
-        "verbs.py",
+        "admission.py",
         "viewer/place.py",
         "tree/load.py",
         "treetest/run.py",

@@ -26,10 +26,10 @@ import os
 import time
 from collections.abc import Callable, Iterable
 
+from tether.admission import Admission
 from tether.engine import core
 from tether.engine.varpath import read_path
 from tether.errors import TetherError
-from tether.files import is_inside
 from tether.store import path_of, scheme_of, store_for
 from tether.values import bounded, check_answer, check_value
 
@@ -82,11 +82,9 @@ class Runtime:
     """Drives executions in whatever store their URI names.
 
     `condition` evaluates `check`/`when` expressions (CEL by default); `clock` gives timestamps.
-    With `root`, files are confined to that folder. With `stores` (what a server passes), a URI
-    naming a database is refused (`forbidden`) before any connection unless it names one of
-    those databases or the default store's, with the same host, port, database, user and
-    parameters, and carries no password: a client reaches only what the server was given.
-    Trees are cached by hash: a hash names one tree, so the cache cannot go stale.
+    `root`, `default_store` and `stores` say which files and databases it may reach
+    (`tether.admission.Admission`). Trees are cached by hash: a hash names one tree, so the
+    cache cannot go stale.
     """
 
     def __init__(
@@ -101,79 +99,22 @@ class Runtime:
         self._clock = clock
         self._condition = condition
         self._trees: dict[str, dict[str, Any]] = {}
-        self._root = os.path.realpath(root) if root is not None else None
-        self._default_store = default_store or os.environ.get("TETHER_STORE") or None
-        self._stores = None if stores is None else _databases(stores, self._default_store)
+        self._admission = Admission(root, default_store, stores)
 
     @property
     def root(self) -> str | None:
         """The folder file URIs are confined to, if any."""
-        return self._root
+        return self._admission.root
 
     def _store(self, uri: str) -> tuple[Store, str]:
-        """The store for `uri` and the URI's canonical spelling, confined to `root` if set."""
-        anchored = self._anchor(uri)
-        store = store_for(anchored)
-        self._admit(store, anchored, uri)
-        canonical = store.canonical(anchored)
-        if self._root is not None and canonical.startswith("file://"):
-            self._confine(canonical[len("file://") :], uri)
-        return store, canonical
-
-    def _admit(self, store: Store, uri: str, given: str) -> None:
-        """Refuse (`forbidden`) a database URI outside `stores`, before anything connects. The
-        error says the same whatever lies at the address, so it tells a client nothing of it."""
-        if self._stores is None or store.scheme in _OWN_STORES:
-            return
-        if not _carries_password(uri) and store.place(uri)[0] in self._stores:
-            return
-        raise TetherError(
-            "forbidden",
-            f"{given!r} names a store this server was not given: it reaches only the stores it "
-            "was started with (--store, --allow-store), with their own credentials; name the "
-            "execution without a scheme to use the default store",
-            uri=given,
-        )
-
-    def _anchor(self, uri: str, *, tree: bool = False) -> str:
-        """Where a name that is not a URI lives: in the default store (`default_store`, else the
-        `TETHER_STORE` environment variable) — `STORE#name` for a database, `memory://name`, or
-        `FOLDER/name` for a folder (a path or `file://` URI) — or else as a file, relative to the
-        root when there is one. Trees are always files, relative to the root."""
-        if "\x00" in uri:
-            raise TetherError(
-                "invalid_value",
-                f"{uri!r} holds a NUL character, which no file or store name can hold",
-                uri=uri,
-            )
-        if "://" in uri or uri.startswith("file:"):
-            return uri
-        store = None if tree else self._default_store
-        if store:
-            return store_for(store).locate(store, uri)
-        if self._root is None or os.path.isabs(uri):
-            return uri
-        return os.path.join(self._root, uri)
+        """The store for `uri` and the URI's canonical spelling, as the admission allows."""
+        return self._admission.store(uri)
 
     def _load_tree(self, tree_uri: str) -> Any:
         """The tree file at `tree_uri` (a path or `file:` URI), loaded and validated."""
         from tether.tree.load import load_tree
 
-        path = path_of(self._anchor(tree_uri, tree=True))
-        if self._root is not None:
-            self._confine(path, tree_uri)
-        return load_tree(path, root=self._root)
-
-    def _confine(self, path: str, given: str) -> None:
-        """Refuse a file outside the root, however it is reached (`..`, symbolic links); the
-        error names the file as it was `given`."""
-        assert self._root is not None
-        if not is_inside(path, self._root):
-            raise TetherError(
-                "forbidden",
-                f"{given!r} is outside the allowed root {self._root} (the server's --root)",
-                path=given,
-            )
+        return load_tree(self._admission.tree_path(tree_uri), root=self._admission.root)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -447,11 +388,7 @@ class Runtime:
                 f"status must be one of {', '.join(STATUSES)}, got {status!r}",
                 argument="status",
             )
-        place = self._anchor(where, tree=True) if where else None
-        place = place or self._default_store or self._root or "."
-        self._admit(store_for(place), place, where or place)
-        if self._root is not None and scheme_of(place) == "file":
-            self._confine(path_of(place), where or place)
+        place = self._admission.place(where)
         return [summary.to_dict() for summary in store_for(place).list(place, status=status)]
 
     def trace(self, trace: str, *, start: int | None = None, stop: int | None = None) -> list[Any]:
@@ -739,29 +676,5 @@ def file_of(uri: str) -> str:
     return path_of(uri)
 
 
-_OWN_STORES = ("file", "memory")  # confined by the root, and the process's own
 # The variables that configure an OTLP endpoint: with one set, commits are emitted live.
 _OTLP_ENDPOINTS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
-
-
-def _databases(stores: Iterable[str], default: str | None) -> frozenset[str]:
-    """The places (databases) of `stores` and of the default store, if it is one; a store to
-    allow that is not a database is `usage`."""
-    stores = tuple(stores)
-    for store in stores:
-        if scheme_of(store) in _OWN_STORES:
-            raise TetherError(
-                "usage",
-                f"a store to allow is a database (postgresql://user@host/db), not {store!r}: "
-                "files are confined by the root and memory:// is the server's own",
-            )
-    given = [*stores, *([default] if default else [])]
-    return frozenset(store_for(s).place(s)[0] for s in given if scheme_of(s) not in _OWN_STORES)
-
-
-def _carries_password(uri: str) -> bool:
-    """Whether a URI carries a password, in its user part or as a `password` parameter."""
-    from urllib.parse import parse_qs, urlsplit
-
-    parts = urlsplit(uri)
-    return parts.password is not None or "password" in parse_qs(parts.query)
