@@ -1,8 +1,8 @@
 """What a person's answer to a human step has that an agent's tool calls do not.
 
-Owns the checks the verb layer's person gate (`Runtime._answer`, which every human answer passes,
-whatever interface or private path it came through) makes before a person's answer is recorded
-(`require_person`), by where the answer says it came from:
+Owns the person gate (`gate`), which the verb layer passes every person's answer through,
+whatever interface or private path it came by, before it is recorded: where the answer says it
+came from (`SOURCES`), then the checks for that place (`require_person`):
 
 - From the command line, the library or anywhere but the two below: the answering process does
   not run under an agent harness (`agent_ancestor`). Every
@@ -51,9 +51,15 @@ import os
 import secrets
 import shlex
 import unicodedata
+from collections.abc import Callable
 from typing import Any
 
+from tether.engine.answers import Human
 from tether.errors import TetherError
+
+# Where a person's answer comes from: the command line, the viewer, a program of theirs through
+# the Python API, or the harness's prompt (recorded by the guard's hook for it).
+SOURCES = ("cli", "viewer", "api", "prompt")
 
 # Environment variables an agent harness sets on the processes it starts, and whose they are.
 AGENT_MARKS = {
@@ -275,6 +281,33 @@ def sender(client_port: int, server_port: int) -> int | None:
         except OSError:
             continue
     return None
+
+
+def source(by: str) -> str:
+    """`by`, when it is one of `SOURCES`; else `invalid_value`."""
+    if by not in SOURCES:
+        raise TetherError(
+            "invalid_value", f"a human answer comes from {', '.join(SOURCES)}, not {by!r}"
+        )
+    return by
+
+
+def gate(
+    answer: Human, sent_by: int | None, trace: str, open_steps: Callable[[], list[dict[str, Any]]]
+) -> Human:
+    """`answer` once it has passed as a person's (`require_person`, by where it says it came
+    from); one from the command line is first confirmed at the controlling terminal
+    (`confirm_at_terminal`) and then answers the step the person saw: the open human step its
+    `step` names, else the first (`open_steps` gives the execution `trace`'s open requests)."""
+    require_person(answer.approved, source(answer.by), sent_by)
+    if answer.by != "cli":
+        return answer
+    human = [r for r in open_steps() if r.get("type") == "human"]
+    request = next((r for r in human if answer.step in (None, r.get("step"))), None)
+    if request is None:  # the engine says what is wrong
+        return answer
+    confirm_at_terminal(request, answer.approved, trace)
+    return Human(answer.approved, answer.by, answer.note, request["step"])
 
 
 def require_person(approved: bool, by: str, sent_by: int | None = None) -> None:

@@ -59,17 +59,6 @@ _MOVES = (core.Eval, core.Submit, core.Human, core.Close)
 _ANSWERS = (*_MOVES, core.Think, core.VarWrite, core.Jump, core.Independent)
 # Execution-state keys that are engine or store bookkeeping, not part of the document.
 _INTERNAL = ("salt", "seq", "since_reset", "initial", "trace", "tree_file")
-# Where a person's answer comes from: the command line, the viewer, a program of theirs through
-# this Python API, or the harness's prompt (recorded by the guard's hook for it).
-HUMAN_SOURCES = ("cli", "viewer", "api", "prompt")
-
-
-def _human_source(by: str) -> str:
-    if by not in HUMAN_SOURCES:
-        raise TetherError(
-            "invalid_value", f"a human answer comes from {', '.join(HUMAN_SOURCES)}, not {by!r}"
-        )
-    return by
 
 
 def utc_now() -> str:
@@ -307,8 +296,9 @@ class Runtime:
         by: str,
         sent_by: int | None,
     ) -> Answered:
-        answer = core.Human(approved, _human_source(by), note, step)
-        return self._answer(trace, answer, sent_by)
+        from tether.person import source
+
+        return self._answer(trace, core.Human(approved, source(by), note, step), sent_by)
 
     def think(self, trace: str, thought: str, *, step: str | None = None) -> Answered:
         """Record `thought`, a checkpoint on the action in flight of the execution at `trace`
@@ -552,23 +542,13 @@ class Runtime:
 
     def _person_gate(self, uri: str, answer: core.Human, sent_by: int | None) -> core.Human:
         """The one gate every person's answer passes on its way to the engine, whatever verb
-        or private path it came by (`tether.person.require_person`, by where it says it came
-        from); one from the command line is first confirmed at the controlling terminal, and
-        answers the step the person saw. An execution in `memory://` belongs to the calling
-        process alone (tests, `tether test` walks) and needs neither."""
+        or private path it came by (`tether.person.gate`). An execution in `memory://` belongs
+        to the calling process alone (tests, `tether test` walks) and needs none."""
         if scheme_of(uri) == "memory":
             return answer
         from tether import person
 
-        _human_source(answer.by)
-        person.require_person(answer.approved, answer.by, sent_by)
-        if answer.by != "cli":
-            return answer
-        request = _human_request(self.open_steps(uri)["open"], answer.step)
-        if request is None:  # the engine says what is wrong
-            return answer
-        person.confirm_at_terminal(request, answer.approved, uri)
-        return core.Human(answer.approved, answer.by, answer.note, request["step"])
+        return person.gate(answer, sent_by, uri, lambda: self.open_steps(uri)["open"])
 
     def _apply(
         self, store: Store, uri: str, tx: Transaction, answer: core.Answer
@@ -662,13 +642,6 @@ def _request(request: Any) -> Request:
 def _requests(requests: Any) -> list[Request]:
     """Requests the engine built (`core.all_open`), under their name for type checkers."""
     return requests
-
-
-def _human_request(requests: list[dict[str, Any]], step: str | None) -> dict[str, Any] | None:
-    """The open human step `step` names, else the first open one (the engine's choice), else
-    None."""
-    human = [r for r in requests if r.get("type") == "human"]
-    return next((r for r in human if step is None or r.get("step") == step), None)
 
 
 def file_of(uri: str) -> str:
