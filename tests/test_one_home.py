@@ -158,7 +158,7 @@ def test_path_confinement_has_one_home() -> None:
         "viewer/place.py",
         "tree/load.py",
         "treetest/run.py",
-        "guard/binding/sandbox.py",
+        "guard/binding/recorded.py",
     }
     for rel in users:
         assert "is_inside(" in (PACKAGE / rel).read_text(), rel

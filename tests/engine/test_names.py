@@ -27,7 +27,7 @@ STORED = {
         "PERFORMING": "performing",
         "IDLE": "idle",
     },
-    "Request": {"EVALUATE": "evaluate", "INSTRUCT": "instruct", "HUMAN": "human"},
+    "RequestType": {"EVALUATE": "evaluate", "INSTRUCT": "instruct", "HUMAN": "human"},
     "Reply": {
         "DONE": "done",
         "FAILURE": "failure",

@@ -401,7 +401,7 @@ def test_cached_plan_follows_edits_and_skips_yaml_pydantic_and_re2(tmp_path):
     cache = str(tmp_path / "cache")
     assert len(Guard.from_file(config, cache_dir=cache).rules) == 4
     probe = (
-        "import sys; from tether.guard.rules.engine import Guard; "
+        "import sys; from tether.guard.rules.ruleset import Guard; "
         f"g = Guard.from_file({config!r}, cache_dir={cache!r}); "
         "print(len(g.rules), *(m in sys.modules for m in ('pydantic', 'yaml', 're2')))"
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tether.guard import Guard
-from tether.guard.rules.cases import run_cases
+from tether.guard.rules.fixtures import run_cases
 
 EXAMPLES = Path(__file__).parents[2] / "examples" / "guard"
 

@@ -67,7 +67,7 @@ def test_the_reading_sees_deferred_relative_and_submodule_imports(tmp_path: Path
     for folder in ("rules", "binding", "harness"):
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "__init__.py").write_text('"""A layer."""\n')
-    (tmp_path / "__init__.py").write_text("from p.rules import engine\n")
+    (tmp_path / "__init__.py").write_text("from p.rules import ruleset\n")
     (tmp_path / "binding" / "__init__.py").write_text("from ..harness import hooks\n")
     (tmp_path / "cli.py").write_text("from p.harness import hooks\n")
     (tmp_path / "rules" / "engine.py").write_text(

@@ -12,8 +12,8 @@ import pytest
 
 from guard.hookkit import hook_json, session_start
 from tether.errors import EXIT_INVALID
-from tether.guard.rules.engine import Guard
 from tether.guard.rules.profiles import PROFILES
+from tether.guard.rules.ruleset import Guard
 
 LIMIT = 2000
 

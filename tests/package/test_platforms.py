@@ -77,7 +77,7 @@ import tether.locking
 sys.platform = real
 
 from tether.verbs import Runtime
-from tether.guard.rules.engine import Guard
+from tether.guard.rules.ruleset import Guard
 from tether.guard.harness.session_store import SessionStore
 
 run, state, example = sys.argv[1:4]

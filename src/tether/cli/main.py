@@ -4,7 +4,7 @@ Owns `main` (the `tether` script and `python -m tether`), the overview `tether -
 and the table of command families with parsers of their own (`FAMILIES`), each imported by name
 only when it runs, so the command imports no edge (MCP, viewer, bot, guard, tests, project
 set-up) it does not run. A verb (`next`, `submit`, ...) is parsed and called through the verb
-command table (`tether.command.verbs`) and its result printed here; the output contract (the
+command table (`tether.command.verb_table`) and its result printed here; the output contract (the
 result as JSON on stdout; an error as `{"error": {"code", "message", ...}}` on stderr with the
 exit code of its class, README "Exit codes") and the parse/help/report frame are
 `tether.command.output`'s. Heavy modules (YAML, pydantic, CEL, the MCP SDK) are imported only by
@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable
 
 from tether.command.output import emit, report, run_command
-from tether.command.verbs import COMMANDS, HANDLERS
+from tether.command.verb_table import COMMANDS, HANDLERS
 from tether.errors import EXIT_OK, EXIT_USAGE, TetherError
 
 TYPE_CHECKING = False

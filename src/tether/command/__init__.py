@@ -4,7 +4,7 @@ the MCP server, the viewer, bot tools, tree tests, the guard and project set-up.
 Owns:
 - the parser (`args`: a value is never taken for an option);
 - the output contract and the parse/help/report frame around a command (`output`);
-- the verbs as commands (`verbs`: the table and the verb call each makes, which the guard also
+- the verbs as commands (`verb_table`: the table and the verb call each makes, which the guard also
   reads to replay a `tether` line);
 - how files written for other programs start this installation of `tether` (`launch`).
 

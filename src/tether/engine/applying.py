@@ -32,7 +32,7 @@ from tether.engine.answers import (
     VarWrite,
 )
 from tether.engine.closing import hold_to_close, require_writes
-from tether.engine.names import LEVELS, Key, Kind, Phase, Reply, Request, Result, Status
+from tether.engine.names import LEVELS, Key, Kind, Phase, Reply, RequestType, Result, Status
 from tether.engine.phases import (
     current,
     cursor_of,
@@ -109,7 +109,7 @@ def _move(
 ) -> Outcome:
     """Apply an answer that may move the cursor."""
     if isinstance(answer, Eval):
-        req = select(work, answer.step, Request.EVALUATE, "eval")
+        req = select(work, answer.step, RequestType.EVALUATE, "eval")
         return _with_values(tree, work, req, answer, now, condition, tools)
     if isinstance(answer, Submit):
         if answer.status not in SUBMIT_STATUSES:
@@ -117,7 +117,7 @@ def _move(
                 "invalid_value",
                 f"submit status must be one of {', '.join(SUBMIT_STATUSES)}, got {answer.status!r}",
             )
-        req = select(work, answer.step, Request.INSTRUCT, "submit")
+        req = select(work, answer.step, RequestType.INSTRUCT, "submit")
         return _with_values(tree, work, req, answer, now, condition, tools)
     if isinstance(answer, Human):
         req = select_human(work, answer.step)

@@ -62,7 +62,7 @@ from tether.engine.answers import (
     VarWrite,
 )
 from tether.engine.applying import apply
-from tether.engine.names import Key, Kind, Phase, Reply, Request, Result, Status
+from tether.engine.names import Key, Kind, Phase, Reply, RequestType, Result, Status
 from tether.engine.phases import (
     SCHEMA_VERSION,
     all_open,
@@ -100,7 +100,7 @@ __all__ = [
     "Outcome",
     "Phase",
     "Reply",
-    "Request",
+    "RequestType",
     "Reset",
     "Result",
     "Status",

@@ -54,7 +54,7 @@ class Phase(StrEnum):
     """Nothing is open: the execution has finished."""
 
 
-class Request(StrEnum):
+class RequestType(StrEnum):
     """An open request's `type`: which answer it takes."""
 
     EVALUATE = "evaluate"

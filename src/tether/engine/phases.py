@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 
-from tether.engine.names import Phase, Reply, Request, Result, Status
+from tether.engine.names import Phase, Reply, RequestType, Result, Status
 from tether.engine.protocol import GATE_NAME, PROTOCOL_TEXT
 from tether.errors import TetherError
 
@@ -74,7 +74,7 @@ def initial_state(
 def open_gate(state: dict[str, Any]) -> None:
     state["open"] = [
         {
-            "type": Request.INSTRUCT,
+            "type": RequestType.INSTRUCT,
             "name": GATE_NAME,
             "instruction": PROTOCOL_TEXT,
             "step": f"gate:0:0:{state['seq']}:{state['salt']}",
@@ -122,7 +122,7 @@ def all_open(state: dict[str, Any]) -> list[dict[str, Any]]:
 def waits_on_person(requests: list[dict[str, Any]]) -> bool:
     """Whether every open request is a human step: nothing is the agent's to answer, so it may
     stop while a person decides."""
-    return bool(requests) and all(r["type"] == Request.HUMAN for r in requests)
+    return bool(requests) and all(r["type"] == RequestType.HUMAN for r in requests)
 
 
 def named(state: dict[str, Any], token: str | None) -> dict[str, Any]:
@@ -147,7 +147,7 @@ def select(state: dict[str, Any], token: str | None, kind: str, verb: str) -> di
     """The open request an `eval` or `submit` (`verb`) answers: the one `token` names, which
     must be of `kind` (`wrong_phase`) and not a human step (`human_only`)."""
     req = named(state, token)
-    if req["type"] == Request.HUMAN:
+    if req["type"] == RequestType.HUMAN:
         raise TetherError(
             "human_only",
             f"step {req['name']!r} is for a person to answer (tether approve or reject, or the "
@@ -169,10 +169,10 @@ def select_human(state: dict[str, Any], token: str | None) -> dict[str, Any]:
     """The open human step `token` names, else the first open one; `wrong_phase` if none is
     open (or the token names a step that is not one)."""
     if token is None:
-        req = next((r for r in state["open"] if r["type"] == Request.HUMAN), None)
+        req = next((r for r in state["open"] if r["type"] == RequestType.HUMAN), None)
     else:
         req = named(state, token)
-    if req is None or req["type"] != Request.HUMAN:
+    if req is None or req["type"] != RequestType.HUMAN:
         first = state["open"][0]
         raise TetherError(
             "wrong_phase",
@@ -214,7 +214,9 @@ def settle(
     if result == Result.RUNNING:
         state["open"] = open_
         first = open_[0]
-        state["phase"] = Phase.EVALUATING if first["type"] == Request.EVALUATE else Phase.PERFORMING
+        state["phase"] = (
+            Phase.EVALUATING if first["type"] == RequestType.EVALUATE else Phase.PERFORMING
+        )
         state["cursor"] = cursor_of(first)
         return
     state["open"] = []

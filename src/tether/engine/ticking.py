@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tether.engine.names import LEVELS, Key, Kind, Request, Result
+from tether.engine.names import LEVELS, Key, Kind, RequestType, Result
 from tether.engine.phases import settle
 from tether.engine.trace import attempt_tools, record
 from tether.engine.varpath import named_values
@@ -337,17 +337,21 @@ class Ticker:
         token = step_token(path, k, frame, self.state["salt"])
         if "evaluate" in step:
             req: dict[str, Any] = {
-                "type": Request.EVALUATE,
+                "type": RequestType.EVALUATE,
                 "name": node["name"],
                 "expression": step["evaluate"],
             }
         elif "human" in step:
-            req = {"type": Request.HUMAN, "name": node["name"], "prompt": step["human"]}
+            req = {"type": RequestType.HUMAN, "name": node["name"], "prompt": step["human"]}
             shows = named_values(step["human"], self.state)
             if shows:
                 req["shows"] = shows
         else:
-            req = {"type": Request.INSTRUCT, "name": node["name"], "instruction": step["instruct"]}
+            req = {
+                "type": RequestType.INSTRUCT,
+                "name": node["name"],
+                "instruction": step["instruct"],
+            }
             if step.get("writes"):
                 req["writes"] = list(step["writes"])
         req.update(step=token, path=list(path), index=k)

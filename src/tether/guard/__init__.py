@@ -18,7 +18,7 @@ __all__ = ["Decision", "Guard", "GuardSession"]
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from tether.guard.rules import engine
+        from tether.guard.rules import ruleset
 
-        return getattr(engine, name)
+        return getattr(ruleset, name)
     raise AttributeError(name)

@@ -208,7 +208,7 @@ def _state_dir(given: str | None) -> str:
 
 
 def _load(p: Parsed, cwd: str | None = None) -> Any:
-    from tether.guard.rules.engine import Guard
+    from tether.guard.rules.ruleset import Guard
 
     return Guard.from_file(
         _find_config(p.options.get("--config"), cwd),
@@ -308,7 +308,7 @@ def _policy_warnings(trees: list[str]) -> list[dict[str, Any]]:
 
 
 def cmd_check(p: Parsed) -> int:
-    from tether.guard.rules.engine import Guard
+    from tether.guard.rules.ruleset import Guard
 
     guard = Guard.from_file(str(p.args["CONFIG"]))
     emit(
@@ -341,7 +341,7 @@ def cmd_check(p: Parsed) -> int:
 
 
 def cmd_prompt(p: Parsed) -> int:
-    from tether.guard.rules.engine import Guard
+    from tether.guard.rules.ruleset import Guard
 
     guard = Guard.from_file(str(p.args["CONFIG"]))
     emit(
@@ -417,8 +417,8 @@ def _last_good(p: Parsed, cwd: str | None, attempt: Any, exc: TetherError) -> tu
     import time
 
     from tether.guard.harness.failsafe import record
-    from tether.guard.rules.engine import Guard
     from tether.guard.rules.plan import last_plan
+    from tether.guard.rules.ruleset import Guard
 
     config = _config_path(p.options.get("--config"), cwd)
     plan = last_plan(config, os.path.join(attempt.state_dir, "plans"))
@@ -667,8 +667,8 @@ def _strict(p: Parsed, config: Path) -> dict[str, Any] | None:
 
 
 def cmd_replay(p: Parsed) -> int:
-    from tether.guard.harness.replay import replay
-    from tether.guard.rules.engine import Guard
+    from tether.guard.harness.transcript import replay
+    from tether.guard.rules.ruleset import Guard
 
     guard = Guard.from_file(_find_config(p.options.get("--config")))
     emit(replay(guard, str(p.args["TRANSCRIPT"]), explain="--explain" in p.flags))
@@ -725,7 +725,7 @@ def cmd_doctor(p: Parsed) -> int:
 
 
 def cmd_test(p: Parsed) -> int:
-    from tether.guard.rules.cases import run_cases
+    from tether.guard.rules.fixtures import run_cases
 
     report = run_cases(
         str(p.args["CASES"]), config=p.options.get("--config"), explain="--explain" in p.flags

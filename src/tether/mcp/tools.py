@@ -28,7 +28,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from tether.engine.answers import SUBMIT_STATUSES
-from tether.engine.names import Phase, Reply, Request, Status
+from tether.engine.names import Phase, Reply, RequestType, Status
 from tether.errors import TetherError
 from tether.locking import WouldWait, without_waiting
 from tether.values import parse_value
@@ -77,7 +77,7 @@ def _or_null(schema: dict[str, Any]) -> dict[str, Any]:
 
 _REQUEST_PROPERTIES: dict[str, Any] = {
     "type": {
-        "enum": [*Request],
+        "enum": [*RequestType],
         "description": "The kind of open request (human: only a person answers it; tell the "
         "user and wait).",
     },

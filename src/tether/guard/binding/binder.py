@@ -261,7 +261,7 @@ def outside_the_wall(binding: Binding, project: str) -> str | None:
 
 def _shell_trace(words: list[str]) -> str | None:
     from tether.command.args import parse
-    from tether.command.verbs import COMMANDS
+    from tether.command.verb_table import COMMANDS
     from tether.guard.binding.steptools import tether_args
 
     args = tether_args(words)

@@ -5,6 +5,6 @@ transcript, settings files), the adapters of Codex, Gemini CLI and Cursor (`adap
 the HTTP server a hook may post to (`serve`), installing the hooks into each harness's settings
 (`install`), the session state kept on disk between hook processes (`session_store`), what the
 guard does when it cannot decide (`failsafe`) and the replay of a recorded transcript
-(`replay`). It decides no rule itself (`tether.guard.rules`) and binds no execution itself
+(`transcript`). It decides no rule itself (`tether.guard.rules`) and binds no execution itself
 (`tether.guard.binding`); the guard's command line (`tether.guard.cli`) sits above it.
 """

@@ -25,8 +25,8 @@ from tether.guard.binding.binder import Binder
 from tether.guard.harness.claude import EVENTS
 from tether.guard.harness.hooks import handle
 from tether.guard.harness.session_store import SessionStore, default_state_dir
-from tether.guard.rules.engine import Guard
 from tether.guard.rules.plan import DEFAULT_CONFIG
+from tether.guard.rules.ruleset import Guard
 
 # The events the SDK delivers to in-process callbacks (it does not deliver SessionStart or
 # SessionEnd to them: the session's context comes with its first prompt).

@@ -85,8 +85,8 @@ def _deny(reason: str) -> dict[str, Any]:
 
 def _fallback(payload: dict[str, Any], message: str) -> tuple[str, dict[str, Any]]:
     """The answer of the fallback rule set (`confirm_destructive` alone) to a PreToolUse."""
-    from tether.guard.rules.engine import Guard
     from tether.guard.rules.rule import DEFAULT_TRACKING, THRESHOLDS, builtin_rules
+    from tether.guard.rules.ruleset import Guard
 
     rules = [
         {**rule, "source": FALLBACK_SOURCE}

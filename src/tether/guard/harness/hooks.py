@@ -61,7 +61,7 @@ from tether.guard.harness.claude import (
     twice,
 )
 from tether.guard.harness.session_store import SessionStore
-from tether.guard.rules.engine import Decision, Guard, GuardSession
+from tether.guard.rules.ruleset import Decision, Guard, GuardSession
 
 # Set on a `Stop` payload by a harness that cannot refuse it (OpenCode's plugin): the session
 # has ended, and a bound one records that (`Binder.ended`).

@@ -35,7 +35,7 @@ from tether.guard.harness.failsafe import DEFAULT_DEADLINE, Attempt, mode
 from tether.guard.harness.hooks import handle
 from tether.guard.harness.session_store import SessionStore
 from tether.guard.rules.deadline import within
-from tether.guard.rules.engine import Guard
+from tether.guard.rules.ruleset import Guard
 from tether.httpgate import ListenOptions, require_token
 
 TOKEN_ENV = "TETHER_GUARD_TOKEN"

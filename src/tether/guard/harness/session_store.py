@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 
 from tether import appendlog, locking
 from tether.files import open_regular, safe_name, write_atomic
-from tether.guard.rules.engine import Guard, GuardSession
+from tether.guard.rules.ruleset import Guard, GuardSession
 from tether.guard.rules.state import SessionState
 
 SNAPSHOT_EVERY = 64

@@ -4,7 +4,7 @@ Owns the configuration (`config`, `profiles`, the built-in rules as data in `rul
 compiled and cached plan (`plan`), what a rule is made of (`triggers`, `patterns`,
 `conditions`, `messages`), the reading of a shell command line (`shell`), per-session state
 (`state`), the turn classifier (`classifier`), the one deadline (`deadline`), the guard itself
-(`engine`: `Guard`, `GuardSession`, `Decision`) and the configuration's own test cases
-(`cases`). It knows no harness, no hook payload and no workflow execution: it never imports
+(`ruleset`: `Guard`, `GuardSession`, `Decision`) and the configuration's own fixture cases
+(`fixtures`). It knows no harness, no hook payload and no workflow execution: it never imports
 `tether.guard.binding` or `tether.guard.harness` (`tests/guard/test_layers.py`).
 """

@@ -32,7 +32,7 @@ from pydantic import Field, model_validator
 
 from tether.errors import TetherError
 from tether.guard.rules.config import Strict, read_yaml, validate
-from tether.guard.rules.engine import Decision, Guard, GuardSession
+from tether.guard.rules.ruleset import Decision, Guard, GuardSession
 
 
 class Call(Strict):

@@ -65,7 +65,7 @@ def _opened(result: Any) -> int | None:
     return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else None
 
 
-class Sandbox:
+class RecordedBinding:
     """The in-memory executions of one replay, and the binder that answers for them."""
 
     def __init__(self, settings: dict[str, Any]) -> None:
@@ -166,7 +166,7 @@ class Sandbox:
 
     def _shell(self, project: str, args: list[str], result: Any) -> None:
         from tether.command.args import parse
-        from tether.command.verbs import COMMANDS, HANDLERS
+        from tether.command.verb_table import COMMANDS, HANDLERS
 
         command = COMMANDS.get(args[0])
         if command is None or "TRACE" not in command.positionals:

@@ -10,7 +10,7 @@ in order, with the line it came from. It does not judge whether the recorded age
 obeyed: a call the rules would have blocked still ran in the recording, so its result is
 recorded as it happened.
 
-The `workflow` binding is replayed too (`sandbox`): the executions the transcript starts are run
+The `workflow` binding is replayed too (`recorded`): the executions the transcript starts are run
 again in memory, and where the bound session would have been told or refused something, a row
 with `workflow` says what: `context` at a prompt, a `pre_tool` outside the step's policy, a
 `stop` where a turn of the main agent ended (before the next prompt, and at the end).
@@ -23,9 +23,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from tether.errors import TetherError
-from tether.guard.binding.sandbox import Sandbox
+from tether.guard.binding.recorded import RecordedBinding
 from tether.guard.harness.claude import assistant_text, is_user_prompt, tool_ok
-from tether.guard.rules.engine import Decision, Guard, GuardSession
+from tether.guard.rules.ruleset import Decision, Guard, GuardSession
 
 
 def _prompt_text(entry: dict[str, Any]) -> str:
@@ -42,13 +42,13 @@ def replay(guard: Guard, transcript: str, explain: bool = False) -> dict[str, An
             lines = handle.read().splitlines()
     except FileNotFoundError:
         raise TetherError("not_found", f"transcript not found: {transcript}") from None
-    driver = _Driver(guard, Sandbox(guard.plan["workflow"]), explain)
+    driver = _Driver(guard, RecordedBinding(guard.plan["workflow"]), explain)
     try:
         for line, agent, cwd, step in read(transcript, lines):
             driver.drive(line, agent, cwd, step)
         return {"transcript": transcript, **driver.report()}
     finally:
-        driver.sandbox.close()
+        driver.binding.close()
 
 
 # One step of a transcript, as the guard is driven by it: `("entry",)` opens each user or
@@ -105,12 +105,12 @@ def _steps(entry: dict[str, Any], pending: dict[str, tuple[str, dict[str, Any]]]
 
 
 class _Driver:
-    """The guard's sessions (one per agent) and the bound sandbox, driven step by step, and
+    """The guard's sessions (one per agent) and the recorded binding, driven step by step, and
     every decision and workflow row they made, counted by action."""
 
-    def __init__(self, guard: Guard, sandbox: Sandbox, explain: bool) -> None:
+    def __init__(self, guard: Guard, binding: RecordedBinding, explain: bool) -> None:
         self.guard = guard
-        self.sandbox = sandbox
+        self.binding = binding
         self.explain = explain
         self.sessions: dict[str, GuardSession] = {}
         self.out: list[dict[str, Any]] = []
@@ -130,13 +130,13 @@ class _Driver:
             self.stopped()
             self.turn_ended = None
             self.note(line, kind, session.on_user_message(args[0]), agent)
-            self.bound(line, "context", "allow", self.sandbox.context(self.project))
+            self.bound(line, "context", "allow", self.binding.context(self.project))
         elif kind == "text":
             self.note(line, kind, session.on_text(args[0], explain=explain), agent)
         elif kind == "pre_tool":
             tool, params = args
             self.note(line, kind, session.pre_tool(tool, params, explain=explain), agent)
-            self.bound(line, kind, "block", self.sandbox.pre_tool(self.project, tool, params))
+            self.bound(line, kind, "block", self.binding.pre_tool(self.project, tool, params))
         elif kind == "answered":
             if agent == "main":
                 self.turn_ended = None if args[0] else line
@@ -146,7 +146,7 @@ class _Driver:
             ok = tool_ok({"hook_event_name": event, "tool_response": result})
             decision = session.post_tool(tool, params, result, error, explain, ok)
             self.note(line, kind, decision, agent)
-            self.sandbox.post_tool(self.project, tool, params, content, ok)
+            self.binding.post_tool(self.project, tool, params, content, ok)
 
     def bound(self, line: int, event: str, action: str, text: str | None) -> None:
         if text:
@@ -155,7 +155,7 @@ class _Driver:
 
     def stopped(self) -> None:
         """Where the main agent's turn ended, what the bound session's `Stop` would have met."""
-        held = self.sandbox.stop(self.project) if self.turn_ended is not None else None
+        held = self.binding.stop(self.project) if self.turn_ended is not None else None
         if held is not None and self.turn_ended is not None:
             blocked = held.get("decision") == "block"
             text = held["reason"] if blocked else held["systemMessage"]
@@ -174,7 +174,7 @@ class _Driver:
         """The decisions and counts, once the transcript has ended (a last `Stop`)."""
         self.stopped()
         report: dict[str, Any] = {"decisions": self.out, "counts": self.counts}
-        executions = self.sandbox.report()
+        executions = self.binding.report()
         if executions:
             report["executions"] = executions
         return report
