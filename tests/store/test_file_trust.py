@@ -311,3 +311,38 @@ def test_a_full_disk_commits_nothing_and_leaves_no_temporary_file(runs: Path) ->
     assert ok("get", run_json) == before
     ok("var", run_json, "small", "1")
     assert ok("verify", run_json)["ok"]
+
+
+def test_a_folder_a_sandbox_made_read_only_is_store_unavailable_and_nothing_changes(
+    runs: Path,
+) -> None:
+    """An answer from behind a wall that keeps the executions read-only (strict mode's, here
+    bubblewrap's read-only bind, which root cannot write through either) says what stopped it,
+    naming the lock file, instead of an internal error."""
+    run_json = _started(runs)
+    before = snapshot(runs)
+    done = subprocess.run(
+        [
+            "bwrap",
+            "--dev-bind",
+            "/",
+            "/",
+            "--ro-bind",
+            str(runs),
+            str(runs),
+            sys.executable,
+            "-m",
+            "tether.cli.main",
+            "submit",
+            str(run_json),
+            "success",
+        ],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    error = json.loads(done.stderr)["error"]
+    assert (done.returncode, error["code"]) == (EXIT_INTERNAL, "store_unavailable"), error
+    assert f"{run_json}.lock" in error["message"] and "Read-only file system" in error["message"]
+    assert snapshot(runs) == before
+    ok("var", run_json, "time_of_day", "evening")  # outside the wall it commits

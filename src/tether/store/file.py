@@ -358,7 +358,17 @@ def _remove_quietly(path: str) -> None:
 
 @contextmanager
 def _locked(path: str) -> Iterator[int]:
-    fd = _open(path + ".lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fd = _open(path + ".lock", os.O_RDWR | os.O_CREAT)
+    except FileNotFoundError:
+        raise TetherError("not_found", f"no execution at {path}", path=path) from None
+    except OSError as exc:  # a folder made read-only (a sandbox's), or not this user's
+        raise TetherError(
+            "store_unavailable",
+            f"cannot lock the execution at {path} (its lock file {path}.lock): "
+            f"{exc.strerror or exc}; nothing was changed",
+            path=path,
+        ) from None
     try:
         with locked(fd):
             yield fd
