@@ -28,7 +28,7 @@ _KINDS_ASIDE = ("stop", "tool")  # entries that neither open nor answer a step
 def waiting(place: str, *, now: float | None = None, refused: int = REFUSED) -> dict[str, Any]:
     """What waits on a person at `place` (a folder, memory://, a database without `#name`):
     `{now, refused_threshold, waits: [...], unreadable: n}`, each wait `{kind, name, uri, tree,
-    step, since, age_seconds, ...}` with `kind` one of `human` (with `prompt`, `shows`,
+    step, since, age_seconds, ...}` with `kind` one of `human` (with `token`, `prompt`, `shows`,
     `approve`, `reject`), `parked` (with `reason`), `refused` (with `refusals`, `last_message`).
     `now` is the clock (seconds since the epoch), passed in by tests."""
     clock = time.time() if now is None else now
@@ -73,6 +73,7 @@ def _human(
             **base,
             "kind": "human",
             "step": req.get("name"),
+            "token": req["step"],
             "prompt": req.get("prompt"),
             "shows": req.get("shows", {}),
             "since": since,
