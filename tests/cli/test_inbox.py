@@ -10,6 +10,7 @@ import subprocess
 import uuid
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from support.command import TETHER
@@ -21,6 +22,7 @@ from tether.verbs import Runtime
 TREE = SIGN_OFF_YAML.replace(
     "Read the release notes. Approve to publish.", "Approve $VAR.notes to publish."
 )
+SCHEMA = json.loads((Path(__file__).parents[2] / "schema" / "inbox.schema.json").read_text())
 T0 = 1_800_000_000.0  # the fleet's first minute, seconds since the epoch
 
 
@@ -94,7 +96,9 @@ def test_the_command_prints_the_table_and_json(place: tuple[str, dict[str, str]]
     done = subprocess.run(
         [TETHER, "inbox", where, "--json"], capture_output=True, text=True, check=True, timeout=60
     )
-    kinds = {(w["kind"], _role(w)) for w in json.loads(done.stdout)["waits"]}
+    printed = json.loads(done.stdout)
+    jsonschema.validate(printed, SCHEMA)
+    kinds = {(w["kind"], _role(w)) for w in printed["waits"]}
     assert {("human", "human"), ("parked", "parked"), ("refused", "refused")} <= kinds
     table = subprocess.run(
         [TETHER, "inbox", where], capture_output=True, text=True, check=True, timeout=60
