@@ -1,6 +1,7 @@
 """The viewer's inbox in a real browser: a folder with an open human step, a parked execution
 and a step refused many times in a row shows each of them, the human step with the values it
-shows; Approve there moves the execution, and the inbox updates by itself (`/api/events`)."""
+shows; Approve there moves the execution; the inbox updates by itself (`/api/events`) as
+executions move."""
 
 from __future__ import annotations
 
@@ -49,6 +50,10 @@ def test_the_inbox_shows_the_waits_and_an_approval_moves_the_execution(
     expect(ship).to_contain_text('"faster builds"')
     expect(ship).to_contain_text("tether approve")
     page.screenshot(path=ARTIFACTS / "inbox.png")
+    # An execution reaches its human step while the page is open: the inbox shows it unasked.
+    Runtime().submit(str(runs / "refused.json"), "success", values={"notes": "late"})
+    expect(waits.locator('.wait.human[data-name="refused.json"]')).to_contain_text('"late"')
+    expect(waits.locator(".wait.refused")).to_have_count(0)
     ship.locator("button", has_text="Approve").click()
     expect(ship).to_be_hidden()
     entry = answer(runs / "ship.json", "trace")[-1]
