@@ -16,14 +16,14 @@ import pytest
 from support.command import TETHER
 from support.trees import SIGN_OFF_YAML
 from tether.errors import TetherError
-from tether.inbox import waiting
+from tether.inbox import table, waiting
 from tether.verbs import Runtime
 
 TREE = SIGN_OFF_YAML.replace(
     "Read the release notes. Approve to publish.", "Approve $VAR.notes to publish."
 )
 SCHEMA = json.loads((Path(__file__).parents[2] / "schema" / "inbox.schema.json").read_text())
-T0 = 1_800_000_000.0  # the fleet's first minute, seconds since the epoch
+T0 = 1_700_000_000.0  # the fleet's first minute, seconds since the epoch
 
 
 def _role(wait: dict[str, object]) -> str:
@@ -86,6 +86,9 @@ def test_the_inbox_shows_each_wait_with_its_age(place: tuple[str, dict[str, str]
     assert refused["refusals"] == 5 and refused["step"] == "Draft"
     assert refused["age_seconds"] == 180
     assert [w["kind"] for w in found["waits"] if _role(w) == "busy"] == ["human"]
+    lines = table(found).splitlines()
+    assert any(line.startswith("HUMAN") and "Sign_Off  12 min" in line for line in lines)
+    assert any(line.startswith("PARKED") and "3 min" in line for line in lines)
     assert ("refused", "refused") not in {
         (w["kind"], _role(w)) for w in waiting(where, now=T0 + 780, refused=6)["waits"]
     }
