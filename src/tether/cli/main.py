@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 FAMILIES: dict[str, tuple[str, str]] = {
     "list": ("tether.cli.listing:main", "list the executions in a folder or a database"),
     "stats": ("tether.cli.stats:main", "figures across the executions of a folder or a database"),
+    "inbox": ("tether.cli.inbox:main", "what waits on a person across a folder or a database"),
     "guard": ("tether.guard.cli:main", "the guard over an agent's tool calls (see guard --help)"),
     "mcp": ("tether.mcp.cli:main", "serve the runtime over MCP, stdio or HTTP (tether mcp --help)"),
     "view": ("tether.viewer.cli:view_main", "serve the live viewer page for executions"),

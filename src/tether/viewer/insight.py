@@ -46,6 +46,14 @@ def overview(place: Place) -> dict[str, Any]:
     return {"folder": place.label, "figures": figures, "fallbacks": fallbacks}
 
 
+def inbox(place: Place) -> dict[str, Any]:
+    """What waits on a person in the place (`tether.inbox.waiting`, the reading `tether inbox`
+    prints), with the place's label."""
+    from tether.inbox import waiting
+
+    return {"folder": place.label, **waiting(place.where)}
+
+
 def planned_fallbacks(tree: dict[str, Any]) -> set[str]:
     """The actions whose failure a selector plans for: those in any branch but the last of a
     selector above them, where a failure makes the selector try its next branch."""

@@ -142,6 +142,10 @@ async def overview(request: Request) -> Response:
     return _json(await anyio.to_thread.run_sync(insight.overview, request.app.state.place))
 
 
+async def inbox(request: Request) -> Response:
+    return _json(await anyio.to_thread.run_sync(insight.inbox, request.app.state.place))
+
+
 async def heat(request: Request) -> Response:
     name, tree_hash, measure = _asked(request, "tree", "hash", "measure")
     place = request.app.state.place
@@ -274,6 +278,7 @@ routes = [
     Route("/api/run", run_document),
     Route("/api/events", events),
     Route("/api/overview", overview),
+    Route("/api/inbox", inbox),
     Route("/api/heat", heat),
     Route("/api/behind", behind),
     Route("/api/human", human, methods=["POST"]),

@@ -64,7 +64,7 @@ function ago(iso) {
 }
 
 function showError(message) {
-  for (const id of ["#list-view", "#run-view", "#overview-view", "#heat-view"]) $(id).hidden = true;
+  for (const id of ["#list-view", "#run-view", "#overview-view", "#heat-view", "#inbox-view"]) $(id).hidden = true;
   $("#error-view").hidden = false;
   $("#error-text").textContent = message;
 }
@@ -634,10 +634,10 @@ function renderHuman(snap) {
   box.dataset.tokens = tokens;
   box.hidden = open.length === 0;
   box.replaceChildren(...(open.length ? [el("h2", {}, "Waiting for a person")] : []),
-    ...open.map(humanForm));
+    ...open.map((request) => humanForm(request)));
 }
 
-function humanForm(request) {
+function humanForm(request, path = run.path) {
   const note = el("textarea", { placeholder: "A note for the trace (optional)", "aria-label": "note" });
   const result = el("span", { class: "result", role: "status" });
   const buttons = [];
@@ -650,7 +650,7 @@ function humanForm(request) {
         method: "POST",
         cache: "no-store",
         headers: { "Content-Type": "application/json", "X-Tether-Token": TOKEN },
-        body: JSON.stringify({ path: run.path, decision, note: note.value || null, step: request.step }),
+        body: JSON.stringify({ path, decision, note: note.value || null, step: request.step }),
       });
       const body = await response.json();
       if (!response.ok) throw new Error(body.error ? body.error.message : response.statusText);
@@ -1040,10 +1040,47 @@ async function listBehind(key) {
     : [el("li", { class: "muted" }, "None.")]));
 }
 
+// -- the inbox: what waits on a person across the executions (GET /api/inbox) -------------------
+
+async function showInbox() {
+  $("#inbox-view").hidden = false;
+  $("#crumbs").replaceChildren(el("a", { href: "/" }, "Executions"), " / ", el("b", {}, "Inbox"));
+  await refreshInbox();
+  listen("/api/events", refreshInbox);
+}
+
+// A human step's panel stays while its step stays open, so a note being typed survives updates.
+async function refreshInbox() {
+  let doc;
+  try {
+    doc = await getJSON("/api/inbox");
+  } catch (error) {
+    showError(error.message);
+    return;
+  }
+  $("#in-folder").textContent = doc.folder;
+  const key = (wait) => `${wait.kind} ${wait.name} ${wait.approve || wait.since}`;
+  const kept = new Map([...$("#in-waits").children].map((row) => [row.dataset.key, row]));
+  $("#in-waits").replaceChildren(...doc.waits.map((wait) => kept.get(key(wait)) || inboxRow(wait, key(wait))));
+  $("#in-summary").textContent = doc.waits.length ? `${doc.waits.length} waiting` : "Nothing waits on a person.";
+}
+
+function inboxRow(wait, key) {
+  const age = wait.age_seconds === null ? "" : ` · waiting ${seconds(wait.age_seconds)}`;
+  const head = el("div", {}, el("a", { href: `/?run=${encodeURIComponent(wait.name)}` }, wait.name),
+    ` · ${wait.kind}${age}`);
+  const body = wait.kind === "human"
+    ? [humanForm({ name: wait.step, step: wait.token, prompt: wait.prompt, shows: wait.shows }, wait.name), el("code", {}, wait.approve)]
+    : [el("div", {}, wait.kind === "parked" ? `Parked at ${wait.step}: ${wait.reason}`
+      : `${wait.refusals} answers refused in a row at ${wait.step}: ${wait.last_message}`)];
+  return el("div", { class: `wait ${wait.kind}`, "data-key": key, "data-name": wait.name }, head, ...body);
+}
+
 // -- start ----------------------------------------------------------------------------------------------
 
 const asked = new URLSearchParams(location.search);
 if (asked.get("run")) showRun(asked.get("run"));
 else if (asked.has("overview")) showOverview();
+else if (asked.has("inbox")) showInbox();
 else if (asked.get("heat")) showHeat(asked.get("heat"), asked.get("hash"), asked.get("measure"));
 else showList();

@@ -1,0 +1,178 @@
+"""What waits on a person, across every execution of a place: `tether inbox` and the viewer.
+
+Owns `waiting`, the one reading of it (the command and the viewer's `/api/inbox` both call it):
+for each running execution the store lists, its open human steps (what is asked, the values it
+shows, since when, and the `tether approve`/`tether reject` lines that answer it), whether it is
+parked (the last `stop` entry says `parked` while its step is still open: why, since when), and
+whether its open step has been refused `refused` times or more in a row (answers refused since
+the last trace entry, from the refusal log). Also the table people read (`table`).
+
+It reads through the store interface alone (`Store.list`, `read_execution`, `refusals`), one
+execution at a time, so that a kept summary can replace the reading later in this one function.
+It does not decide anything about an execution, nor record anything.
+"""
+
+from __future__ import annotations
+
+import calendar
+import time
+from typing import Any
+
+from tether.person import command_line
+from tether.store import path_of, scheme_of, store_for
+
+REFUSED = 5  # answers refused in a row at one open step before the inbox shows it
+_KINDS_ASIDE = ("stop", "tool")  # entries that neither open nor answer a step
+
+
+def waiting(place: str, *, now: float | None = None, refused: int = REFUSED) -> dict[str, Any]:
+    """What waits on a person at `place` (a folder, memory://, a database without `#name`):
+    `{now, refused_threshold, waits: [...], unreadable: n}`, each wait `{kind, name, uri, tree,
+    step, since, age_seconds, ...}` with `kind` one of `human` (with `token`, `prompt`, `shows`,
+    `approve`, `reject`), `parked` (with `reason`), `refused` (with `refusals`, `last_message`).
+    `now` is the clock (seconds since the epoch), passed in by tests."""
+    clock = time.time() if now is None else now
+    store = store_for(place)
+    waits: list[dict[str, Any]] = []
+    unreadable = 0
+    for summary in store.list(place, status="running"):
+        if summary.error is not None:
+            unreadable += 1
+            continue
+        state, entries = store.read_execution(summary.uri)
+        base = {"name": summary.name, "uri": summary.uri, "tree": summary.tree}
+        found = _human(state, entries, base, _answerable(summary.uri))
+        found += _parked(state, entries, base) + _refused(store, state, base, refused)
+        waits += [{**w, "age_seconds": _age(w["since"], clock)} for w in found]
+    waits.sort(key=lambda w: (w["since"] or "", w["name"], w["kind"]))
+    return {
+        "now": _stamp(clock),
+        "refused_threshold": refused,
+        "waits": waits,
+        "unreadable": unreadable,
+    }
+
+
+def _answerable(uri: str) -> str:
+    """The execution as a person types it after `tether approve`."""
+    return path_of(uri) if scheme_of(uri) == "file" else uri
+
+
+def _opened_at(entries: list[dict[str, Any]]) -> str | None:
+    """When the open steps opened: the time of the last entry that moved the execution."""
+    moved = [e for e in entries if e.get("kind") not in _KINDS_ASIDE]
+    return moved[-1]["ts"] if moved else (entries[0]["ts"] if entries else None)
+
+
+def _human(
+    state: dict[str, Any], entries: list[dict[str, Any]], base: dict[str, Any], trace: str
+) -> list[dict[str, Any]]:
+    since = _opened_at(entries) or state.get("created_at")
+    return [
+        {
+            **base,
+            "kind": "human",
+            "step": req.get("name"),
+            "token": req["step"],
+            "prompt": req.get("prompt"),
+            "shows": req.get("shows", {}),
+            "since": since,
+            "approve": command_line("tether", "approve", trace, "--step", req["step"]),
+            "reject": command_line("tether", "reject", trace, "--step", req["step"]),
+        }
+        for req in state.get("open", [])
+        if req.get("type") == "human"
+    ]
+
+
+def _parked(
+    state: dict[str, Any], entries: list[dict[str, Any]], base: dict[str, Any]
+) -> list[dict[str, Any]]:
+    last = next((e for e in reversed(entries) if e.get("kind") != "tool"), None)
+    open_tokens = {r.get("step") for r in state.get("open", [])}
+    if last is None or last["kind"] != "stop" or last.get("outcome") != "parked":
+        return []
+    if last.get("step") not in open_tokens:
+        return []
+    return [
+        {
+            **base,
+            "kind": "parked",
+            "step": last.get("name"),
+            "reason": last.get("note"),
+            "since": last["ts"],
+        }
+    ]
+
+
+def _refused(
+    store: Any, state: dict[str, Any], base: dict[str, Any], threshold: int
+) -> list[dict[str, Any]]:
+    tail = [
+        r
+        for r in store.refusals(base["uri"])
+        if r.get("kind") == "answer" and r.get("seq") == state["seq"]
+    ]
+    if len(tail) < threshold:
+        return []
+    return [
+        {
+            **base,
+            "kind": "refused",
+            "step": tail[-1].get("name"),
+            "refusals": len(tail),
+            "last_message": tail[-1].get("message"),
+            "since": tail[0]["ts"],
+        }
+    ]
+
+
+def _age(stamp: str | None, now: float) -> float | None:
+    if not stamp:
+        return None
+    whole, _, fraction = stamp.rstrip("Z").partition(".")
+    seconds = calendar.timegm(time.strptime(whole, "%Y-%m-%dT%H:%M:%S"))
+    return round(max(0.0, now - seconds - float(f"0.{fraction or 0}")), 3)
+
+
+def _stamp(seconds: float) -> str:
+    whole, millis = divmod(round(seconds * 1000), 1000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{millis:03d}Z"
+
+
+def age_text(seconds: float | None) -> str:
+    """An age as people read it: `40 s`, `3 min`, `5 h`, `2 d`."""
+    if seconds is None:
+        return "-"
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)} {unit}"
+    return f"{int(seconds)} s"
+
+
+def table(inbox: dict[str, Any]) -> str:
+    """The waits as lines people read, oldest first."""
+    if not inbox["waits"]:
+        return "nothing waits on a person\n"
+    lines = []
+    for w in inbox["waits"]:
+        head = (
+            f"{w['kind'].upper():8} {w['name']}  {w['step'] or '-'}  {age_text(w['age_seconds'])}"
+        )
+        lines.append(head.replace("\n", " "))
+        if w["kind"] == "human":
+            lines.append(f"    asks: {w['prompt']}")
+            lines += [f"    {k} = {v!r}" for k, v in w["shows"].items()]
+            lines.append(f"    answer: {w['approve']}  |  {w['reject']}")
+        elif w["kind"] == "parked":
+            lines.append(f"    why: {w['reason']}")
+        else:
+            lines.append(f"    {w['refusals']} refused in a row; last: {w['last_message']}")
+    if inbox["unreadable"]:
+        lines.append(f"{inbox['unreadable']} execution(s) could not be read")
+    return "".join(_printable(line) + "\n" for line in lines)
+
+
+def _printable(line: str) -> str:
+    """`line` with its control characters escaped, so a stored text cannot drive the terminal."""
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in line)
