@@ -302,3 +302,15 @@ def test_doctor_leaves_a_users_setting_that_undoes_codex_wall_to_them(project: P
     (found,) = [f for f in json.loads(done.stdout)["findings"] if f["check"] == "sandbox_off"]
     assert not found["fixed"] and str(user) in found["what"] and "change" in found["fix"]
     assert user.read_text() == 'sandbox_mode = "danger-full-access"\n'
+
+
+def test_doctor_says_a_codex_configuration_that_is_not_toml_and_leaves_it(project: Path) -> None:
+    assert tether(project, "guard", "install", "codex", "--strict").returncode == 0
+    user = project.parent / "codex" / "config.toml"
+    user.parent.mkdir()
+    user.write_text("model = \n")
+    done = tether(project, "guard", "doctor", "--fix", "--json")
+    assert done.returncode == 3, done.stderr
+    (found,) = [f for f in json.loads(done.stdout)["findings"] if f["check"] == "sandbox_off"]
+    assert "is not valid TOML" in found["what"] and not found["fixed"]
+    assert user.read_text() == "model = \n"

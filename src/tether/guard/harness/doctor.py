@@ -283,25 +283,20 @@ def _claude_wall(project: Project) -> list[Finding]:
 def _codex_wall(project: Project) -> list[Finding]:
     """`sandbox_off` for Codex: Tether's permission profile not selected in the project's
     `.codex/config.toml`, not as strict mode sets it, or undone by a setting of the user's
-    (`wall.codex_wall_problems`). The project's own file is the doctor's to put right; a
+    (`wall.codex_wall_problems`). The project's own profile is the doctor's to put right; a
     setting of the user's is theirs."""
-    from tether.guard.harness.wall import (
-        CODEX_CONFIG,
-        codex_conflicts,
-        codex_home,
-        codex_wall_problems,
-    )
+    from tether.guard.harness.wall import CODEX_CONFIG, codex_wall_problems
 
     problems = codex_wall_problems(project.root, project.state_dir)
     if not problems:
         return []
-    theirs = codex_conflicts(project.root, codex_home())
     fix = (
-        "change what is named, then tether guard install codex --strict"
-        if theirs
-        else "tether guard doctor --fix"
+        "tether guard doctor --fix"
+        if all(fixable for _, fixable in problems)
+        else "change what is named, then tether guard install codex --strict"
     )
-    what = "strict mode, but Codex's sandbox is not as Tether set it: " + "; ".join(problems)
+    said = "; ".join(what for what, _ in problems)
+    what = f"strict mode, but Codex's sandbox is not as Tether set it: {said}"
     return [Finding("sandbox_off", "codex", CODEX_CONFIG, what, fix)]
 
 

@@ -320,9 +320,10 @@ def codex_conflicts(
 
 CODEX_HOLDS_WHEN = (
     "Codex reads the project's .codex/config.toml only in a trusted project (as it runs the "
-    "project's hooks); a session started with --sandbox, -c sandbox_mode=…, --add-dir over a "
-    "walled path or --dangerously-bypass-approvals-and-sandbox has no wall, and a command a "
-    "person approves to run outside the sandbox runs outside it"
+    "project's hooks); a session started with --sandbox, -c sandbox_mode=…, a -p profile "
+    "that sets sandbox_mode, --add-dir over a walled path or "
+    "--dangerously-bypass-approvals-and-sandbox has no wall, and a command a person approves "
+    "to run outside the sandbox runs outside it"
 )
 
 
@@ -409,19 +410,23 @@ def _codex_notes(project: Path, paths: list[str]) -> list[str]:
     return out
 
 
-def codex_wall_problems(project: Path, state: str, home: Path | None = None) -> list[str]:
-    """What keeps Tether's profile from holding in Codex for `project`, said for a person: the
-    project's `.codex/config.toml` not selecting it, or it not as strict mode writes it now,
-    and every setting that would undo it (`codex_conflicts`). Empty: the wall is as set."""
+def codex_wall_problems(
+    project: Path, state: str, home: Path | None = None
+) -> list[tuple[str, bool]]:
+    """What keeps Tether's profile from holding in Codex for `project`, each said for a person
+    with whether writing the profile again puts it right: the project's `.codex/config.toml`
+    not selecting it, or it not as strict mode writes it now (it does); every setting that
+    would undo it (`codex_conflicts`) and a file that is not TOML (it does not: they are the
+    user's). Empty: the wall is as set."""
     home = home or codex_home()
-    path = project / CODEX_CONFIG
-    out = [f"{where}: {what}" for where, what in codex_conflicts(project, home)]
     try:
-        data = _read_toml(path)
+        conflicts = codex_conflicts(project, home)
+        data = _read_toml(project / CODEX_CONFIG)
     except TetherError as exc:
-        return [*out, exc.message]
+        return [(exc.message, False)]
+    out = [(f"{where}: {what}", False) for where, what in conflicts]
     if data.get("default_permissions") != CODEX_PROFILE:
-        out.append(f"{CODEX_CONFIG} does not select Tether's profile ({CODEX_PROFILE})")
+        out.append((f"{CODEX_CONFIG} does not select Tether's profile ({CODEX_PROFILE})", True))
     elif _profile_in(data) != codex_profile(project, state, home):
-        out.append(f"{CODEX_CONFIG}: Tether's profile is not as strict mode sets it")
+        out.append((f"{CODEX_CONFIG}: Tether's profile is not as strict mode sets it", True))
     return out
