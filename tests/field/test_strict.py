@@ -10,18 +10,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
-import time
-import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from field import claudekit as ck
 from field.anthropic import AnthropicModel, tool_results
+from field.programs import PTY_DRIVER, VIEWER_POST, viewer
 from field.scripted import Call, Text, Turn
 
 RELEASE = """\
@@ -39,45 +35,6 @@ tree:
       name: Release
       steps:
         - human: Approve the release notes.
-"""
-
-# A program of the agent's own that opens a pty, runs `ARGS approve RUN` in it (RUN read from
-# target.txt, so that no command line names it) and types back the one-time code it shows: what a
-# person at a terminal would do.
-PTY_DRIVER = """\
-import os, pty, re, select, sys
-command = [*sys.argv[1:], "approve", open("target.txt").read().strip()]
-pid, fd = pty.fork()
-if pid == 0:
-    os.execvp(command[0], command)
-seen, typed = b"", False
-while select.select([fd], [], [], 90)[0]:
-    try:
-        chunk = os.read(fd, 4096)
-    except OSError:
-        break
-    if not chunk:
-        break
-    seen += chunk
-    found = re.search(rb"Type ([a-z]+) to", seen)
-    if found and not typed:
-        os.write(fd, found.group(1) + b"\\n")
-        typed = True
-os.waitpid(pid, 0)
-print(seen.decode(errors="replace"))
-"""
-
-# The viewer's token read from its page and an approval posted with it, from the agent's shell.
-VIEWER_POST = """\
-import json, re, sys, urllib.request
-base = sys.argv[1]
-page = urllib.request.urlopen(base + "/", timeout=20).read().decode()
-token = re.search(r'name="tether-token" content="([^"]+)"', page).group(1)
-target = open("target.txt").read().strip()
-body = json.dumps({"path": target, "decision": "approve"}).encode()
-request = urllib.request.Request(base + "/api/human", data=body, method="POST", headers={
-    "Content-Type": "application/json", "Origin": base, "X-Tether-Token": token})
-print(urllib.request.urlopen(request, timeout=20).read().decode())
 """
 
 RUN = ".tether/runs/run.json"
@@ -152,39 +109,6 @@ def attacks(viewer: str) -> dict[str, str]:
     }
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def viewer(project: Path) -> Iterator[str]:
-    """`tether view` of the project, as the person runs it outside the wall; yields its URL once
-    its page answers."""
-    port = free_port()
-    server = subprocess.Popen(
-        [ck.TETHER, "view", ".", "--port", str(port)],
-        cwd=project,
-        env={**os.environ, "HOME": str(ck.home(project))},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(600):
-            try:
-                urllib.request.urlopen(url + "/", timeout=5).read()
-                break
-            except OSError:
-                assert server.poll() is None, "tether view ended before it served"
-                time.sleep(0.1)
-        yield url
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
-
-
 def sandbox_ready() -> None:
     """bubblewrap and socat are installed (scripts/install-test-deps-sandbox), and this kernel
     lets bubblewrap make its namespaces; a machine that cannot fails the test saying which."""
@@ -220,7 +144,7 @@ def test_strict_mode_walls_off_every_programmed_attack(tmp_path: Path) -> None:
     assert settings["sandbox"]["enabled"] and not settings["sandbox"]["allowUnsandboxedCommands"]
     config = (project / ".tether" / "guard.yaml").read_bytes()
     assert b"strict: true" in config
-    with viewer(project) as url:
+    with viewer(project, {**os.environ, "HOME": str(ck.home(project))}) as url:
         tried = attacks(url)
         script: list[Turn] = [
             [Call("ToolSearch", {"query": f"select:{TOOLS}"})],

@@ -123,9 +123,11 @@ INSTALL = Command(
     "--managed         claude: write the hooks into Claude Code's managed settings (the\n"
     "                  system's file, or --settings), which no project or user file can remove;\n"
     "                  an administrator's file: where you may not write it, says so\n"
-    "--strict          claude: turn the sandbox on around the agent's commands, walled off\n"
-    "                  from .tether/, the guard's state and the hook registrations (sets\n"
-    "                  workflow.strict; a configuration with strict: true does the same)",
+    "--strict          claude, codex: turn the harness's sandbox on around the agent's\n"
+    "                  commands, walled off from .tether/, the guard's state and the hook\n"
+    "                  registrations (claude: .claude/settings.local.json; codex: a permission\n"
+    "                  profile in .codex/config.toml); sets workflow.strict, and a\n"
+    "                  configuration with strict: true does the same",
 )
 REPLAY = Command(
     "guard replay",
@@ -154,11 +156,12 @@ DOCTOR = Command(
     help="DIR               the project (default: the current folder)\n"
     + _CONFIG_HELP
     + _STATE_HELP
-    + "--fix             put back what can be: a removed hook, disableAllHooks in a project file\n"
+    + "--fix             put back what can be: a removed hook, disableAllHooks in a project file,\n"
+    "                  Codex's strict-mode profile in .codex/config.toml\n"
     "--json            the findings as JSON (default: a table)\n"
     "Checks: the configuration (unreadable, lost), each harness's hooks (missing, doubled,\n"
-    "disabled), Claude Code's sandbox in strict mode, harness versions never tested. Exits 3\n"
-    "while a problem remains.",
+    "disabled), Claude Code's and Codex's sandboxes in strict mode, harness versions never\n"
+    "tested. Exits 3 while a problem remains.",
 )
 HARNESSES = Command(
     "guard harnesses",
@@ -567,11 +570,11 @@ def cmd_install(p: Parsed) -> int:
             "usage",
             f"install takes {', '.join(AGENTS)}, got {agent!r}; usage: {INSTALL.usage()}",
         )
-    if "--strict" in p.flags and agent != "claude":
+    if "--strict" in p.flags and agent not in ("claude", "codex"):
         raise TetherError(
             "usage",
-            f"--strict is built for Claude Code's sandbox only; Tether builds no wall for "
-            f"{agent} yet (docs/workflow-guard.md, Strict mode)",
+            f"--strict is built from Claude Code's and Codex's sandboxes; {agent} has none "
+            "that Tether configures (docs/workflow-guard.md, Strict mode)",
         )
     command = launch(p.options.get("--command"))
     config = p.options.get("--config") or DEFAULT_CONFIG
@@ -584,6 +587,7 @@ def cmd_install(p: Parsed) -> int:
     if agent != "claude":
         if http:
             raise TetherError("usage", f"{agent} runs command hooks only: drop --http")
+        strict = agent == "codex" and _codex_strict_wanted(p, Path(config))
         result = install_harness(
             agent,
             file=p.options.get("--settings"),
@@ -592,6 +596,8 @@ def cmd_install(p: Parsed) -> int:
             on_error=_on_error(p),
             portable=command.portable,
         )
+        if strict:
+            result["strict"] = _wall_codex(p, Path(config))
         emit({**result, "launch": command.to_dict()})
         return EXIT_OK
     settings, note = settings_file(p.options.get("--settings"), command, http=http is not None)
@@ -664,6 +670,33 @@ def _strict(p: Parsed, config: Path) -> dict[str, Any] | None:
 
     settings = Path(p.options.get("--settings") or LOCAL_SETTINGS)
     return {**wall_claude(settings, Path.cwd(), default_state_dir()), "config_marked": marked}
+
+
+def _codex_strict_wanted(p: Parsed, config: Path) -> bool:
+    """Whether this install walls Codex: `--strict`, or a configuration that asks for strict
+    mode. Refused before anything is written where it cannot be: a configuration that says
+    `strict: false`, or a setting of the user's that would undo the wall (`wall.plan_codex`)."""
+    from tether.guard.harness.doctor import strict_mode
+    from tether.guard.harness.session_store import default_state_dir
+    from tether.guard.harness.wall import plan_codex, strict_refused
+
+    if "--strict" not in p.flags and not strict_mode(str(config)):
+        return False
+    refused = strict_refused(config) if "--strict" in p.flags else None
+    if refused is not None:
+        raise refused
+    plan_codex(Path.cwd(), default_state_dir())
+    return True
+
+
+def _wall_codex(p: Parsed, config: Path) -> dict[str, Any]:
+    """Strict mode for Codex: the configuration marked (`--strict`), and Tether's permission
+    profile written into the project's `.codex/config.toml` (`harness.wall`)."""
+    from tether.guard.harness.session_store import default_state_dir
+    from tether.guard.harness.wall import mark_strict, wall_codex
+
+    marked = mark_strict(config) if "--strict" in p.flags else False
+    return {**wall_codex(Path.cwd(), default_state_dir()), "config_marked": marked}
 
 
 def cmd_replay(p: Parsed) -> int:

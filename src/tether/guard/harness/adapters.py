@@ -28,6 +28,9 @@ What each mapping follows:
   - No `PostToolUse` for a patch that fails to apply or a command still running when
     `exec_command` yields; no hook at all for `write_stdin` (what is typed into a running
     command, such as an interactive `bash`).
+  - With its sandbox on (strict mode, tests/field/test_codex_strict.py), no `item_completed`
+    in the transcript for a command whose output Codex reads as the sandbox's refusal ("Read-only
+    file system", "Operation not permitted"): its evidence has no sign of how it went.
   - A patch run through the shell (`[cd DIR &&] apply_patch <<'EOF'`), which Codex applies
     itself, comes as `Bash` alone, with no `PostToolUse`: its files are read here too.
   - A denial reaches the model as the call's output ("Command blocked by PreToolUse hook:

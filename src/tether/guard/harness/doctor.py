@@ -12,15 +12,19 @@ Owns the checks and the repairs. The checks, each a `Finding` with the file it i
   saying `disableAllHooks` (every hook off but the managed ones).
 - `sandbox_off`: the configuration asks for strict mode (`workflow.strict`, read from the file
   itself, a missing key meaning off) and Claude Code's sandbox is not on, or lets a command out
-  of it (`allowUnsandboxedCommands`); `no_sandbox` (a note): strict mode and a harness whose
-  sandbox Tether does not configure.
+  of it (`allowUnsandboxedCommands`); or, where the guard is installed in Codex, the project's
+  `.codex/config.toml` does not select Tether's permission profile as strict mode writes it, or
+  a setting of the user's would undo it (`wall.codex_wall_problems`); `no_sandbox` (a note):
+  strict mode and a harness whose sandbox Tether does not configure.
 - `harness_untested` (a warning): the version of an installed harness on PATH is not the one
   the guard was tested with (the shipped capability table, `harness.capabilities`).
 
 `repair` puts back what it can: a removed hook (installed again where the guard's other hooks
-are, with their command, configuration and `on_error`) and `disableAllHooks` in a project's own
-settings file. It never writes a configuration: a lost or broken one is a person's to restore.
-It does not decide hook events (`hooks`) or write settings itself (`install`).
+are, with their command, configuration and `on_error`), `disableAllHooks` in a project's own
+settings file, and Codex's strict-mode profile in the project's `.codex/config.toml` (not
+where a setting of the user's undoes it: that is theirs to change). It never writes a
+configuration: a lost or broken one is a person's to restore. It does not decide hook events
+(`hooks`) or write settings itself (`install`, `wall`).
 """
 
 from __future__ import annotations
@@ -248,22 +252,52 @@ def _sandbox(project: Project) -> dict[str, Any]:
 
 
 def _strict(project: Project, plan: dict[str, Any] | None, installed: set[str]) -> list[Finding]:
+    """The strict-mode findings: in each harness the guard is installed in (Claude Code's also
+    where it is installed in none), its sandbox as strict mode sets it, or a note that it has
+    none Tether configures."""
     if not strict_mode(project.config) and not (plan and plan["workflow"].get("strict")):
         return []
-    out = []
+    out = _claude_wall(project) if "claude" in installed or not installed else []
+    if "codex" in installed:
+        out.extend(_codex_wall(project))
+    for harness in sorted(installed - {"claude", "codex"}):
+        what = f"strict mode: {_NAMES[harness]} has no sandbox Tether configures"
+        out.append(Finding("no_sandbox", harness, "", what, "use Claude Code or Codex"))
+    return out
+
+
+def _claude_wall(project: Project) -> list[Finding]:
+    """`sandbox_off` for Claude Code: its sandbox off, or letting a command out of it."""
     sandbox = _sandbox(project)
     fix = "tether guard install claude --strict"
     where = project.shown(project.root / SHARED_SETTINGS)
     if sandbox.get("enabled") is not True:
         what = "strict mode, but Claude Code's sandbox is off: the agent's commands run unwalled"
-        out.append(Finding("sandbox_off", "claude", where, what, fix))
-    elif sandbox.get("allowUnsandboxedCommands") is not False:
+        return [Finding("sandbox_off", "claude", where, what, fix)]
+    if sandbox.get("allowUnsandboxedCommands") is not False:
         what = "strict mode, but Claude Code lets a command run outside its sandbox"
-        out.append(Finding("sandbox_off", "claude", where, what, fix))
-    for harness in sorted(installed & {"gemini", "cursor"}):
-        what = f"strict mode: {_NAMES[harness]} has no sandbox Tether configures"
-        out.append(Finding("no_sandbox", harness, "", what, "use Claude Code or Codex"))
-    return out
+        return [Finding("sandbox_off", "claude", where, what, fix)]
+    return []
+
+
+def _codex_wall(project: Project) -> list[Finding]:
+    """`sandbox_off` for Codex: Tether's permission profile not selected in the project's
+    `.codex/config.toml`, not as strict mode sets it, or undone by a setting of the user's
+    (`wall.codex_wall_problems`). The project's own profile is the doctor's to put right; a
+    setting of the user's is theirs."""
+    from tether.guard.harness.wall import CODEX_CONFIG, codex_wall_problems
+
+    problems = codex_wall_problems(project.root, project.state_dir)
+    if not problems:
+        return []
+    fix = (
+        "tether guard doctor --fix"
+        if all(fixable for _, fixable in problems)
+        else "change what is named, then tether guard install codex --strict"
+    )
+    said = "; ".join(what for what, _ in problems)
+    what = f"strict mode, but Codex's sandbox is not as Tether set it: {said}"
+    return [Finding("sandbox_off", "codex", CODEX_CONFIG, what, fix)]
 
 
 def _versions(installed: set[str]) -> list[Finding]:
@@ -307,6 +341,8 @@ def repair(project: Project, findings: list[Finding]) -> list[Finding]:
             fixed = _reinstall(project, finding)
         elif finding.check == "hooks_disabled" and "--fix" in finding.fix:
             fixed = _enable(project.root / finding.where)
+        elif finding.check == "sandbox_off" and finding.harness == "codex":
+            fixed = "--fix" in finding.fix and _wall_codex(project)
         out.append(finding._replace(fixed=fixed))
     return out
 
@@ -349,6 +385,18 @@ def _reinstall(project: Project, finding: Finding) -> bool:
     install_claude(
         str(path), config, command=given["command"], http=http, on_error=given.get("--on-error")
     )
+    return True
+
+
+def _wall_codex(project: Project) -> bool:
+    """Write Tether's permission profile into the project's `.codex/config.toml` again, as
+    `tether guard install codex --strict` does; False where it is refused."""
+    from tether.guard.harness.wall import wall_codex
+
+    try:
+        wall_codex(project.root, project.state_dir)
+    except TetherError:
+        return False
     return True
 
 
