@@ -187,6 +187,22 @@ class Store(Protocol):
         (`not_found`, `invalid_value`)."""
         ...
 
+    def page(
+        self,
+        where: str,
+        *,
+        status: str | None = None,
+        tree: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> tuple[builtins.list[Summary], int, builtins.list[str]]:
+        """One page of `list(where)` (`limit` from `offset`, all when `limit` is None), kept by
+        `status` and by `tree` (the tree's name) — an execution that cannot be read is kept
+        whatever they say — with the number kept and the names of every tree at `where`, sorted.
+        PostgreSQL answers it from its kept summaries without reading a state; the file and
+        memory stores page their whole listing (`tether.store.shared.page_whole`)."""
+        ...
+
     def locate(self, where: str, name: str) -> str:
         """The canonical URI of the execution that `list(where)` calls `name`."""
         ...

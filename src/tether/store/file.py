@@ -76,7 +76,7 @@ from tether.files import (
     write_atomic,
 )
 from tether.locking import locked
-from tether.store.shared import REFUSAL_LOG_BYTES, encode, path_of
+from tether.store.shared import REFUSAL_LOG_BYTES, encode, page_whole, path_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -219,6 +219,8 @@ class FileStore:
             if wanted(summary, status):
                 out.append(summary)
         return out
+
+    page = page_whole
 
     def locate(self, where: str, name: str) -> str:
         return self.canonical(os.path.join(path_of(where), name))

@@ -21,6 +21,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from tether.store.base import Store, Summary
+
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 
 
@@ -62,3 +64,23 @@ def path_of(uri: str) -> str:
     if not path:
         raise TetherError("invalid_value", f"{uri!r} names no file")
     return os.path.abspath(os.path.expanduser(path))
+
+
+def page_whole(
+    store: Store,
+    where: str,
+    *,
+    status: str | None = None,
+    tree: str | None = None,
+    limit: int | None = None,
+    offset: int = 0,
+) -> tuple[list[Summary], int, list[str]]:
+    """`Store.page` of a store that keeps no summaries (the file and memory stores): its whole
+    listing, kept by `status` and `tree` (one that cannot be read is kept whatever they say),
+    then paged."""
+    from tether.store.base import wanted
+
+    listed = store.list(where)
+    kept = [s for s in listed if wanted(s, status) and (tree is None or s.error or s.tree == tree)]
+    end = None if limit is None else offset + limit
+    return kept[offset:end], len(kept), sorted({s.tree for s in listed if s.tree is not None})
