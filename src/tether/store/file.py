@@ -44,8 +44,24 @@ Listing: `list(FOLDER)` finds an execution by its state file and the tree file n
 below it, leaving out hidden folders (`.git`, `.venv`...), `venv`, `node_modules` and
 `__pycache__`, and entering no folder through a symbolic link. It reads each state file as every
 read does (no link followed, the file names it gives checked) and nothing else, no tree and no
-trace: a link, a FIFO or a corrupt file there is listed with its own error, and the others are
-listed as usual. A folder given to `list` by a link is followed: the caller chose it.
+trace (and no state file its index is up to date with: see Index): a link, a FIFO or a corrupt
+file there is listed with its own error, and the others are listed as usual. A folder given to
+`list` by a link is followed: the caller chose it.
+
+Index: each folder that holds executions also holds `.tether-index.jsonl`, a cache of what a
+listing shows of them (`tether.store.shared.listed`: tree, status, phase, open step, revision,
+created and updated, trace length). A commit, a create and a tree swap append one line for their
+execution once its state file is written, stamped with that file's inode, size and modification
+time (a commit renames a new file into place, so each one changes the stamp). The state file
+stays the truth: `list` believes a line only while its stamp is the state file's, and reads the
+state file otherwise (a process killed between its commit and its line, an edit by hand, a
+torn or forged line, a folder an older Tether wrote), appending what it read so that the next
+listing need not. Once an index holds more than twice the lines it needs, a listing writes it
+afresh (atomically; an append racing that rewrite is lost, which leaves the index behind, never
+wrong). A listing still finds the executions by their names in the folders (one `stat` each),
+but reads no state file the index is up to date with. A failure to write the index is not the
+commit's: the next listing catches it up. Folders nothing lists keep appending: the index grows
+by a line a commit until a listing rewrites it.
 
 Counting (`tally`): the executions `list` finds, each read as a `get` reads it (the tree once
 per tree hash), its trace parsed as one JSON array rather than line by line, and counted by
@@ -76,7 +92,7 @@ from tether.files import (
     write_atomic,
 )
 from tether.locking import locked
-from tether.store.shared import REFUSAL_LOG_BYTES, encode, page_whole, path_of
+from tether.store.shared import REFUSAL_LOG_BYTES, encode, listed, page_whole, path_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -90,6 +106,8 @@ _TRACE = r"\.trace(?:\.\d+)?\.jsonl"
 _TREE = r"\.tree(?:\.\d+)?\.json"
 _SIDECAR = re.compile(rf"(?:{_TRACE}|{_TREE})")
 _REFUSED = ".refused.jsonl"
+# The summary index of the executions in a folder (see "Index" above).
+INDEX = ".tether-index.jsonl"
 _LEFTOVER = re.compile(rf"(?:{_TREE})?{TEMPORARY.pattern}")
 # How far below the folder it is given `list` looks, and the folders it leaves out (besides
 # hidden ones): they hold no executions worth listing and can be large.
@@ -170,6 +188,7 @@ class FileStore:
                 for name in created:  # a start that fails leaves nothing to block the next
                     _remove_quietly(name)
                 raise
+            _note(path, stored)
         return stored
 
     def load(self, uri: str) -> dict[str, Any]:
@@ -206,19 +225,9 @@ class FileStore:
         return int(_read_state(path_of(uri))["revision"])
 
     def list(self, where: str, *, status: str | None = None) -> builtins.list[Summary]:
-        from tether.store.base import Summary, wanted  # not on a step's path: see its docstring
+        from tether.store.base import wanted  # not on a step's path: see its docstring
 
-        folder = path_of(where)
-        out = []
-        for name in _execution_names(folder):
-            path = os.path.join(folder, *name.split("/"))
-            try:
-                summary = Summary.of("file://" + path, name, _read_state(path))
-            except TetherError as exc:
-                summary = Summary.unreadable("file://" + path, name, exc)
-            if wanted(summary, status):
-                out.append(summary)
-        return out
+        return [s for s in _summaries(path_of(where)) if wanted(s, status)]
 
     page = page_whole
 
@@ -309,6 +318,7 @@ class _FileTransaction:
             write_atomic(self._path, state_text)
             if reset_trace:
                 _tidy(self._path, committed)
+        _note(self._path, committed)
         self.state = committed
         return committed
 
@@ -345,6 +355,7 @@ class _FileTransaction:
             write_atomic(usual, text)
             write_atomic(self._path, final_state)
             _remove_quietly(os.path.join(os.path.dirname(self._path), staged))
+        _note(self._path, committed)
         self.state = committed
         return committed
 
@@ -387,6 +398,114 @@ def _writing(path: str, lock: int | None) -> Iterator[None]:
             "stands and nothing of this one is committed",
             path=path,
         ) from None
+
+
+def _stamp(path: str) -> list[int]:
+    """What changes whenever the state file at `path` is written: its inode (each commit renames
+    a new file there), size and modification time."""
+    st = os.lstat(path)
+    return [st.st_ino, st.st_size, st.st_mtime_ns]
+
+
+def _index_line(base: str, stamp: list[int], state: dict[str, Any]) -> str:
+    return encode({"name": base, "stamp": stamp, "state": listed(state)}) + "\n"
+
+
+def _note(path: str, state: dict[str, Any]) -> None:
+    """After a commit: append the execution's summary to its folder's index (see "Index" above),
+    stamped with the state file just written. A failure here leaves the index behind, which the
+    next listing catches up, so it is not the commit's failure."""
+    folder, base = os.path.split(path)
+    with contextlib.suppress(OSError):
+        line = _index_line(base, _stamp(path), state).encode()
+        fd = open_regular(os.path.join(folder, INDEX), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        try:
+            write_all(fd, line)
+        finally:
+            os.close(fd)
+
+
+def _read_index(folder: str) -> tuple[dict[str, dict[str, Any]], int]:
+    """The folder's index: the latest line per execution name, and how many lines it has. A line
+    that is not such a record (torn by a kill, written by something else) is skipped."""
+    try:
+        data = read_regular(os.path.join(folder, INDEX))
+    except OSError:
+        return {}, 0
+    kept: dict[str, dict[str, Any]] = {}
+    lines = data.splitlines()
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if (
+            isinstance(record, dict)
+            and isinstance(record.get("name"), str)
+            and isinstance(record.get("stamp"), list)
+            and isinstance(record.get("state"), dict)
+        ):
+            kept[record["name"]] = record
+    return kept, len(lines)
+
+
+def _summaries(folder: str) -> builtins.list[Summary]:
+    """`list(folder)`: each execution's summary from its folder's index where the index is not
+    behind its state file (same stamp), else from the state file, which then catches the index
+    up."""
+    from tether.store.base import Summary
+
+    indexes: dict[str, tuple[dict[str, dict[str, Any]], int]] = {}
+    behind: dict[str, builtins.list[str]] = {}
+    out = []
+    for name in _execution_names(folder):
+        sub, _, base = name.rpartition("/")
+        directory = os.path.join(folder, *sub.split("/")) if sub else folder
+        if directory not in indexes:
+            indexes[directory] = _read_index(directory)
+        path, uri = os.path.join(directory, base), "file://" + os.path.join(directory, base)
+        record = indexes[directory][0].get(base)
+        try:
+            stamp = _stamp(path)
+            if record is not None and record["stamp"] == stamp:
+                out.append(Summary.of(uri, name, record["state"]))
+                continue
+            state = _read_state(path)
+            out.append(Summary.of(uri, name, state))
+            behind.setdefault(directory, []).append(_index_line(base, stamp, state))
+        except (TetherError, OSError) as exc:
+            error = exc if isinstance(exc, TetherError) else _read_error(path)
+            out.append(Summary.unreadable(uri, name, error))
+    for directory, lines in behind.items():
+        _catch_up(directory, lines, *indexes[directory])
+    return out
+
+
+def _read_error(path: str) -> TetherError:
+    """Why the state file at `path` cannot be read (it went while it was listed)."""
+    try:
+        _read_state(path)
+    except TetherError as exc:
+        return exc
+    return TetherError("not_found", f"no execution at {path}", path=path)
+
+
+def _catch_up(folder: str, lines: builtins.list[str], kept: dict[str, Any], count: int) -> None:
+    """Add `lines` to the folder's index: appended, or, once the index holds more than twice
+    the lines it needs, written afresh with one line per execution. An append that races the
+    rewrite may be lost: the index is then behind, never wrong."""
+    index = os.path.join(folder, INDEX)
+    with contextlib.suppress(OSError):
+        if count + len(lines) <= 2 * len(kept) + 64:
+            fd = open_regular(index, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+            try:
+                write_all(fd, "".join(lines).encode())
+            finally:
+                os.close(fd)
+            return
+        fresh = {r["name"]: encode(r) + "\n" for r in kept.values()}
+        fresh.update((json.loads(line)["name"], line) for line in lines)
+        write_atomic(index, "".join(fresh.values()))
 
 
 def _tidy(path: str, state: dict[str, Any] | None) -> list[str]:

@@ -84,3 +84,19 @@ def page_whole(
     kept = [s for s in listed if wanted(s, status) and (tree is None or s.error or s.tree == tree)]
     end = None if limit is None else offset + limit
     return kept[offset:end], len(kept), sorted({s.tree for s in listed if s.tree is not None})
+
+
+# The keys of a state an execution's kept summary copies (`listed`).
+_LISTED = ("tree_name", "tree_hash", "status", "phase", "revision", "created_at", "updated_at")
+
+
+def listed(state: dict[str, Any]) -> dict[str, Any]:
+    """What a listing reads of a committed state (`tether.store.base.Summary.of`), and what a
+    reader across executions needs besides (the tree's hash, when it was created, the trace's
+    length): the summary a store keeps of an execution."""
+    kept = {k: state.get(k) for k in _LISTED}
+    requests = state.get("open")
+    kept["open"] = requests[:1] if isinstance(requests, list) else []
+    trace = state.get("trace")
+    kept["entries"] = trace.get("entries") if isinstance(trace, dict) else None
+    return kept
