@@ -10,7 +10,8 @@ the viewer's routes call: `/api/runs` first page (`Place.runs`, 50 rows), the ov
 The executions are those of `bench/stats_bench.py` (a 33-action tree, 100 entries each, a tenth
 failed, a tenth running, a tenth with refusals), written through the file store's own `create`
 and, on PostgreSQL, as the store's rows with COPY; then the store is opened once through its
-API (on PostgreSQL this is where an older schema would be brought up to date). Sizes are
+API, by `tether list` in a fresh process ("first open"): the rows COPY wrote are those of a
+database of schema version 2, whose summaries that first open fills. Sizes are
 chosen with `--executions` (1,000 by default; 10,000 and 100,000 take minutes to write).
 
     .venv/bin/python bench/fleet_bench.py [--executions 1000 10000] [--rounds 3]
@@ -64,6 +65,16 @@ def answers(place: str) -> dict[str, Callable[[], Any]]:
     }
 
 
+def _as_schema_2(database: str) -> None:
+    """The database as a Tether of schema version 2 left it (its rows were written with COPY,
+    past the store): without summaries, which its first open fills."""
+    import psycopg
+
+    with psycopg.connect(database, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS tether_summaries")
+        conn.execute("UPDATE tether_schema SET version = 2")
+
+
 def measure(place: str, rounds: int) -> dict[str, float]:
     out = {}
     for name, call in answers(place).items():
@@ -100,8 +111,10 @@ def main() -> None:
                         server.create_database(f"fleet{count}")
                         place = server.database_uri(f"fleet{count}")
                     written = fill(place, count, made)
+                    if label != "files":
+                        _as_schema_2(place)
                     started = time.perf_counter()
-                    store_for(place).list(place)  # the first open: an upgrade happens here
+                    _cli("list", place, "--json")()  # the first open: an upgrade happens here
                     opened = time.perf_counter() - started
                     rows.append((count, label, written, opened, measure(place, args.rounds)))
                     print(f"done: {count:,} on {label}", file=sys.stderr, flush=True)
