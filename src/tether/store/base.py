@@ -203,6 +203,15 @@ class Store(Protocol):
         memory stores page their whole listing (`tether.store.shared.page_whole`)."""
         ...
 
+    def fingerprint(self, where: str) -> tuple[int, object]:
+        """`(n, token)`: how many executions `list(where)` would give, and a value that changes
+        whenever one of them is created or commits (what a viewer polls to learn that its
+        listing changed), read without reading the executions: on PostgreSQL the sum of their
+        revisions, in a folder each sub-folder's modification time and the length of its index
+        (`tether.store.file`; an edit by hand that renames nothing goes unseen), in memory each
+        execution's revision."""
+        ...
+
     def locate(self, where: str, name: str) -> str:
         """The canonical URI of the execution that `list(where)` calls `name`."""
         ...

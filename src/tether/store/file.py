@@ -231,6 +231,10 @@ class FileStore:
 
     page = page_whole
 
+    def fingerprint(self, where: str) -> tuple[int, object]:
+        changes: builtins.list[tuple[str, int, int]] = []
+        return len(_execution_names(path_of(where), changes)), tuple(changes)
+
     def locate(self, where: str, name: str) -> str:
         return self.canonical(os.path.join(path_of(where), name))
 
@@ -536,9 +540,12 @@ def _tidy(path: str, state: dict[str, Any] | None) -> list[str]:
     return sorted(present)
 
 
-def _execution_names(folder: str) -> builtins.list[str]:
+def _execution_names(
+    folder: str, changes: builtins.list[tuple[str, int, int]] | None = None
+) -> builtins.list[str]:
     """The executions under `folder` (see "Listing" above), as paths relative to it with `/`,
-    sorted."""
+    sorted; with `changes`, what a commit changes in each folder visited is added to it
+    (`fingerprint`)."""
     try:
         top = _entries(folder)
     except FileNotFoundError:
@@ -558,6 +565,8 @@ def _execution_names(folder: str) -> builtins.list[str]:
     while pending:
         prefix, depth, entries = pending.pop()
         names = {entry.name for entry in entries}
+        if changes is not None:
+            changes.append(_changes(os.path.join(folder, prefix), prefix))
         for entry in entries:
             if not entry.is_dir(follow_symlinks=False):
                 if entry.name + ".tree.json" in names:
@@ -570,6 +579,14 @@ def _execution_names(folder: str) -> builtins.list[str]:
                 with contextlib.suppress(OSError):  # a sub-folder it may not read is left out
                     pending.append((f"{prefix}{entry.name}/", depth + 1, _entries(entry.path)))
     return sorted(found)
+
+
+def _changes(folder: str, prefix: str) -> tuple[str, int, int]:
+    """What a commit in `folder` changes: the folder's modification time (a commit renames its
+    state file into place) and the length of its index (a commit appends to it)."""
+    with contextlib.suppress(OSError):
+        return prefix, os.stat(folder).st_mtime_ns, _size(os.path.join(folder, INDEX))
+    return prefix, -1, -1
 
 
 def _entries(folder: str) -> builtins.list[os.DirEntry[str]]:

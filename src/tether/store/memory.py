@@ -146,6 +146,10 @@ class MemoryStore:
 
     page = page_whole
 
+    def fingerprint(self, where: str) -> tuple[int, object]:
+        listed = self.list(where)
+        return len(listed), tuple((s.name, s.revision) for s in listed)
+
     def refusals(self, uri: str) -> builtins.list[dict[str, Any]]:
         return [json.loads(line) for line in builtins.list(self._record(uri).refused)]
 

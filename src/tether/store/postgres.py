@@ -560,6 +560,15 @@ class PostgresStore:
             out.append(Summary.of(Target(target.dsn, None, name).uri, name, state))
         return out, int(counted[0]), builtins.list(json.loads(counted[1] or "[]"))
 
+    def fingerprint(self, where: str) -> tuple[int, object]:
+        target = self._database(where)
+        with _connection(target) as conn:
+            row = conn.execute(
+                "SELECT count(*), coalesce(sum(revision), 0) FROM tether_summaries"
+            ).fetchone()
+        assert row is not None  # an aggregate gives one row
+        return int(row[0]), int(row[1])
+
     def refusals(self, uri: str) -> builtins.list[dict[str, Any]]:
         target = parse(uri)
         with _connection(target) as conn:

@@ -296,14 +296,13 @@ class Place:
 
     # -- change signals ------------------------------------------------------------------------
 
-    def listing_signature(self) -> tuple[tuple[str, int | None, str | None], ...] | str:
-        """What changes when the listing does: each execution's name and revision (or error),
-        or the reason the place cannot be listed."""
+    def listing_signature(self) -> tuple[int, object] | str:
+        """What changes when the listing does (`Store.fingerprint`), or the reason the place
+        cannot be listed."""
         try:
-            listed = self.executions()
+            return self.store.fingerprint(self.where)
         except TetherError as exc:
             return exc.message
-        return tuple((s.name, s.revision, s.error["message"] if s.error else None) for s in listed)
 
 
 def _fork(rel: str, trace: list[dict[str, Any]], at: int) -> dict[str, Any]:
