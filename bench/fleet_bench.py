@@ -2,10 +2,13 @@
 and on PostgreSQL.
 
 Owns one measurement per answer, in seconds (median of `--rounds`): `tether stats PLACE --json`
-and `tether list PLACE --json` (fresh processes, as a person runs them), and, in process, what
+and `tether list PLACE --json`, whole and its first page (`--limit 50`; fresh processes, as a
+person runs them), and, in process, what
 the viewer's routes call: `/api/runs` first page (`Place.runs`, 50 rows), the overview
 (`insight.overview`), one tree's heat map (`insight.heat`) and `/api/behind` for one action
-(`insight.behind`). A fresh `Place` is made for each round, as a viewer that just started.
+(`insight.behind`); "idle tick" is what a viewer with the listing open reads each second while
+nothing changes (`Place.listing_signature`). A fresh `Place` is made for each round, as a
+viewer that just started.
 
 The executions are those of `bench/stats_bench.py` (a 33-action tree, 100 entries each, a tenth
 failed, a tenth running, a tenth with refusals), written through the file store's own `create`
@@ -39,7 +42,16 @@ from tether.store import store_for
 from tether.viewer import insight
 from tether.viewer.place import Place
 
-ANSWERS = ("tether stats", "tether list", "/api/runs", "overview", "heat map", "/api/behind")
+ANSWERS = (
+    "tether stats",
+    "tether list",
+    "list page",
+    "/api/runs",
+    "overview",
+    "heat map",
+    "/api/behind",
+    "idle tick",
+)
 
 
 def _cli(*args: str) -> Callable[[], Any]:
@@ -58,10 +70,12 @@ def answers(place: str) -> dict[str, Callable[[], Any]]:
     return {
         "tether stats": _cli("stats", place, "--json"),
         "tether list": _cli("list", place, "--json"),
+        "list page": _cli("list", place, "--limit", "50", "--json"),
         "/api/runs": lambda: Place(place).runs({"limit": "50"}),
         "overview": lambda: insight.overview(Place(place)),
         "heat map": lambda: insight.heat(Place(place), "bench", tree_hash, "failures"),
         "/api/behind": lambda: insight.behind(Place(place), "bench", tree_hash, "0", "failures"),
+        "idle tick": Place(place).listing_signature,
     }
 
 
