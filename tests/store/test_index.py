@@ -1,7 +1,8 @@
-"""The file store's summary index (`.tether-index.jsonl` in each folder that holds executions):
-the listing it gives equals the listing read from every state file, after runs of every kind,
-after a process killed between its commit and the index line, in a folder an older Tether wrote
-(no index), and when the index is torn, stale or lies."""
+"""The file store's summary index (`.tether-index.jsonl` in each folder that holds executions)
+and kept figures (`.tether-figures.jsonl`): the listing and the figures they give equal those
+read from every state file and trace, after runs of every kind, after a process killed between
+its commit and the index line, in a folder an older Tether wrote (neither file), and when they
+are torn, stale or lie."""
 
 from __future__ import annotations
 
@@ -10,9 +11,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from tether.errors import TetherError
 from tether.store import store_for
 from tether.store.base import Summary
-from tether.store.file import INDEX
+from tether.store.file import FIGURES, INDEX
+from tether.store.tally import Tally
 from tether.verbs import Runtime
 
 HELLO = str(Path(__file__).resolve().parents[2] / "examples" / "hello-world.yaml")
@@ -108,3 +113,42 @@ def test_a_torn_stale_or_lying_index_is_not_believed(tmp_path: Path) -> None:
     (tmp_path / "top.json").write_text("{not json")
     corrupt = [s for s in _listed(tmp_path) if s.name == "top.json"]
     assert corrupt[0].error is not None and corrupt[0].error["code"] == "corrupt_execution"
+
+
+def _recounted(folder: Path) -> dict[str, object]:
+    """The figures counted again from every execution's trace, tree and refusal log."""
+    store = store_for(str(folder))
+    count = Tally()
+    for summary in _from_states(folder):
+        state, entries = store.read_execution(summary.uri)
+        count.add(state, store.load_tree(summary.uri), entries, store.refusals(summary.uri))
+    return count.result()
+
+
+def test_the_kept_figures_equal_the_figures_recounted_from_the_traces(tmp_path: Path) -> None:
+    _fleet(tmp_path)
+    store = store_for(str(tmp_path))
+    assert store.tally(str(tmp_path)) == _recounted(tmp_path)
+    assert (tmp_path / "a" / FIGURES).exists(), "the count was kept"
+    run = tmp_path / "a" / "run.json"
+    Runtime().submit(str(run), "success")  # a commit since
+    with pytest.raises(TetherError):
+        Runtime().submit(str(run), "success", values={"nothing": 1})  # a refusal: no commit
+    assert (tmp_path / "a" / "run.json.refused.jsonl").exists()
+    done = subprocess.run(
+        [sys.executable, "-c", _KILLED_AFTER_COMMIT, str(tmp_path / "top.json")],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == -9, done.stderr
+    figures = tmp_path / "b" / "c" / FIGURES
+    lie = json.loads(figures.read_text().splitlines()[-1])
+    lie["record"]["statuses"] = {"complete": 99}
+    lie["stamp"] = [0, 0, 0, 0]
+    figures.write_text(figures.read_text() + json.dumps(lie) + "\n{torn")
+    assert store.tally(str(tmp_path)) == _recounted(tmp_path)
+    assert store.tally(str(tmp_path), tree="hello-world") == _recounted(tmp_path)
+    for kept in tmp_path.rglob(FIGURES):
+        kept.unlink()
+    assert store.tally(str(tmp_path)) == _recounted(tmp_path)

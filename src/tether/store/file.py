@@ -63,9 +63,15 @@ but reads no state file the index is up to date with. A failure to write the ind
 commit's: the next listing catches it up. Folders nothing lists keep appending: the index grows
 by a line a commit until a listing rewrites it.
 
-Counting (`tally`): the executions `list` finds, each read as a `get` reads it (the tree once
-per tree hash), its trace parsed as one JSON array rather than line by line, and counted by
-`tether.store.tally`.
+Counting (`tally`): the executions `list` finds, each counted by `tether.store.tally` once and
+kept in its folder's `.tether-figures.jsonl` (`record_of`: its counts and whole durations, which
+merge exactly), a line stamped like the index's, with the length of the refusal log besides. A
+count is believed only while its stamp is current; otherwise the execution is read as a `get`
+reads it (the tree once per tree hash), its trace parsed as one JSON array rather than line by
+line, counted again and the line appended (a listing that counts catches the file up, and
+rewrites it past twice its length, as the index). So `tether stats` reads the traces of the
+executions that changed since it last ran, and the kept counts of the others: still one line per
+execution, so its cost still grows with their number, less steeply.
 
 It does not interpret the state (the engine and verbs do; `tether.store.base.Summary` reads
 what a listing shows).
@@ -106,8 +112,9 @@ _TRACE = r"\.trace(?:\.\d+)?\.jsonl"
 _TREE = r"\.tree(?:\.\d+)?\.json"
 _SIDECAR = re.compile(rf"(?:{_TRACE}|{_TREE})")
 _REFUSED = ".refused.jsonl"
-# The summary index of the executions in a folder (see "Index" above).
+# The summary index of the executions in a folder, and their kept figures (see "Index" above).
 INDEX = ".tether-index.jsonl"
+FIGURES = ".tether-figures.jsonl"
 _LEFTOVER = re.compile(rf"(?:{_TREE})?{TEMPORARY.pattern}")
 # How far below the folder it is given `list` looks, and the folders it leaves out (besides
 # hidden ones): they hold no executions worth listing and can be large.
@@ -251,21 +258,23 @@ class FileStore:
         folder = path_of(where)
         count = Tally()
         trees: dict[str, dict[str, Any]] = {}
+        kept = _Kept(FIGURES)
         for name in _execution_names(folder):
-            path = os.path.join(folder, *name.split("/"))
+            directory, path = _located(folder, name)
             try:
-                state = _read_state(path)
-                if (tree is not None and state.get("tree_name") != tree) or (
-                    since is not None and str(state.get("created_at", "")) < since
+                figures = _figures(directory, path, kept, trees)
+                listed = figures["state"]
+                if (tree is not None and listed.get("tree_name") != tree) or (
+                    since is not None and str(listed.get("created_at", "")) < since
                 ):
                     continue
-                tree_hash = str(state["tree_hash"])
+                tree_hash = str(listed["tree_hash"])
                 if tree_hash not in trees:
-                    trees[tree_hash] = _read_tree(path, state)
-                entries = _read_entries(path, state)
-                count.add(state, trees[tree_hash], entries, _read_refusals(path))
-            except (TetherError, KeyError, TypeError, ValueError):
+                    trees[tree_hash] = _read_tree(path, _read_state(path))
+                count.merge(tree_hash, trees[tree_hash], figures["record"])
+            except (TetherError, OSError, KeyError, TypeError, ValueError):
                 count.unreadable += 1
+        kept.catch_up()
         return count.result()
 
     def place(self, uri: str) -> tuple[str, str | None]:
@@ -411,8 +420,8 @@ def _stamp(path: str) -> list[int]:
     return [st.st_ino, st.st_size, st.st_mtime_ns]
 
 
-def _index_line(base: str, stamp: list[int], state: dict[str, Any]) -> str:
-    return encode({"name": base, "stamp": stamp, "state": listed(state)}) + "\n"
+def _index_record(base: str, stamp: list[int], state: dict[str, Any]) -> dict[str, Any]:
+    return {"name": base, "stamp": stamp, "state": listed(state)}
 
 
 def _note(path: str, state: dict[str, Any]) -> None:
@@ -421,7 +430,7 @@ def _note(path: str, state: dict[str, Any]) -> None:
     next listing catches up, so it is not the commit's failure."""
     folder, base = os.path.split(path)
     with contextlib.suppress(OSError):
-        line = _index_line(base, _stamp(path), state).encode()
+        line = (encode(_index_record(base, _stamp(path), state)) + "\n").encode()
         fd = open_regular(os.path.join(folder, INDEX), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
         try:
             write_all(fd, line)
@@ -429,11 +438,12 @@ def _note(path: str, state: dict[str, Any]) -> None:
             os.close(fd)
 
 
-def _read_index(folder: str) -> tuple[dict[str, dict[str, Any]], int]:
-    """The folder's index: the latest line per execution name, and how many lines it has. A line
-    that is not such a record (torn by a kill, written by something else) is skipped."""
+def _read_index(folder: str, name: str = INDEX) -> tuple[dict[str, dict[str, Any]], int]:
+    """The folder's index (or its kept figures, `FIGURES`): the latest line per execution name,
+    and how many lines it has. A line that is not such a record (torn by a kill, written by
+    something else) is skipped."""
     try:
-        data = read_regular(os.path.join(folder, INDEX))
+        data = read_regular(os.path.join(folder, name))
     except OSError:
         return {}, 0
     kept: dict[str, dict[str, Any]] = {}
@@ -459,16 +469,12 @@ def _summaries(folder: str) -> builtins.list[Summary]:
     up."""
     from tether.store.base import Summary
 
-    indexes: dict[str, tuple[dict[str, dict[str, Any]], int]] = {}
-    behind: dict[str, builtins.list[str]] = {}
+    kept = _Kept(INDEX)
     out = []
     for name in _execution_names(folder):
-        sub, _, base = name.rpartition("/")
-        directory = os.path.join(folder, *sub.split("/")) if sub else folder
-        if directory not in indexes:
-            indexes[directory] = _read_index(directory)
-        path, uri = os.path.join(directory, base), "file://" + os.path.join(directory, base)
-        record = indexes[directory][0].get(base)
+        directory, path = _located(folder, name)
+        uri = "file://" + path
+        record = kept.get(directory, os.path.basename(path))
         try:
             stamp = _stamp(path)
             if record is not None and record["stamp"] == stamp:
@@ -476,12 +482,11 @@ def _summaries(folder: str) -> builtins.list[Summary]:
                 continue
             state = _read_state(path)
             out.append(Summary.of(uri, name, state))
-            behind.setdefault(directory, []).append(_index_line(base, stamp, state))
+            kept.add(directory, _index_record(os.path.basename(path), stamp, state))
         except (TetherError, OSError) as exc:
             error = exc if isinstance(exc, TetherError) else _read_error(path)
             out.append(Summary.unreadable(uri, name, error))
-    for directory, lines in behind.items():
-        _catch_up(directory, lines, *indexes[directory])
+    kept.catch_up()
     return out
 
 
@@ -494,11 +499,13 @@ def _read_error(path: str) -> TetherError:
     return TetherError("not_found", f"no execution at {path}", path=path)
 
 
-def _catch_up(folder: str, lines: builtins.list[str], kept: dict[str, Any], count: int) -> None:
-    """Add `lines` to the folder's index: appended, or, once the index holds more than twice
-    the lines it needs, written afresh with one line per execution. An append that races the
-    rewrite may be lost: the index is then behind, never wrong."""
-    index = os.path.join(folder, INDEX)
+def _catch_up(
+    folder: str, lines: builtins.list[str], kept: dict[str, Any], count: int, name: str = INDEX
+) -> None:
+    """Add `lines` to the folder's index (or kept figures): appended, or, once it holds more
+    than twice the lines it needs, written afresh with one line per execution. An append that
+    races the rewrite may be lost: the index is then behind, never wrong."""
+    index = os.path.join(folder, name)
     with contextlib.suppress(OSError):
         if count + len(lines) <= 2 * len(kept) + 64:
             fd = open_regular(index, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
@@ -510,6 +517,62 @@ def _catch_up(folder: str, lines: builtins.list[str], kept: dict[str, Any], coun
         fresh = {r["name"]: encode(r) + "\n" for r in kept.values()}
         fresh.update((json.loads(line)["name"], line) for line in lines)
         write_atomic(index, "".join(fresh.values()))
+
+
+def _located(folder: str, name: str) -> tuple[str, str]:
+    """The folder that holds the execution `list(folder)` calls `name`, and its path."""
+    sub, _, base = name.rpartition("/")
+    directory = os.path.join(folder, *sub.split("/")) if sub else folder
+    return directory, os.path.join(directory, base)
+
+
+class _Kept:
+    """The kept files of one name (`INDEX`, `FIGURES`) of the folders a reader visits: read
+    once each, and caught up with what the reader found them behind on."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.read: dict[str, tuple[dict[str, dict[str, Any]], int]] = {}
+        self.behind: dict[str, builtins.list[str]] = {}
+
+    def get(self, directory: str, base: str) -> dict[str, Any] | None:
+        if directory not in self.read:
+            self.read[directory] = _read_index(directory, self.name)
+        return self.read[directory][0].get(base)
+
+    def add(self, directory: str, record: dict[str, Any]) -> None:
+        self.behind.setdefault(directory, []).append(encode(record) + "\n")
+
+    def catch_up(self) -> None:
+        for directory, lines in self.behind.items():
+            _catch_up(directory, lines, *self.read[directory], self.name)
+
+
+def _figures(
+    directory: str, path: str, kept: _Kept, trees: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """The kept count of the execution at `path` (`tether.store.tally.record_of`), and what
+    choosing it needs of its state, from the folder's `FIGURES` while its stamp (the state file's
+    and the length of the refusal log) is current, else counted from the trace and kept."""
+    from tether.store.tally import record_of
+
+    base = os.path.basename(path)
+    stamp = [*_stamp(path), _size(path + _REFUSED)]
+    figures = kept.get(directory, base)
+    if (
+        figures is not None
+        and figures["stamp"] == stamp
+        and isinstance(figures.get("record"), dict)
+    ):
+        return figures
+    state = _read_state(path)
+    tree_hash = str(state["tree_hash"])
+    if tree_hash not in trees:
+        trees[tree_hash] = _read_tree(path, state)
+    record = record_of(state, trees[tree_hash], _read_entries(path, state), _read_refusals(path))
+    figures = {"name": base, "stamp": stamp, "state": listed(state), "record": record}
+    kept.add(directory, figures)
+    return figures
 
 
 def _tidy(path: str, state: dict[str, Any] | None) -> list[str]:
