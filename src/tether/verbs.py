@@ -364,14 +364,20 @@ class Runtime:
         return doc
 
     def list_executions(
-        self, where: str | None = None, *, status: str | None = None
+        self,
+        where: str | None = None,
+        *,
+        status: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
     ) -> list[dict[str, Any]]:
         """The executions at `where` — a folder (its sub-folders included), `memory://` or a
         database (`postgresql://...` without `#name`); by default the default store, else the
         root, else the current folder — as the store lists them (`tether.store.base.Summary`:
         name, uri, tree, status, phase, open step, revision, last update; or name, uri and
-        `error`), only those whose status is `status` when given. A relative folder is relative to
-        the root; a folder outside the root is `forbidden`."""
+        `error`), only those whose status is `status` when given, and only `limit` of them from
+        `offset` when given (`Store.page`). A relative folder is relative to the root; a folder
+        outside the root is `forbidden`."""
         if status is not None and status not in STATUSES:
             raise TetherError(
                 "invalid_value",
@@ -379,7 +385,8 @@ class Runtime:
                 argument="status",
             )
         place = self._admission.place(where)
-        return [summary.to_dict() for summary in store_for(place).list(place, status=status)]
+        listed = store_for(place).page(place, status=status, limit=limit, offset=offset)[0]
+        return [summary.to_dict() for summary in listed]
 
     def trace(self, trace: str, *, start: int | None = None, stop: int | None = None) -> list[Any]:
         """The trace entries of the execution at `trace` whose `seq` is at least `start` and

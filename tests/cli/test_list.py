@@ -153,3 +153,15 @@ def test_a_root_confines_the_listing(tmp_path: Path) -> None:
         with pytest.raises(TetherError) as err:
             rt.list_executions(where)
         assert err.value.code == "forbidden", where
+
+
+def test_limit_and_offset_print_one_page_of_the_listing(tmp_path: Path) -> None:
+    for name in ("a.json", "c.json", "d.json"):
+        ok("start", HELLO, tmp_path / name)
+    _complete(tmp_path / "b.json")
+    page = ok("list", tmp_path, "--limit", "2", "--offset", "1", "--json")
+    assert [row["name"] for row in page] == ["b.json", "c.json"]
+    running = ok("list", tmp_path, "--status", "running", "--limit", "2", "--json")
+    assert [row["name"] for row in running] == ["a.json", "c.json"]
+    error = refused(EXIT_USAGE, "usage", "list", tmp_path, "--limit", "-1")
+    assert "--limit takes a whole number" in error["message"]

@@ -64,6 +64,7 @@ def test_a_tree_swap_in_the_file_store_leaves_the_usual_files(tmp_path: Path) ->
     edited.write_text(Path(HELLO).read_text().replace("Greet the user", "Greet everyone"))
     assert rt.replace_tree(str(run), str(edited))["status"] == "replaced"
     assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".tether-index.jsonl",
         "hello.yaml",
         "run.json",
         "run.json.lock",

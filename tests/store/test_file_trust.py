@@ -210,6 +210,7 @@ def test_start_goes_ahead_over_a_lock_and_temporaries_and_tidies_them(runs: Path
     (runs / "run.json.5.tmp").mkdir()  # not a temporary file of ours: a folder is left alone
     ok("start", HELLO, runs / "run.json")
     assert sorted(p.name for p in runs.iterdir()) == [
+        ".tether-index.jsonl",
         "run.json",
         "run.json.5.tmp",
         "run.json.lock",
@@ -288,7 +289,13 @@ def test_a_reset_tidies_whatever_a_killed_reset_left(runs: Path) -> None:
     names = sorted(p.name for p in runs.iterdir())
     state = json.loads(run_json.read_text())
     assert names == sorted(
-        ["run.json", "run.json.lock", "run.json.tree.json", state["trace"]["file"]]
+        [
+            ".tether-index.jsonl",
+            "run.json",
+            "run.json.lock",
+            "run.json.tree.json",
+            state["trace"]["file"],
+        ]
     )
     assert ok("verify", run_json)["ok"]
 

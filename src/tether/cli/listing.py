@@ -22,14 +22,15 @@ LIST = Command(
     "list the executions in a folder or a database",
     ("WHERE",),
     0,
-    values=("--status",),
+    values=("--status", "--limit", "--offset"),
     flags=("--json",),
     help="WHERE is a folder (default: TETHER_STORE if set, else the current folder), memory:// "
     "or a database (postgresql://user@host/db, without #name). A folder is listed with its "
     "sub-folders, down to 6 levels, leaving out hidden ones, venv, node_modules and "
     "__pycache__, and entering none through a symbolic link. --status running|complete|failed "
     "keeps the executions with that status; one that cannot be read is listed with its error "
-    "whatever --status says. --json prints a JSON array of {name, uri, tree, status, phase, "
+    "whatever --status says. --limit N prints only N of them, from the Kth with --offset K (in "
+    "name order). --json prints a JSON array of {name, uri, tree, status, phase, "
     "open_step, revision, updated_at}, or {name, uri, error} for one that cannot be read.",
 )
 _HEADER = ("NAME", "TREE", "STATUS", "PHASE", "OPEN STEP", "UPDATED")
@@ -48,7 +49,10 @@ def _list(parsed: Parsed) -> int:
             "usage",
             f"--status takes {', '.join(STATUSES)}, got {status!r}; usage: {LIST.usage()}",
         )
-    listed = Runtime().list_executions(parsed.args.get("WHERE"), status=status)
+    limit, offset = parsed.number("--limit"), parsed.number("--offset", 0) or 0
+    listed = Runtime().list_executions(
+        parsed.args.get("WHERE"), status=status, limit=limit, offset=offset
+    )
     if "--json" in parsed.flags:
         emit(listed)
     else:

@@ -187,6 +187,31 @@ class Store(Protocol):
         (`not_found`, `invalid_value`)."""
         ...
 
+    def page(
+        self,
+        where: str,
+        *,
+        status: str | None = None,
+        tree: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> tuple[builtins.list[Summary], int, builtins.list[str]]:
+        """One page of `list(where)` (`limit` from `offset`, all when `limit` is None), kept by
+        `status` and by `tree` (the tree's name) — an execution that cannot be read is kept
+        whatever they say — with the number kept and the names of every tree at `where`, sorted.
+        PostgreSQL answers it from its kept summaries without reading a state; the file and
+        memory stores page their whole listing (`tether.store.shared.page_whole`)."""
+        ...
+
+    def fingerprint(self, where: str) -> tuple[int, object]:
+        """`(n, token)`: how many executions `list(where)` would give, and a value that changes
+        whenever one of them is created or commits (what a viewer polls to learn that its
+        listing changed), read without reading the executions: on PostgreSQL the sum of their
+        revisions, in a folder each sub-folder's modification time and the length of its index
+        (`tether.store.file`; an edit by hand that renames nothing goes unseen), in memory each
+        execution's revision."""
+        ...
+
     def locate(self, where: str, name: str) -> str:
         """The canonical URI of the execution that `list(where)` calls `name`."""
         ...

@@ -44,12 +44,34 @@ Listing: `list(FOLDER)` finds an execution by its state file and the tree file n
 below it, leaving out hidden folders (`.git`, `.venv`...), `venv`, `node_modules` and
 `__pycache__`, and entering no folder through a symbolic link. It reads each state file as every
 read does (no link followed, the file names it gives checked) and nothing else, no tree and no
-trace: a link, a FIFO or a corrupt file there is listed with its own error, and the others are
-listed as usual. A folder given to `list` by a link is followed: the caller chose it.
+trace (and no state file its index is up to date with: see Index): a link, a FIFO or a corrupt
+file there is listed with its own error, and the others are listed as usual. A folder given to
+`list` by a link is followed: the caller chose it.
 
-Counting (`tally`): the executions `list` finds, each read as a `get` reads it (the tree once
-per tree hash), its trace parsed as one JSON array rather than line by line, and counted by
-`tether.store.tally`.
+Index: each folder that holds executions also holds `.tether-index.jsonl`, a cache of what a
+listing shows of them (`tether.store.shared.listed`: tree, status, phase, open step, revision,
+created and updated, trace length). A commit, a create and a tree swap append one line for their
+execution once its state file is written, stamped with that file's inode, size and modification
+time (a commit renames a new file into place, so each one changes the stamp). The state file
+stays the truth: `list` believes a line only while its stamp is the state file's, and reads the
+state file otherwise (a process killed between its commit and its line, an edit by hand, a
+torn or forged line, a folder an older Tether wrote), appending what it read so that the next
+listing need not. Once an index holds more than twice the lines it needs, a listing writes it
+afresh (atomically; an append racing that rewrite is lost, which leaves the index behind, never
+wrong). A listing still finds the executions by their names in the folders (one `stat` each),
+but reads no state file the index is up to date with. A failure to write the index is not the
+commit's: the next listing catches it up. Folders nothing lists keep appending: the index grows
+by a line a commit until a listing rewrites it.
+
+Counting (`tally`): the executions `list` finds, each counted by `tether.store.tally` once and
+kept in its folder's `.tether-figures.jsonl` (`record_of`: its counts and whole durations, which
+merge exactly), a line stamped like the index's, with the length of the refusal log besides. A
+count is believed only while its stamp is current; otherwise the execution is read as a `get`
+reads it (the tree once per tree hash), its trace parsed as one JSON array rather than line by
+line, counted again and the line appended (a listing that counts catches the file up, and
+rewrites it past twice its length, as the index). So `tether stats` reads the traces of the
+executions that changed since it last ran, and the kept counts of the others: still one line per
+execution, so its cost still grows with their number, less steeply.
 
 It does not interpret the state (the engine and verbs do; `tether.store.base.Summary` reads
 what a listing shows).
@@ -76,7 +98,7 @@ from tether.files import (
     write_atomic,
 )
 from tether.locking import locked
-from tether.store.shared import REFUSAL_LOG_BYTES, encode, path_of
+from tether.store.shared import REFUSAL_LOG_BYTES, encode, listed, page_whole, path_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -90,6 +112,9 @@ _TRACE = r"\.trace(?:\.\d+)?\.jsonl"
 _TREE = r"\.tree(?:\.\d+)?\.json"
 _SIDECAR = re.compile(rf"(?:{_TRACE}|{_TREE})")
 _REFUSED = ".refused.jsonl"
+# The summary index of the executions in a folder, and their kept figures (see "Index" above).
+INDEX = ".tether-index.jsonl"
+FIGURES = ".tether-figures.jsonl"
 _LEFTOVER = re.compile(rf"(?:{_TREE})?{TEMPORARY.pattern}")
 # How far below the folder it is given `list` looks, and the folders it leaves out (besides
 # hidden ones): they hold no executions worth listing and can be large.
@@ -170,6 +195,7 @@ class FileStore:
                 for name in created:  # a start that fails leaves nothing to block the next
                     _remove_quietly(name)
                 raise
+            _note(path, stored)
         return stored
 
     def load(self, uri: str) -> dict[str, Any]:
@@ -206,19 +232,15 @@ class FileStore:
         return int(_read_state(path_of(uri))["revision"])
 
     def list(self, where: str, *, status: str | None = None) -> builtins.list[Summary]:
-        from tether.store.base import Summary, wanted  # not on a step's path: see its docstring
+        from tether.store.base import wanted  # not on a step's path: see its docstring
 
-        folder = path_of(where)
-        out = []
-        for name in _execution_names(folder):
-            path = os.path.join(folder, *name.split("/"))
-            try:
-                summary = Summary.of("file://" + path, name, _read_state(path))
-            except TetherError as exc:
-                summary = Summary.unreadable("file://" + path, name, exc)
-            if wanted(summary, status):
-                out.append(summary)
-        return out
+        return [s for s in _summaries(path_of(where)) if wanted(s, status)]
+
+    page = page_whole
+
+    def fingerprint(self, where: str) -> tuple[int, object]:
+        changes: builtins.list[tuple[str, int, int]] = []
+        return len(_execution_names(path_of(where), changes)), tuple(changes)
 
     def locate(self, where: str, name: str) -> str:
         return self.canonical(os.path.join(path_of(where), name))
@@ -236,21 +258,23 @@ class FileStore:
         folder = path_of(where)
         count = Tally()
         trees: dict[str, dict[str, Any]] = {}
+        kept = _Kept(FIGURES)
         for name in _execution_names(folder):
-            path = os.path.join(folder, *name.split("/"))
+            directory, path = _located(folder, name)
             try:
-                state = _read_state(path)
-                if (tree is not None and state.get("tree_name") != tree) or (
-                    since is not None and str(state.get("created_at", "")) < since
+                figures = _figures(directory, path, kept, trees)
+                listed = figures["state"]
+                if (tree is not None and listed.get("tree_name") != tree) or (
+                    since is not None and str(listed.get("created_at", "")) < since
                 ):
                     continue
-                tree_hash = str(state["tree_hash"])
+                tree_hash = str(listed["tree_hash"])
                 if tree_hash not in trees:
-                    trees[tree_hash] = _read_tree(path, state)
-                entries = _read_entries(path, state)
-                count.add(state, trees[tree_hash], entries, _read_refusals(path))
-            except (TetherError, KeyError, TypeError, ValueError):
+                    trees[tree_hash] = _read_tree(path, _read_state(path))
+                count.merge(tree_hash, trees[tree_hash], figures["record"])
+            except (TetherError, OSError, KeyError, TypeError, ValueError):
                 count.unreadable += 1
+        kept.catch_up()
         return count.result()
 
     def place(self, uri: str) -> tuple[str, str | None]:
@@ -307,6 +331,7 @@ class _FileTransaction:
             write_atomic(self._path, state_text)
             if reset_trace:
                 _tidy(self._path, committed)
+        _note(self._path, committed)
         self.state = committed
         return committed
 
@@ -343,6 +368,7 @@ class _FileTransaction:
             write_atomic(usual, text)
             write_atomic(self._path, final_state)
             _remove_quietly(os.path.join(os.path.dirname(self._path), staged))
+        _note(self._path, committed)
         self.state = committed
         return committed
 
@@ -397,6 +423,168 @@ def _writing(path: str, lock: int | None) -> Iterator[None]:
         ) from None
 
 
+def _stamp(path: str) -> list[int]:
+    """What changes whenever the state file at `path` is written: its inode (each commit renames
+    a new file there), size and modification time."""
+    st = os.lstat(path)
+    return [st.st_ino, st.st_size, st.st_mtime_ns]
+
+
+def _index_record(base: str, stamp: list[int], state: dict[str, Any]) -> dict[str, Any]:
+    return {"name": base, "stamp": stamp, "state": listed(state)}
+
+
+def _note(path: str, state: dict[str, Any]) -> None:
+    """After a commit: append the execution's summary to its folder's index (see "Index" above),
+    stamped with the state file just written. A failure here leaves the index behind, which the
+    next listing catches up, so it is not the commit's failure."""
+    folder, base = os.path.split(path)
+    with contextlib.suppress(OSError):
+        line = (encode(_index_record(base, _stamp(path), state)) + "\n").encode()
+        fd = open_regular(os.path.join(folder, INDEX), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        try:
+            write_all(fd, line)
+        finally:
+            os.close(fd)
+
+
+def _read_index(folder: str, name: str = INDEX) -> tuple[dict[str, dict[str, Any]], int]:
+    """The folder's index (or its kept figures, `FIGURES`): the latest line per execution name,
+    and how many lines it has. A line that is not such a record (torn by a kill, written by
+    something else) is skipped."""
+    try:
+        data = read_regular(os.path.join(folder, name))
+    except OSError:
+        return {}, 0
+    kept: dict[str, dict[str, Any]] = {}
+    lines = data.splitlines()
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if (
+            isinstance(record, dict)
+            and isinstance(record.get("name"), str)
+            and isinstance(record.get("stamp"), list)
+            and isinstance(record.get("state"), dict)
+        ):
+            kept[record["name"]] = record
+    return kept, len(lines)
+
+
+def _summaries(folder: str) -> builtins.list[Summary]:
+    """`list(folder)`: each execution's summary from its folder's index where the index is not
+    behind its state file (same stamp), else from the state file, which then catches the index
+    up."""
+    from tether.store.base import Summary
+
+    kept = _Kept(INDEX)
+    out = []
+    for name in _execution_names(folder):
+        directory, path = _located(folder, name)
+        uri = "file://" + path
+        record = kept.get(directory, os.path.basename(path))
+        try:
+            stamp = _stamp(path)
+            if record is not None and record["stamp"] == stamp:
+                out.append(Summary.of(uri, name, record["state"]))
+                continue
+            state = _read_state(path)
+            out.append(Summary.of(uri, name, state))
+            kept.add(directory, _index_record(os.path.basename(path), stamp, state))
+        except (TetherError, OSError) as exc:
+            error = exc if isinstance(exc, TetherError) else _read_error(path)
+            out.append(Summary.unreadable(uri, name, error))
+    kept.catch_up()
+    return out
+
+
+def _read_error(path: str) -> TetherError:
+    """Why the state file at `path` cannot be read (it went while it was listed)."""
+    try:
+        _read_state(path)
+    except TetherError as exc:
+        return exc
+    return TetherError("not_found", f"no execution at {path}", path=path)
+
+
+def _catch_up(
+    folder: str, lines: builtins.list[str], kept: dict[str, Any], count: int, name: str = INDEX
+) -> None:
+    """Add `lines` to the folder's index (or kept figures): appended, or, once it holds more
+    than twice the lines it needs, written afresh with one line per execution. An append that
+    races the rewrite may be lost: the index is then behind, never wrong."""
+    index = os.path.join(folder, name)
+    with contextlib.suppress(OSError):
+        if count + len(lines) <= 2 * len(kept) + 64:
+            fd = open_regular(index, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+            try:
+                write_all(fd, "".join(lines).encode())
+            finally:
+                os.close(fd)
+            return
+        fresh = {r["name"]: encode(r) + "\n" for r in kept.values()}
+        fresh.update((json.loads(line)["name"], line) for line in lines)
+        write_atomic(index, "".join(fresh.values()))
+
+
+def _located(folder: str, name: str) -> tuple[str, str]:
+    """The folder that holds the execution `list(folder)` calls `name`, and its path."""
+    sub, _, base = name.rpartition("/")
+    directory = os.path.join(folder, *sub.split("/")) if sub else folder
+    return directory, os.path.join(directory, base)
+
+
+class _Kept:
+    """The kept files of one name (`INDEX`, `FIGURES`) of the folders a reader visits: read
+    once each, and caught up with what the reader found them behind on."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.read: dict[str, tuple[dict[str, dict[str, Any]], int]] = {}
+        self.behind: dict[str, builtins.list[str]] = {}
+
+    def get(self, directory: str, base: str) -> dict[str, Any] | None:
+        if directory not in self.read:
+            self.read[directory] = _read_index(directory, self.name)
+        return self.read[directory][0].get(base)
+
+    def add(self, directory: str, record: dict[str, Any]) -> None:
+        self.behind.setdefault(directory, []).append(encode(record) + "\n")
+
+    def catch_up(self) -> None:
+        for directory, lines in self.behind.items():
+            _catch_up(directory, lines, *self.read[directory], self.name)
+
+
+def _figures(
+    directory: str, path: str, kept: _Kept, trees: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """The kept count of the execution at `path` (`tether.store.tally.record_of`), and what
+    choosing it needs of its state, from the folder's `FIGURES` while its stamp (the state file's
+    and the length of the refusal log) is current, else counted from the trace and kept."""
+    from tether.store.tally import record_of
+
+    base = os.path.basename(path)
+    stamp = [*_stamp(path), _size(path + _REFUSED)]
+    figures = kept.get(directory, base)
+    if (
+        figures is not None
+        and figures["stamp"] == stamp
+        and isinstance(figures.get("record"), dict)
+    ):
+        return figures
+    state = _read_state(path)
+    tree_hash = str(state["tree_hash"])
+    if tree_hash not in trees:
+        trees[tree_hash] = _read_tree(path, state)
+    record = record_of(state, trees[tree_hash], _read_entries(path, state), _read_refusals(path))
+    figures = {"name": base, "stamp": stamp, "state": listed(state), "record": record}
+    kept.add(directory, figures)
+    return figures
+
+
 def _tidy(path: str, state: dict[str, Any] | None) -> list[str]:
     """Under the lock: remove the temporary files of the execution at `path`, and the trace and
     tree files that `state` does not name (all of them when there is no state). Returns the
@@ -425,9 +613,12 @@ def _tidy(path: str, state: dict[str, Any] | None) -> list[str]:
     return sorted(present)
 
 
-def _execution_names(folder: str) -> builtins.list[str]:
+def _execution_names(
+    folder: str, changes: builtins.list[tuple[str, int, int]] | None = None
+) -> builtins.list[str]:
     """The executions under `folder` (see "Listing" above), as paths relative to it with `/`,
-    sorted."""
+    sorted; with `changes`, what a commit changes in each folder visited is added to it
+    (`fingerprint`)."""
     try:
         top = _entries(folder)
     except FileNotFoundError:
@@ -447,6 +638,8 @@ def _execution_names(folder: str) -> builtins.list[str]:
     while pending:
         prefix, depth, entries = pending.pop()
         names = {entry.name for entry in entries}
+        if changes is not None:
+            changes.append(_changes(os.path.join(folder, prefix), prefix))
         for entry in entries:
             if not entry.is_dir(follow_symlinks=False):
                 if entry.name + ".tree.json" in names:
@@ -459,6 +652,14 @@ def _execution_names(folder: str) -> builtins.list[str]:
                 with contextlib.suppress(OSError):  # a sub-folder it may not read is left out
                     pending.append((f"{prefix}{entry.name}/", depth + 1, _entries(entry.path)))
     return sorted(found)
+
+
+def _changes(folder: str, prefix: str) -> tuple[str, int, int]:
+    """What a commit in `folder` changes: the folder's modification time (a commit renames its
+    state file into place) and the length of its index (a commit appends to it)."""
+    with contextlib.suppress(OSError):
+        return prefix, os.stat(folder).st_mtime_ns, _size(os.path.join(folder, INDEX))
+    return prefix, -1, -1
 
 
 def _entries(folder: str) -> builtins.list[os.DirEntry[str]]:

@@ -28,7 +28,7 @@ from typing import Any
 from tether.errors import TetherError
 from tether.locking import hold
 from tether.store.base import Summary, wanted
-from tether.store.shared import REFUSAL_LOG_BYTES, encode
+from tether.store.shared import REFUSAL_LOG_BYTES, encode, page_whole
 
 _PREFIX = "memory://"
 MAX_BYTES = int(os.environ.get("TETHER_MEMORY_MAX_BYTES", 64 * 1024 * 1024))
@@ -143,6 +143,12 @@ class MemoryStore:
             for key, record in records
         ]
         return [summary for summary in listed if wanted(summary, status)]
+
+    page = page_whole
+
+    def fingerprint(self, where: str) -> tuple[int, object]:
+        listed = self.list(where)
+        return len(listed), tuple((s.name, s.revision) for s in listed)
 
     def refusals(self, uri: str) -> builtins.list[dict[str, Any]]:
         return [json.loads(line) for line in builtins.list(self._record(uri).refused)]

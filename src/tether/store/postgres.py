@@ -8,9 +8,10 @@ the execution inside that database. The canonical spelling drops the password (g
 `PGPASSWORD` or a `.pgpass` file; a password written in a URI is used for that DSN's pool for the
 life of the process) and sorts the query parameters.
 
-Three tables hold the data, created on first use under an advisory lock, with their version in
+Four tables hold the data, created on first use under an advisory lock, with their version in
 `tether_schema` (a database written by a newer Tether is refused; one of version 1 gains the
-refusal log when first used):
+refusal log when first used, one of version 1 or 2 the summaries, filled from its executions'
+rows in that same transaction):
 
 - `tether_executions` — one row per execution: the state (as JSON text, key order kept), the
   embedded tree, the revision and which trace epoch is current and how long it is;
@@ -19,9 +20,14 @@ refusal log when first used):
   transaction.
 - `tether_refusals` — each execution's refusal log (`Transaction.refuse`): one row per answer
   the engine refused or tool call a policy denied, beside the trace, which it never changes.
+- `tether_summaries` — one row per execution, what a listing shows of it (tree, tree hash and
+  version, status, phase, open step, revision, trace length, created and updated): written by
+  the database from the execution's row (`_SUMMARIZE`) in the transaction of every create, commit
+  and tree swap, so it is never behind the state.
 
-`list(DSN)` — a URI without `#name` — lists every execution in the database; the database
-extracts the few keys of each state that a listing shows, so no document crosses the wire.
+`list(DSN)` — a URI without `#name` — lists every execution in the database and `page(DSN, ...)`
+one page of them, filtered by tree and status, with their number and the trees: both read the
+summaries alone (indexed by tree, status and name), never a state.
 `tally(DSN)` counts the figures of `tether.store.tally` in the database, in a few statements
 (the trees and their executions; the trace per action, with window functions for the time a
 step was requested and for failures in a row; the open steps; the refusal log): only the
@@ -59,11 +65,11 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from tether.errors import TetherError
 from tether.locking import may_wait
-from tether.store.base import Summary, wanted
+from tether.store.base import Summary
 from tether.store.shared import REFUSAL_LOG_BYTES, encode
 from tether.store.tally import MOVING
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _SCHEMES = ("postgresql", "postgres")
 _POOL_MAX = int(os.environ.get("TETHER_PG_POOL_MAX", "10"))
 _TIMEOUT = float(os.environ.get("TETHER_PG_TIMEOUT", "5"))
@@ -107,6 +113,45 @@ CREATE TABLE IF NOT EXISTS tether_refusals (
     entry json NOT NULL
 );
 CREATE INDEX IF NOT EXISTS tether_refusals_name ON tether_refusals (name, id);
+CREATE TABLE IF NOT EXISTS tether_summaries (
+    name text PRIMARY KEY,
+    tree text,
+    tree_hash text,
+    version text,
+    status text,
+    phase text,
+    open_step json,
+    revision bigint NOT NULL,
+    entries bigint NOT NULL,
+    created_at text,
+    updated_at text
+);
+CREATE INDEX IF NOT EXISTS tether_summaries_listed
+    ON tether_summaries (tree, status, name COLLATE "C");
+"""
+
+# One execution's summary (what a listing shows), read from its committed row by the database:
+# written in the transaction of every create, commit and tree swap (`_SUMMARIZE` with the name),
+# and for every execution at once when a store of schema version 2 is first opened.
+_SUMMARY_OF = """
+SELECT x.name, x.state->>'tree_name', x.state->>'tree_hash', x.tree->>'version',
+       x.state->>'status', x.state->>'phase',
+       CASE WHEN x.state->>'status' = 'running' AND json_typeof(x.state->'open'->0) = 'object'
+            THEN json_build_object('name', x.state->'open'->0->>'name',
+                                   'type', x.state->'open'->0->>'type') END,
+       x.revision, x.trace_entries, x.state->>'created_at', x.state->>'updated_at'
+FROM tether_executions x
+"""
+_SUMMARIZE = f"""
+INSERT INTO tether_summaries
+    (name, tree, tree_hash, version, status, phase, open_step, revision, entries, created_at,
+     updated_at)
+{_SUMMARY_OF} WHERE %(name)s::text IS NULL OR x.name = %(name)s::text
+ON CONFLICT (name) DO UPDATE SET
+    tree = EXCLUDED.tree, tree_hash = EXCLUDED.tree_hash, version = EXCLUDED.version,
+    status = EXCLUDED.status, phase = EXCLUDED.phase, open_step = EXCLUDED.open_step,
+    revision = EXCLUDED.revision, entries = EXCLUDED.entries,
+    created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at
 """
 
 _COMMIT = """
@@ -143,13 +188,21 @@ ORDER BY t.idx
 """
 
 
-# What a listing reads of each execution: a few keys of the state, extracted by the database.
+# What a listing reads of each execution: its kept summary (`_SUMMARIZE`), never the state.
 _LIST = """
-SELECT name, revision, state->>'tree_name', state->>'status', state->>'phase',
-       (state->'open'->0)::text, state->>'updated_at'
-FROM tether_executions
-WHERE %(status)s::text IS NULL OR state->>'status' = %(status)s::text
+SELECT name, revision, tree, status, phase, open_step::text, updated_at
+FROM tether_summaries
+WHERE (%(status)s::text IS NULL OR status = %(status)s::text)
+  AND (%(tree)s::text IS NULL OR tree = %(tree)s::text)
 ORDER BY name COLLATE "C"
+LIMIT %(limit)s OFFSET %(offset)s
+"""
+_COUNT = """
+SELECT count(*) FILTER (WHERE (%(status)s::text IS NULL OR status = %(status)s::text)
+                          AND (%(tree)s::text IS NULL OR tree = %(tree)s::text)),
+       (SELECT json_agg(t ORDER BY t COLLATE "C")::text
+        FROM (SELECT DISTINCT tree AS t FROM tether_summaries WHERE tree IS NOT NULL) d)
+FROM tether_summaries
 """
 
 
@@ -336,6 +389,7 @@ def _ensure_schema(conn: psycopg.Connection[Any], dsn: str) -> None:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
             conn.execute(_DDL)
+            conn.execute(_SUMMARIZE, {"name": None})  # an older store: its summaries, once
             row = conn.execute(
                 "INSERT INTO tether_schema (version) VALUES (%s) ON CONFLICT (singleton)"
                 " DO UPDATE SET version = GREATEST(tether_schema.version, EXCLUDED.version)"
@@ -397,6 +451,7 @@ class PostgresStore:
             ).fetchone()
             if row is not None:
                 conn.execute("DELETE FROM tether_refusals WHERE name = %s", (target.name,))
+                conn.execute(_SUMMARIZE, {"name": target.name})
             if row is not None and lines:
                 conn.execute(
                     "INSERT INTO tether_trace (name, epoch, idx, entry) SELECT %s, 0, e.ord - 1,"
@@ -475,23 +530,44 @@ class PostgresStore:
         return int(row[0])
 
     def list(self, where: str, *, status: str | None = None) -> builtins.list[Summary]:
+        return self.page(where, status=status)[0]
+
+    def page(
+        self,
+        where: str,
+        *,
+        status: str | None = None,
+        tree: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> tuple[builtins.list[Summary], int, builtins.list[str]]:
         target = self._database(where)
+        asked = {"status": status, "tree": tree, "limit": limit, "offset": offset}
         with _connection(target) as conn:
-            rows = conn.execute(_LIST, {"status": status}).fetchall()
+            rows = conn.execute(_LIST, asked).fetchall()
+            counted = conn.execute(_COUNT, asked).fetchone()
+        assert counted is not None  # an aggregate gives one row
         out = []
-        for name, revision, tree, state_status, phase, first, updated_at in rows:
+        for name, revision, tree_name, state_status, phase, open_step, updated_at in rows:
             state = {
-                "tree_name": tree,
+                "tree_name": tree_name,
                 "status": state_status,
                 "phase": phase,
-                "open": [json.loads(first)] if first is not None else [],
+                "open": [json.loads(open_step)] if open_step is not None else [],
                 "revision": revision,
                 "updated_at": updated_at,
             }
-            summary = Summary.of(Target(target.dsn, None, name).uri, name, state)
-            if wanted(summary, status):
-                out.append(summary)
-        return out
+            out.append(Summary.of(Target(target.dsn, None, name).uri, name, state))
+        return out, int(counted[0]), builtins.list(json.loads(counted[1] or "[]"))
+
+    def fingerprint(self, where: str) -> tuple[int, object]:
+        target = self._database(where)
+        with _connection(target) as conn:
+            row = conn.execute(
+                "SELECT count(*), coalesce(sum(revision), 0) FROM tether_summaries"
+            ).fetchone()
+        assert row is not None  # an aggregate gives one row
+        return int(row[0]), int(row[1])
 
     def refusals(self, uri: str) -> builtins.list[dict[str, Any]]:
         target = parse(uri)
@@ -618,6 +694,7 @@ class _PostgresTransaction:
                 "length": start + len(entries),
             },
         )
+        self._conn.execute(_SUMMARIZE, {"name": self._target.name})
         self.state = committed
         return committed
 
@@ -643,6 +720,7 @@ class _PostgresTransaction:
             " updated_at = now() WHERE name = %s",
             (encode(tree), encode(committed), revision, self._target.name),
         )
+        self._conn.execute(_SUMMARIZE, {"name": self._target.name})
         self.state = committed
         return committed
 

@@ -21,6 +21,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from tether.store.base import Store, Summary
+
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 
 
@@ -62,3 +64,39 @@ def path_of(uri: str) -> str:
     if not path:
         raise TetherError("invalid_value", f"{uri!r} names no file")
     return os.path.abspath(os.path.expanduser(path))
+
+
+def page_whole(
+    store: Store,
+    where: str,
+    *,
+    status: str | None = None,
+    tree: str | None = None,
+    limit: int | None = None,
+    offset: int = 0,
+) -> tuple[list[Summary], int, list[str]]:
+    """`Store.page` of a store that keeps no summaries (the file and memory stores): its whole
+    listing, kept by `status` and `tree` (one that cannot be read is kept whatever they say),
+    then paged."""
+    from tether.store.base import wanted
+
+    listed = store.list(where)
+    kept = [s for s in listed if wanted(s, status) and (tree is None or s.error or s.tree == tree)]
+    end = None if limit is None else offset + limit
+    return kept[offset:end], len(kept), sorted({s.tree for s in listed if s.tree is not None})
+
+
+# The keys of a state an execution's kept summary copies (`listed`).
+_LISTED = ("tree_name", "tree_hash", "status", "phase", "revision", "created_at", "updated_at")
+
+
+def listed(state: dict[str, Any]) -> dict[str, Any]:
+    """What a listing reads of a committed state (`tether.store.base.Summary.of`), and what a
+    reader across executions needs besides (the tree's hash, when it was created, the trace's
+    length): the summary a store keeps of an execution."""
+    kept = {k: state.get(k) for k in _LISTED}
+    requests = state.get("open")
+    kept["open"] = requests[:1] if isinstance(requests, list) else []
+    trace = state.get("trace")
+    kept["entries"] = trace.get("entries") if isinstance(trace, dict) else None
+    return kept

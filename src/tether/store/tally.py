@@ -152,6 +152,35 @@ class _Tree:
     def count(self, key: str, figure: str, n: int = 1) -> None:
         self.counts.setdefault(key, Counter())[figure] += n
 
+    def record(self) -> dict[str, Any]:
+        """This count as JSON, which `merge` adds to another count of the same tree hash: what
+        a store keeps of one execution so that it need not count its trace again."""
+        return {
+            "statuses": dict(self.statuses),
+            "finish": self.finish,
+            "refused": dict(self.refused),
+            "counts": {key: dict(counts) for key, counts in self.counts.items()},
+            "action_refused": {key: dict(codes) for key, codes in self.action_refused.items()},
+            "answers": self.answers,
+            "waits": self.waits,
+            "checks": [[*check, n] for check, n in self.checks.items()],
+        }
+
+    def merge(self, record: dict[str, Any]) -> None:
+        """Add a count `record` made (exact: durations are kept whole, not bucketed)."""
+        self.statuses.update(record["statuses"])
+        self.finish.extend(record["finish"])
+        self.refused.update(record["refused"])
+        for key, counts in record["counts"].items():
+            self.counts.setdefault(key, Counter()).update(counts)
+        for key, codes in record["action_refused"].items():
+            self.action_refused.setdefault(key, Counter()).update(codes)
+        for mine, theirs in ((self.answers, record["answers"]), (self.waits, record["waits"])):
+            for key, durations in theirs.items():
+                mine.setdefault(key, []).extend(durations)
+        for key, expression, what, n in record["checks"]:
+            self.checks[(key, expression, what)] += n
+
     def result(self) -> dict[str, Any]:
         actions = {}
         for key in {*self.counts, *self.action_refused, *self.answers, *self.waits}:
@@ -211,10 +240,7 @@ class Tally:
     ) -> None:
         """Count one committed execution: its state, its embedded tree, its trace entries and
         its refusal records."""
-        tree_hash = str(state["tree_hash"])
-        counted = self._trees.get(tree_hash)
-        if counted is None:
-            counted = self._trees[tree_hash] = _Tree(tree, tree_hash)
+        counted = self._tree(str(state["tree_hash"]), tree)
         status = state["status"]
         counted.statuses[status] += 1
         if status != "running":
@@ -228,6 +254,16 @@ class Tally:
         for record in refusals:
             if int(record.get("seq", 0)) >= since:
                 _count_refusal(counted, record)
+
+    def _tree(self, tree_hash: str, tree: dict[str, Any]) -> _Tree:
+        counted = self._trees.get(tree_hash)
+        if counted is None:
+            counted = self._trees[tree_hash] = _Tree(tree, tree_hash)
+        return counted
+
+    def merge(self, tree_hash: str, tree: dict[str, Any], record: dict[str, Any]) -> None:
+        """Add one execution's count as `record_of` made it."""
+        self._tree(tree_hash, tree).merge(record)
 
     def result(self) -> dict[str, Any]:
         trees = sorted(self._trees.values(), key=lambda t: t.hash)
@@ -337,3 +373,16 @@ def _count_refusal(counted: _Tree, record: dict[str, Any]) -> None:
         counted.action_refused.setdefault(key, Counter())[code] += 1
         if code == "check_failed" and record.get("check") is not None:
             counted.checks[(key, str(record["check"]), "refused")] += 1
+
+
+def record_of(
+    state: dict[str, Any],
+    tree: dict[str, Any],
+    entries: Iterable[dict[str, Any]],
+    refusals: Iterable[dict[str, Any]],
+) -> dict[str, Any]:
+    """One execution's count (`Tally.add`) as JSON a store keeps and `Tally.merge` adds."""
+    count = Tally()
+    count.add(state, tree, entries, refusals)
+    (counted,) = count._trees.values()
+    return counted.record()

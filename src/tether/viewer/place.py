@@ -28,7 +28,7 @@ from tether.engine.names import Status
 from tether.errors import TetherError
 from tether.files import is_inside
 from tether.store import path_of, scheme_of, store_for
-from tether.store.base import Summary, wanted
+from tether.store.base import Summary
 from tether.tree.model import STEP_KINDS
 from tether.viewer.model import Timeline, index_tree, progress, snapshot
 from tether.viewer.source import Execution, load_execution
@@ -128,14 +128,11 @@ class Place:
         kept whatever the filter (`tether.store.base.wanted`). Only the page is read beyond the
         listing; `total` counts what the filter kept and `trees` names every tree listed."""
         asked = _Paging.of(query or {})
-        listed = self.executions()
-        kept = [
-            s
-            for s in listed
-            if wanted(s, asked.status) and (asked.tree is None or s.error or s.tree == asked.tree)
-        ]
+        page, total, trees = self.store.page(
+            self.where, status=asked.status, tree=asked.tree, limit=asked.limit, offset=asked.offset
+        )
         out: list[dict[str, Any]] = []
-        for summary in kept[asked.offset : asked.offset + asked.limit]:
+        for summary in page:
             if summary.error is not None:
                 out.append({"path": summary.name, "error": summary.error["message"]})
                 continue
@@ -146,10 +143,10 @@ class Place:
         return {
             "folder": self.label,
             "runs": out,
-            "total": len(kept),
+            "total": total,
             "offset": asked.offset,
             "limit": asked.limit,
-            "trees": sorted({s.tree for s in listed if s.tree is not None}),
+            "trees": trees,
         }
 
     def _summary(self, rel: str) -> dict[str, Any]:
@@ -299,14 +296,13 @@ class Place:
 
     # -- change signals ------------------------------------------------------------------------
 
-    def listing_signature(self) -> tuple[tuple[str, int | None, str | None], ...] | str:
-        """What changes when the listing does: each execution's name and revision (or error),
-        or the reason the place cannot be listed."""
+    def listing_signature(self) -> tuple[int, object] | str:
+        """What changes when the listing does (`Store.fingerprint`), or the reason the place
+        cannot be listed."""
         try:
-            listed = self.executions()
+            return self.store.fingerprint(self.where)
         except TetherError as exc:
             return exc.message
-        return tuple((s.name, s.revision, s.error["message"] if s.error else None) for s in listed)
 
 
 def _fork(rel: str, trace: list[dict[str, Any]], at: int) -> dict[str, Any]:

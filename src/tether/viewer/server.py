@@ -179,7 +179,8 @@ async def events(request: Request) -> EventSourceResponse:
 
     async def stream() -> AsyncIterator[dict[str, str]]:
         async for value in watcher.follow(key, read):
-            payload = len(value) if isinstance(value, tuple) else value
+            # an execution's revision, the number of executions listed, or why not
+            payload = value[0] if isinstance(value, tuple) else value
             yield {"data": json.dumps({"value": payload})}
 
     return EventSourceResponse(

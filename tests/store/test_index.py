@@ -1,0 +1,154 @@
+"""The file store's summary index (`.tether-index.jsonl` in each folder that holds executions)
+and kept figures (`.tether-figures.jsonl`): the listing and the figures they give equal those
+read from every state file and trace, after runs of every kind, after a process killed between
+its commit and the index line, in a folder an older Tether wrote (neither file), and when they
+are torn, stale or lie."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tether.errors import TetherError
+from tether.store import store_for
+from tether.store.base import Summary
+from tether.store.file import FIGURES, INDEX
+from tether.store.tally import Tally
+from tether.verbs import Runtime
+
+HELLO = str(Path(__file__).resolve().parents[2] / "examples" / "hello-world.yaml")
+
+
+def _from_states(folder: Path) -> list[Summary]:
+    """The listing recounted from each execution's state file."""
+    store = store_for(str(folder))
+    out = []
+    for path in sorted(folder.rglob("*.json")):
+        if (path.parent / (path.name + ".tree.json")).exists():
+            name = path.relative_to(folder).as_posix()
+            out.append(Summary.of("file://" + str(path), name, store.load(str(path))))
+    return sorted(out, key=lambda s: s.name)
+
+
+def _fleet(folder: Path) -> None:
+    rt = Runtime()
+    for name in ("a/run.json", "a/done.json", "b/c/failed.json", "top.json", "reset.json"):
+        rt.start(HELLO, str(folder / name))
+    rt.submit(str(folder / "a/done.json"), "success")
+    rt.submit(str(folder / "a/done.json"), "success", values={"time_of_day": "noon"})
+    rt.submit(str(folder / "b/c/failed.json"), "failure")
+    rt.submit(str(folder / "reset.json"), "success")
+    rt.reset(str(folder / "reset.json"))
+
+
+def _listed(folder: Path) -> list[Summary]:
+    return store_for(str(folder)).list(str(folder))
+
+
+def test_the_index_lists_what_the_state_files_say(tmp_path: Path) -> None:
+    _fleet(tmp_path)
+    assert (tmp_path / "a" / INDEX).exists() and (tmp_path / INDEX).exists()
+    assert _listed(tmp_path) == _from_states(tmp_path)
+    running = [s for s in _from_states(tmp_path) if s.status == "running"]
+    page = store_for(str(tmp_path)).page(str(tmp_path), status="running", limit=1, offset=1)
+    assert page == (running[1:2], len(running), ["hello-world"])
+
+
+def test_a_folder_without_an_index_is_listed_and_gains_one(tmp_path: Path) -> None:
+    _fleet(tmp_path)
+    for index in tmp_path.rglob(INDEX):
+        index.unlink()  # as an older Tether left the folder
+    assert _listed(tmp_path) == _from_states(tmp_path)
+    lines = (tmp_path / "a" / INDEX).read_text().splitlines()
+    assert sorted(json.loads(line)["name"] for line in lines) == ["done.json", "run.json"]
+
+
+_KILLED_AFTER_COMMIT = """
+import os, signal, sys
+from tether.store import file
+from tether.verbs import Runtime
+def killed(*args):
+    os.kill(os.getpid(), signal.SIGKILL)
+file._note = killed
+Runtime().submit(sys.argv[1], "success")
+"""
+
+
+def test_a_process_killed_between_its_commit_and_the_index_leaves_it_behind_not_wrong(
+    tmp_path: Path,
+) -> None:
+    _fleet(tmp_path)
+    run = tmp_path / "a" / "run.json"
+    before = Runtime().get(str(run))["revision"]
+    done = subprocess.run(
+        [sys.executable, "-c", _KILLED_AFTER_COMMIT, str(run)],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == -9, done.stderr
+    assert Runtime().get(str(run))["revision"] == before + 1, "the commit was made"
+    listed = _listed(tmp_path)
+    assert listed == _from_states(tmp_path)
+    assert [s.revision for s in listed if s.name == "a/run.json"] == [before + 1]
+    last = json.loads((tmp_path / "a" / INDEX).read_text().splitlines()[-1])
+    assert (last["name"], last["state"]["revision"]) == ("run.json", before + 1), "caught up"
+
+
+def test_a_torn_stale_or_lying_index_is_not_believed(tmp_path: Path) -> None:
+    _fleet(tmp_path)
+    index = tmp_path / "a" / INDEX
+    lines = index.read_text().splitlines()
+    lie = json.loads(lines[-1])
+    lie["state"]["status"] = "failed"
+    lie["stamp"] = [0, 0, 0]
+    index.write_text("\n".join([*lines, json.dumps(lie), "[1, 2]", '{"name": "run.json", "st']))
+    assert _listed(tmp_path) == _from_states(tmp_path)
+    (tmp_path / "a" / "run.json").write_text((tmp_path / "a" / "run.json").read_text() + " ")
+    assert _listed(tmp_path) == _from_states(tmp_path), "an edit by hand changes the stamp"
+    (tmp_path / "top.json").write_text("{not json")
+    corrupt = [s for s in _listed(tmp_path) if s.name == "top.json"]
+    assert corrupt[0].error is not None and corrupt[0].error["code"] == "corrupt_execution"
+
+
+def _recounted(folder: Path) -> dict[str, object]:
+    """The figures counted again from every execution's trace, tree and refusal log."""
+    store = store_for(str(folder))
+    count = Tally()
+    for summary in _from_states(folder):
+        state, entries = store.read_execution(summary.uri)
+        count.add(state, store.load_tree(summary.uri), entries, store.refusals(summary.uri))
+    return count.result()
+
+
+def test_the_kept_figures_equal_the_figures_recounted_from_the_traces(tmp_path: Path) -> None:
+    _fleet(tmp_path)
+    store = store_for(str(tmp_path))
+    assert store.tally(str(tmp_path)) == _recounted(tmp_path)
+    assert (tmp_path / "a" / FIGURES).exists(), "the count was kept"
+    run = tmp_path / "a" / "run.json"
+    Runtime().submit(str(run), "success")  # a commit since
+    with pytest.raises(TetherError):
+        Runtime().submit(str(run), "success", values={"nothing": 1})  # a refusal: no commit
+    assert (tmp_path / "a" / "run.json.refused.jsonl").exists()
+    done = subprocess.run(
+        [sys.executable, "-c", _KILLED_AFTER_COMMIT, str(tmp_path / "top.json")],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == -9, done.stderr
+    figures = tmp_path / "b" / "c" / FIGURES
+    lie = json.loads(figures.read_text().splitlines()[-1])
+    lie["record"]["statuses"] = {"complete": 99}
+    lie["stamp"] = [0, 0, 0, 0]
+    figures.write_text(figures.read_text() + json.dumps(lie) + "\n{torn")
+    assert store.tally(str(tmp_path)) == _recounted(tmp_path)
+    assert store.tally(str(tmp_path), tree="hello-world") == _recounted(tmp_path)
+    for kept in tmp_path.rglob(FIGURES):
+        kept.unlink()
+    assert store.tally(str(tmp_path)) == _recounted(tmp_path)
