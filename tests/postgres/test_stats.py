@@ -26,7 +26,7 @@ from support.stats_scenario import (
 )
 from tether import stats
 from tether.store import store_for
-from tether.store.postgres import PostgresStore
+from tether.store.postgres import SCHEMA_VERSION, PostgresStore
 from tether.verbs import Runtime
 
 SCHEMA = json.loads((REPO / "schema" / "stats.schema.json").read_text())
@@ -136,4 +136,4 @@ def test_a_database_of_the_first_schema_gains_the_refusal_log(
     refused(lambda: rt.eval(uri, True), "wrong_phase")
     assert stats.collect(dsn)["trees"][0]["refused"] == {"wrong_phase": 1}
     with server.connect(name) as conn:
-        assert conn.execute("SELECT version FROM tether_schema").fetchall() == [(2,)]
+        assert conn.execute("SELECT version FROM tether_schema").fetchall() == [(SCHEMA_VERSION,)]
