@@ -444,10 +444,10 @@ class Runtime:
 
     def next(self, trace: str, *, all: bool = False) -> Request | list[Request]:
         """The open request of the execution at `trace` (a `Request`), or with `all` a list of
-                every open request (several inside a `parallel`); a finished execution's is `{"status":
-                "done"}` or `{"status": "failure"}` (`core.current`, which also builds every answer's
-                `next`). It changes nothing, except that it first records the timeout of a human step past
-        its deadline (`_load`)."""
+        every open request (several inside a `parallel`); a finished execution's is `{"status":
+        "done"}` or `{"status": "failure"}` (`core.current`, which also builds every answer's
+        `next`). It changes nothing, but for the timeout of a human step past its deadline,
+        recorded first (`_load`)."""
         store, uri = self._store(trace)
         state = self._load(store, uri)
         return _requests(core.all_open(state)) if all else _request(core.current(state))
