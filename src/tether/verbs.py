@@ -9,8 +9,10 @@ reads (open_steps); the parsing of answer values
 (JSON or string) and the check that everything a caller hands in can be stored as standard JSON
 (`check_value`: no NaN or infinity, no text that is not UTF-8, nesting no deeper than
 `MAX_DEPTH`, no value over `MAX_VALUE_BYTES`; `check_values`: no more than `MAX_VALUES` writes
-in one answer), done here once for every interface; the clock; and the phase rules that depend on
-storage (start refuses a URI that exists). Each verb that changes an execution holds the store's
+in one answer), done here once for every interface; the clock; the timeouts of human steps
+past their deadline, recorded at the next read or answer (`Runtime._time_out`, the one place a
+timeout is decided; `_load` for the reads); and the phase rules that depend on storage (start
+refuses a URI that exists). Each verb that changes an execution holds the store's
 transaction for the URI, runs the engine once, and commits once; a verb the engine refuses
 commits nothing. It does not format output (the edges do) and does not know node semantics (the
 engine does) or encodings (the stores do).

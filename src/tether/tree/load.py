@@ -5,7 +5,8 @@ data); telling the three spellings apart (native wrapper, abtree wrapper, behavi
 node); walking the nodes once, checking every key against the tables in `model.py` and building
 the normalised form that the engine runs (`type`, `name`, then `children`/`policy`/`steps`, then
 `retries`/`optional`/`invert`/`repeat`/`for_each`/`when`/`description`/`triggers`/`tools` when
-they say something, a loop's `max` and `as` filled in); trimming step texts (`trim_text`);
+they say something, a loop's `max` and `as` filled in, a human step's `timeout` as seconds with
+its `on_timeout`); trimming step texts (`trim_text`);
 merging `state`; checking every `check`, `when`, `for_each.in` and `repeat.until` with the CEL
 compiler; resolving `$ref`s (a fragment file, a JSON pointer into a document, or both) and
 refusing the cycles they form.
