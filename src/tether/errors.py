@@ -42,6 +42,7 @@ _EXIT_BY_CODE: dict[str, int] = {
     "check_failed": EXIT_CONFLICT,
     "read_only": EXIT_CONFLICT,
     "human_only": EXIT_CONFLICT,
+    "timed_out": EXIT_CONFLICT,
     "internal": EXIT_INTERNAL,
     "store_unavailable": EXIT_INTERNAL,
     "missing_extra": EXIT_INTERNAL,

@@ -20,8 +20,10 @@ class Request(TypedDict, total=False):
     An open request has `type` (`evaluate`, `instruct` or `human`), `name`, `step` (the token to
     pass back), `path` (child indices from the root; `None` for the protocol gate) and `index`;
     with `type`: `expression` (evaluate), `instruction` and `writes` (instruct), `prompt` and
-    `shows` (human). `item` is the loop item inside a `for_each`; `tools` the tool policy that
-    applies. A finished execution's request is `{"status": "done"}` or `{"status": "failure"}`.
+    `shows` (human), and for a human step with a timeout `deadline` (UTC, when it stops
+    waiting) and `on_timeout` (`reject` or `fail`). `item` is the loop item inside a
+    `for_each`; `tools` the tool policy that applies. A finished execution's request is
+    `{"status": "done"}` or `{"status": "failure"}`.
     """
 
     type: str
@@ -34,6 +36,8 @@ class Request(TypedDict, total=False):
     writes: list[str]
     prompt: str
     shows: dict[str, Any]
+    deadline: str
+    on_timeout: str
     item: dict[str, Any]
     tools: dict[str, Any]
     status: str

@@ -8,6 +8,8 @@ Owns:
   replace_tree; `list_executions` (through the store's `list`);
 - what a bound agent session records (stop, record_tool, deny_tool) and reads (open_steps);
 - the clock, and the phase rules that depend on storage (start refuses a URI that exists);
+- the timeouts of human steps past their deadline, recorded at the next read or answer
+  (`Runtime._time_out`, the one place a timeout is decided; `_load` for the reads);
 - what the trace never holds, for `tether stats`: each answer the engine refuses and each tool
   call a step policy denied, in the execution's refusal log (`Transaction.refuse`), which
   nothing the engine, replay or `verify` reads;
@@ -54,7 +56,7 @@ Clock = Callable[[], str]
 STATUSES = tuple(core.Status)
 
 # The answers whose checks may read TOOLS.
-_MOVES = (core.Eval, core.Submit, core.Human, core.Close)
+_MOVES = (core.Eval, core.Submit, core.Human, core.Timeout, core.Close)
 # The answers of an agent or a person: when the engine refuses one, the refusal is recorded.
 _ANSWERS = (*_MOVES, core.Think, core.VarWrite, core.Jump, core.Independent)
 # Execution-state keys that are engine or store bookkeeping, not part of the document.
@@ -163,7 +165,7 @@ class Runtime:
         """Confirm the execution at `trace` can be driven. Returns `Resumed`: its status
         (`resumable` while running), phase, revision and current request."""
         store, uri = self._store(trace)
-        state = store.load(uri)
+        state = self._load(store, uri)
         self._tree(store, uri, state)
         return {
             "status": "resumable" if state["status"] == core.Status.RUNNING else state["status"],
@@ -220,9 +222,10 @@ class Runtime:
         """The open request of the execution at `trace` (a `Request`), or with `all` a list of
         every open request (several inside a `parallel`); a finished execution's is `{"status":
         "done"}` or `{"status": "failure"}` (`core.current`, which also builds every answer's
-        `next`). Replay-safe: it changes nothing."""
+        `next`). It changes nothing, but for the timeout of a human step past its deadline,
+        recorded first (`_load`)."""
         store, uri = self._store(trace)
-        state = store.load(uri)
+        state = self._load(store, uri)
         return _requests(core.all_open(state)) if all else _request(core.current(state))
 
     def eval(
@@ -357,6 +360,7 @@ class Runtime:
         """The whole document of the execution at `trace`: its state without the store's
         bookkeeping, its embedded `tree` and its `trace` entries, read at one revision."""
         store, uri = self._store(trace)
+        self._load(store, uri)
         state, entries = store.read_execution(uri)
         doc = {k: v for k, v in state.items() if k not in _INTERNAL}
         doc["tree"] = self._tree(store, uri, state)
@@ -513,7 +517,7 @@ class Runtime:
         when a node declares one), and whether every open one waits on a person (`for_person`),
         read from the state alone."""
         store, uri = self._store(trace)
-        state = store.load(uri)
+        state = self._load(store, uri)
         open_ = core.all_open(state) if state["status"] == core.Status.RUNNING else []
         return {
             "uri": uri,
@@ -560,27 +564,93 @@ class Runtime:
     def _apply(
         self, store: Store, uri: str, tx: Transaction, answer: core.Answer
     ) -> core.Outcome | TetherError:
-        """Run the engine on `answer` inside `tx` and commit what it did; an answer it refuses
-        commits nothing to the execution and is returned, recorded in the refusal log first."""
-        state = tx.state
-        cached = self._trees.get(state["tree_hash"])
-        tree = cached if cached is not None else tx.tree()
-        self._trees[state["tree_hash"]] = tree
-        # Checks that read TOOLS see the tool entries of their action's attempt.
-        since = core.tools_since(state) if isinstance(answer, _MOVES) else None
-        tools = None if since is None else core.tool_records(store.read_trace(uri), since)
+        """Run the engine on `answer` inside `tx` and commit what it did, after the timeouts of
+        the human steps past their deadline (`_time_out`; a reset needs none); an answer it
+        refuses commits nothing to the execution but those timeouts and is returned, recorded
+        in the refusal log first."""
+        tree = self._tree_in(tx)
         now = self._clock()
+        lapsed = [] if isinstance(answer, core.Reset) else self._time_out(store, uri, tree, tx, now)
+        state = lapsed[-1].state if lapsed else tx.state
         try:
-            outcome = core.apply(tree, state, answer, now, self._condition, tools)
+            outcome = core.apply(
+                tree, state, answer, now, self._condition, self._tools(store, uri, state, answer)
+            )
         except TetherError as exc:
-            if not isinstance(answer, _ANSWERS):
+            if not isinstance(answer, _ANSWERS) and not lapsed:
                 raise
-            tx.refuse(_refusal(tree, state, answer, exc, now))
+            if isinstance(answer, core.Human):  # the trace before the timeouts commit, and them
+                ended = [*store.read_trace(uri), *(e for o in lapsed for e in o.entries)]
+                exc = _late(exc, answer, ended, state)
+            self._commit(tx, lapsed)
+            if isinstance(answer, _ANSWERS):
+                tx.refuse(_refusal(tree, state, answer, exc, now))
             return exc
-        if outcome.changed:
-            outcome.state["updated_at"] = outcome.entries[-1]["ts"]
-            tx.commit(outcome.state, outcome.entries, reset_trace=isinstance(answer, core.Reset))
+        outcome = core.Outcome(
+            outcome.state,
+            outcome.response,
+            [e for o in lapsed for e in o.entries] + outcome.entries,
+            [e for o in lapsed for e in o.events] + outcome.events,
+        )
+        self._commit(tx, [outcome], reset_trace=isinstance(answer, core.Reset))
         return outcome
+
+    # -- deadlines -----------------------------------------------------------------------------
+
+    def _load(self, store: Store, uri: str) -> dict[str, Any]:
+        """The committed state of the execution at `uri`, as the reads (`next`, `resume`, `get`,
+        `open_steps`) see it: a human step past its deadline is first timed out, in one commit
+        under the store's lock, which records it once however many readers arrive together (a
+        reader that finds it recorded commits nothing)."""
+        state = store.load(uri)
+        if not core.expired(state, self._clock()):
+            return state
+        with store.transaction(uri) as tx:
+            lapsed = self._time_out(store, uri, self._tree_in(tx), tx, self._clock())
+            self._commit(tx, lapsed)
+            return tx.state
+
+    def _time_out(
+        self, store: Store, uri: str, tree: dict[str, Any], tx: Transaction, now: str
+    ) -> list[core.Outcome]:
+        """The one place a timeout is decided: a `Timeout` answer for each open human step of
+        the execution in `tx` past its deadline at `now`, each on the state the one before left
+        (its `timeout` entry is the first of its outcome's entries); the caller commits them.
+        Ends: a step opened by a timeout waits until a deadline after `now`."""
+        lapsed: list[core.Outcome] = []
+        state = tx.state
+        while due := core.expired(state, now):
+            answer = core.Timeout(due[0]["step"])
+            tools = self._tools(store, uri, state, answer)
+            lapsed.append(core.apply(tree, state, answer, now, self._condition, tools))
+            state = lapsed[-1].state
+        return lapsed
+
+    def _commit(
+        self, tx: Transaction, outcomes: list[core.Outcome], *, reset_trace: bool = False
+    ) -> None:
+        """Commit the state the last of `outcomes` left, with all their trace entries (nothing
+        when none recorded any)."""
+        entries = [e for o in outcomes for e in o.entries]
+        if entries:
+            state = outcomes[-1].state
+            state["updated_at"] = entries[-1]["ts"]
+            tx.commit(state, entries, reset_trace=reset_trace)
+
+    def _tree_in(self, tx: Transaction) -> dict[str, Any]:
+        """The embedded tree of the execution in `tx`, cached by its hash."""
+        cached = self._trees.get(tx.state["tree_hash"])
+        tree = cached if cached is not None else tx.tree()
+        self._trees[tx.state["tree_hash"]] = tree
+        return tree
+
+    def _tools(
+        self, store: Store, uri: str, state: dict[str, Any], answer: core.Answer
+    ) -> list[dict[str, Any]] | None:
+        """What the checks an answer may reach see as TOOLS: the tool entries of their action's
+        attempt (None for an answer that reaches no check)."""
+        since = core.tools_since(state) if isinstance(answer, _MOVES) else None
+        return None if since is None else core.tool_records(store.read_trace(uri), since)
 
 
 def _record(
@@ -626,6 +696,32 @@ def _refusal(
     if isinstance(exc.details.get("check"), str):
         record["check"] = exc.details["check"]
     return record
+
+
+def _late(
+    exc: TetherError, answer: core.Human, entries: list[dict[str, Any]], state: dict[str, Any]
+) -> TetherError:
+    """The refusal of a person's answer to a human step that timed out (`timed_out`: when, and
+    what it did), else `exc`: the step its token names has a `timeout` entry in `entries`, or,
+    named by no token, no human step is open (or the execution is over) and the last human step
+    to end timed out."""
+    if exc.code not in ("stale_step", "wrong_phase", "execution_finished"):
+        return exc
+    ended = [e for e in entries if e["kind"] in (core.Kind.HUMAN, core.Kind.TIMEOUT)]
+    if answer.step is not None:
+        ended = [e for e in ended if e.get("step") == answer.step]
+    last = ended[-1] if ended else None
+    if last is None or last["kind"] != core.Kind.TIMEOUT:
+        return exc
+    return TetherError(
+        "timed_out",
+        f"human step {last['name']!r} timed out at {last['deadline']} (on_timeout: "
+        f"{last['on_timeout']}) and is no longer open: a late answer is not taken",
+        step=last["step"],
+        deadline=last["deadline"],
+        on_timeout=last["on_timeout"],
+        current=core.current(state),
+    )
 
 
 def _token_request(tree: dict[str, Any], token: str) -> dict[str, Any] | None:

@@ -49,7 +49,7 @@ class Walk(build.Walk):
             assert json.dumps(given, sort_keys=True) == before, "engine mutated its input"
 
 
-def refused(code: str, w: Walk, answer: core.Answer) -> TetherError:
+def refused(code: str, w: build.Walk, answer: core.Answer) -> TetherError:
     """Apply `answer`, which must be refused with `code` and leave the state as it was."""
     before = copy.deepcopy(w.state)
     with pytest.raises(TetherError) as err:

@@ -1,9 +1,9 @@
 """The answers an execution takes: one class per kind, and the `Outcome` of applying one.
 
-Owns the answer classes (`Eval`, `Submit`, `Human`, `Think`, `VarWrite`, `Reset`, `Jump`,
-`Close`, `Stop`, `ToolCall`, `Independent`), each saying what it asks for, the statuses a submit
-takes (`SUBMIT_STATUSES`), and `Outcome`: the new state, the response, the trace entries and the
-node events of one answer.
+Owns the answer classes (`Eval`, `Submit`, `Human`, `Timeout`, `Think`, `VarWrite`, `Reset`,
+`Jump`, `Close`, `Stop`, `ToolCall`, `Independent`), each saying what it asks for, the statuses
+a submit takes (`SUBMIT_STATUSES`), and `Outcome`: the new state, the response, the trace
+entries and the node events of one answer.
 
 It does not own what an answer does (`tether.engine.applying`, whose `apply` takes one), nor
 which request it targets (`tether.engine.phases`). Pure data: no I/O, no clock.
@@ -72,6 +72,19 @@ class Human:
         self.approved = approved
         self.by = by
         self.note = note
+        self.step = step
+
+
+class Timeout:
+    """A human step's deadline passed with no answer (the open human step `step` names, else the
+    first open one): recorded as a `timeout` entry, then the step does what its `on_timeout`
+    says: `reject` (its action fails, as on a person's rejection) or `fail` (the execution
+    fails). Refused (`wrong_phase`) for a step with no deadline or one not yet past it at the
+    answer's time, so a timeout cannot be recorded early, nor replayed if it was."""
+
+    __slots__ = ("step",)
+
+    def __init__(self, step: str | None = None) -> None:
         self.step = step
 
 
@@ -187,7 +200,18 @@ class Independent:
 
 
 Answer = (
-    Eval | Submit | Human | Think | VarWrite | Reset | Jump | Close | Stop | ToolCall | Independent
+    Eval
+    | Submit
+    | Human
+    | Timeout
+    | Think
+    | VarWrite
+    | Reset
+    | Jump
+    | Close
+    | Stop
+    | ToolCall
+    | Independent
 )
 
 

@@ -1,7 +1,8 @@
 """What each answer does: `apply`, which dispatches an answer to it.
 
 Owns what each answer (the classes of `tether.engine.answers`) changes in the state
-(values written before an answer is judged, the frame moved on or marked failed, a jump's
+(values written before an answer is judged, the frame moved on or marked failed, a human step
+that timed out rejected or the execution failed, a jump's
 frames, a close, an independent action's close, the stop count, where an attempt's tool calls
 begin), the trace entries each produces and the response it returns (with `next`/`current`).
 
@@ -28,10 +29,12 @@ from tether.engine.answers import (
     Stop,
     Submit,
     Think,
+    Timeout,
     ToolCall,
     VarWrite,
 )
 from tether.engine.closing import hold_to_close, require_writes
+from tether.engine.deadlines import passed
 from tether.engine.names import LEVELS, Key, Kind, Phase, Reply, RequestType, Result, Status
 from tether.engine.phases import (
     current,
@@ -102,7 +105,7 @@ def apply(
 def _move(
     tree: dict[str, Any],
     work: dict[str, Any],
-    answer: Eval | Submit | Human | Jump | Close,
+    answer: Eval | Submit | Human | Timeout | Jump | Close,
     now: str,
     condition: Condition,
     tools: list[dict[str, Any]],
@@ -122,6 +125,8 @@ def _move(
     if isinstance(answer, Human):
         req = select_human(work, answer.step)
         return _answer(tree, work, req, answer, now, condition, tools)
+    if isinstance(answer, Timeout):
+        return _time_out(tree, work, answer, now, condition, tools)
     if isinstance(answer, Jump):
         return _jump(tree, work, answer, now, condition)
     if isinstance(answer, Close):
@@ -383,8 +388,8 @@ def _answer(
         return Outcome(state, response, [entry])
     if advance:
         frame[Key.STEP] = frame.get(Key.STEP, 0) + 1
-        frame.pop(Key.OPENED, None)
-        frame.pop(Key.WRITTEN, None)
+        for spent in (Key.OPENED, Key.WRITTEN, Key.DEADLINE):
+            frame.pop(spent, None)
     else:
         frame[Key.FAILING] = 1
     ticker = _tick(tree, state, now, [entry], condition, tools)
@@ -396,6 +401,52 @@ def _answer(
     else:
         entry["outcome"] = status
     return _moved(state, status, req, ticker, "next")
+
+
+def _time_out(
+    tree: dict[str, Any],
+    state: dict[str, Any],
+    answer: Timeout,
+    now: str,
+    condition: Condition,
+    tools: list[dict[str, Any]],
+) -> Outcome:
+    """Record that the open human step's deadline passed (a `timeout` entry carrying the
+    deadline and what it does), then do it: `reject` fails its action and ticks the tree on as
+    a person's rejection does; `fail` fails the execution, halting whatever was open."""
+    req = select_human(state, answer.step)
+    due = req.get("deadline")
+    if due is None or not passed(due, now):
+        waits = "has no timeout" if due is None else f"waits until {due}"
+        raise TetherError(
+            "wrong_phase",
+            f"human step {req['name']!r} {waits}: it has not timed out at {now}",
+            current=dict(req),
+        )
+    how = req["on_timeout"]
+    entry = _entry(
+        state,
+        Kind.TIMEOUT,
+        now,
+        req,
+        step=req["step"],
+        deadline=due,
+        on_timeout=how,
+        outcome=Result.FAILURE,
+    )
+    if how == "fail":
+        failure = f"Human step {req['name']!r} timed out at {due} (on_timeout: fail)."
+        state.update(status=Status.FAILED, phase=Phase.IDLE, open=[], cursor=None, runtime={})
+        state["failure"] = failure
+        response = {
+            "status": Reply.TIMED_OUT,
+            "message": failure + " The workflow has failed.",
+            "next": current(state),
+        }
+        return Outcome(state, response, [entry])
+    state["runtime"][node_key(req["path"])][Key.FAILING] = 1
+    ticker = _tick(tree, state, now, [entry], condition, tools)
+    return _moved(state, Reply.TIMED_OUT, req, ticker, "next")
 
 
 def _judged(answer: Eval | Submit | Human) -> tuple[str, bool | str | None, bool]:
@@ -452,6 +503,7 @@ def _message(status: Reply, req: dict[str, Any], ticker: Ticker, state: dict[str
         Reply.ACTION_FAILED: f"{name} failed.",
         Reply.APPROVED: f"{name} approved.",
         Reply.REJECTED: f"{name} rejected.",
+        Reply.TIMED_OUT: f"{name} timed out (on_timeout: reject).",
     }[status]
     if ticker.reasons:
         text += " " + " ".join(ticker.reasons)

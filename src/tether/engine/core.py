@@ -8,6 +8,7 @@ Owns: nothing of its own; it re-exports the names the rest of Tether imports fro
   entries it produces and the response it returns;
 - `tether.engine.phases`: the phase machine (protocol gate, performing/idle, `current`, and the
   selection of the open request an answer targets);
+- `tether.engine.deadlines`: a human step's deadline, and the open steps past theirs (`expired`);
 - `tether.engine.trace`: the one builder of a trace entry, and what checks see of `TOOLS`;
 - `tether.engine.closing`: what an action needs before it may finish (writes, checks);
 - `tether.engine.ticking`: the node semantics (entering and finishing nodes, composites, the
@@ -25,7 +26,9 @@ State layout (a plain JSON dict; the store persists it as is):
   tree's size: `i` current child (sequence/selector), `res` child results (parallel), `k` step
   index, `o` the trace seq at which the open step was opened, `w` var paths written while it was
   open, `x` a failure waiting to propagate (action), `r` retries used (any node), `t` the seq of
-  the first tool call recorded during this attempt of an action whose checks read `TOOLS`; a
+  the first tool call recorded during this attempt of an action whose checks read `TOOLS`, `d`
+  when its open human step stops waiting (a step with a `timeout`: the time of the answer that
+  opened it, plus the timeout; its request carries it as `deadline`, with `on_timeout`); a
   loop adds `e` the items of a `for_each` (its list as evaluated on entry) with `n` the index of
   the current one, and `p` the runs of a `repeat` done. A new run keeps the keys of the loops
   outside it (`LEVELS`) and starts the rest afresh. These keys, the statuses and the phases are
@@ -58,10 +61,12 @@ from tether.engine.answers import (
     Stop,
     Submit,
     Think,
+    Timeout,
     ToolCall,
     VarWrite,
 )
 from tether.engine.applying import apply
+from tether.engine.deadlines import expired
 from tether.engine.names import Key, Kind, Phase, Reply, RequestType, Result, Status
 from tether.engine.phases import (
     SCHEMA_VERSION,
@@ -107,6 +112,7 @@ __all__ = [
     "Stop",
     "Submit",
     "Think",
+    "Timeout",
     "ToolCall",
     "VarWrite",
     "_Ticker",
@@ -115,6 +121,7 @@ __all__ = [
     "current",
     "default_condition",
     "default_list",
+    "expired",
     "initial_state",
     "node_at",
     "reads_tools",

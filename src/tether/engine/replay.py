@@ -31,6 +31,7 @@ from tether.engine.core import (
     Stop,
     Submit,
     Think,
+    Timeout,
     ToolCall,
     VarWrite,
     apply,
@@ -155,6 +156,8 @@ def answer_of(entry: dict[str, Any], state: dict[str, Any]) -> Answer | None:
         )
     if kind == Kind.CLOSE:
         return Close(entry.get("note"), token)
+    if kind == Kind.TIMEOUT:
+        return Timeout(token)
     raise TetherError(
         "corrupt_execution", f"trace entry {entry.get('seq')} has unknown kind {kind!r}"
     )
@@ -239,7 +242,9 @@ def refit(
         raise problem(f"its trace replays to {len(produced)} entries instead of {len(trace)}")
 
     def shape(requests: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-        return [(r["type"], r["name"], r["path"], r["index"], r["step"]) for r in requests]
+        # An open human step's deadline too: an edit may not give it a timeout, or change one.
+        keys = ("type", "name", "path", "index", "step", "deadline", "on_timeout")
+        return [tuple(r.get(key) for key in keys) for r in requests]
 
     for field in DERIVED_FIELDS:
         same = (

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from tether.engine.deadlines import deadline_after
 from tether.engine.names import LEVELS, Key, Kind, RequestType, Result
 from tether.engine.phases import settle
 from tether.engine.trace import attempt_tools, record
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 # enum class costs three times a global (`EnumType.__getattr__` keeps the lookup uncached).
 RUNNING, SUCCESS, FAILURE, SKIPPED = Result.RUNNING, Result.SUCCESS, Result.FAILURE, Result.SKIPPED
 CHILD, RESULTS, STEP, OPENED, FAILING = Key.CHILD, Key.RESULTS, Key.STEP, Key.OPENED, Key.FAILING
-RETRIES, ITEMS, ITEM, RUNS = Key.RETRIES, Key.ITEMS, Key.ITEM, Key.RUNS
+RETRIES, ITEMS, ITEM, RUNS, DEADLINE = Key.RETRIES, Key.ITEMS, Key.ITEM, Key.RUNS, Key.DEADLINE
 
 # The work one answer may do, counted (never timed, so replay decides alike): the nodes its
 # ticking visits and the trace entries it writes (those written before the tick included).
@@ -322,6 +323,8 @@ class Ticker:
             frame[STEP] = k
             if OPENED not in frame:
                 frame[OPENED] = self.state["seq"]
+                if "timeout" in step:  # measured from the time of the answer that opened it
+                    frame[DEADLINE] = deadline_after(self.now, step["timeout"])
             self.open.append(self._request(node, path, k, step, frame))
             return RUNNING
         return SUCCESS
@@ -346,6 +349,8 @@ class Ticker:
             shows = named_values(step["human"], self.state)
             if shows:
                 req["shows"] = shows
+            if DEADLINE in frame:
+                req.update(deadline=frame[DEADLINE], on_timeout=step["on_timeout"])
         else:
             req = {
                 "type": RequestType.INSTRUCT,

@@ -5,7 +5,8 @@ data); telling the three spellings apart (native wrapper, abtree wrapper, behavi
 node); walking the nodes once, checking every key against the tables in `model.py` and building
 the normalised form that the engine runs (`type`, `name`, then `children`/`policy`/`steps`, then
 `retries`/`optional`/`invert`/`repeat`/`for_each`/`when`/`description`/`triggers`/`tools` when
-they say something, a loop's `max` and `as` filled in); trimming step texts (`trim_text`);
+they say something, a loop's `max` and `as` filled in, a human step's `timeout` as seconds with
+its `on_timeout`); trimming step texts (`trim_text`);
 merging `state`; checking every `check`, `when`, `for_each.in` and `repeat.until` with the CEL
 compiler; resolving `$ref`s (a fragment file, a JSON pointer into a document, or both) and
 refusing the cycles they form.
@@ -63,6 +64,7 @@ from tether.tree.model import (
     KIND_PHRASES,
     KIND_SCHEMAS,
     NODE_FIELDS,
+    ON_TIMEOUT,
     REF_FIELDS,
     REPEAT_FIELDS,
     REPEAT_MAX,
@@ -71,6 +73,7 @@ from tether.tree.model import (
     STEP_FIELDS,
     STEP_KINDS,
     STEP_KINDS_TEXT,
+    TIMEOUT_MAX_SECONDS,
     TOOLS_FIELDS,
     TYPE_ALIASES,
     WRAPPER_FIELDS,
@@ -520,7 +523,28 @@ class _Loader:
             out["writes"] = [
                 p.split(".", 1)[1] if p.startswith(_WRITE_PREFIXES) else p for p in writes
             ]
+        out.update(self.timeout(raw, kind, where))
         return out
+
+    def timeout(self, raw: dict[str, Any], kind: str, where: Where) -> dict[str, Any]:
+        """A human step's `timeout` (as seconds) and `on_timeout` (`reject` when not given), or
+        nothing when it has none; refused on any other step, and `on_timeout` without one."""
+        text = self.field(raw, "timeout", STEP_FIELDS["timeout"], where)
+        how = self.field(raw, "on_timeout", STEP_FIELDS["on_timeout"], where)
+        for key, value in (("timeout", text), ("on_timeout", how)):
+            if value is not None and kind != "human":
+                (where / key).fail(f"{key} applies only to human steps", at_key=True)
+        if text is None:
+            if how is not None:
+                (where / "on_timeout").fail("on_timeout needs a timeout", at_key=True)
+            return {}
+        seconds = duration_seconds(text)
+        if not 0 < seconds <= TIMEOUT_MAX_SECONDS:
+            (where / "timeout").fail(
+                f"timeout {text!r} must be longer than zero and at most 366 days "
+                f"({TIMEOUT_MAX_SECONDS} seconds); it is {seconds} seconds"
+            )
+        return {"timeout": seconds, "on_timeout": how or ON_TIMEOUT[0]}
 
     def grow(self, values: dict[str, Any], where: Where, context: _Context) -> None:
         """Count one node of the expanded tree against `MAX_NODE_DEPTH` and `MAX_TREE_CHARS`,
@@ -614,6 +638,12 @@ class _Loader:
             if followed.doc is site.target and inside:
                 names = [site.shown, *(s.shown for s in sites[i:])]
                 at.fail(f"$ref cycle: {' -> '.join(names)}")
+
+
+def duration_seconds(text: str) -> int:
+    """The seconds of a duration that matches `DURATION_PATTERN` (`1h30m` is 5400)."""
+    units = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+    return sum(int(n) * units[u] for n, u in re.findall(r"([0-9]+)([dhms])", text))
 
 
 def trim_text(text: str) -> str:

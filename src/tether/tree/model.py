@@ -34,6 +34,14 @@ LOOP_MAX_LIMIT = 10_000
 # `mcp__server__tool`, `*`), optionally with a permission-rule argument: `Bash(pytest*)`.
 TOOL_ENTRY_PATTERN = r"^(\*|[A-Za-z0-9_.-]+)(\(.+\))?$"
 
+# A human step's `timeout`: whole days, hours, minutes and seconds, largest first, at least one
+# (`30m`, `4h`, `2d`, `1h30m`); the loader turns it into seconds and refuses zero and anything
+# past `TIMEOUT_MAX_SECONDS`. What happens when it passes is `on_timeout`, one of `ON_TIMEOUT`
+# (the first is the default).
+DURATION_PATTERN = r"^(?=[0-9])([0-9]+d)?([0-9]+h)?([0-9]+m)?([0-9]+s)?$"
+TIMEOUT_MAX_SECONDS = 366 * 24 * 3600
+ON_TIMEOUT = ("reject", "fail")
+
 
 @dataclass(frozen=True)
 class Field:
@@ -238,6 +246,20 @@ STEP_FIELDS: dict[str, Field] = {
         "agent: approval advances, rejection fails the action. Leading and trailing blank lines "
         "and shared indentation are trimmed at load.",
     ),
+    "timeout": Field(
+        "duration",
+        "human only: how long the step waits for a person, from when it opens (`30m`, `4h`, "
+        "`2d`, `1h30m`; at most 366 days). Past it, the next read or answer of the execution "
+        "records a `timeout` entry and does what `on_timeout` says; a person's answer is then "
+        "refused.",
+    ),
+    "on_timeout": Field(
+        "on_timeout",
+        "human only, with `timeout`: what happens when it passes: `reject` (the default: as if "
+        "the person rejected it, so the action fails and the tree goes on as for a rejection: "
+        "`retries`, `optional`, a selector's next child) or `fail` (the whole execution fails "
+        "at once, whatever is above the step).",
+    ),
     "writes": Field(
         "write_paths",
         "instruct only: var paths the agent must write during this step before success is "
@@ -256,6 +278,8 @@ KIND_SCHEMAS: dict[str, dict[str, Any]] = {
     "text": {"type": "string"},
     "step_text": {"type": "string", "pattern": r"\S"},
     "cel": {"type": "string", "minLength": 1},
+    "duration": {"type": "string", "pattern": DURATION_PATTERN},
+    "on_timeout": {"enum": list(ON_TIMEOUT)},
     "count": {"type": "integer", "minimum": 0},
     "loop_max": {"type": "integer", "minimum": 1, "maximum": LOOP_MAX_LIMIT},
     "item_name": {"type": "string", "pattern": ITEM_NAME_PATTERN},
@@ -303,6 +327,9 @@ KIND_PHRASES: dict[str, str] = {
     "text": "a string",
     "step_text": "a string with more than white space in it",
     "cel": "a non-empty CEL expression (a string)",
+    "duration": "a duration such as 30m, 4h, 2d or 1h30m (whole days d, hours h, minutes m and "
+    "seconds s, largest first)",
+    "on_timeout": "one of " + ", ".join(ON_TIMEOUT),
     "count": "a whole number >= 0",
     "loop_max": f"a whole number from 1 to {LOOP_MAX_LIMIT}",
     "item_name": "a name made of letters, digits and '_', not starting with a digit",

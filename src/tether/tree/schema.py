@@ -70,6 +70,8 @@ def _step(kind: str) -> dict[str, Any]:
     fields = {kind: STEP_FIELDS[kind]}
     if kind == "instruct":
         fields["writes"] = STEP_FIELDS["writes"]
+    if kind == "human":
+        fields.update(timeout=STEP_FIELDS["timeout"], on_timeout=STEP_FIELDS["on_timeout"])
     return {**_object(fields, f"{kind} step", STEP_FIELDS[kind].description), "required": [kind]}
 
 

@@ -637,6 +637,11 @@ function renderHuman(snap) {
     ...open.map((request) => humanForm(request)));
 }
 
+// A stored time (`2026-03-02T13:00:00.000Z`) as a person reads it: `2026-03-02 13:00:00 UTC`.
+function utc(time) {
+  return time.replace("T", " ").replace(/\.\d+Z$/, " UTC");
+}
+
 function humanForm(request, path = run.path) {
   const note = el("textarea", { placeholder: "A note for the trace (optional)", "aria-label": "note" });
   const result = el("span", { class: "result", role: "status" });
@@ -668,6 +673,8 @@ function humanForm(request, path = run.path) {
     el("div", { class: "prompt" }, request.prompt),
     request.shows && el("dl", { class: "shows" }, ...Object.entries(request.shows).flatMap(
       ([name, value]) => [el("dt", {}, name), el("dd", {}, JSON.stringify(value))])),
+    request.deadline && el("p", { class: "deadline" }, `Waits until ${utc(request.deadline)}, then `
+      + (request.on_timeout === "fail" ? "the execution fails." : "it counts as rejected.")),
     note,
     el("div", { class: "actions" }, ...buttons, result));
 }
@@ -710,6 +717,8 @@ function describe(entry) {
     if (shown !== undefined) parts.push(el("code", { class: "value" }, String(shown).slice(0, 200)));
   } else if (entry.kind === "human") {
     parts.push(`answered from the ${entry.by} `);
+  } else if (entry.kind === "timeout") {
+    parts.push(`no answer by ${utc(entry.deadline)} (on_timeout: ${entry.on_timeout}) `);
   } else if (entry.kind === "independent") {
     parts.push(el("span", { class: "muted" }, "outside the workflow"), " ");
     for (const [path, value] of Object.entries(entry.values || {})) {
