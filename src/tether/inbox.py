@@ -14,12 +14,12 @@ It does not decide anything about an execution, nor record anything.
 
 from __future__ import annotations
 
-import calendar
 import time
 from typing import Any
 
 from tether.person import command_line
 from tether.store import path_of, scheme_of, store_for
+from tether.store.tally import millis, stamp
 
 REFUSED = 5  # answers refused in a row at one open step before the inbox shows it
 _KINDS_ASIDE = ("stop", "tool")  # entries that neither open nor answer a step
@@ -46,7 +46,7 @@ def waiting(place: str, *, now: float | None = None, refused: int = REFUSED) -> 
         waits += [{**w, "age_seconds": _age(w["since"], clock)} for w in found]
     waits.sort(key=lambda w: (w["since"] or "", w["name"], w["kind"]))
     return {
-        "now": _stamp(clock),
+        "now": stamp(clock),
         "refused_threshold": refused,
         "waits": waits,
         "unreadable": unreadable,
@@ -127,17 +127,8 @@ def _refused(
     ]
 
 
-def _age(stamp: str | None, now: float) -> float | None:
-    if not stamp:
-        return None
-    whole, _, fraction = stamp.rstrip("Z").partition(".")
-    seconds = calendar.timegm(time.strptime(whole, "%Y-%m-%dT%H:%M:%S"))
-    return round(max(0.0, now - seconds - float(f"0.{fraction or 0}")), 3)
-
-
-def _stamp(seconds: float) -> str:
-    whole, millis = divmod(round(seconds * 1000), 1000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{millis:03d}Z"
+def _age(since: str | None, now: float) -> float | None:
+    return None if not since else round(max(0.0, now - millis(since) / 1000), 3)
 
 
 def age_text(seconds: float | None) -> str:

@@ -24,7 +24,7 @@ from typing import Any
 
 from tether.errors import TetherError
 from tether.store import path_of, store_for
-from tether.store.tally import empty_action, plan
+from tether.store.tally import empty_action, plan, stamp
 
 TOP_CHECKS = 10
 _RELATIVE = re.compile(r"^(\d+)\s*([smhdw])$")
@@ -40,7 +40,7 @@ def parse_since(text: str, *, now: float | None = None) -> str:
     relative = _RELATIVE.match(given)
     if relative:
         seconds = (time.time() if now is None else now) - int(relative[1]) * _UNIT[relative[2]]
-        return _stamp(seconds)
+        return stamp(seconds)
     body, offset = given.replace(" ", "T", 1), 0
     zone = re.search(r"(Z|[+-]\d\d:?\d\d)$", body)
     if zone:
@@ -60,18 +60,13 @@ def parse_since(text: str, *, now: float | None = None) -> str:
         import calendar
 
         seconds = calendar.timegm(parsed) - offset + float(f"0.{fraction or 0}")
-        return _stamp(seconds)
+        return stamp(seconds)
     raise TetherError(
         "usage",
         f"--since takes a time (2026-01-31, 2026-01-31T09:30, 2026-01-31T09:30:00Z, "
         f"2026-01-31T11:30+02:00) or a span back from now (30m, 24h, 7d, 2w), not {text!r}",
         argument="--since",
     )
-
-
-def _stamp(seconds: float) -> str:
-    whole, millis = divmod(round(seconds * 1000), 1000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{millis:03d}Z"
 
 
 def collect(place: str, *, tree: str | None = None, since: str | None = None) -> dict[str, Any]:

@@ -90,6 +90,13 @@ def millis(stamp: str) -> int:
     return seconds * 1000 + (int(rest[:3].ljust(3, "0")) if rest else 0)
 
 
+def stamp(seconds: float) -> str:
+    """`seconds` since the epoch written as a stored UTC timestamp (`millis`'s inverse, to the
+    millisecond)."""
+    whole, rest = divmod(round(seconds * 1000), 1000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{rest:03d}Z"
+
+
 @functools.lru_cache(maxsize=4096)
 def _day(date: str) -> int:
     return calendar.timegm(time.strptime(date, "%Y-%m-%d")) * 1000
