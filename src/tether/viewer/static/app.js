@@ -112,20 +112,26 @@ function runsQuery(query) {
   return "/api/runs?" + new URLSearchParams(Object.entries(query).filter(([, value]) => value));
 }
 
-// The listing feeds the list page, or the side list beside an execution. Only the answer to the
-// latest question is shown: an older one that arrives late (a filter changed twice) is dropped.
-let listingTicket = 0;
+// Questions whose answers may come back out of order (a filter changed twice, a measure chosen
+// while the first load runs): `ask()` numbers a new one, and only the latest is shown.
+function questions() {
+  let asked = 0;
+  return { ask: () => ++asked, isLatest: (question) => question === asked };
+}
+
+// The listing feeds the list page, or the side list beside an execution.
+const listingQuestions = questions();
 async function refreshListing() {
   const onList = !$("#list-view").hidden;
-  const ticket = ++listingTicket;
+  const ticket = listingQuestions.ask();
   let found;
   try {
     found = await getJSON(runsQuery(onList ? { ...listing, limit: PAGE } : { limit: side.limit }));
   } catch (error) {
-    if (onList && ticket === listingTicket) showError(error.message);
+    if (onList && listingQuestions.isLatest(ticket)) showError(error.message);
     return;
   }
-  if (ticket !== listingTicket) return;
+  if (!listingQuestions.isLatest(ticket)) return;
   if (onList) renderList(found);
   else if (!$("#run-view").hidden) renderSide(found);
 }
@@ -176,7 +182,7 @@ let listingLoaded = Promise.resolve(); // the side list's first load
 function freshRun(path) {
   return {
     path, revision: null, trace: [], total: 0, nodes: {}, order: [], at: 0, doc: null,
-    following: true, selected: null, snap: null, loading: false, again: false, ticket: 0,
+    following: true, selected: null, snap: null, loading: false, again: false, asked: questions(),
     folded: new Set(), anchor: null, source: null,
   };
 }
@@ -327,7 +333,7 @@ async function loadRun() {
   const slider = $("#slider");
   slider.max = run.total;
   if (run.following || run.at > run.total) {
-    run.ticket += 1;
+    run.asked.ask(); // an earlier entry asked for is no longer wanted
     showSnapshot(doc);
   } else {
     renderPosition();
@@ -336,7 +342,7 @@ async function loadRun() {
 
 async function moveTo(at) {
   run.following = at >= run.total;
-  const ticket = ++run.ticket;
+  const ticket = run.asked.ask();
   if (run.following) {
     showSnapshot(run.doc);
     return;
@@ -344,7 +350,7 @@ async function moveTo(at) {
   const query = new URLSearchParams({ path: run.path, at });
   if (run.folded.size) query.set("fold", [...run.folded].join(","));
   const doc = await getJSON(`/api/run?${query}`);
-  if (ticket === run.ticket && query.get("path") === run.path) showSnapshot(doc);
+  if (run.asked.isLatest(ticket) && query.get("path") === run.path) showSnapshot(doc);
 }
 
 function renderTitle(doc) {
@@ -959,7 +965,7 @@ function overviewTree(tree, fallbacks) {
     checks);
 }
 
-const heatView = { name: null, hash: null, measure: "failures", actions: {}, chosen: null, asked: 0 };
+const heatView = { name: null, hash: null, measure: "failures", actions: {}, chosen: null, asked: questions() };
 
 async function showHeat(name, hash, measure) {
   Object.assign(heatView, { name, hash, measure: measure || "failures" });
@@ -988,7 +994,7 @@ async function showHeat(name, hash, measure) {
 
 async function refreshHeat() {
   const query = new URLSearchParams({ tree: heatView.name, hash: heatView.hash, measure: heatView.measure });
-  const question = ++heatView.asked;
+  const question = heatView.asked.ask();
   let doc;
   try {
     doc = await getJSON(`/api/heat?${query}`);
@@ -996,7 +1002,7 @@ async function refreshHeat() {
     showError(error.message);
     return;
   }
-  if (question !== heatView.asked) return;  // a later question (another measure, a change) is on its way
+  if (!heatView.asked.isLatest(question)) return;  // a later question (another measure, a change) is on its way
   const tree = doc.tree;
   $("#heat-title").textContent = treeTitle(tree);
   $("#heat-sub").textContent = `${tree.executions.total} executions: ${tree.executions.running} running, `
