@@ -18,7 +18,7 @@ PACKAGE = Path(tether.__file__).resolve().parent
 HOMES: dict[str, set[str]] = {
     "os.replace": {
         "files.py",
-        "guard/harness/failsafe.py",  # rotates the whole error log aside; no file is written here
+        "guardlog.py",  # rotates the whole error log aside; no file is written here
     },
     "os.rename": set(),
     "tempfile.mkstemp": set(),

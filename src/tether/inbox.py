@@ -5,7 +5,8 @@ for each running execution the store lists, its open human steps (what is asked,
 shows, since when, and the `tether approve`/`tether reject` lines that answer it), whether it is
 parked (the last `stop` entry says `parked` while its step is still open: why, since when), and
 whether its open step has been refused `refused` times or more in a row (answers refused since
-the last trace entry, from the refusal log). Also the table people read (`table`).
+the last trace entry, from the refusal log). Also the table people read (`table`), and what one
+commit raised that a person is told of (`raised`, for `tether.notify`), in the same shapes.
 
 It reads through the store interface alone (`Store.list`, `read_execution`, `refusals`), one
 execution at a time, so that a kept summary can replace the reading later in this one function.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from tether.engine.names import Kind, Reply, Status
 from tether.person import command_line
 from tether.store import path_of, scheme_of, store_for
 from tether.store.tally import millis, stamp
@@ -51,6 +53,36 @@ def waiting(place: str, *, now: float | None = None, refused: int = REFUSED) -> 
         "waits": waits,
         "unreadable": unreadable,
     }
+
+
+def raised(
+    before: dict[str, Any], after: dict[str, Any], entries: list[dict[str, Any]], uri: str
+) -> list[dict[str, Any]]:
+    """What one commit of the execution at `uri` raised that a person is told of, each shaped
+    as a wait with its `event`: a human step it opened (`human`), a park (`parked`, with the
+    `resume` line), a timeout (`timeout`), the execution's end (`finished`, `failed`). `before`
+    is the state the commit started from, `after` the one it left, `entries` what it recorded."""
+    trace = _answerable(uri)
+    base = {"uri": uri, "execution": trace}
+    was_open = {r.get("step") for r in before.get("open", [])}
+    humans = _human(after, entries, base, trace)
+    events = [
+        {"event": "human", **{k: v for k, v in w.items() if k != "kind"}}
+        for w in humans
+        if w["token"] not in was_open
+    ]
+    for entry in entries:
+        at = {**base, "step": entry.get("name"), "token": entry.get("step"), "since": entry["ts"]}
+        if entry["kind"] == Kind.TIMEOUT:
+            events.append({"event": "timeout", **at, "on_timeout": entry.get("on_timeout")})
+        elif entry["kind"] == Kind.STOP and entry.get("outcome") == Reply.PARKED:
+            resume = command_line("tether", "resume", trace)
+            events.append({"event": "parked", **at, "reason": entry.get("note"), "resume": resume})
+    if before.get("status") == Status.RUNNING and after["status"] != Status.RUNNING:
+        ended = "finished" if after["status"] == Status.COMPLETE else "failed"
+        since = entries[-1]["ts"] if entries else None
+        events.append({"event": ended, **base, "failure": after.get("failure"), "since": since})
+    return events
 
 
 def _answerable(uri: str) -> str:

@@ -13,8 +13,10 @@ Owns:
 - what the trace never holds, for `tether stats`: each answer the engine refuses and each tool
   call a step policy denied, in the execution's refusal log (`Transaction.refuse`), which
   nothing the engine, replay or `verify` reads;
-- after a commit that finished a node, with an OTLP endpoint configured, handing the spans it
-  completed to `tether.otel.send.emit` (nothing of OpenTelemetry is imported otherwise).
+- what follows each commit (`Runtime._committed`, the one listener): with an OTLP endpoint
+  configured, the spans it completed handed to `tether.otel.send.emit` (nothing of OpenTelemetry
+  is imported otherwise); with a notification target (the tree's `notify`, `TETHER_NOTIFY`), what
+  it raised that a person is told of, handed to `tether.notify`.
 
 Each verb that changes an execution holds the store's transaction for the URI, runs the engine
 once and commits once; a verb the engine refuses commits nothing. It does not check or parse
@@ -542,14 +544,31 @@ class Runtime:
         if isinstance(answer, core.Human):
             answer = self._person_gate(uri, answer, sent_by)
         with store.transaction(uri) as tx:
+            before = tx.state
             outcome = self._apply(store, uri, tx, answer)
         if isinstance(outcome, TetherError):  # raised once the refusal's record is committed
             raise outcome
-        if outcome.events and any(os.environ.get(name) for name in _OTLP_ENDPOINTS):
-            from tether.otel.send import emit  # the spans this commit completed, sent live
-
-            emit(store, uri, self._trees[outcome.state["tree_hash"]], outcome.entries[0]["seq"])
+        self._committed(store, uri, before, outcome)
         return outcome.response
+
+    def _committed(
+        self, store: Store, uri: str, before: dict[str, Any], outcome: core.Outcome
+    ) -> None:
+        """What follows a commit that recorded `outcome` from the state `before`, and never
+        fails it: the spans it completed, sent live (`tether.otel.send.emit`, when an OTLP
+        endpoint is configured), and what it raised that a person is told of (`tether.notify`,
+        when the tree or the environment names where)."""
+        tree = self._trees[outcome.state["tree_hash"]]
+        if outcome.events and any(os.environ.get(name) for name in _OTLP_ENDPOINTS):
+            from tether.otel.send import emit
+
+            emit(store, uri, tree, outcome.entries[0]["seq"])
+        from tether import notify
+
+        if outcome.entries and notify.wanted(tree):
+            from tether.inbox import raised
+
+            notify.send(tree, raised(before, outcome.state, outcome.entries, uri))
 
     def _person_gate(self, uri: str, answer: core.Human, sent_by: int | None) -> core.Human:
         """The one gate every person's answer passes on its way to the engine, whatever verb
@@ -606,9 +625,14 @@ class Runtime:
         if not core.expired(state, self._clock()):
             return state
         with store.transaction(uri) as tx:
+            before = tx.state
             lapsed = self._time_out(store, uri, self._tree_in(tx), tx, self._clock())
             self._commit(tx, lapsed)
-            return tx.state
+            state = tx.state
+        for outcome in lapsed:
+            self._committed(store, uri, before, outcome)
+            before = outcome.state
+        return state
 
     def _time_out(
         self, store: Store, uri: str, tree: dict[str, Any], tx: Transaction, now: str

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 from field import claudekit as ck
 from field.anthropic import AnthropicModel, said, tool_results
 from field.scripted import Call, Text, Turn
+from support.waiting import until
 
 REPORT = """\
 name: report
@@ -26,6 +28,9 @@ tree:
   steps:
     - instruct: Write the weekly report to report.md.
 """
+
+# A notification command: the event's JSON written to the file it names.
+TELL = "import sys; open(sys.argv[1], 'wb').write(sys.stdin.buffer.read())"
 
 REVIEW = """\
 name: review
@@ -132,7 +137,10 @@ def test_a_shell_start_binds_and_stops_are_refused_up_to_the_cap(tmp_path: Path)
 def test_a_bound_agent_that_keeps_stopping_is_parked_and_the_next_session_told(
     tmp_path: Path,
 ) -> None:
-    project = ck.project(tmp_path, "      max_stop_blocks: 20\n", trees={"report.yaml": REPORT})
+    told_file = tmp_path / "told.jsonl"
+    command = f"[{json.dumps(sys.executable)}, -c, {json.dumps(TELL)}, {told_file}]"
+    notified = REPORT + f"notify:\n  - command: {command}\n    events: [parked]\n"
+    project = ck.project(tmp_path, "      max_stop_blocks: 20\n", trees={"report.yaml": notified})
     with AnthropicModel([*start("report.yaml"), Text("All done.")]) as model:
         run = ck.claude(project, model)
     assert run.result["subtype"] == "success", run.result
@@ -140,6 +148,9 @@ def test_a_bound_agent_that_keeps_stopping_is_parked_and_the_next_session_told(
     # parked at the 8th stop, before Claude Code's own cap (the 9th block) ends the turn
     assert [s["outcome"] for s in stops] == ["refused"] * 7 + ["parked"], stops
     assert "parked before the harness ends the turn itself" in stops[-1]["note"]
+    event = json.loads(until(lambda: told_file.read_text() if told_file.is_file() else ""))
+    assert event["event"] == "parked" and event["step"] == "Report", event
+    assert event["resume"].startswith("tether resume ") and event["reason"] == stops[-1]["note"]
     told = [e["content"] for e in run.events if e.get("subtype") == "informational"]
     assert not any("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP" in text for text in told), told
     with AnthropicModel([Text("Noted.")] * 9) as model:

@@ -197,11 +197,11 @@ def test_on_error_is_validated_like_every_other_key(tmp_path: Path) -> None:
 
 
 def test_the_log_keeps_the_last_megabyte_and_limits_its_output(tmp_path: Path) -> None:
-    from tether.guard.harness import failsafe
+    from tether import guardlog
 
     state = str(tmp_path / "state")
     for i in range(3):
-        failsafe.record(state, {"n": i, "pad": "x" * (failsafe.LOG_MAX_BYTES // 2)})
-    assert os.path.exists(failsafe.log_path(state) + ".1")
-    assert [e["n"] for e in failsafe.read_log(state, 10)] == [0, 1, 2]
-    assert [e["n"] for e in failsafe.read_log(state, 1)] == [2]
+        guardlog.record(state, {"n": i, "pad": "x" * (guardlog.LOG_MAX_BYTES // 2)})
+    assert os.path.exists(guardlog.log_path(state) + ".1")
+    assert [e["n"] for e in guardlog.read_log(state, 10)] == [0, 1, 2]
+    assert [e["n"] for e in guardlog.read_log(state, 1)] == [2]

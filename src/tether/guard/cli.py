@@ -205,7 +205,7 @@ def _find_config(given: str | None, cwd: str | None = None) -> str:
 
 
 def _state_dir(given: str | None) -> str:
-    from tether.guard.harness.session_store import default_state_dir
+    from tether.guardlog import default_state_dir
 
     return given or default_state_dir()
 
@@ -419,9 +419,9 @@ def _last_good(p: Parsed, cwd: str | None, attempt: Any, exc: TetherError) -> tu
     fails as before when there is none (a project that never had one is not guarded)."""
     import time
 
-    from tether.guard.harness.failsafe import record
     from tether.guard.rules.plan import last_plan
     from tether.guard.rules.ruleset import Guard
+    from tether.guardlog import record
 
     config = _config_path(p.options.get("--config"), cwd)
     plan = last_plan(config, os.path.join(attempt.state_dir, "plans"))
@@ -548,7 +548,7 @@ def cmd_serve(p: Parsed) -> int:
 
 
 def cmd_log(p: Parsed) -> int:
-    from tether.guard.harness.failsafe import log_path, read_log
+    from tether.guardlog import log_path, read_log
 
     state_dir = _state_dir(p.options.get("--state-dir"))
     emit(
@@ -666,7 +666,7 @@ def _strict(p: Parsed, config: Path) -> dict[str, Any] | None:
     if not plan_from_file(config)[0]["workflow"]["strict"]:
         return None
     from tether.guard.harness.claude import LOCAL_SETTINGS
-    from tether.guard.harness.session_store import default_state_dir
+    from tether.guardlog import default_state_dir
 
     settings = Path(p.options.get("--settings") or LOCAL_SETTINGS)
     return {**wall_claude(settings, Path.cwd(), default_state_dir()), "config_marked": marked}
@@ -677,8 +677,8 @@ def _codex_strict_wanted(p: Parsed, config: Path) -> bool:
     mode. Refused before anything is written where it cannot be: a configuration that says
     `strict: false`, or a setting of the user's that would undo the wall (`wall.plan_codex`)."""
     from tether.guard.harness.doctor import strict_mode
-    from tether.guard.harness.session_store import default_state_dir
     from tether.guard.harness.wall import plan_codex, strict_refused
+    from tether.guardlog import default_state_dir
 
     if "--strict" not in p.flags and not strict_mode(str(config)):
         return False
@@ -692,8 +692,8 @@ def _codex_strict_wanted(p: Parsed, config: Path) -> bool:
 def _wall_codex(p: Parsed, config: Path) -> dict[str, Any]:
     """Strict mode for Codex: the configuration marked (`--strict`), and Tether's permission
     profile written into the project's `.codex/config.toml` (`harness.wall`)."""
-    from tether.guard.harness.session_store import default_state_dir
     from tether.guard.harness.wall import mark_strict, wall_codex
+    from tether.guardlog import default_state_dir
 
     marked = mark_strict(config) if "--strict" in p.flags else False
     return {**wall_codex(Path.cwd(), default_state_dir()), "config_marked": marked}

@@ -307,25 +307,21 @@ def _flush(outbox: _Outbox, seconds: float) -> None:
     if not rest:
         return
     import json
-    import subprocess
 
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    from tether import detached
 
     try:
         body = encode_spans(rest).SerializeToString()
         headers = {"Content-Type": "application/x-protobuf", **_headers()}
-        child = subprocess.Popen(
-            [sys.executable, "-c", _POST, outbox.endpoint, json.dumps(headers), str(seconds)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
+        failed = detached.start(
+            ["-c", _POST, outbox.endpoint, json.dumps(headers), str(seconds)], body
         )
-        assert child.stdin is not None
-        with child.stdin as pipe:
-            pipe.write(body)  # read by the child at once, before it connects
     except Exception as exc:
-        _cannot_send(exc)
+        failed = exc
+    if failed is not None:
+        _cannot_send(failed)
 
 
 def _headers() -> dict[str, str]:

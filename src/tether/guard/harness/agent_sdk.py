@@ -24,9 +24,10 @@ from tether.errors import TetherError
 from tether.guard.binding.binder import Binder
 from tether.guard.harness.claude import EVENTS
 from tether.guard.harness.hooks import handle
-from tether.guard.harness.session_store import SessionStore, default_state_dir
+from tether.guard.harness.session_store import SessionStore
 from tether.guard.rules.plan import DEFAULT_CONFIG
 from tether.guard.rules.ruleset import Guard
+from tether.guardlog import default_state_dir
 
 # The events the SDK delivers to in-process callbacks (it does not deliver SessionStart or
 # SessionEnd to them: the session's context comes with its first prompt).

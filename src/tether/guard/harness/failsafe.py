@@ -13,56 +13,29 @@ Owns:
 - Which mode applies: the configuration's `on_error`, else the hook's `--on-error`, else `block`.
 - The hook's deadline (`DEFAULT_DEADLINE`, kept by `tether.guard.rules.deadline.within`), below
   the harness's time-out, after which Claude Code would carry on without asking.
-- The error log: every error, in any mode, is appended to `<state dir>/errors.log` (JSON lines,
-  through `tether.appendlog`; the previous megabyte is kept as `errors.log.1`), read back by
-  `tether guard log`.
+- That every error, in any mode, goes to the guard's error log (`tether.guardlog`, which owns the
+  log and the state folder it is in), read back by `tether guard log`.
 It does not decide tool calls (`hooks.handle` does) and parses no configuration.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import time
 from typing import Any
 
-from tether import appendlog
 from tether.errors import TetherError
 from tether.guard.rules.deadline import DeadlineExceeded
+from tether.guardlog import record
 
 ON_ERROR = ("block", "allow")
 DEFAULT_ON_ERROR = "block"
 DEFAULT_DEADLINE = 25.0
-LOG_NAME = "errors.log"
-LOG_MAX_BYTES = 1024 * 1024
 FALLBACK_SOURCE = "builtin (fallback: the guard could not start)"
 
 
 def mode(configured: str | None, flag: str | None) -> str:
     """The mode that applies: the configuration's `on_error`, else `--on-error`, else `block`."""
     return configured or flag or DEFAULT_ON_ERROR
-
-
-def log_path(state_dir: str) -> str:
-    return os.path.join(state_dir, LOG_NAME)
-
-
-def record(state_dir: str, entry: dict[str, Any]) -> None:
-    """Append one error to the log (best effort: a log that cannot be written is skipped)."""
-    path = log_path(state_dir)
-    with contextlib.suppress(OSError):  # another hook may have rotated it first
-        if os.path.getsize(path) > LOG_MAX_BYTES:
-            os.replace(path, path + ".1")
-    with contextlib.suppress(OSError):
-        os.makedirs(state_dir, exist_ok=True)
-        appendlog.append(path, [entry])
-
-
-def read_log(state_dir: str, limit: int) -> list[dict[str, Any]]:
-    """The last `limit` errors, oldest first."""
-    path = log_path(state_dir)
-    entries = appendlog.read(path + ".1")[0] + appendlog.read(path)[0]
-    return entries[-limit:] if limit > 0 else entries
 
 
 def _error(exc: BaseException) -> dict[str, Any]:

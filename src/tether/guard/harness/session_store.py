@@ -45,17 +45,6 @@ class _Loaded(NamedTuple):
     at_snapshot: int  # the state's event count in the snapshot file
 
 
-def default_state_dir() -> str:
-    """`$TETHER_GUARD_STATE`, else `$XDG_STATE_HOME/tether/guard`, else `~/.local/state/...`."""
-    explicit = os.environ.get("TETHER_GUARD_STATE")
-    if explicit:
-        return explicit
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
-        os.path.expanduser("~"), ".local", "state"
-    )
-    return os.path.join(base, "tether", "guard")
-
-
 class SessionStore:
     """Snapshots and event logs under `root/sessions/<session>/<agent>.{json,log}`."""
 
