@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tether.engine.names import Kind, Reply, Status
+from tether.engine.names import Kind, Reply, RequestType, Status
 from tether.person import command_line
 from tether.store import path_of, scheme_of, store_for
 from tether.store.tally import millis, stamp
@@ -113,16 +113,16 @@ def _human(
             "reject": command_line("tether", "reject", trace, "--step", req["step"]),
         }
         for req in state.get("open", [])
-        if req.get("type") == "human"
+        if req.get("type") == RequestType.HUMAN
     ]
 
 
 def _parked(
     state: dict[str, Any], entries: list[dict[str, Any]], base: dict[str, Any]
 ) -> list[dict[str, Any]]:
-    last = next((e for e in reversed(entries) if e.get("kind") != "tool"), None)
+    last = next((e for e in reversed(entries) if e.get("kind") != Kind.TOOL), None)
     open_tokens = {r.get("step") for r in state.get("open", [])}
-    if last is None or last["kind"] != "stop" or last.get("outcome") != "parked":
+    if last is None or last["kind"] != Kind.STOP or last.get("outcome") != Reply.PARKED:
         return []
     if last.get("step") not in open_tokens:
         return []
@@ -183,11 +183,11 @@ def table(inbox: dict[str, Any]) -> str:
             f"{w['kind'].upper():8} {w['name']}  {w['step'] or '-'}  {age_text(w['age_seconds'])}"
         )
         lines.append(head.replace("\n", " "))
-        if w["kind"] == "human":
+        if w["kind"] == RequestType.HUMAN:
             lines.append(f"    asks: {w['prompt']}")
             lines += [f"    {k} = {v!r}" for k, v in w["shows"].items()]
             lines.append(f"    answer: {w['approve']}  |  {w['reject']}")
-        elif w["kind"] == "parked":
+        elif w["kind"] == Reply.PARKED:
             lines.append(f"    why: {w['reason']}")
         else:
             lines.append(f"    {w['refusals']} refused in a row; last: {w['last_message']}")

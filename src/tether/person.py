@@ -55,6 +55,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tether.engine.answers import Human
+from tether.engine.names import RequestType
 from tether.errors import TetherError
 
 # Where a person's answer comes from: the command line, the viewer, a program of theirs through
@@ -302,7 +303,7 @@ def gate(
     require_person(answer.approved, source(answer.by), sent_by)
     if answer.by != "cli":
         return answer
-    human = [r for r in open_steps() if r.get("type") == "human"]
+    human = [r for r in open_steps() if r.get("type") == RequestType.HUMAN]
     request = next((r for r in human if answer.step in (None, r.get("step"))), None)
     if request is None:  # the engine says what is wrong
         return answer

@@ -21,6 +21,7 @@ from support.stats_scenario import (
     RELEASE,
     drive,
     drive_forks,
+    drive_timeouts,
     refused,
     without_hashes,
 )
@@ -137,3 +138,16 @@ def test_a_database_of_the_first_schema_gains_the_refusal_log(
     assert stats.collect(dsn)["trees"][0]["refused"] == {"wrong_phase": 1}
     with server.connect(name) as conn:
         assert conn.execute("SELECT version FROM tether_schema").fetchall() == [(SCHEMA_VERSION,)]
+
+
+def test_a_timed_out_human_step_counts_as_a_failed_attempt_as_on_files(
+    server: PostgresServer, tmp_path: Path
+) -> None:
+    dsn = _database(server)
+    drive_timeouts(dsn, tmp_path / "pg")
+    drive_timeouts(str(tmp_path / "runs"), tmp_path / "files")
+    figures = stats.collect(dsn, tree="timed")
+    (action,) = figures["trees"][0]["actions"]
+    assert (action["attempts"], action["failures"], action["retries"]) == (2, 2, 1)
+    files = stats.collect(str(tmp_path / "runs"), tree="timed")
+    assert {**figures, "place": None} == {**files, "place": None}

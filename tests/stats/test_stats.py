@@ -23,6 +23,7 @@ from support.stats_scenario import (
     Clock,
     drive,
     drive_forks,
+    drive_timeouts,
     refused,
     without_hashes,
 )
@@ -144,6 +145,16 @@ def test_a_fork_counts_only_what_happened_in_it(tmp_path: Path, place: str) -> N
         no_step = next(line.split() for line in lines if line.startswith("  (no step) "))
         assert no_step == ["(no", "step)", "1"]
         assert "    (no step): execution_finished 1" in lines
+
+
+@pytest.mark.parametrize("place", ["files", "memory"])
+def test_a_timed_out_human_step_counts_as_a_failed_attempt(tmp_path: Path, place: str) -> None:
+    where = str(tmp_path / "runs") if place == "files" else "memory://"
+    drive_timeouts(where, tmp_path / "project")
+    (tree,) = stats.collect(where, tree="timed")["trees"]
+    (action,) = tree["actions"]
+    assert (action["attempts"], action["failures"], action["retries"]) == (2, 2, 1)
+    assert action["reached"] == 1 and tree["executions"]["failed"] == 1
 
 
 def test_tree_and_since_choose_the_executions(folder: Path) -> None:

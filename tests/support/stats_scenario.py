@@ -421,3 +421,35 @@ EXPECTED_FORKS: dict[str, Any] = {
     ],
     "checks": [],
 }
+
+
+TIMED = """\
+name: timed
+version: 1
+tree:
+  type: action
+  name: Sign_Off
+  retries: 1
+  steps:
+    - human: Ship it?
+      timeout: 1h
+"""
+
+
+def drive_timeouts(place: str, project: Path) -> str:
+    """A human step that times out twice, into `place`: its action retries once (the first
+    timeout, 1 h after the step opened) and fails at the second, failing the execution. Sign_Off
+    has 2 attempts, 2 failures, 1 retry used; no person's wait was recorded."""
+    project.mkdir(parents=True, exist_ok=True)
+    (project / "timed.yaml").write_text(TIMED)
+    clock = Clock()
+    rt = Runtime(clock=clock)
+    sep = "#" if place.startswith("postgresql") else "/"
+    uri = f"{place.rstrip('/')}{sep}timed.json"
+    rt.start(str(project / "timed.yaml"), uri)
+    rt.submit(uri, "success")
+    for _ in range(2):
+        clock.wait(2 * 3600)
+        rt.next(uri)
+    assert rt.next(uri) == {"status": "failure"}
+    return uri

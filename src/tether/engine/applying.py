@@ -54,11 +54,9 @@ from tether.engine.ticking import (
     loop_items,
     loop_names,
     node_at,
-    node_key,
     reads_tools,
-    step_token,
 )
-from tether.engine.trace import attempt_tools, record
+from tether.engine.trace import attempt_tools, node_key, record, step_token
 from tether.engine.varpath import named_values, parse_path, write_path
 from tether.errors import TetherError
 

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from tether.engine.deadlines import deadline_after
 from tether.engine.names import LEVELS, Key, Kind, RequestType, Result
 from tether.engine.phases import settle
-from tether.engine.trace import attempt_tools, record
+from tether.engine.trace import attempt_tools, record, step_token
 from tether.engine.varpath import named_values
 from tether.errors import TetherError
 
@@ -509,11 +509,6 @@ def reads_tools(action: dict[str, Any]) -> bool:
     return any("TOOLS" in step.get("check", "") for step in action["steps"])
 
 
-def step_token(path: list[int], k: int, frame: dict[str, Any], salt: str) -> str:
-    """The token of the step `k` of the action at `path`, as opened in `frame`."""
-    return f"{node_key(path) or '-'}:{k}:{frame.get(RETRIES, 0)}:{frame[OPENED]}:{salt}"
-
-
 def loop_items(
     tree: dict[str, Any], runtime: dict[str, dict[str, Any]], path: list[int]
 ) -> list[dict[str, Any]]:
@@ -565,10 +560,6 @@ def judge(
         "TOOLS is empty, no tool call was recorded during this attempt of the action "
         "(tool calls are recorded only from an agent session bound to the execution)"
     )
-
-
-def node_key(path: list[int]) -> str:
-    return ".".join(map(str, path))
 
 
 def child_key(key: str, i: int) -> str:

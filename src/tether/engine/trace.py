@@ -1,10 +1,18 @@
-"""The trace entry: building one, and reading the tool entries back for checks.
+"""The trace entry: building one, and the one reading of a trace back, for every reader.
 
-Owns `record`, the one builder of a trace entry (its `seq`, taken from the state and moved on,
-the count of entries since the last reset, and the fields every entry has: `ts`, `kind`,
-`cursor`, `name`), and what a `check` sees of `TOOLS` from the trace: where an answer's tool
-records begin (`tools_since`), the records themselves (`tool_records`) and those of one action's
-attempt (`attempt_tools`).
+Owns:
+- `record`, the one builder of a trace entry (its `seq`, taken from the state and moved on, the
+  count of entries since the last reset, and the fields every entry has: `ts`, `kind`, `cursor`,
+  `name`);
+- the node key (`node_key`: "" the root, "0.2" the third child of the first child) and the step
+  token (`step_token` builds it, `Token.parse` reads it back): `KEY:STEP:RETRY:OPENED:SALT`;
+- what an entry says of an action's attempt, as stats (`tether.store.tally`), live and exported
+  spans (`tether.otel.spans`) and the viewer read it: which entries move the execution and so
+  mark when the next request was opened (`MOVING`), how an entry ends an attempt (`settles`),
+  and the retry number of the next attempt (`next_retry`);
+- what a `check` sees of `TOOLS` from the trace: where an answer's tool records begin
+  (`tools_since`), the records themselves (`tool_records`) and those of one action's attempt
+  (`attempt_tools`).
 
 It does not own which entries an answer or a tick produces, nor what they say (the answers in
 `tether.engine.answers`, the `check` entries in `tether.engine.ticking`), nor where the trace is
@@ -15,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from tether.engine.names import Key, Kind
+from tether.engine.names import Key, Kind, Reply, Result
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -43,6 +51,90 @@ def record(
     state["seq"] += 1
     state["since_reset"] += 1
     return entry
+
+
+# The entries that move an execution (an answer, a check, a timeout, a close, a jump, a reset):
+# the commit that opens a request writes one of them last, so a step was requested at the latest
+# of them before its answer.
+MOVING = frozenset(
+    {
+        Kind.PROTOCOL,
+        Kind.EVALUATE,
+        Kind.INSTRUCT,
+        Kind.HUMAN,
+        Kind.TIMEOUT,
+        Kind.CHECK,
+        Kind.CLOSE,
+        Kind.JUMP,
+        Kind.RESET,
+    }
+)
+_ANSWERS = (Kind.EVALUATE, Kind.INSTRUCT, Kind.HUMAN)
+_CHECK_FAILED = ("failed", "error")  # a check step's outcome that fails its action
+
+
+def node_key(path: Iterable[int]) -> str:
+    """A node's key: its path joined by dots ("" the root)."""
+    return ".".join(map(str, path))
+
+
+class Token:
+    """A step token read back: the action's node key, the step's index, the retries its action
+    had used and the seq at which the step was opened when it was opened, and the execution's
+    salt."""
+
+    __slots__ = ("key", "opened", "retry", "salt", "step")
+
+    def __init__(self, key: str, step: int, retry: int, opened: int, salt: str) -> None:
+        self.key, self.step, self.retry, self.opened, self.salt = key, step, retry, opened, salt
+
+    def __str__(self) -> str:
+        return f"{self.key or '-'}:{self.step}:{self.retry}:{self.opened}:{self.salt}"
+
+    @classmethod
+    def parse(cls, token: str) -> Token | None:
+        """The token `token` spells, or None when it spells none."""
+        parts = token.split(":")
+        if len(parts) != 5 or not all(p.isdigit() for p in parts[1:4]):
+            return None
+        key = "" if parts[0] == "-" else parts[0]
+        return cls(key, int(parts[1]), int(parts[2]), int(parts[3]), parts[4])
+
+
+def step_token(path: Iterable[int], k: int, frame: dict[str, Any], salt: str) -> str:
+    """The token of the step `k` of the action at `path`, as opened in `frame`."""
+    return str(Token(node_key(path), k, frame.get(Key.RETRIES, 0), frame[Key.OPENED], salt))
+
+
+def settles(entry: dict[str, Any], last: int) -> bool | None:
+    """How `entry`, recorded against a step of an action whose last step is `last`, ends that
+    action's attempt: True in success (a passed answer or check of its last step, or a close),
+    False in failure (a false evaluate, a failed instruct, a rejected or timed-out human step, a
+    check that failed or could not be evaluated), None when it ends none (a `running` answer,
+    an earlier step passed, anything else)."""
+    kind, step = entry["kind"], entry["cursor"]["step"]
+    if kind in _ANSWERS:
+        submitted = entry.get("submitted")
+        if submitted == Reply.RUNNING:
+            return None
+        passed = submitted is True or submitted == Result.SUCCESS
+        passed = passed or entry.get("outcome") == Result.SUCCESS
+    elif kind == Kind.CHECK and step is not None:
+        passed = entry.get("outcome") not in _CHECK_FAILED
+    elif kind == Kind.TIMEOUT:
+        passed = False
+    elif kind == Kind.CLOSE:
+        passed, step = True, last
+    else:
+        return None
+    return False if not passed else True if step == last else None
+
+
+def next_retry(retry: int, ended: bool, retries: int) -> int:
+    """The retry number of an action's next attempt, after the one numbered `retry` ended in
+    success (`ended`) or failure: a failure with retries left is retried (`retry + 1`); a
+    success, or the failure that used up its `retries`, starts the count again (0)."""
+    return retry + 1 if not ended and retry < retries else 0
 
 
 def tools_since(state: dict[str, Any]) -> int | None:

@@ -27,6 +27,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
+from tether.engine.names import Status
 from tether.errors import TetherError
 from tether.otel.spans import Span, spans, without_content
 
@@ -181,8 +182,8 @@ def export(where: str, endpoint: str | None = None) -> dict[str, Any]:
     place, name = store.place(where)
     if name is None:
         listed = store.list(place)
-        uris = [s.uri for s in listed if s.status in ("complete", "failed")]
-        running = [s.uri for s in listed if s.status == "running"]
+        uris = [s.uri for s in listed if s.status in (Status.COMPLETE, Status.FAILED)]
+        running = [s.uri for s in listed if s.status == Status.RUNNING]
     else:
         uris, running = [store.canonical(where)], []
     for uri in uris:

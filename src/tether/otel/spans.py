@@ -34,14 +34,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tether.engine.core import node_at
+from tether.engine.names import Kind, Reply, Status
+from tether.engine.trace import MOVING, Token, next_retry, node_key, settles
 
-# Entry kinds that answer a step or record what the runtime judged: the commits that open the
-# next request write one of them last before opening it.
-_MOVES = ("protocol", "evaluate", "instruct", "human", "check", "close", "jump", "reset")
-# Outcomes that settle an attempt whatever its step.
-_FAILED = ("action_failed", "evaluation_failed", "failed", "error", "failure")
-# Outcomes that settle an attempt when its last step gives them.
-_PASSED = ("evaluation_passed", "success", "passed")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
@@ -114,7 +109,7 @@ def spans(
     reader = _Reader(tree, state["salt"], _ns(state["created_at"]))
     for entry in entries:
         reader.read(entry)
-    finished = state["status"] != "running"
+    finished = state["status"] != Status.RUNNING
     last = entries[-1]["seq"] if entries else None
     made = []
     if since is None or (finished and last is not None and last >= since):
@@ -184,9 +179,9 @@ def _root(
     root.events = [_event(entry, None) for entry in reader.outside]
     if entries:
         root.end = _ns(entries[-1]["ts"])
-    if state["status"] != "running" and entries:
+    if state["status"] != Status.RUNNING and entries:
         root.done = True
-        if state["status"] == "failed":
+        if state["status"] == Status.FAILED:
             root.status, root.message = "error", state.get("failure") or "the workflow failed"
         else:
             root.status = "ok"
@@ -234,7 +229,7 @@ class _Attempt:
 
     def token(self, step: int, salt: str) -> str:
         """The token of its step `step` as opened (the engine's `step_token`)."""
-        return f"{self.key or '-'}:{step}:{self.retry}:{self.opened}:{salt}"
+        return str(Token(self.key, step, self.retry, self.opened, salt))
 
     def span(
         self, tid: int, root_id: int, created: int, common: dict[str, Any], finished: bool
@@ -290,13 +285,13 @@ class _Reader:
             attempt = self._attempt(entry, cursor["path"], node)
             token = str(entry.get("step") or attempt.token(step, self.salt))
             # A check step is the runtime's, never a request: it has no token of its own.
-            attempt.entries.append((entry, None if entry["kind"] == "check" else token))
+            attempt.entries.append((entry, None if entry["kind"] == Kind.CHECK else token))
             _settle(attempt, entry, step, token)
-        if entry["kind"] in _MOVES and entry.get("outcome") != "running":
+        if entry["kind"] in MOVING and entry.get("outcome") != Reply.RUNNING:
             self.moved = (entry["seq"], entry["ts"])
 
     def _action(self, path: list[int]) -> dict[str, Any] | None:
-        key = ".".join(map(str, path))  # the engine's node key
+        key = node_key(path)
         if key not in self.actions:
             try:
                 node: dict[str, Any] | None = node_at(self.tree, path)
@@ -306,26 +301,22 @@ class _Reader:
         return self.actions[key]
 
     def _attempt(self, entry: dict[str, Any], path: list[int], node: dict[str, Any]) -> _Attempt:
-        key, item = ".".join(map(str, path)), entry.get("item")
+        key, item = node_key(path), entry.get("item")
         attempt = self.latest.get(key)
         if attempt is None or attempt.item != item or not _belongs(attempt, entry):
             attempt = self._begin(key, node, item, attempt)
             attempt.first_seq = entry["seq"]
-        if "step" in entry:  # a recorded token says when its step was opened
-            attempt.opened = int(str(entry["step"]).split(":")[3])
+        token = Token.parse(str(entry.get("step")))
+        if token is not None:  # a recorded token says when its step was opened
+            attempt.opened = token.opened
         return attempt
 
     def _begin(
         self, key: str, node: dict[str, Any], item: int | None, before: _Attempt | None
     ) -> _Attempt:
         retry = 0
-        if (
-            before is not None
-            and before.item == item
-            and before.outcome == "failure"
-            and before.retry < node.get("retries", 0)
-        ):
-            retry = before.retry + 1
+        if before is not None and before.item == item and before.outcome is not None:
+            retry = next_retry(before.retry, before.outcome == "success", node.get("retries", 0))
         attempt = _Attempt(key, node, item, retry, self.moved[1])
         attempt.opened = self.moved[0] + 1
         self.attempts.append(attempt)
@@ -338,29 +329,27 @@ def _belongs(attempt: _Attempt, entry: dict[str, Any]) -> bool:
     settled yet, or the entry is a check the same answer ran after the step that settled it."""
     if attempt.outcome is None:
         return True
-    return entry["kind"] == "check" and entry["cursor"]["step"] > attempt.last_step
+    return entry["kind"] == Kind.CHECK and entry["cursor"]["step"] > attempt.last_step
 
 
 def _settle(attempt: _Attempt, entry: dict[str, Any], step: int, token: str) -> None:
     """Take `entry` into `attempt`: the answer it ends on, and its outcome once settled."""
     kind, outcome = entry["kind"], entry.get("outcome")
-    if kind not in _MOVES:
+    if kind not in MOVING:
         return
-    if attempt.outcome is None and kind != "check":
+    if attempt.outcome is None and kind != Kind.CHECK:
         attempt.answer = (entry, step, token)
     attempt.last_step = max(attempt.last_step, step)
-    if outcome == "running":
+    if outcome == Reply.RUNNING:
         return
     attempt.opened = entry["seq"] + 1
-    if outcome in _FAILED:
+    ended = settles(entry, len(attempt.steps) - 1)
+    if ended is False:
         attempt.outcome = "failure"
         attempt.message = entry.get("note") or (
-            f"check {entry['submitted']} {outcome}" if kind == "check" else f"{kind} {outcome}"
+            f"check {entry['submitted']} {outcome}" if kind == Kind.CHECK else f"{kind} {outcome}"
         )
-    elif attempt.outcome is None and (
-        outcome in ("action_complete", "closed")
-        or (step == len(attempt.steps) - 1 and outcome in _PASSED)
-    ):
+    elif ended and attempt.outcome is None:
         attempt.outcome = "success"
     if attempt.outcome is not None:
         attempt.done_seq = entry["seq"]
@@ -401,15 +390,15 @@ def _event(entry: dict[str, Any], token: str | None) -> Event:
         if entry.get(field) is not None:
             attributes[f"tether.{field}"] = _text(entry[field])
     name = f"tether.{kind}"
-    if kind == "tool":
+    if kind == Kind.TOOL:
         name = "tether.tool"
         attributes["gen_ai.tool.name"] = str(entry["tool"])
         attributes["gen_ai.tool.call.arguments"] = _text(entry.get("input"))
         ok = entry.get("ok")
         attributes["tether.tool.ok"] = "unknown" if ok is None else str(bool(ok)).lower()
-    elif kind == "var_write":
+    elif kind == Kind.VAR_WRITE:
         attributes["tether.value"] = _text(entry.get("value"))
-    elif kind in ("evaluate", "instruct", "close", "jump"):
+    elif kind in (Kind.EVALUATE, Kind.INSTRUCT, Kind.CLOSE, Kind.JUMP):
         name = "tether.answer"
     return Event(name, _ns(entry["ts"]), attributes)
 

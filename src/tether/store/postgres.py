@@ -63,11 +63,12 @@ from urllib.parse import quote, unquote, urlsplit
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from tether.engine.names import Kind
+from tether.engine.trace import MOVING
 from tether.errors import TetherError
 from tether.locking import may_wait
 from tether.store.base import Summary
 from tether.store.shared import REFUSAL_LOG_BYTES, encode
-from tether.store.tally import MOVING
 
 SCHEMA_VERSION = 3
 _SCHEMES = ("postgresql", "postgres")
@@ -788,7 +789,7 @@ t AS (
 ),
 m AS (
     SELECT t.*, greatest(created COLLATE "C",
-                         max(CASE WHEN kind IN ({", ".join(f"'{k}'" for k in MOVING)})
+                         max(CASE WHEN kind IN ({", ".join(f"'{k}'" for k in sorted(MOVING))})
                                   AND submitted IS DISTINCT FROM 'running'
                              THEN ts COLLATE "C" END)
                          OVER (PARTITION BY name ORDER BY idx
@@ -801,6 +802,7 @@ e AS (
                      AND m.submitted IS DISTINCT FROM 'running'
                 THEN {_MS.format("m.ts")} - {_MS.format("m.requested")} END AS d,
            (kind = 'evaluate' AND submitted = 'false')
+           OR kind = 'timeout'
            OR (kind = 'instruct' AND submitted = 'failure')
            OR (kind = 'human' AND outcome = 'failure')
            OR (kind = 'check' AND step IS NOT NULL AND outcome IN ('failed', 'error')) AS failed,
@@ -939,7 +941,7 @@ def _add_refusals(
     action = None
     if key is not None and key != "null":
         action = figures["actions"].setdefault(key, empty_action())
-    if kind == "tool":
+    if kind == Kind.TOOL:
         if action is not None:
             action["tools_denied"] += n
         return

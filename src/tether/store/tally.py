@@ -10,12 +10,13 @@ The figures, for one execution (the entries since its last reset, less the first
 `forked_from.at` entries a fork copied, which are counted in the execution they happened in;
 refusals recorded since then):
 
-- an attempt of an action ends in failure at a false evaluate, a failed instruct, a rejected
-  human step, or a check step that failed or could not be evaluated; in success at a passed
-  answer or check of its last step, or a close. Its own `retries: N` are used by the failures
+- an attempt of an action ends as `tether.engine.trace.settles` reads its entries (the reading
+  spans and the viewer share): in failure at a false evaluate, a failed instruct, a rejected or
+  timed-out human step, or a check step that failed or could not be evaluated; in success at a
+  passed answer or check of its last step, or a close. Its own `retries: N` are used by the failures
   before the (N+1)th in a row (a success, or the failure that used up its retries, starts the
   count again), so of a run of m failures in a row, m - m // (N+1) were retried; a fork's run
-  goes on from the failures it copied. Its attempts are its ends plus the one open now; it was
+  goes on from the failures it copied (`tether.engine.trace.next_retry`). Its attempts are its ends plus the one open now; it was
   reached attempts - retries times.
 - a step was requested at the latest answer, check, close, jump or reset recorded before its
   answer, or when the execution was created (a fork) if that is later (the commit that opened
@@ -41,10 +42,10 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-# Entries that can open a step: answers that move, checks, closes, jumps, resets.
-MOVING = ("protocol", "evaluate", "instruct", "human", "check", "close", "jump", "reset")
-STATUSES = ("running", "complete", "failed")
-_FAILED_CHECK = ("failed", "error")
+from tether.engine.names import Kind, Reply, Status
+from tether.engine.trace import MOVING, next_retry, settles
+
+STATUSES = tuple(Status)
 
 
 def key_of(path: Iterable[int]) -> str:
@@ -250,11 +251,11 @@ class Tally:
         counted = self._tree(str(state["tree_hash"]), tree)
         status = state["status"]
         counted.statuses[status] += 1
-        if status != "running":
+        if status != Status.RUNNING:
             counted.finish.append(millis(state["updated_at"]) - millis(state["created_at"]))
         copied = int((state.get("forked_from") or {}).get("at", 0))
         _count_trace(counted, entries, copied, str(state["created_at"]))
-        if status == "running":
+        if status == Status.RUNNING:
             for key in {key_of(r["path"]) for r in state["open"] if r.get("path") is not None}:
                 counted.count(key, "open")
         since = int(state["seq"]) - int(state["since_reset"])
@@ -287,7 +288,7 @@ def _count_trace(
     # (the stored format orders as time does) and read as milliseconds only for an answer; a
     # fork opened its first step when it was created.
     requested = created
-    runs: Counter[str] = Counter()  # failures in a row, per action
+    runs: Counter[str] = Counter()  # the retry number of each action's next attempt
     for entry in entries:
         kind = entry["kind"]
         cursor = entry["cursor"]
@@ -296,46 +297,16 @@ def _count_trace(
             key = counted.keys.get(tuple(cursor["path"] or ()))
             if key is not None:
                 action = counted.plan[key]
-                ended = _ended(action, cursor["step"], entry, kind)
-                retried = ended is not None and _retried(action, key, ended, runs)
+                ended = settles(entry, action["last"])
+                if ended is not None:
+                    runs[key] = next_retry(runs[key], ended, action["retries"])
+                retried = ended is not None and runs[key] > 0
                 if entry["seq"] >= copied:
                     _count_entry(counted, key, cursor["step"], entry, ts, requested, ended)
                     if retried:
                         counted.count(key, "retries")
-        if kind in MOVING and entry.get("submitted") != "running":
+        if kind in MOVING and entry.get("submitted") != Reply.RUNNING:
             requested = ts if ts > requested else requested
-
-
-def _ended(
-    action: dict[str, Any], step: int | None, entry: dict[str, Any], kind: str
-) -> bool | None:
-    """How `entry` ends an attempt of `action`: True in success, False in failure, None when
-    it ends none."""
-    if kind in ("evaluate", "instruct", "human"):
-        submitted = entry.get("submitted")
-        if submitted == "running":
-            return None
-        passed = submitted is True or submitted == "success" or entry.get("outcome") == "success"
-    elif kind == "check" and step is not None:
-        passed = entry.get("outcome") not in _FAILED_CHECK
-    elif kind == "close":
-        passed, step = True, action["last"]
-    else:
-        return None
-    return False if not passed else True if step == action["last"] else None
-
-
-def _retried(action: dict[str, Any], key: str, ended: bool, runs: Counter[str]) -> bool:
-    """Whether an attempt that `ended` as it did used one of the action's own `retries`, the
-    run of failures in a row `runs` holds moved on."""
-    if ended:
-        runs[key] = 0
-        return False
-    runs[key] += 1
-    if runs[key] <= action["retries"]:
-        return True
-    runs[key] = 0
-    return False
 
 
 def _count_entry(
@@ -348,18 +319,21 @@ def _count_entry(
     ended: bool | None,
 ) -> None:
     kind = entry["kind"]
-    if kind == "tool":
+    if kind == Kind.TOOL:
         counted.count(key, "tools_recorded")
         return
-    if kind == "stop":
-        if entry.get("outcome") == "refused":
+    if kind == Kind.STOP:
+        if entry.get("outcome") == Reply.REFUSED:
             counted.count(key, "stops_refused")
         return
-    if kind in ("evaluate", "instruct", "human") and entry.get("submitted") != "running":
-        (counted.waits if kind == "human" else counted.answers).setdefault(key, []).append(
+    if (
+        kind in (Kind.EVALUATE, Kind.INSTRUCT, Kind.HUMAN)
+        and entry.get("submitted") != Reply.RUNNING
+    ):
+        (counted.waits if kind == Kind.HUMAN else counted.answers).setdefault(key, []).append(
             millis(ts) - millis(requested)
         )
-    if kind == "check" and step is not None and ended is False:
+    if kind == Kind.CHECK and step is not None and ended is False:
         counted.checks[(key, str(entry.get("submitted")), "failed")] += 1
     if ended is not None:
         counted.count(key, "ends")
@@ -370,7 +344,7 @@ def _count_entry(
 def _count_refusal(counted: _Tree, record: dict[str, Any]) -> None:
     cursor = record.get("cursor")
     key = key_of(cursor["path"]) if cursor and cursor.get("path") is not None else None
-    if record.get("kind") == "tool":
+    if record.get("kind") == Kind.TOOL:
         if key is not None:
             counted.count(key, "tools_denied")
         return

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
+from tether.engine.names import RequestType
 from tether.errors import TetherError
 from tether.tree.locations import (
     MAX_LOAD_BYTES,
@@ -409,7 +410,7 @@ def _abtree_case(doc: Document) -> Case:
         Step(
             s["type"],
             s["name"],
-            s["result"] if s["type"] == "evaluate" else s.get("submit", "success"),
+            s["result"] if s["type"] == RequestType.EVALUATE else s.get("submit", "success"),
             _line(at / "steps" / i),
             dict(s.get("write", {})),
         )

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from tether.engine import core
+from tether.engine.names import RequestType
 from tether.engine.replay import apply_entry
 from tether.errors import TetherError
 from tether.files import is_inside
@@ -184,9 +185,11 @@ def _answer(rt: Runtime, uri: str, step: Step, token: str, at: str) -> None:
     verb = {"evaluate": "eval", "instruct": "submit", "human": "the person's"}[step.kind]
     answer = json.dumps(step.answer) if isinstance(step.answer, bool) else step.answer
     try:
-        if step.kind == "evaluate":
+        if step.kind == RequestType.EVALUATE:
             rt.eval(uri, bool(step.answer), note=step.note, step=token)
-        elif step.kind == "human":  # a person's decision, as `tether approve/reject` gives it
+        elif (
+            step.kind == RequestType.HUMAN
+        ):  # a person's decision, as `tether approve/reject` gives it
             decide = rt.approve if step.answer == "approve" else rt.reject
             decide(uri, note=step.note, step=token)
         else:

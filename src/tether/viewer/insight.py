@@ -19,12 +19,13 @@ import re
 from dataclasses import replace
 from typing import Any
 
+from tether.engine.trace import node_key
 from tether.errors import TetherError
 from tether.stats import collect
 from tether.store.base import Summary
 from tether.store.tally import Tally
 from tether.store.tally import key_of as tally_key
-from tether.viewer.model import index_tree, key_of
+from tether.viewer.model import index_tree
 from tether.viewer.place import Place
 from tether.viewer.svg import Heat, render_svg
 
@@ -74,7 +75,7 @@ def heat(place: Place, name: str, tree_hash: str, measure: str) -> dict[str, Any
     """The tree `name` at `tree_hash` as a heat map of `measure`, with its figures."""
     _measure(measure)
     figures = _tree_figures(place, name, tree_hash)
-    actions = {key_of(a["path"]): a for a in figures["actions"]}
+    actions = {node_key(a["path"]): a for a in figures["actions"]}
     values = {key: _value(measure, action) for key, action in actions.items()}
     top = 1.0 if measure == "failures" else max(values.values(), default=0) or 1.0
     tree = _tree_of(place, name, tree_hash)

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tether.engine.core import Condition, Outcome, default_condition, tool_records
-from tether.engine.names import Kind, Result, Status
+from tether.engine.names import Key, Kind, Result, Status
 from tether.engine.replay import apply_entry, fresh_state
+from tether.engine.trace import node_key
 from tether.errors import TetherError
 
 NOT_REACHED = "not_reached"
@@ -91,16 +92,12 @@ class Node:
         return out
 
 
-def key_of(path: Iterable[int]) -> str:
-    return ".".join(map(str, path))
-
-
 def index_tree(tree: dict[str, Any]) -> dict[str, Node]:
     """Every node of a normalised tree by key, in depth-first declaration order."""
     out: dict[str, Node] = {}
 
     def visit(raw: dict[str, Any], path: tuple[int, ...], parent: str | None) -> None:
-        key = key_of(path)
+        key = node_key(path)
         kids = raw.get("children", [])
         out[key] = Node(
             key,
@@ -108,7 +105,7 @@ def index_tree(tree: dict[str, Any]) -> dict[str, Node]:
             raw["type"],
             raw["name"],
             parent,
-            tuple(key_of((*path, i)) for i in range(len(kids))),
+            tuple(node_key((*path, i)) for i in range(len(kids))),
             raw,
         )
         for i, child in enumerate(kids):
@@ -156,7 +153,7 @@ class Snapshot:
         """Keys of the nodes with an open step, the cursor (what `next` returns) first."""
         if self.state["status"] != Status.RUNNING:
             return []
-        return [key_of(r["path"]) for r in self.state["open"] if r["path"] is not None]
+        return [node_key(r["path"]) for r in self.state["open"] if r["path"] is not None]
 
     def to_dict(self) -> dict[str, Any]:
         state = self.state
@@ -204,8 +201,8 @@ class Timeline:
                 return
             self.at += 1
             cursor = entry.get("cursor")
-            if cursor is not None and key_of(cursor["path"]) in self.views:
-                self.views[key_of(cursor["path"])].entries += 1
+            if cursor is not None and node_key(cursor["path"]) in self.views:
+                self.views[node_key(cursor["path"])].entries += 1
             try:
                 self._answer(entry)
             except TetherError as exc:
@@ -247,12 +244,12 @@ class Timeline:
         for key, frame in new.items():
             view = self.views[key]
             view.status = OPEN
-            view.retries = frame.get("r", 0)
-            view.step = frame.get("k", 0) if self.nodes[key].type == "action" else None
+            view.retries = frame.get(Key.RETRIES, 0)
+            view.step = frame.get(Key.STEP, 0) if self.nodes[key].type == "action" else None
             if "repeat" in self.nodes[key].data:
-                view.run = frame.get("p", 0) + 1
-            if "e" in frame:
-                view.item, view.items = frame["n"], len(frame["e"])
+                view.run = frame.get(Key.RUNS, 0) + 1
+            if Key.ITEMS in frame:
+                view.item, view.items = frame[Key.ITEM], len(frame[Key.ITEMS])
 
     def _clear_below(self, key: str) -> list[str]:
         """A node run again starts afresh: its descendants are not reached again yet."""

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from tether.engine.names import Status
+from tether.engine.names import Kind, Status
 from tether.errors import TetherError
 from tether.files import is_inside
 from tether.store import path_of, scheme_of, store_for
@@ -312,7 +312,7 @@ def _fork(rel: str, trace: list[dict[str, Any]], at: int) -> dict[str, Any]:
     from tether.person import command_line
 
     point = at
-    while point < len(trace) and trace[point].get("kind") == "check":
+    while point < len(trace) and trace[point].get("kind") == Kind.CHECK:
         point += 1
     stem, suffix = os.path.splitext(rel)
     new = f"{stem}-fork-{point}{suffix}"

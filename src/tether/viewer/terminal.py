@@ -14,6 +14,7 @@ from typing import Any
 
 from tether.engine.names import Status
 from tether.engine.protocol import GATE_NAME
+from tether.engine.trace import node_key
 from tether.viewer.model import (
     GLYPHS,
     LABELS,
@@ -22,7 +23,6 @@ from tether.viewer.model import (
     cut,
     facts,
     index_tree,
-    key_of,
     plural,
 )
 
@@ -82,7 +82,7 @@ def draw(tree: dict[str, Any], snap: Snapshot, *, total: int, colour: bool = Fal
 
 def _open_text(state: dict[str, Any], key: str) -> str:
     for req in state["open"]:
-        if req["path"] is not None and key_of(req["path"]) == key:
+        if req["path"] is not None and node_key(req["path"]) == key:
             said = req.get("expression") or req.get("instruction") or req.get("prompt", "")
             text = f"{req['type']}: {cut(str(said), _STEP_TEXT_CHARS)}"
             if "item" in req:

@@ -53,6 +53,7 @@ import os
 import re
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from tether.engine.names import Reply, RequestType, Status
 from tether.errors import TetherError
 from tether.files import is_inside, safe_name, write_atomic
 
@@ -569,7 +570,7 @@ class Binder:
                     continue
                 view = {"status": "unreadable", "error": exc.to_dict()}
             else:
-                running = view["status"] == "running"
+                running = view["status"] == Status.RUNNING
                 if running != (binding.trace in seen):
                     seen = (
                         [*seen, binding.trace]
@@ -591,7 +592,7 @@ class Binder:
 
     def _running(self, trace: str) -> bool:
         try:
-            return self.runtime.open_steps(trace)["status"] == "running"
+            return self.runtime.open_steps(trace)["status"] == Status.RUNNING
         except TetherError:
             return False
 
@@ -609,12 +610,12 @@ class Binder:
 
     def _bound_context(self, found: list[tuple[Binding, dict[str, Any]]]) -> str | None:
         """What `context` says of the session's own executions (`found`, from `views`)."""
-        live = [(b, v) for b, v in found if v["status"] in ("running", "unreadable")]
+        live = [(b, v) for b, v in found if v["status"] in (Status.RUNNING, "unreadable")]
         if not live:
             if not found:
                 return None
             trace, view = found[0][0].trace, found[0][1]
-            done = "done" if view["status"] == "complete" else "failed"
+            done = "done" if view["status"] == Status.COMPLETE else "failed"
             return f"[Tether] This session is bound to the execution {trace}. It is {done}."
         (binding, view), others = live[0], live[1:]
         head = f"[Tether] This session is bound to the execution {binding.trace}."
@@ -630,7 +631,7 @@ class Binder:
                 else "Read the protocol (MCP next_step, or tether next) and accept it: "
                 "submit success.",
                 _ONLY_A_PERSON + " Tell the user what it asks and wait."
-                if current["type"] == "human"
+                if current["type"] == RequestType.HUMAN
                 else "Answer it through Tether (MCP eval/submit or the tether command, with the "
                 "step token) before you stop; the hooks refuse a stop while it is open.",
             ]
@@ -654,9 +655,9 @@ class Binder:
         found = [
             (binding.trace, r)
             for binding, view in self.views(session_id, project)
-            if view["status"] == "running"
+            if view["status"] == Status.RUNNING
             for r in view["open"]
-            if r.get("type") == "human" and named in (None, r.get("name"), r.get("step"))
+            if r.get("type") == RequestType.HUMAN and named in (None, r.get("name"), r.get("step"))
         ]
         if len(found) != 1:
             which = "no" if not found else "more than one"
@@ -710,7 +711,7 @@ class Binder:
                 if reading:
                     continue
                 return f"[Tether] {tool} may not run: {_unreadable(binding.trace, view)}"
-            if view["status"] != "running":
+            if view["status"] != Status.RUNNING:
                 continue
             why = self._policy(binding.trace, view["open"], tool, params, project, refusal)
             if why is not None:
@@ -820,7 +821,7 @@ class Binder:
         if not self.settings["evidence"] or not known or self.own(tool, params, project):
             return
         for binding, view in self.views(session_id, project):
-            if view["status"] == "running":
+            if view["status"] == Status.RUNNING:
                 self.runtime.record_tool(binding.trace, tool, params, ok=ok)
 
     def stop(
@@ -838,7 +839,7 @@ class Binder:
         runs `background` work the stop is let through, recorded, never counted."""
         mode = self.settings["stop"]
         found = self.views(session_id, project) if mode != "off" else []
-        live = [(b, v) for b, v in found if v["status"] in ("running", "unreadable")]
+        live = [(b, v) for b, v in found if v["status"] in (Status.RUNNING, "unreadable")]
         if not live:
             return None
         if mode == "warn":
@@ -870,7 +871,7 @@ class Binder:
             return
         cap = int(self.settings["max_stop_blocks"])
         for binding, view in self.views(session_id, project):
-            if view["status"] == "running":
+            if view["status"] == Status.RUNNING:
                 with contextlib.suppress(TetherError):  # finished meanwhile
                     self.runtime.stop(binding.trace, cap=cap, ended=True)
 
@@ -891,12 +892,12 @@ class Binder:
         current = answer["current"]
         if answer.get("waiting") == "person":
             told.append(_for_a_person(trace, [current]))
-        elif answer["status"] == "allowed":
+        elif answer["status"] == Reply.ALLOWED:
             told.append(
                 f"[Tether] Stop let through after {answer['cap']} refusals in a row; "
                 + _open_step(trace, current)
             )
-        elif project and answer["status"] == "parked":
+        elif project and answer["status"] == Reply.PARKED:
             self.park(trace, project, current, reason)
             told.append(
                 f"[Tether] The execution {trace} is parked after {answer['cap']} refusals in a "
@@ -972,7 +973,7 @@ class Binder:
             except (OSError, ValueError, KeyError, TetherError):
                 continue
             steps = {r["step"] for r in view.get("open", ())}
-            if view["status"] == "running" and record["step"]["step"] in steps:
+            if view["status"] == Status.RUNNING and record["step"]["step"] in steps:
                 lines.append(
                     f"[Tether] The execution {record['trace']} was parked ({record['reason']}). "
                     + _open_step(record["trace"], record["step"])
@@ -1065,7 +1066,7 @@ def _how(trace: str, current: dict[str, Any]) -> str:
             f"Accept the protocol first: submit success for step {token} (MCP submit, or "
             f"`{submit}`), then work through the steps."
         )
-    if current["type"] == "evaluate":
+    if current["type"] == RequestType.EVALUATE:
         answer = command_line("tether", "eval", trace, "true", "--step", token)
         return (
             f"Judge it and answer with eval true or false for step {token} (MCP eval, or "

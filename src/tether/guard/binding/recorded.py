@@ -27,6 +27,7 @@ import shutil
 import tempfile
 from typing import Any
 
+from tether.engine.names import Kind
 from tether.errors import TetherError
 from tether.files import is_inside
 from tether.guard.binding.binder import Binder, Binding, resolve, result_uri
@@ -221,7 +222,7 @@ class RecordedBinding:
                     "recorded": recorded,
                     "current": state,
                     "failure": runtime.get(trace).get("failure"),
-                    "entries": [e for e in entries if e["kind"] in ("stop", "tool")],
+                    "entries": [e for e in entries if e["kind"] in (Kind.STOP, Kind.TOOL)],
                     "verified": runtime.verify(trace)["ok"],
                 }
             )
