@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable
 
 from tether.admission import Admission
 from tether.engine import core
+from tether.engine.trace import Token
 from tether.engine.varpath import read_path
 from tether.errors import TetherError
 from tether.store import path_of, scheme_of, store_for
@@ -751,14 +752,14 @@ def _late(
 def _token_request(tree: dict[str, Any], token: str) -> dict[str, Any] | None:
     """The step a token names (`KEY:STEP:...`), as a request's path, index and name; None for
     the gate's token or one that names no step of `tree`."""
-    key, _, rest = token.partition(":")
+    read = Token.parse(token)
     try:
-        path = [] if key == "-" else [int(i) for i in key.split(".")]
-        index = int(rest.partition(":")[0])
-        node = core.node_at(tree, path)
-    except (ValueError, TetherError, IndexError, KeyError):
+        node = core.node_at(tree, read.path) if read is not None else None
+    except (TetherError, IndexError, KeyError):
         return None
-    return {"path": path, "index": index, "name": node["name"], "step": token}
+    if read is None or node is None:
+        return None
+    return {"path": read.path, "index": read.step, "name": node["name"], "step": token}
 
 
 def _request(request: Any) -> Request:

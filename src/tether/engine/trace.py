@@ -91,13 +91,19 @@ class Token:
     def __str__(self) -> str:
         return f"{self.key or '-'}:{self.step}:{self.retry}:{self.opened}:{self.salt}"
 
+    @property
+    def path(self) -> list[int]:
+        """The action's path (its node key read back)."""
+        return [int(i) for i in self.key.split(".")] if self.key else []
+
     @classmethod
     def parse(cls, token: str) -> Token | None:
         """The token `token` spells, or None when it spells none."""
         parts = token.split(":")
-        if len(parts) != 5 or not all(p.isdigit() for p in parts[1:4]):
-            return None
         key = "" if parts[0] == "-" else parts[0]
+        numbers = [*(key.split(".") if key else []), *parts[1:4]]
+        if len(parts) != 5 or not all(n.isdigit() for n in numbers):
+            return None
         return cls(key, int(parts[1]), int(parts[2]), int(parts[3]), parts[4])
 
 

@@ -16,8 +16,8 @@ refusals recorded since then):
   passed answer or check of its last step, or a close. Its own `retries: N` are used by the failures
   before the (N+1)th in a row (a success, or the failure that used up its retries, starts the
   count again), so of a run of m failures in a row, m - m // (N+1) were retried; a fork's run
-  goes on from the failures it copied (`tether.engine.trace.next_retry`). Its attempts are its ends plus the one open now; it was
-  reached attempts - retries times.
+  goes on from the failures it copied (`tether.engine.trace.next_retry`). Its attempts are its
+  ends plus the one open now; it was reached attempts - retries times.
 - a step was requested at the latest answer, check, close, jump or reset recorded before its
   answer, or when the execution was created (a fork) if that is later (the commit that opened
   it; inside a `parallel`, the latest of any branch): the agent's answer time (evaluate and
