@@ -5,35 +5,23 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tether.guard import Guard
-from tether.guard.harness.serve import GuardServer, ServeOptions
 
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[str]:
+@contextmanager
+def _serving(tmp_path: Path, state: Path) -> Iterator[str]:
+    """A real `tether guard serve` process on 127.0.0.1 with the state folder `state`: its URL."""
     (tmp_path / "guard.yaml").write_text("profile: dev\n")
+    command = [sys.executable, "-m", "tether.guard.cli", "serve", "--port", "0"]
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tether.guard.cli",
-            "serve",
-            "--config",
-            str(tmp_path / "guard.yaml"),
-            "--state-dir",
-            str(tmp_path / "state"),
-            "--port",
-            "0",
-        ],
+        [*command, "--config", str(tmp_path / "guard.yaml"), "--state-dir", str(state)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -48,6 +36,12 @@ def server(tmp_path: Path) -> Iterator[str]:
         proc.wait(timeout=10)
         proc.stdout.close()
         proc.stderr.close()
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[str]:
+    with _serving(tmp_path, tmp_path / "state") as url:
+        yield url
 
 
 def post(url: str, body: bytes) -> tuple[int, Any]:
@@ -114,19 +108,12 @@ def test_bad_requests(server):
 
 
 @pytest.fixture
-def failing(tmp_path):
+def failing(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """A server whose state folder cannot be created: every session event fails."""
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("")
-    guard = Guard.from_config({"profile": "dev"})
-    server = GuardServer(guard, str(blocker), ServeOptions(port=0))
-    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/hook", blocker
-    finally:
-        server.shutdown()
-        server.server_close()
+    with _serving(tmp_path, blocker) as url:
+        yield url + "/hook", blocker
 
 
 def test_a_failure_is_answered_as_a_server_error(failing):

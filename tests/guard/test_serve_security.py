@@ -51,7 +51,10 @@ class Server:
             connection.endheaders(body)
             response = connection.getresponse()
             data = response.read()
-            return response.status, dict(response.getheaders()), json.loads(data or b"null")
+            got = {name.lower(): value for name, value in response.getheaders()}
+            # a request the HTTP server itself cannot read (a negative length) gets its text
+            read: Any = json.loads(data) if data.startswith(b"{") else data.decode()
+            return response.status, got, read
         finally:
             connection.close()
 
@@ -134,7 +137,7 @@ def test_a_forged_session_end_without_the_token_is_refused(spawn: Callable[..., 
     for forged in (None, f"Bearer {TOKEN}x", "Bearer ", TOKEN, f"Basic {TOKEN}"):
         status, headers, body = server.hook("SessionEnd", headers={"Authorization": forged})
         assert status == 401
-        assert headers["WWW-Authenticate"].startswith("Bearer")
+        assert headers["www-authenticate"].startswith("Bearer")
         assert body["error"]["code"] == "forbidden"
     assert server.calls() == 1
     assert server.request("GET", "/health")[0] == 200  # health needs no token

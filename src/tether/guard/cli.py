@@ -21,7 +21,6 @@ guard's three layers (`rules`, `binding`, `harness`).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
@@ -357,49 +356,23 @@ def cmd_prompt(p: Parsed) -> int:
     return EXIT_OK
 
 
-def _read_payload(
-    attempt: Any, harness: str = "claude", config: str | None = None
-) -> list[dict[str, Any]]:
-    """The event on stdin, read as Claude Code's (`adapters.events`); `attempt.payload` is the
-    first payload read, or the event as sent when the guard does not answer it."""
-    from tether.guard.harness.adapters import events
+def _choose(p: Parsed, harness: str, attempt: Any) -> Any:
+    """The command hook's guard for an event: the project's configuration (a relative
+    `--config` is the project's, as `cwd` names it), or its last good one with a note."""
 
-    try:
-        payload = json.loads(sys.stdin.read() or "{}")
-    except ValueError as exc:
-        raise TetherError("invalid_json", f"hook input is not JSON: {exc}") from None
-    if not isinstance(payload, dict):
-        raise TetherError("invalid_json", "hook input must be a JSON object")
-    found = events(harness, payload, config)
-    attempt.payload = found[0] if found else payload
-    return found
+    def choose(event: dict[str, Any]) -> Any:
+        cwd = event.get("cwd")
+        config = p.options.get("--config")
+        if harness != "claude" and config and not os.path.isabs(config):
+            p.options["--config"] = os.path.join(str(cwd), config)  # the project's, not the hook's
+        try:
+            return _load(p, cwd), None
+        except TetherError as exc:
+            if _never_configured(p, cwd, attempt, exc):
+                return None
+            return _last_good(p, cwd, attempt, exc)
 
-
-def _decide(p: Parsed, harness: str, attempt: Any) -> dict[str, Any] | None:
-    from tether.guard.harness.adapters import answer
-    from tether.guard.harness.hooks import handle
-    from tether.guard.harness.session_store import SessionStore
-
-    config = p.options.get("--config")
-    found = _read_payload(attempt, harness, config)
-    if not found:
-        return None
-    cwd = found[0].get("cwd")
-    if harness != "claude" and config and not os.path.isabs(config):
-        p.options["--config"] = os.path.join(str(cwd), config)  # the project's, not the hook's
-    try:
-        guard = _load(p, cwd)
-        note = None
-    except TetherError as exc:
-        if _never_configured(p, cwd, attempt, exc):
-            return None
-        guard, note = _last_good(p, cwd, attempt, exc)
-    attempt.configured = guard.plan.get("on_error")
-    attempt.started = True
-    store = SessionStore(attempt.state_dir)
-    if note is None:
-        return answer(harness, found, lambda payload: handle(payload, guard, store))
-    return answer(harness, found, lambda payload: _noted(handle(payload, guard, store), note))
+    return choose
 
 
 def _never_configured(p: Parsed, cwd: str | None, attempt: Any, exc: TetherError) -> bool:
@@ -445,13 +418,6 @@ def _last_good(p: Parsed, cwd: str | None, attempt: Any, exc: TetherError) -> tu
     )
 
 
-def _noted(out: dict[str, Any] | None, note: str) -> dict[str, Any]:
-    """A hook output with `note` for the user (`systemMessage`)."""
-    out = dict(out or {})
-    out["systemMessage"] = f"{out['systemMessage']} {note}" if out.get("systemMessage") else note
-    return out
-
-
 def _harness(p: Parsed) -> str:
     from tether.guard.harness.adapters import HARNESSES
 
@@ -477,18 +443,11 @@ def _harness_flag(argv: list[str]) -> str:
 def run_hook(argv: list[str]) -> int:
     """`tether guard hook ARGS`: one event from stdin, the harness's output on stdout. A command
     line that cannot be parsed is a guard that cannot start: the event is still answered."""
-    from tether.guard.harness.failsafe import Attempt
-    from tether.guard.rules.deadline import within
-
     try:
         p = parse(HOOK, argv)
         _on_error(p), _deadline(p), _harness(p)
     except TetherError as exc:
-        attempt = Attempt(_state_dir(None), None)
-        harness = _harness_flag(argv)
-        with contextlib.suppress(Exception):  # learn the event, to answer it
-            within(DEFAULT_DEADLINE, lambda: _read_payload(attempt, harness))
-        return _failed(attempt, harness, exc)
+        return _respond(_harness_flag(argv), _state_dir(None), None, DEFAULT_DEADLINE, exc)
     if p.help:
         sys.stdout.write(HOOK.help_text())
         return EXIT_OK
@@ -497,33 +456,42 @@ def run_hook(argv: list[str]) -> int:
 
 def cmd_hook(p: Parsed) -> int:
     """Answer the event on stdin within `--deadline`, or as `failsafe` says."""
+    return _respond(_harness(p), _state_dir(p.options.get("--state-dir")), p, _deadline(p))
+
+
+def _respond(
+    harness: str, state_dir: str, p: Parsed | None, deadline: float, broken: Any = None
+) -> int:
+    """Run the hook pipeline on stdin and print its answer; a failure's error goes on stderr
+    (JSON, except where the harness would read it as its answer). Without a parsed command line
+    (`broken`, the error it gave) the guard cannot start, and the event is answered as such."""
+    from tether.guard.harness.adapters import error_text
     from tether.guard.harness.failsafe import Attempt
-    from tether.guard.rules.deadline import within
+    from tether.guard.harness.pipeline import respond
+    from tether.guard.harness.session_store import SessionStore
 
-    harness = _harness(p)
-    attempt = Attempt(_state_dir(p.options.get("--state-dir")), _on_error(p))
-    try:
-        out = within(_deadline(p), lambda: _decide(p, harness, attempt))
-    except Exception as exc:
-        return _failed(attempt, harness, exc)
-    _hook_output(out)
-    return EXIT_OK
+    attempt = Attempt(state_dir, _on_error(p) if p else None)
 
+    def choose(event: dict[str, Any]) -> Any:
+        raise broken
 
-def _failed(attempt: Any, harness: str, exc: Exception) -> int:
-    """The failsafe's answer, in the harness's format; the error on stderr when it exits
-    non-zero (JSON, except where the harness would read it as its answer)."""
-    from tether.guard.harness.adapters import error_text, render
-
-    code, failed, error = attempt.failed(exc)
-    if code:
-        text = error_text(harness, error)
+    answered = respond(
+        harness,
+        sys.stdin.buffer.read,
+        attempt,
+        deadline,
+        _choose(p, harness, attempt) if p else choose,
+        SessionStore(state_dir),
+        config=p.options.get("--config") if p else None,
+    )
+    if answered.code and answered.error is not None:
+        text = error_text(harness, answered.error)
         if text is None:
-            emit_error(error)
+            emit_error(answered.error)
         else:
             sys.stderr.write(text + "\n")
-    _hook_output(render(harness, attempt.payload or {}, failed))
-    return int(code)
+    _hook_output(answered.out)
+    return answered.code
 
 
 def _hook_output(out: dict[str, Any] | None) -> None:

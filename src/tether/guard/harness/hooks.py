@@ -1,10 +1,11 @@
-"""The Claude Code adapter: hook payloads in, Claude Code's hook output out.
+"""Deciding one hook event: the guard's session and the workflow binding, answered in Claude
+Code's hook format, which every harness's adapter maps to and from (`adapters`).
 
-Owns: mapping each hook event onto a guard session and each decision onto Claude Code's output
-format. What Claude Code sends and writes is read by `claude` (the event names, the transcript:
-whether the model wrote text before its first tool call of a turn, the last assistant message
-when `Stop` does not carry it). It does not parse configuration or talk HTTP (the CLI and
-`serve` do).
+Owns: mapping each hook event onto a guard session and each decision onto that output format.
+What Claude Code sends and writes is read by `claude` (the event names, the transcript: whether
+the model wrote text before its first tool call of a turn, the last assistant message when `Stop`
+does not carry it). It does not read bytes, keep the deadline or answer failures (the hook
+pipeline, `pipeline`), parse configuration or talk HTTP (the CLI and `serve` do).
 
 Each event has one handler (`HANDLERS`), which asks the rules for a decision while the session
 is locked against other hook processes, then does the binding's part once the lock is released,

@@ -1,0 +1,118 @@
+"""One hook event, from the bytes a harness sent to the answer it reads back: the one pipeline
+that command hooks (`tether guard hook`) and `tether guard serve` both run.
+
+Owns, in order:
+- the deadline over all of it (`within`: past it, the failsafe answers);
+- reading the event: a JSON object, else `invalid_json`, its event still learned from the text
+  (`sniffed`) so that a tool call the guard cannot read is answered as `on_error` says;
+- the harness's payloads of it (`adapters.events`: none for an event the guard does not answer)
+  and its answer in the harness's format (`adapters.answer`, `adapters.render`);
+- the guard that decides it, from the caller (`Choose`: the command hook reads the project's
+  configuration, or its last good one with a note for the user; the server has its own), each
+  payload decided by `hooks.handle`;
+- what anything that fails becomes (`failsafe.Attempt`: logged, then the exit code, the answer
+  and the error).
+It does not speak HTTP or read standard input (`tether.guard.harness.serve`, `tether.guard.cli`),
+find a configuration, or decide a tool call (`hooks.handle`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from tether.errors import TetherError
+from tether.guard.harness.adapters import EVENTS, NATIVE, answer, events, render
+from tether.guard.harness.failsafe import Attempt
+from tether.guard.harness.hooks import handle
+from tether.guard.harness.session_store import SessionStore
+from tether.guard.rules.deadline import within
+from tether.guard.rules.ruleset import Guard
+
+# The guard for an event's first payload and a note the user is told with every answer, or None
+# when the event gets no answer at all (a project that never had a configuration).
+Choose = Callable[[dict[str, Any]], "tuple[Guard, str | None] | None"]
+_EVENT = re.compile(rb'"hook_event_name"\s*:\s*"([A-Za-z]{1,40})"')
+
+
+class Answered(NamedTuple):
+    """What the pipeline made of one event: the exit code a command hook ends with (0: the
+    answer stands), the answer in the harness's format (None: nothing to say), and the error
+    when something failed (None when nothing did)."""
+
+    code: int
+    out: dict[str, Any] | None
+    error: dict[str, Any] | None
+
+
+def respond(
+    harness: str,
+    read: Callable[[], bytes],
+    attempt: Attempt,
+    deadline: float,
+    choose: Choose,
+    store: SessionStore,
+    *,
+    binder: Any = None,
+    channel: str | None = None,
+    config: str | None = None,
+) -> Answered:
+    """Answer the event `read` gives (called within `deadline`) for `harness`; `binder` and
+    `channel` as `hooks.handle` takes them, `config` as `adapters.events` does."""
+
+    def decide() -> dict[str, Any] | None:
+        found = _payloads(harness, read(), attempt, config)
+        chosen = choose(found[0]) if found else None
+        if chosen is None:
+            return None
+        guard, note = chosen
+        attempt.configured = guard.plan.get("on_error")
+        attempt.started = True
+        return answer(
+            harness, found, lambda event: _noted(handle(event, guard, store, binder, channel), note)
+        )
+
+    try:
+        return Answered(0, within(deadline, decide), None)
+    except Exception as exc:
+        code, failed, error = attempt.failed(exc)
+        return Answered(code, render(harness, attempt.payload or {}, failed), error)
+
+
+def _payloads(
+    harness: str, raw: bytes, attempt: Attempt, config: str | None
+) -> list[dict[str, Any]]:
+    """The harness's payloads of the event in `raw`; `attempt.payload` is the first, or the
+    event as sent, or what its text names when it is not JSON."""
+    try:
+        payload = json.loads(raw or b"{}")
+    except (ValueError, RecursionError) as exc:
+        attempt.payload = sniffed(harness, raw)
+        raise TetherError("invalid_json", f"hook input is not JSON: {exc}") from None
+    if not isinstance(payload, dict):
+        raise TetherError("invalid_json", "hook input must be a JSON object")
+    found = events(harness, payload, config)
+    attempt.payload = found[0] if found else payload
+    return found
+
+
+def sniffed(harness: str, raw: bytes) -> dict[str, Any] | None:
+    """The event a body that cannot be parsed names (`{"hook_event_name": ...}`, as Claude Code
+    calls it), read from its text; None when it names none."""
+    found = _EVENT.search(raw[:65536])
+    if found is None:
+        return None
+    name = found.group(1).decode()
+    event = name if harness == "claude" else EVENTS.get(harness, {}).get(name)
+    return {"hook_event_name": event, NATIVE: name} if event else None
+
+
+def _noted(out: dict[str, Any] | None, note: str | None) -> dict[str, Any] | None:
+    """A hook output with `note` for the user (`systemMessage`)."""
+    if note is None:
+        return out
+    out = dict(out or {})
+    out["systemMessage"] = f"{out['systemMessage']} {note}" if out.get("systemMessage") else note
+    return out
