@@ -1,10 +1,10 @@
 """Serving an ASGI app on a local address: the gate in front of it, its socket, its server.
 
 Owns what `tether mcp --http` (and a bot's server), `tether view` and `tether guard serve` share
-once their Starlette app is built: `GateMiddleware`, which puts `tether.httpgate`'s checks in front of every HTTP
-request and answers a refusal as JSON before the app sees it; `bind`, the listening socket
-(bound before the address is announced, so a client that connects at once waits in its
-backlog); and `run`, the one uvicorn start-up. It does not decide who may ask
+once their Starlette app is built: `GateMiddleware`, which puts `tether.httpgate`'s checks in
+front of every HTTP request and answers a refusal as JSON before the app sees it; `bind`, the
+listening socket (bound before the address is announced, so a client that connects at once
+waits in its backlog); and `run`, the one uvicorn start-up. It does not decide who may ask
 (`tether.httpgate`) or build any app (`tether.mcp.http`, `tether.viewer.server`,
 `tether.guard.harness.serve`).
 """

@@ -120,6 +120,12 @@ def test_the_heat_api_refuses_what_it_cannot_answer(fleet: ViewServer) -> None:
     query = f"tree=release&hash={tree['hash']}&key=0"
     status, body = fleet.get(f"/api/behind?{query}&measure=retries")
     assert [(e["path"], e["meta"]) for e in body["executions"]] == [("b.json", "2 retries used")]
+    status, whole = fleet.get(f"/api/behind?{query}&measure=answer_time")
+    assert whole["total"] == len(whole["executions"]) > 1
+    status, page = fleet.get(f"/api/behind?{query}&measure=answer_time&limit=1&offset=1")
+    assert (page["total"], page["executions"]) == (whole["total"], whole["executions"][1:2])
+    status, body = fleet.get(f"/api/behind?{query}&measure=answer_time&limit=0")
+    assert (status, body["error"]["code"]) == (400, "usage")
     status, body = fleet.get(f"/api/heat?tree=release&hash={tree['hash']}&measure=answer_time")
     assert re.search(r'data-key="0"[^>]*>.*?answers: median 10 s', body["svg"], re.S)
     assert re.search(r'class="[^"]*heat-0"[^>]*data-key="2"', body["svg"]), "a person's step"

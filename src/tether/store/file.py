@@ -105,6 +105,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from tether.store.base import Summary
+    from tether.store.tally import Counted
 
 _REQUIRED = ("schema_version", "status", "revision", "var", "const", "open", "runtime", "trace")
 # The files of an execution at BASE, by the part of their name after BASE.
@@ -250,32 +251,31 @@ class FileStore:
         _read_state(path)
         return _read_refusals(path)
 
-    def tally(
-        self, where: str, *, since: str | None = None, tree: str | None = None
-    ) -> dict[str, Any]:
-        from tether.store.tally import Tally
+    def counted(self, where: str) -> Iterator[Counted]:
+        from tether.store.tally import Counted
 
         folder = path_of(where)
-        count = Tally()
         trees: dict[str, dict[str, Any]] = {}
         kept = _Kept(FIGURES)
         for name in _execution_names(folder):
             directory, path = _located(folder, name)
             try:
                 figures = _figures(directory, path, kept, trees)
-                listed = figures["state"]
-                if (tree is not None and listed.get("tree_name") != tree) or (
-                    since is not None and str(listed.get("created_at", "")) < since
-                ):
-                    continue
-                tree_hash = str(listed["tree_hash"])
+                state = figures["state"]
+                tree_hash = str(state["tree_hash"])
                 if tree_hash not in trees:
                     trees[tree_hash] = _read_tree(path, _read_state(path))
-                count.merge(tree_hash, trees[tree_hash], figures["record"])
+                yield Counted(name, state, tree_hash, trees[tree_hash], figures["record"])
             except (TetherError, OSError, KeyError, TypeError, ValueError):
-                count.unreadable += 1
+                yield Counted(name, {}, "", {}, None)
         kept.catch_up()
-        return count.result()
+
+    def tally(
+        self, where: str, *, since: str | None = None, tree: str | None = None
+    ) -> dict[str, Any]:
+        from tether.store.tally import tally_of
+
+        return tally_of(self.counted(where), tree=tree, since=since)
 
     def place(self, uri: str) -> tuple[str, str | None]:
         path = path_of(uri)

@@ -30,6 +30,10 @@ from tether.locking import hold
 from tether.store.base import Summary, wanted
 from tether.store.shared import REFUSAL_LOG_BYTES, encode, page_whole
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from tether.store.tally import Counted
+
 _PREFIX = "memory://"
 MAX_BYTES = int(os.environ.get("TETHER_MEMORY_MAX_BYTES", 64 * 1024 * 1024))
 
@@ -153,25 +157,18 @@ class MemoryStore:
     def refusals(self, uri: str) -> builtins.list[dict[str, Any]]:
         return [json.loads(line) for line in builtins.list(self._record(uri).refused)]
 
+    def counted(self, where: str) -> Iterator[Counted]:
+        from tether.store.tally import count_each
+
+        self._place(where)
+        return count_each(self, where)
+
     def tally(
         self, where: str, *, since: str | None = None, tree: str | None = None
     ) -> dict[str, Any]:
-        from tether.store.tally import Tally
+        from tether.store.tally import tally_of
 
-        self._place(where)
-        with self._guard:
-            records = builtins.list(self._records.values())
-        count = Tally()
-        for record in records:
-            state, entries = self.read_execution(record.key)
-            if (tree is None or state.get("tree_name") == tree) and (
-                since is None or str(state.get("created_at", "")) >= since
-            ):
-                try:
-                    count.add(state, json.loads(record.tree), entries, self.refusals(record.key))
-                except (KeyError, TypeError, ValueError):  # not a state the verbs wrote
-                    count.unreadable += 1
-        return count.result()
+        return tally_of(self.counted(where), tree=tree, since=since)
 
     def locate(self, where: str, name: str) -> str:
         self._place(where)

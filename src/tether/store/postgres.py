@@ -70,6 +70,10 @@ from tether.locking import may_wait
 from tether.store.base import Summary
 from tether.store.shared import REFUSAL_LOG_BYTES, encode
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from tether.store.tally import Counted
+
 SCHEMA_VERSION = 3
 _SCHEMES = ("postgresql", "postgres")
 _POOL_MAX = int(os.environ.get("TETHER_PG_POOL_MAX", "10"))
@@ -582,6 +586,11 @@ class PostgresStore:
                 (target.name,),
             ).fetchall()
         return [json.loads(text) for (text,) in rows]
+
+    def counted(self, where: str) -> Iterator[Counted]:
+        from tether.store.tally import count_each
+
+        return count_each(self, where)
 
     def tally(
         self, where: str, *, since: str | None = None, tree: str | None = None

@@ -39,11 +39,12 @@ import functools
 import math
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from tether.engine.names import Kind, Reply, Status
 from tether.engine.trace import MOVING, next_retry, settles
+from tether.errors import TetherError
 
 STATUSES = tuple(Status)
 
@@ -354,6 +355,77 @@ def _count_refusal(counted: _Tree, record: dict[str, Any]) -> None:
         counted.action_refused.setdefault(key, Counter())[code] += 1
         if code == "check_failed" and record.get("check") is not None:
             counted.checks[(key, str(record["check"]), "refused")] += 1
+
+
+class Counted:
+    """One execution's count, as a store keeps it or counts it: its name in the place, what a
+    listing reads of its state (`tether.store.shared.listed`), its tree and the tree's hash, and
+    `record` (`record_of`); `record` is None for an execution that cannot be read."""
+
+    __slots__ = ("listed", "name", "record", "tree", "tree_hash")
+
+    def __init__(
+        self,
+        name: str,
+        listed: dict[str, Any],
+        tree_hash: str,
+        tree: dict[str, Any],
+        record: dict[str, Any] | None,
+    ) -> None:
+        self.name, self.listed, self.tree_hash = name, listed, tree_hash
+        self.tree, self.record = tree, record
+
+    def chosen(self, tree: str | None, since: str | None) -> bool:
+        """Whether the execution is of the tree named `tree` and created at or after `since`
+        (one whose state cannot be read may be: it is)."""
+        if not self.listed:
+            return True
+        return (tree is None or self.listed.get("tree_name") == tree) and (
+            since is None or str(self.listed.get("created_at", "")) >= since
+        )
+
+    def action(self, key: str) -> dict[str, Any] | None:
+        """The figures of the action `key` (a `key_of`) in this execution alone."""
+        counted = _Tree(self.tree, self.tree_hash)
+        counted.merge(self.record or {})
+        return counted.result()["actions"].get(key)
+
+
+def count_each(store: Any, where: str) -> Iterator[Counted]:
+    """Each execution at `where` counted from its trace (for a store that keeps no counts)."""
+    from tether.store.shared import listed
+
+    trees: dict[str, dict[str, Any]] = {}
+    for summary in store.list(where):
+        state: dict[str, Any] = {}
+        try:
+            state, entries = store.read_execution(summary.uri)
+            tree_hash = str(state["tree_hash"])
+            if tree_hash not in trees:
+                trees[tree_hash] = store.load_tree(summary.uri)
+            tree = trees[tree_hash]
+            record = record_of(state, tree, entries, store.refusals(summary.uri))
+        except (TetherError, KeyError, TypeError, ValueError):  # not a state the verbs wrote
+            yield Counted(summary.name, listed(state) if state else {}, "", {}, None)
+            continue
+        yield Counted(summary.name, listed(state), tree_hash, tree, record)
+
+
+def tally_of(
+    counts: Iterable[Counted], *, tree: str | None = None, since: str | None = None
+) -> dict[str, Any]:
+    """The figures (`Tally.result`) of the executions `counts` holds, only those of the tree
+    named `tree` and created at or after `since` when given; one that cannot be read counts in
+    `unreadable`."""
+    count = Tally()
+    for counted in counts:
+        if not counted.chosen(tree, since):
+            continue
+        if counted.record is None:
+            count.unreadable += 1
+        else:
+            count.merge(counted.tree_hash, counted.tree, counted.record)
+    return count.result()
 
 
 def record_of(

@@ -23,10 +23,9 @@ from tether.engine.trace import node_key
 from tether.errors import TetherError
 from tether.stats import collect
 from tether.store.base import Summary
-from tether.store.tally import Tally
 from tether.store.tally import key_of as tally_key
 from tether.viewer.model import index_tree
-from tether.viewer.place import Place
+from tether.viewer.place import PAGE, Place
 from tether.viewer.svg import Heat, render_svg
 
 # The measures a heat map shows: what it shades by, in the page's words.
@@ -99,40 +98,42 @@ def heat(place: Place, name: str, tree_hash: str, measure: str) -> dict[str, Any
     }
 
 
-def behind(place: Place, name: str, tree_hash: str, key: str, measure: str) -> dict[str, Any]:
+def behind(
+    place: Place,
+    name: str,
+    tree_hash: str,
+    key: str,
+    measure: str,
+    *,
+    offset: int = 0,
+    limit: int = PAGE,
+) -> dict[str, Any]:
     """The executions of the tree `name` at `tree_hash` in which the action `key` has a figure of
-    `measure` (it failed there, retried, ...), most first."""
+    `measure` (it failed there, retried, ...), most first: `limit` of them from `offset`, and how
+    many there are (`total`). Each is read from its kept count (`Store.counted`), not its trace."""
     _measure(measure)
     if not re.fullmatch(r"\d{1,6}(\.\d{1,6}){0,99}", key):
         raise TetherError("usage", f"key takes an action's node key, such as 1.0, not {key!r}")
     action_key = tally_key(int(part) for part in key.split("."))
-    tree = None
-    found = []
-    for listed in _listed(place, name):
-        try:
-            state, entries = place.store.read_execution(listed.uri)
-            if state.get("tree_hash") != tree_hash:
-                continue
-            tree = tree or place.store.load_tree(listed.uri)
-            tally = Tally()
-            tally.add(state, tree, entries, place.store.refusals(listed.uri))
-        except (TetherError, KeyError, TypeError, ValueError):
-            continue  # unreadable: the listing says why
-        (counted,) = tally.result()["trees"]
-        action = counted["actions"].get(action_key)
+    found: list[dict[str, Any]] = []
+    for counted in place.store.counted(place.where):
+        if counted.tree_hash != tree_hash or not counted.chosen(name, None):
+            continue  # another tree, or unreadable (the listing says why)
+        action = counted.action(action_key)
         if action is None or not _value(measure, action):
             continue
         found.append(
             {
-                "path": listed.name,
-                "status": state["status"],
-                "updated_at": state["updated_at"],
+                "path": counted.name,
+                "status": counted.listed.get("status"),
+                "updated_at": counted.listed.get("updated_at"),
                 "value": _value(measure, action),
                 "meta": _meta(measure, action),
             }
         )
     found.sort(key=lambda row: (-row["value"], row["path"]))
-    return {"key": key, "measure": measure, "executions": found}
+    page = found[offset : offset + limit]
+    return {"key": key, "measure": measure, "total": len(found), "executions": page}
 
 
 def _measure(measure: str) -> None:

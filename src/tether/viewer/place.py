@@ -50,9 +50,9 @@ class _Cached:
 
 
 @dataclass(frozen=True)
-class _Paging:
+class Paging:
     """What `/api/runs` asks for: a page (`limit` from `offset`) of the executions kept by
-    `tree` and `status`."""
+    `tree` and `status`; `/api/behind` reads its page the same way."""
 
     limit: int
     offset: int
@@ -60,7 +60,7 @@ class _Paging:
     status: str | None
 
     @classmethod
-    def of(cls, query: dict[str, str]) -> _Paging:
+    def of(cls, query: dict[str, str]) -> Paging:
         limit = _whole(query, "limit")
         if limit is not None and not 1 <= limit <= MAX_PAGE:
             raise TetherError("usage", f"limit takes 1 to {MAX_PAGE}, got {limit}")
@@ -127,7 +127,7 @@ class Place:
         kept by `tree` and `status` if asked, each summarised; unreadable ones say why and are
         kept whatever the filter (`tether.store.base.wanted`). Only the page is read beyond the
         listing; `total` counts what the filter kept and `trees` names every tree listed."""
-        asked = _Paging.of(query or {})
+        asked = Paging.of(query or {})
         page, total, trees = self.store.page(
             self.where, status=asked.status, tree=asked.tree, limit=asked.limit, offset=asked.offset
         )

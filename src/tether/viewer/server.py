@@ -17,7 +17,8 @@ stack. Its endpoints read what they serve from `request.app.state`: the place (`
 - `/api/overview` the figures of `tether stats` for the place, per tree and per action;
   `/api/heat?tree=NAME&hash=H&measure=M` one tree's diagram as a heat map of M (failures,
   retries, stops_refused, answer_time) with its figures; `/api/behind?tree=NAME&hash=H&key=K&
-  measure=M` the executions behind action K's figure, most first (`tether.viewer.insight`);
+  measure=M` a page of the executions behind action K's figure, most first, with `limit` and
+  `offset` as `/api/runs` takes them (`tether.viewer.insight`);
 - `/api/events` and `/api/events?path=P` Server-Sent Events: a message when the listing changes,
   or with the new revision when the execution commits (the watcher, started by the lifespan,
   reads them once per tick for all the pages);
@@ -70,7 +71,7 @@ from tether.httpgate import ListenOptions
 from tether.httpserve import GateMiddleware, bind, run
 from tether.store import path_of, scheme_of, store_for
 from tether.viewer import insight
-from tether.viewer.place import Place
+from tether.viewer.place import Paging, Place
 from tether.viewer.watch import Watcher
 
 HEARTBEAT_SECONDS = 15.0
@@ -154,8 +155,13 @@ async def heat(request: Request) -> Response:
 
 async def behind(request: Request) -> Response:
     name, tree_hash, key, measure = _asked(request, "tree", "hash", "key", "measure")
+    asked = Paging.of(dict(request.query_params))
     place = request.app.state.place
-    found = await anyio.to_thread.run_sync(insight.behind, place, name, tree_hash, key, measure)
+    found = await anyio.to_thread.run_sync(
+        lambda: insight.behind(
+            place, name, tree_hash, key, measure, offset=asked.offset, limit=asked.limit
+        )
+    )
     return _json(found)
 
 

@@ -1053,6 +1053,8 @@ async function listBehind(key) {
       el("a", { href: `/?run=${encodeURIComponent(found.path)}` }, found.path), " ", badge(found.status),
       el("span", { class: "muted" }, ` ${found.meta}`)))
     : [el("li", { class: "muted" }, "None.")]));
+  const more = doc.total - doc.executions.length;
+  if (more > 0) $("#heat-runs").append(el("li", { class: "muted" }, `and ${more} more`));
 }
 
 // -- the inbox: what waits on a person across the executions (GET /api/inbox) -------------------
