@@ -37,6 +37,7 @@ _EXIT_BY_CODE: dict[str, int] = {
     "already_exists": EXIT_CONFLICT,
     "wrong_phase": EXIT_CONFLICT,
     "stale_step": EXIT_CONFLICT,
+    "claimed": EXIT_CONFLICT,
     "execution_finished": EXIT_CONFLICT,
     "writes_missing": EXIT_CONFLICT,
     "check_failed": EXIT_CONFLICT,

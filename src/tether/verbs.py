@@ -2,7 +2,8 @@
 
 Owns:
 - the verbs every interface calls (the CLI, the MCP server, the bot tools, the viewer): start,
-  resume, reset, next, eval, submit (each answer may carry its step's var writes), approve and
+  resume, reset, next, eval, submit (each answer may carry its step's var writes and the agent
+  answering), claim (a branch's action for one agent of a team), approve and
   reject (a person's answer to a human step), think, var read/write, const, get, trace, verify,
   fork, the bot tools' jump, close, independent (a call of an action outside the workflow) and
   replace_tree; `list_executions` (through the store's `list`);
@@ -70,6 +71,9 @@ def utc_now() -> str:
     """The current UTC time as ISO 8601 with milliseconds (`2026-01-01T09:30:00.123Z`)."""
     now = time.time()
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
+
+
+LEASE_SECONDS = 900  # how long a claim holds without an answer from its holder, by default
 
 
 class Runtime:
@@ -239,12 +243,14 @@ class Runtime:
         note: str | None = None,
         step: str | None = None,
         values: dict[str, Any] | None = None,
+        agent: str | None = None,
     ) -> Answered:
         """Answer the evaluate step of the execution at `trace` with `result` (true or false),
         with an optional `note`; `step` is the token of the request answered (a stale one is
         `stale_step`); `values` (var path → value) are written in the same commit, before it is
-        judged. Returns `Answered`, whose `next` is the request that follows."""
-        return self._answer(trace, core.Eval(result, note, step, values))
+        judged; `agent` names who answers (a claimed branch's action takes its holder's answers
+        only, `claimed`). Returns `Answered`, whose `next` is the request that follows."""
+        return self._answer(trace, core.Eval(result, note, step, values, agent))
 
     def submit(
         self,
@@ -254,11 +260,21 @@ class Runtime:
         note: str | None = None,
         step: str | None = None,
         values: dict[str, Any] | None = None,
+        agent: str | None = None,
     ) -> Answered:
         """Answer the instruct step (or the protocol gate) of the execution at `trace` with
-        `status` (`success`, `failure` or `running`); `note`, `step` and `values` as for `eval`.
-        Returns `Answered`, whose `next` is the request that follows."""
-        return self._answer(trace, core.Submit(status, note, step, values))
+        `status` (`success`, `failure` or `running`); `note`, `step`, `values` and `agent` as
+        for `eval`. Returns `Answered`, whose `next` is the request that follows."""
+        return self._answer(trace, core.Submit(status, note, step, values, agent))
+
+    def claim(
+        self, trace: str, agent: str, *, step: str | None = None, lease: int = LEASE_SECONDS
+    ) -> dict[str, Any]:
+        """Claim for `agent` the action of the open step `step` names (else the first) of the
+        execution at `trace`, in a parallel branch or a for_each item, for `lease` seconds
+        (renewed by each of its answers): `{status: claimed | renewed | taken_over, agent,
+        until, current}`; another agent's unexpired claim is `claimed`."""
+        return dict(self._answer(trace, core.Claim(agent, lease, step)))
 
     def approve(
         self,

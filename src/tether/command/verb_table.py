@@ -21,6 +21,11 @@ if TYPE_CHECKING:
     from typing import Any
 
 _STEP = ("--step",)
+_AGENT = ("--agent",)
+_AGENT_HELP = (
+    " --agent NAME names who answers: a branch's action claimed by an agent (tether claim) "
+    "takes its answers only (`claimed`)."
+)
 _NOTE = ("--note", "--note-file")
 _SET = ("--set", "--set-json")
 _SET_HELP = (
@@ -52,18 +57,28 @@ COMMANDS: dict[str, Command] = {
             "answer an evaluate step",
             ("TRACE", "RESULT"),
             2,
-            values=(*_NOTE, *_STEP),
+            values=(*_NOTE, *_STEP, *_AGENT),
             repeated=_SET,
-            help="RESULT is true or false." + _SET_HELP,
+            help="RESULT is true or false." + _SET_HELP + _AGENT_HELP,
         ),
         Command(
             "submit",
             "answer an instruct step",
             ("TRACE", "STATUS"),
             2,
-            values=(*_NOTE, *_STEP),
+            values=(*_NOTE, *_STEP, *_AGENT),
             repeated=_SET,
-            help="STATUS is success, failure or running." + _SET_HELP,
+            help="STATUS is success, failure or running." + _SET_HELP + _AGENT_HELP,
+        ),
+        Command(
+            "claim",
+            "claim a parallel branch's (or for_each item's) open action for one agent",
+            ("TRACE",),
+            1,
+            values=(*_AGENT, *_STEP, "--lease"),
+            help="--agent NAME (required) holds the action of the open step --step names (else "
+            "the first) for --lease SECONDS (default 900), renewed by each of its answers; "
+            "another agent is refused (`claimed`) until the lease lapses, then takes it over.",
         ),
         Command(
             "approve",
@@ -249,6 +264,7 @@ def _eval(p: Parsed) -> Any:
         note=_note(p),
         step=p.options.get("--step"),
         values=_values(p),
+        agent=p.options.get("--agent"),
     )
 
 
@@ -266,6 +282,19 @@ def _submit(p: Parsed) -> Any:
         note=_note(p),
         step=p.options.get("--step"),
         values=_values(p),
+        agent=p.options.get("--agent"),
+    )
+
+
+def _claim(p: Parsed) -> Any:
+    from tether.verbs import LEASE_SECONDS
+
+    agent = p.options.get("--agent")
+    if not agent:
+        raise TetherError("usage", "claim needs --agent NAME: the agent that holds the action")
+    lease = p.number("--lease", LEASE_SECONDS)
+    return _runtime().claim(
+        str(p.args["TRACE"]), agent, step=p.options.get("--step"), lease=lease or 0
     )
 
 
@@ -336,6 +365,7 @@ HANDLERS: dict[str, Callable[[Parsed], Any]] = {
     "next": lambda p: _runtime().next(str(p.args["TRACE"]), all="--all" in p.flags),
     "eval": _eval,
     "submit": _submit,
+    "claim": _claim,
     "think": _think,
     "var": _var,
     "const": _const,

@@ -1,9 +1,9 @@
 """The answers an execution takes: one class per kind, and the `Outcome` of applying one.
 
-Owns the answer classes (`Eval`, `Submit`, `Human`, `Timeout`, `Think`, `VarWrite`, `Reset`,
-`Jump`, `Close`, `Stop`, `ToolCall`, `Independent`), each saying what it asks for, the statuses
-a submit takes (`SUBMIT_STATUSES`), and `Outcome`: the new state, the response, the trace
-entries and the node events of one answer.
+Owns the answer classes (`Eval`, `Submit`, `Claim`, `Human`, `Timeout`, `Think`, `VarWrite`,
+`Reset`, `Jump`, `Close`, `Stop`, `ToolCall`, `Independent`), each saying what it asks for, the
+statuses a submit takes (`SUBMIT_STATUSES`), and `Outcome`: the new state, the response, the
+trace entries and the node events of one answer.
 
 It does not own what an answer does (`tether.engine.applying`, whose `apply` takes one), nor
 which request it targets (`tether.engine.phases`). Pure data: no I/O, no clock.
@@ -27,7 +27,7 @@ class Eval:
     """Answer an evaluate step: the precondition holds (True) or not. `values` (var path →
     value) are written first, recorded against the answered step."""
 
-    __slots__ = ("note", "result", "step", "values")
+    __slots__ = ("agent", "note", "result", "step", "values")
 
     def __init__(
         self,
@@ -35,17 +35,20 @@ class Eval:
         note: str | None = None,
         step: str | None = None,
         values: dict[str, Any] | None = None,
+        agent: str | None = None,
     ) -> None:
         self.result = result
         self.note = note
         self.step = step
         self.values = values
+        self.agent = agent
 
 
 class Submit:
-    """Answer an instruct step with `success`, `failure` or `running`; `values` as for `Eval`."""
+    """Answer an instruct step with `success`, `failure` or `running`; `values` as for `Eval`;
+    `agent`, the agent answering (refused, `claimed`, when another holds the step's action)."""
 
-    __slots__ = ("note", "status", "step", "values")
+    __slots__ = ("agent", "note", "status", "step", "values")
 
     def __init__(
         self,
@@ -53,11 +56,29 @@ class Submit:
         note: str | None = None,
         step: str | None = None,
         values: dict[str, Any] | None = None,
+        agent: str | None = None,
     ) -> None:
         self.status = status
         self.note = note
         self.step = step
         self.values = values
+        self.agent = agent
+
+
+class Claim:
+    """An agent (`agent`, the name it gives itself: a session, or a session and a sub-agent)
+    claims the action of the open step `step` names (else the first), in a `parallel` branch or
+    a `for_each` item, for `lease` seconds: until then only it answers that action's steps, and
+    each of its answers starts the lease again. Its holder claiming again renews it; another
+    agent is refused (`claimed`) until the lease lapses, and may then take it over. Recorded as
+    a `claim` entry (`claimed`, `renewed` or `taken_over`)."""
+
+    __slots__ = ("agent", "lease", "step")
+
+    def __init__(self, agent: str, lease: int, step: str | None = None) -> None:
+        self.agent = agent
+        self.lease = lease
+        self.step = step
 
 
 class Human:
@@ -201,6 +222,7 @@ class Independent:
 
 Answer = (
     Eval
+    | Claim
     | Submit
     | Human
     | Timeout

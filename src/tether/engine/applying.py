@@ -19,6 +19,7 @@ from tether.engine.answers import (
     PERSON_NOTE,
     SUBMIT_STATUSES,
     Answer,
+    Claim,
     Close,
     Eval,
     Human,
@@ -33,6 +34,7 @@ from tether.engine.answers import (
     ToolCall,
     VarWrite,
 )
+from tether.engine.claims import claim, hold
 from tether.engine.closing import hold_to_close, require_writes
 from tether.engine.deadlines import passed
 from tether.engine.names import LEVELS, Key, Kind, Phase, Reply, RequestType, Result, Status
@@ -95,6 +97,8 @@ def apply(
         return _tool_call(tree, work, answer, now)
     if isinstance(answer, Independent):
         return _independent(tree, work, answer, now, condition)
+    if isinstance(answer, Claim):
+        return claim(tree, work, answer, now)
     outcome = _move(tree, work, answer, now, condition, tools or [])
     outcome.state.pop("stops", None)
     return outcome
@@ -111,6 +115,7 @@ def _move(
     """Apply an answer that may move the cursor."""
     if isinstance(answer, Eval):
         req = select(work, answer.step, RequestType.EVALUATE, "eval")
+        hold(work, req, answer.agent, now)
         return _with_values(tree, work, req, answer, now, condition, tools)
     if isinstance(answer, Submit):
         if answer.status not in SUBMIT_STATUSES:
@@ -119,6 +124,7 @@ def _move(
                 f"submit status must be one of {', '.join(SUBMIT_STATUSES)}, got {answer.status!r}",
             )
         req = select(work, answer.step, RequestType.INSTRUCT, "submit")
+        hold(work, req, answer.agent, now)
         return _with_values(tree, work, req, answer, now, condition, tools)
     if isinstance(answer, Human):
         req = select_human(work, answer.step)
@@ -378,7 +384,8 @@ def _answer(
     kind, submitted, advance = _judged(answer)
     if advance and isinstance(answer, Submit):
         require_writes(req, frame.get(Key.WRITTEN, []))
-    entry = _entry(state, kind, now, req, submitted=submitted, note=answer.note)
+    agent = None if isinstance(answer, Human) else answer.agent
+    entry = _entry(state, kind, now, req, submitted=submitted, note=answer.note, agent=agent)
     if isinstance(answer, Submit) and answer.status == Result.RUNNING:
         entry["outcome"] = Reply.RUNNING
         message = f"Step {req['name']!r} stays open; submit again when done."

@@ -118,6 +118,12 @@ class Reply(StrEnum):
     """An independent action was closed."""
     RESET = "reset"
     """The execution is back at its start, gate re-armed."""
+    CLAIMED = "claimed"
+    """An agent claimed a branch's open action: only it answers it while its lease runs."""
+    RENEWED = "renewed"
+    """The agent holding a claim claimed it again: its lease starts over."""
+    TAKEN_OVER = "taken_over"
+    """An agent claimed an action whose holder's lease had lapsed (the entry names both)."""
 
 
 class Kind(StrEnum):
@@ -151,6 +157,8 @@ class Kind(StrEnum):
     """An independent action called or closed."""
     RESET = "reset"
     """The execution was reset."""
+    CLAIM = "claim"
+    """An agent claimed, renewed or took over the open action of a branch."""
 
 
 class Key(StrEnum):
@@ -181,6 +189,8 @@ class Key(StrEnum):
     """`for_each`: the index of the current item."""
     RUNS = "p"
     """`repeat`: the runs done."""
+    CLAIM = "c"
+    """Action in a branch: its claim, `{"agent", "until", "lease"}` (lease in seconds)."""
 
 
 # The loop keys of a frame, outermost first: a `for_each`'s items and index, a `repeat`'s runs

@@ -17,6 +17,7 @@ from typing import Any
 
 from tether.engine.core import (
     Answer,
+    Claim,
     Close,
     Condition,
     Eval,
@@ -147,9 +148,11 @@ def answer_of(entry: dict[str, Any], state: dict[str, Any]) -> Answer | None:
         return ToolCall(str(entry["tool"]), entry.get("input"), entry["ok"], token)
     token = _token_at(state, entry.get("cursor"))
     if kind == Kind.EVALUATE:
-        return Eval(bool(entry["submitted"]), entry.get("note"), token)
+        return Eval(bool(entry["submitted"]), entry.get("note"), token, agent=entry.get("agent"))
     if kind in (Kind.INSTRUCT, Kind.PROTOCOL):
-        return Submit(str(entry["submitted"]), entry.get("note"), token)
+        return Submit(str(entry["submitted"]), entry.get("note"), token, agent=entry.get("agent"))
+    if kind == Kind.CLAIM:
+        return Claim(str(entry["agent"]), int(entry["lease"]), token)
     if kind == Kind.HUMAN:
         return Human(
             entry["outcome"] == Result.SUCCESS, str(entry.get("by")), entry.get("note"), token

@@ -32,7 +32,7 @@ from tether.engine.names import Phase, Reply, RequestType, Status
 from tether.errors import TetherError
 from tether.locking import WouldWait, without_waiting
 from tether.values import parse_value
-from tether.verbs import Runtime
+from tether.verbs import LEASE_SECONDS, Runtime
 
 logger = logging.getLogger("tether.mcp")
 
@@ -60,6 +60,12 @@ _STEP = {
     ),
 }
 _NOTE = {"type": "string", "description": "A short note recorded with the answer in the trace."}
+_AGENT = {
+    "type": "string",
+    "minLength": 1,
+    "description": "Who answers: your agent's name in a team (a session, or a session and a "
+    "sub-agent). A branch claimed by an agent (claim_step) takes its answers only.",
+}
 _SCOPE_PATH = {
     "type": "string",
     "description": "A dotted path such as build.tag (a leading $VAR. or $CONST. is accepted).",
@@ -358,6 +364,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "note": _NOTE,
             "step": _STEP,
             "values": _VALUES,
+            "agent": _AGENT,
         },
         ("trace_output", "result"),
         _answered(Reply.EVALUATION_PASSED, Reply.EVALUATION_FAILED),
@@ -368,6 +375,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             note=a.get("note"),
             step=a.get("step"),
             values=_values(a),
+            agent=a.get("agent"),
         ),
     ),
     ToolSpec(
@@ -388,6 +396,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "note": _NOTE,
             "step": _STEP,
             "values": _VALUES,
+            "agent": _AGENT,
         },
         ("trace_output", "status"),
         _answered(
@@ -405,6 +414,40 @@ TOOLS: tuple[ToolSpec, ...] = (
             note=a.get("note"),
             step=a.get("step"),
             values=_values(a),
+            agent=a.get("agent"),
+        ),
+    ),
+    ToolSpec(
+        "claim_step",
+        "In a team of agents: claim the action of an open request in a parallel branch or a "
+        "for_each item, so that only you answer its steps (pass the request's step token). "
+        "The claim lasts `lease` seconds and each of your answers renews it; another agent's "
+        "claim is refused (`claimed`, naming the holder) until it lapses, then you may take it "
+        "over. Pass the same `agent` with every answer to the claimed action.",
+        {
+            "trace_output": _TRACE,
+            "agent": _AGENT,
+            "step": _STEP,
+            "lease": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "Seconds the claim holds without an answer from you (900).",
+            },
+        },
+        ("trace_output", "agent"),
+        {
+            "type": "object",
+            "properties": {
+                "status": {"enum": [Reply.CLAIMED, Reply.RENEWED, Reply.TAKEN_OVER]},
+                "agent": {"type": "string"},
+                "until": {"type": "string"},
+                "current": _REQUEST,
+            },
+            "required": ["status", "agent", "until", "current"],
+        },
+        _annotations("Claim a branch", read_only=False),
+        lambda rt, a: rt.claim(
+            a["trace_output"], a["agent"], step=a.get("step"), lease=a.get("lease", LEASE_SECONDS)
         ),
     ),
     ToolSpec(

@@ -1,0 +1,110 @@
+"""Claims: a team of agents on one execution, each branch answered by the agent that holds it.
+
+Owns:
+- what may be claimed (`claimable`): the action of an open step inside a `parallel` node or a
+  `for_each` loop (a branch, or an item);
+- the `Claim` answer (`claim`): the claim is kept in the action's frame (`Key.CLAIM`: the agent,
+  when its lease ends, the lease in seconds), so it ends with the action's attempt; claiming it
+  again renews it (`renewed`), another agent is refused (`claimed`, naming the holder and when
+  the lease ends) until the lease has lapsed, and then takes it over (`taken_over`, naming the
+  agent whose lease lapsed and when);
+- the holder's check on every answer to a step (`hold`): an answer to a claimed action from
+  anyone but its holder is refused (`claimed`), even after the lease lapsed (the other agent
+  claims it first, so the trace shows the takeover); the holder's answer starts its lease again.
+
+It does not own who an agent is (the caller names it) or the clock (`now` is passed in, and the
+lease's end is recorded, so replay and `verify` read the same). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from tether.engine.answers import Claim, Outcome
+from tether.engine.deadlines import deadline_after, passed
+from tether.engine.names import Key, Kind, Reply
+from tether.engine.phases import cursor_of, named
+from tether.engine.trace import node_key, record
+from tether.errors import TetherError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def claimable(tree: dict[str, Any], path: list[int]) -> bool:
+    """Whether the action at `path` is in a branch: below a `parallel` node, or in (or below)
+    a node with `for_each`."""
+    node = tree["root"]
+    for depth in range(len(path) + 1):
+        if "for_each" in node or (depth < len(path) and node["type"] == "parallel"):
+            return True
+        if depth < len(path):
+            node = node["children"][path[depth]]
+    return False
+
+
+def claim(tree: dict[str, Any], state: dict[str, Any], answer: Claim, now: str) -> Outcome:
+    """Apply a `Claim` on `state` (a working copy)."""
+    if answer.lease < 1:
+        raise TetherError(
+            "invalid_value", f"a lease is a whole number of seconds >= 1, got {answer.lease}"
+        )
+    req = named(state, answer.step)
+    if not claimable(tree, req["path"]):
+        raise TetherError(
+            "invalid_value",
+            f"{req['name']!r} is not in a parallel branch or a for_each item: there is nothing "
+            "to share, so nothing to claim",
+            current=dict(req),
+        )
+    frame = state["runtime"][node_key(req["path"])]
+    held = frame.get(Key.CLAIM)
+    fields: dict[str, Any] = {"agent": answer.agent, "lease": answer.lease}
+    if held is None:
+        outcome = Reply.CLAIMED
+    elif held["agent"] == answer.agent:
+        outcome = Reply.RENEWED
+    elif passed(held["until"], now):
+        outcome = Reply.TAKEN_OVER
+        fields.update(lapsed={"agent": held["agent"], "until": held["until"]})
+    else:
+        raise _held_by(held, req)
+    until = deadline_after(now, answer.lease)
+    frame[Key.CLAIM] = {"agent": answer.agent, "until": until, "lease": answer.lease}
+    item = req["item"]["index"] if "item" in req else None
+    entry = record(
+        state,
+        now,
+        Kind.CLAIM,
+        cursor_of(req),
+        req["name"],
+        item=item,
+        step=req["step"],
+        until=until,
+        outcome=outcome,
+        **fields,
+    )
+    response = {"status": outcome, "agent": answer.agent, "until": until, "current": dict(req)}
+    return Outcome(state, response, [entry])
+
+
+def hold(state: dict[str, Any], req: dict[str, Any], agent: str | None, now: str) -> None:
+    """Refuse (`claimed`) an answer to `req` from anyone but the holder of its action's claim;
+    the holder's answer starts its lease again."""
+    frame = state["runtime"].get(node_key(req["path"] or ()), {})
+    held = frame.get(Key.CLAIM)
+    if held is None:
+        return
+    if held["agent"] != agent:
+        raise _held_by(held, req)
+    frame[Key.CLAIM] = dict(held, until=deadline_after(now, held["lease"]))
+
+
+def _held_by(held: dict[str, Any], req: dict[str, Any]) -> TetherError:
+    return TetherError(
+        "claimed",
+        f"{req['name']!r} is claimed by {held['agent']!r} until {held['until']}; only it "
+        "answers it (after that, claim it to take it over)",
+        holder=held["agent"],
+        until=held["until"],
+        current=dict(req),
+    )

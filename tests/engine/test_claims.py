@@ -1,0 +1,139 @@
+"""Claims: two agents on one execution, each holding its own branch of a `parallel` node (or
+item of a `for_each`). A claimed action takes its holder's answers only; a claim renews, lapses
+and is taken over, each a `claim` entry; `verify` re-derives the whole team's walk. Rows of
+docs/semantics.md ("Claims") and docs/teams.md."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from support.stats_scenario import Clock
+from tether.errors import TetherError
+from tether.verbs import Runtime
+
+TEAM = {
+    "name": "team",
+    "tree": {
+        "type": "sequence",
+        "name": "Release",
+        "children": [
+            {
+                "type": "parallel",
+                "name": "Both",
+                "children": [
+                    {
+                        "type": "action",
+                        "name": "Docs",
+                        "steps": [{"instruct": "Write the docs."}, {"instruct": "Proofread."}],
+                    },
+                    {"type": "action", "name": "Code", "steps": [{"instruct": "Write the code."}]},
+                ],
+            },
+            {"type": "action", "name": "Ship", "steps": [{"instruct": "Ship it."}]},
+        ],
+    },
+}
+ITEMS = {
+    "name": "items",
+    "state": {"var": {"files": ["a.py", "b.py"]}},
+    "tree": {
+        "type": "action",
+        "name": "Fix",
+        "for_each": {"in": "$VAR.files", "as": "file"},
+        "steps": [{"instruct": "Fix {{file}}."}],
+    },
+}
+
+
+def _started(tmp_path: Path, tree: dict[str, object]) -> tuple[Runtime, Clock, str]:
+    path = tmp_path / "tree.json"
+    path.write_text(json.dumps(tree))
+    clock = Clock("2026-01-01T09:00:00")
+    rt = Runtime(clock=clock)
+    run = f"memory://claims-{tmp_path.name}"
+    rt.start(str(path), run)
+    rt.submit(run, "success")  # the protocol
+    return rt, clock, run
+
+
+def _token(rt: Runtime, run: str, name: str) -> str:
+    return next(str(r["step"]) for r in rt.next(run, all=True) if r["name"] == name)
+
+
+def _refused(call: object, code: str) -> TetherError:
+    with pytest.raises(TetherError) as refused:
+        call()  # type: ignore[operator]
+    assert refused.value.code == code, refused.value.to_dict()
+    return refused.value
+
+
+def test_a_claimed_branch_takes_its_holders_answers_only(tmp_path: Path) -> None:
+    rt, _, run = _started(tmp_path, TEAM)
+    docs = _token(rt, run, "Docs")
+    held = rt.claim(run, "alice", step=docs, lease=600)
+    assert (held["status"], held["until"]) == ("claimed", "2026-01-01T09:10:00.000Z")
+    for agent in ("bob", None):
+        error = _refused(lambda a=agent: rt.submit(run, "success", step=docs, agent=a), "claimed")
+        assert error.details["holder"] == "alice" and "alice" in error.message
+    code = _token(rt, run, "Code")
+    rt.submit(run, "success", step=code, agent="bob")  # an unclaimed branch: anyone answers
+    rt.submit(run, "success", step=docs, agent="alice")
+    entries = rt.trace(run)
+    assert [(e["name"], e.get("agent")) for e in entries if e["kind"] == "instruct"] == [
+        ("Code", "bob"),
+        ("Docs", "alice"),
+    ]
+
+
+def test_an_answer_renews_the_lease_and_a_lapsed_one_is_taken_over(tmp_path: Path) -> None:
+    rt, clock, run = _started(tmp_path, TEAM)
+    docs = _token(rt, run, "Docs")
+    rt.claim(run, "alice", step=docs, lease=600)
+    clock.wait(500)
+    rt.submit(run, "success", step=docs, agent="alice")  # step 1 done: the lease starts again
+    proofread = _token(rt, run, "Docs")
+    clock.wait(500)  # 1,000 s after the claim, 500 after alice's answer: still hers
+    assert (
+        _refused(lambda: rt.claim(run, "carol", step=proofread), "claimed").details["until"]
+        == "2026-01-01T09:18:20.000Z"
+    )
+    assert rt.claim(run, "alice", step=proofread, lease=600)["status"] == "renewed"
+    clock.wait(601)
+    taken = rt.claim(run, "carol", step=proofread, lease=600)
+    assert taken["status"] == "taken_over"
+    _refused(lambda: rt.submit(run, "success", step=proofread, agent="alice"), "claimed")
+    rt.submit(run, "success", step=proofread, agent="carol")
+    claims = [e for e in rt.trace(run) if e["kind"] == "claim"]
+    assert [(e["outcome"], e["agent"]) for e in claims] == [
+        ("claimed", "alice"),
+        ("renewed", "alice"),
+        ("taken_over", "carol"),
+    ]
+    assert claims[-1]["lapsed"] == {"agent": "alice", "until": claims[-2]["until"]}
+    assert rt.verify(run)["ok"] is True
+
+
+def test_each_for_each_item_is_claimed_apart_and_verify_agrees(tmp_path: Path) -> None:
+    rt, _, run = _started(tmp_path, ITEMS)
+    first = rt.claim(run, "alice")
+    assert first["current"]["item"]["value"] == "a.py"
+    rt.submit(run, "success", agent="alice")
+    second = rt.claim(run, "bob")  # the next item: a claim of its own
+    assert (second["status"], second["current"]["item"]["value"]) == ("claimed", "b.py")
+    _refused(lambda: rt.submit(run, "success", agent="alice"), "claimed")
+    rt.submit(run, "success", agent="bob")
+    assert rt.next(run)["status"] == "done"
+    assert rt.verify(run)["ok"] is True
+
+
+def test_only_a_branch_is_claimed(tmp_path: Path) -> None:
+    rt, _, run = _started(tmp_path, TEAM)
+    rt.submit(run, "success", step=_token(rt, run, "Code"))
+    for _ in range(2):
+        rt.submit(run, "success", step=_token(rt, run, "Docs"))
+    error = _refused(lambda: rt.claim(run, "alice"), "invalid_value")
+    assert "'Ship' is not in a parallel branch or a for_each item" in error.message
+    _refused(lambda: rt.claim(run, "alice", step=None, lease=0), "invalid_value")
