@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,7 +15,7 @@ from support.stats_scenario import Clock
 from tether.errors import TetherError
 from tether.verbs import Runtime
 
-TEAM = {
+TEAM: dict[str, Any] = {
     "name": "team",
     "tree": {
         "type": "sequence",
@@ -36,7 +37,7 @@ TEAM = {
         ],
     },
 }
-ITEMS = {
+ITEMS: dict[str, Any] = {
     "name": "items",
     "state": {"var": {"files": ["a.py", "b.py"]}},
     "tree": {
@@ -48,7 +49,7 @@ ITEMS = {
 }
 
 
-def _started(tmp_path: Path, tree: dict[str, object]) -> tuple[Runtime, Clock, str]:
+def _started(tmp_path: Path, tree: dict[str, Any]) -> tuple[Runtime, Clock, str]:
     path = tmp_path / "tree.json"
     path.write_text(json.dumps(tree))
     clock = Clock("2026-01-01T09:00:00")

@@ -141,13 +141,16 @@ def empty_action() -> dict[str, Any]:
     }
 
 
+_PLANS: dict[str, dict[str, dict[str, Any]]] = {}  # each tree hash's plan, made once
+
+
 class _Tree:
     """The running count of one tree hash."""
 
     def __init__(self, tree: dict[str, Any], tree_hash: str) -> None:
         self.tree = tree
         self.hash = tree_hash
-        self.plan = plan(tree)
+        self.plan = _PLANS.get(tree_hash) or _PLANS.setdefault(tree_hash, plan(tree))
         self.keys = {tuple(action["path"]): key for key, action in self.plan.items()}
         self.statuses: Counter[str] = Counter()
         self.finish: list[int] = []
@@ -190,24 +193,32 @@ class _Tree:
         for key, expression, what, n in record["checks"]:
             self.checks[(key, expression, what)] += n
 
+    def action(self, key: str) -> dict[str, Any] | None:
+        """The figures of the action `key`, None when nothing was counted of it."""
+        if not any(
+            key in part for part in (self.counts, self.action_refused, self.answers, self.waits)
+        ):
+            return None
+        counts = self.counts.get(key, Counter())
+        attempts = counts["ends"] + counts["open"]
+        return {
+            **empty_action(),
+            "reached": attempts - counts["retries"],
+            "attempts": attempts,
+            "failures": counts["failures"],
+            "retries": counts["retries"],
+            "refused": dict(self.action_refused.get(key, {})),
+            "answer_time": spread(self.answers.get(key, [])),
+            "stops_refused": counts["stops_refused"],
+            "tools_denied": counts["tools_denied"],
+            "tools_recorded": counts["tools_recorded"],
+            "human_wait": spread(self.waits.get(key, [])),
+        }
+
     def result(self) -> dict[str, Any]:
         actions = {}
         for key in {*self.counts, *self.action_refused, *self.answers, *self.waits}:
-            counts = self.counts.get(key, Counter())
-            attempts = counts["ends"] + counts["open"]
-            actions[key] = {
-                **empty_action(),
-                "reached": attempts - counts["retries"],
-                "attempts": attempts,
-                "failures": counts["failures"],
-                "retries": counts["retries"],
-                "refused": dict(self.action_refused.get(key, {})),
-                "answer_time": spread(self.answers.get(key, [])),
-                "stops_refused": counts["stops_refused"],
-                "tools_denied": counts["tools_denied"],
-                "tools_recorded": counts["tools_recorded"],
-                "human_wait": spread(self.waits.get(key, [])),
-            }
+            actions[key] = self.action(key)
         checks: dict[tuple[str, str], dict[str, Any]] = {}
         for (key, expression, what), n in self.checks.items():
             check = checks.setdefault(
@@ -388,7 +399,7 @@ class Counted:
         """The figures of the action `key` (a `key_of`) in this execution alone."""
         counted = _Tree(self.tree, self.tree_hash)
         counted.merge(self.record or {})
-        return counted.result()["actions"].get(key)
+        return counted.action(key)
 
 
 def count_each(store: Any, where: str) -> Iterator[Counted]:
