@@ -53,6 +53,9 @@ STORED = {
         "CALLED": "called",
         "CLOSED": "closed",
         "RESET": "reset",
+        "CLAIMED": "claimed",
+        "RENEWED": "renewed",
+        "TAKEN_OVER": "taken_over",
     },
     "Kind": {
         "PROTOCOL": "protocol",
@@ -69,6 +72,7 @@ STORED = {
         "CLOSE": "close",
         "INDEPENDENT": "independent",
         "RESET": "reset",
+        "CLAIM": "claim",
     },
     "Key": {
         "CHILD": "i",
@@ -83,6 +87,7 @@ STORED = {
         "ITEMS": "e",
         "ITEM": "n",
         "RUNS": "p",
+        "CLAIM": "c",
     },
 }
 
