@@ -25,6 +25,7 @@ TOOLS = [
     "next_step",
     "eval",
     "submit",
+    "claim_step",
     "think",
     "var_read",
     "var_write",
@@ -49,8 +50,9 @@ async def test_the_tools_are_listed_with_their_arguments(agent: Any) -> None:
         "resume_execution": {"trace_output"},
         "reset_execution": {"trace_output"},
         "next_step": {"trace_output", "all"},
-        "eval": {"trace_output", "result", "note", "step", "values"},
-        "submit": {"trace_output", "status", "note", "step", "values"},
+        "eval": {"trace_output", "result", "note", "step", "values", "agent"},
+        "submit": {"trace_output", "status", "note", "step", "values", "agent"},
+        "claim_step": {"trace_output", "agent", "step", "lease"},
         "think": {"trace_output", "thought", "step"},
         "var_read": {"trace_output", "path"},
         "var_write": {"trace_output", "path", "value", "step"},
@@ -454,3 +456,34 @@ async def test_errors_rewrite_their_own_paths_and_nothing_a_user_wrote(
     assert f"{sibling!r} is outside the allowed root ." in outside["message"]
     entries = (await agent.ok("read_trace", trace_output=trace))["entries"]
     assert [e["note"] for e in entries if e.get("note") and "drafted" in e["note"]] == [note]
+
+
+async def test_a_team_claims_its_branches_through_claim_step(
+    agent: Any, root: Path, memory_uri: str
+) -> None:
+    tree = root / "pair.json"
+    tree.write_text(json.dumps(PAIR))
+    await agent.ok("start_execution", tree_uri=str(tree), trace_output=memory_uri)
+    await agent.ok("submit", trace_output=memory_uri, status="success")
+    left = (await agent.ok("next_step", trace_output=memory_uri))["step"]
+    held = await agent.ok("claim_step", trace_output=memory_uri, agent="alice", step=left)
+    assert (held["status"], held["agent"]) == ("claimed", "alice")
+    error = await agent.fail(
+        "submit", "claimed", trace_output=memory_uri, status="success", step=left, agent="bob"
+    )
+    assert error["holder"] == "alice"
+    await agent.ok("submit", trace_output=memory_uri, status="success", step=left, agent="alice")
+    await agent.fail("claim_step", "invalid_value", trace_output=memory_uri, agent="x", lease=0)
+
+
+PAIR = {
+    "name": "pair",
+    "tree": {
+        "type": "parallel",
+        "name": "Both",
+        "children": [
+            {"type": "action", "name": "Left", "steps": [{"instruct": "Do the left part."}]},
+            {"type": "action", "name": "Right", "steps": [{"instruct": "Do the right part."}]},
+        ],
+    },
+}
