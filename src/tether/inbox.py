@@ -5,7 +5,8 @@ for each running execution the store lists, its open human steps (what is asked,
 shows, since when, and the `tether approve`/`tether reject` lines that answer it), whether it is
 parked (the last `stop` entry says `parked` while its step is still open: why, since when), and
 whether its open step has been refused `refused` times or more in a row (answers refused since
-the last trace entry, from the refusal log). Also the table people read (`table`), and what one
+the last trace entry, from the refusal log), and the claims of a team's branches whose lease
+lapsed (`tether claim`). Also the table people read (`table`), and what one
 commit raised that a person is told of (`raised`, for `tether.notify`), in the same shapes.
 
 It reads through the store interface alone (`Store.list`, `read_execution`, `refusals`), one
@@ -18,7 +19,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tether.engine.names import Kind, Reply, RequestType, Status
+from tether.engine.names import Key, Kind, Reply, RequestType, Status
+from tether.engine.trace import node_key
 from tether.person import command_line
 from tether.store import path_of, scheme_of, store_for
 from tether.store.tally import millis, stamp
@@ -45,6 +47,7 @@ def waiting(place: str, *, now: float | None = None, refused: int = REFUSED) -> 
         base = {"name": summary.name, "uri": summary.uri, "tree": summary.tree}
         found = _human(state, entries, base, _answerable(summary.uri))
         found += _parked(state, entries, base) + _refused(store, state, base, refused)
+        found += _lapsed(state, base, clock)
         waits += [{**w, "age_seconds": _age(w["since"], clock)} for w in found]
     waits.sort(key=lambda w: (w["since"] or "", w["name"], w["kind"]))
     return {
@@ -159,6 +162,22 @@ def _refused(
     ]
 
 
+def _lapsed(state: dict[str, Any], base: dict[str, Any], clock: float) -> list[dict[str, Any]]:
+    """The open actions of a team's branches whose claim's lease has lapsed (`tether claim`):
+    whose, since when."""
+    found = []
+    for key, frame in state.get("runtime", {}).items():
+        held = frame.get(Key.CLAIM)
+        if held is None or millis(held["until"]) > clock * 1000:
+            continue
+        req: dict[str, Any] = next(
+            (r for r in state.get("open", []) if node_key(r["path"] or ()) == key), {}
+        )
+        step = {"step": req.get("name"), "agent": held["agent"], "since": held["until"]}
+        found.append({**base, "kind": Reply.LAPSED, **step})
+    return found
+
+
 def _age(since: str | None, now: float) -> float | None:
     return None if not since else round(max(0.0, now - millis(since) / 1000), 3)
 
@@ -189,6 +208,8 @@ def table(inbox: dict[str, Any]) -> str:
             lines.append(f"    answer: {w['approve']}  |  {w['reject']}")
         elif w["kind"] == Reply.PARKED:
             lines.append(f"    why: {w['reason']}")
+        elif w["kind"] == Reply.LAPSED:
+            lines.append(f"    {w['agent']}'s claim lapsed: another agent may take it over")
         else:
             lines.append(f"    {w['refusals']} refused in a row; last: {w['last_message']}")
     if inbox["unreadable"]:

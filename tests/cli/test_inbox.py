@@ -24,6 +24,18 @@ TREE = SIGN_OFF_YAML.replace(
 )
 SCHEMA = json.loads((Path(__file__).parents[2] / "schema" / "inbox.schema.json").read_text())
 T0 = 1_700_000_000.0  # the fleet's first minute, seconds since the epoch
+ROLES = ("human", "parked", "refused", "busy", "lapsed")
+PAIR = {
+    "name": "pair",
+    "tree": {
+        "type": "parallel",
+        "name": "Both",
+        "children": [
+            {"type": "action", "name": "Left", "steps": [{"instruct": "Do the left part."}]},
+            {"type": "action", "name": "Right", "steps": [{"instruct": "Do the right part."}]},
+        ],
+    },
+}
 
 
 def _role(wait: dict[str, object]) -> str:
@@ -39,24 +51,25 @@ def _stamp(seconds: float) -> str:
 
 @pytest.fixture(params=["file", "postgresql"])
 def place(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, dict[str, str]]:
-    """A place holding four executions, and their URIs by role."""
+    """A place holding five executions, and their URIs by role."""
     (tmp_path / "sign-off.yaml").write_text(TREE)
+    (tmp_path / "pair.json").write_text(json.dumps(PAIR))
     if request.param == "file":
         where = str(tmp_path / "runs")
         os.mkdir(where)
-        uris = {role: f"{where}/{role}.json" for role in ("human", "parked", "refused", "busy")}
+        uris = {role: f"{where}/{role}.json" for role in ROLES}
     else:
         from support.postgres import shared_server
 
         server, db = shared_server(), f"inbox_{uuid.uuid4().hex[:10]}"
         server.create_database(db)
         where = server.database_uri(db)
-        uris = {role: server.uri(role, db) for role in ("human", "parked", "refused", "busy")}
+        uris = {role: server.uri(role, db) for role in ROLES}
     now = [T0]
     rt = Runtime(clock=lambda: _stamp(now[0]))
     tree = str(tmp_path / "sign-off.yaml")
-    for uri in uris.values():
-        rt.start(tree, uri)
+    for role, uri in uris.items():
+        rt.start(str(tmp_path / "pair.json") if role == "lapsed" else tree, uri)
         rt.submit(uri, "success")  # the protocol gate
     now[0] = T0 + 60
     rt.submit(uris["human"], "success", values={"notes": "faster builds"})
@@ -65,6 +78,7 @@ def place(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, dict[str
     now[0] = T0 + 600
     for _ in range(3):
         rt.stop(uris["parked"], cap=2, park="the agent kept stopping")
+    rt.claim(uris["lapsed"], "alice", lease=60)  # lapses at T0 + 660
     for _ in range(5):
         with pytest.raises(TetherError):
             rt.submit(uris["refused"], "success")  # Draft writes notes: refused without them
@@ -86,9 +100,15 @@ def test_the_inbox_shows_each_wait_with_its_age(place: tuple[str, dict[str, str]
     assert refused["refusals"] == 5 and refused["step"] == "Draft"
     assert refused["age_seconds"] == 180
     assert [w["kind"] for w in found["waits"] if _role(w) == "busy"] == ["human"]
+    lapsed = waits["lapsed", "lapsed"]
+    assert (lapsed["agent"], lapsed["step"], lapsed["age_seconds"]) == ("alice", "Left", 120)
+    assert ("lapsed", "lapsed") not in {
+        (w["kind"], _role(w)) for w in waiting(where, now=T0 + 650)["waits"]
+    }
     lines = table(found).splitlines()
     assert any(line.startswith("HUMAN") and "Sign_Off  12 min" in line for line in lines)
     assert any(line.startswith("PARKED") and "3 min" in line for line in lines)
+    assert "    alice's claim lapsed: another agent may take it over" in lines
     assert ("refused", "refused") not in {
         (w["kind"], _role(w)) for w in waiting(where, now=T0 + 780, refused=6)["waits"]
     }
@@ -103,6 +123,7 @@ def test_the_command_prints_the_table_and_json(place: tuple[str, dict[str, str]]
     jsonschema.validate(printed, SCHEMA)
     kinds = {(w["kind"], _role(w)) for w in printed["waits"]}
     assert {("human", "human"), ("parked", "parked"), ("refused", "refused")} <= kinds
+    assert ("lapsed", "lapsed") in kinds
     table = subprocess.run(
         [TETHER, "inbox", where], capture_output=True, text=True, check=True, timeout=60
     ).stdout

@@ -56,6 +56,7 @@ STORED = {
         "CLAIMED": "claimed",
         "RENEWED": "renewed",
         "TAKEN_OVER": "taken_over",
+        "LAPSED": "lapsed",
     },
     "Kind": {
         "PROTOCOL": "protocol",

@@ -55,6 +55,7 @@ def test_a_snapshot_shows_each_loops_item_and_run_and_clears_below_a_new_item() 
         "item": 1,
         "items": 2,
         "run": 0,
+        "claim": None,
     }
 
 
@@ -122,3 +123,14 @@ def test_the_page_shows_the_loop_and_its_item_in_node_details_and_the_timeline(
     expect(details).to_contain_text('repeat until $VAR.verdict == "clean" (at most 3 runs)')
     expect(page.locator("#timeline li").nth(4)).to_contain_text("(for each)")
     expect(page.locator("#timeline li").last).to_contain_text("Review_File item 1")
+
+
+def test_the_page_shows_who_holds_a_claimed_item_and_until_when(
+    page: Page, server: ViewServer, review: Path
+) -> None:
+    held = answer(review, "claim", "--agent", "alice", "--lease", "600")
+    assert held["status"] == "claimed"
+    page.goto(server.base + "?run=review.json")
+    expect(page.locator("#live")).to_have_text("live")
+    page.locator("#diagram g.node", has=page.locator("text.name", has_text="Review_File")).click()
+    expect(page.locator("#node .status")).to_contain_text("claimed by alice until")

@@ -124,6 +124,8 @@ class Reply(StrEnum):
     """The agent holding a claim claimed it again: its lease starts over."""
     TAKEN_OVER = "taken_over"
     """An agent claimed an action whose holder's lease had lapsed (the entry names both)."""
+    LAPSED = "lapsed"
+    """A claim's lease ended with no answer from its holder (the inbox lists it)."""
 
 
 class Kind(StrEnum):

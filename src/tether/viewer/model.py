@@ -126,6 +126,7 @@ class NodeView:
     item: int | None = None  # the index of a for_each's current (or last) item
     items: int | None = None  # how many items its list has
     run: int = 0  # a repeat's current (or last) run, from 1
+    claim: dict[str, Any] | None = None  # an open action's claim: {agent, until} (`tether claim`)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -136,6 +137,7 @@ class NodeView:
             "item": self.item,
             "items": self.items,
             "run": self.run,
+            "claim": self.claim,
         }
 
 
@@ -236,15 +238,18 @@ class Timeline:
                 touched.update(self._clear_below(key))
                 continue
             view = self.views[key]
-            view.status, view.step = event, None
+            view.status, view.step, view.claim = event, None, None
             touched.add(key)
         for key in old:
             if key not in new and key not in touched:
-                self.views[key].status, self.views[key].step = HALTED, None
+                view = self.views[key]
+                view.status, view.step, view.claim = HALTED, None, None
         for key, frame in new.items():
             view = self.views[key]
             view.status = OPEN
             view.retries = frame.get(Key.RETRIES, 0)
+            held = frame.get(Key.CLAIM)
+            view.claim = {"agent": held["agent"], "until": held["until"]} if held else None
             view.step = frame.get(Key.STEP, 0) if self.nodes[key].type == "action" else None
             if "repeat" in self.nodes[key].data:
                 view.run = frame.get(Key.RUNS, 0) + 1

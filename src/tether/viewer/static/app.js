@@ -813,6 +813,7 @@ function renderNode() {
   if (view.retries) facts.push(`retry ${view.retries}/${node.retries}`);
   if (view.item !== null) facts.push(`${node.for_each.as} ${view.item + 1}/${view.items}`);
   if (view.run) facts.push(`run ${view.run}/${node.repeat.max}`);
+  if (view.claim) facts.push(`claimed by ${view.claim.agent} until ${utc(view.claim.until)}`);
   const parts = [
     el("div", { class: "kind" }, [node.type, ...node.modifiers].join(" · ")),
     el("h3", {}, node.name),
@@ -1082,14 +1083,19 @@ async function refreshInbox() {
   $("#in-summary").textContent = doc.waits.length ? `${doc.waits.length} waiting` : "Nothing waits on a person.";
 }
 
+const INBOX_TEXT = {
+  parked: (wait) => `Parked at ${wait.step}: ${wait.reason}`,
+  refused: (wait) => `${wait.refusals} answers refused in a row at ${wait.step}: ${wait.last_message}`,
+  lapsed: (wait) => `${wait.agent}'s claim of ${wait.step} lapsed: another agent may take it over`,
+};
+
 function inboxRow(wait, key) {
   const age = wait.age_seconds === null ? "" : ` · waiting ${seconds(wait.age_seconds)}`;
   const head = el("div", {}, el("a", { href: `/?run=${encodeURIComponent(wait.name)}` }, wait.name),
     ` · ${wait.kind}${age}`);
   const body = wait.kind === "human"
     ? [humanForm({ name: wait.step, step: wait.token, prompt: wait.prompt, shows: wait.shows }, wait.name), el("code", {}, wait.approve)]
-    : [el("div", {}, wait.kind === "parked" ? `Parked at ${wait.step}: ${wait.reason}`
-      : `${wait.refusals} answers refused in a row at ${wait.step}: ${wait.last_message}`)];
+    : [el("div", {}, INBOX_TEXT[wait.kind](wait))];
   return el("div", { class: `wait ${wait.kind}`, "data-key": key, "data-name": wait.name }, head, ...body);
 }
 
