@@ -151,3 +151,38 @@ def test_a_timed_out_human_step_counts_as_a_failed_attempt_as_on_files(
     assert (action["attempts"], action["failures"], action["retries"]) == (2, 2, 1)
     files = stats.collect(str(tmp_path / "runs"), tree="timed")
     assert {**figures, "place": None} == {**files, "place": None}
+
+
+def test_kept_counts_equal_the_traces_after_more_steps_and_a_first_open_of_schema_3(
+    server: PostgresServer, tmp_path: Path
+) -> None:
+    """`counted` reads each execution's kept count, counts again what it finds behind (a commit,
+    a refusal, a store of the previous schema version without the table), and its figures are
+    those counted from every trace."""
+    import psycopg
+
+    from tether.store import postgres
+    from tether.store.tally import count_each, tally_of
+
+    dsn = _database(server)
+    drive(dsn, tmp_path / "pg")
+    store = store_for(dsn)
+
+    def equal() -> None:
+        kept = tally_of(store.counted(dsn))
+        assert kept == tally_of(count_each(store, dsn)) and kept["trees"]
+
+    equal()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM tether_figures").fetchone() != (0,)
+    running = next(s for s in store.list(dsn) if s.status == "running")
+    refused(lambda: Runtime().submit(running.uri, "sideways"), "invalid_value")
+    Runtime().think(running.uri, "a step that changes the revision")
+    equal()
+    with psycopg.connect(dsn, autocommit=True) as conn:  # as Tether's schema 3 left it
+        conn.execute("DROP TABLE tether_figures")
+        conn.execute("UPDATE tether_schema SET version = 3")
+    postgres._ready.discard(dsn)  # this process opens it again, as a new one would
+    equal()
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        assert conn.execute("SELECT version FROM tether_schema").fetchone() == (SCHEMA_VERSION,)

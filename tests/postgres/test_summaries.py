@@ -19,6 +19,7 @@ import psycopg
 from support.postgres import PostgresServer
 from tether.store import store_for
 from tether.store.base import Summary
+from tether.store.postgres import SCHEMA_VERSION
 from tether.verbs import Runtime
 
 HELLO = str(Path(__file__).resolve().parents[2] / "examples" / "hello-world.yaml")
@@ -86,7 +87,7 @@ def test_a_store_of_schema_version_2_gains_its_summaries_on_first_open(
     assert [row["name"] for row in json.loads(listed.stdout)] == [s.name for s in expected]
     assert [Summary(**row) for row in json.loads(listed.stdout)] == expected
     with psycopg.connect(dsn) as conn:
-        assert conn.execute("SELECT version FROM tether_schema").fetchone() == (3,)
+        assert conn.execute("SELECT version FROM tether_schema").fetchone() == (SCHEMA_VERSION,)
 
 
 _KILLED_STEP = """

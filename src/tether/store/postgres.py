@@ -8,10 +8,10 @@ the execution inside that database. The canonical spelling drops the password (g
 `PGPASSWORD` or a `.pgpass` file; a password written in a URI is used for that DSN's pool for the
 life of the process) and sorts the query parameters.
 
-Four tables hold the data, created on first use under an advisory lock, with their version in
+Five tables hold the data, created on first use under an advisory lock, with their version in
 `tether_schema` (a database written by a newer Tether is refused; one of version 1 gains the
 refusal log when first used, one of version 1 or 2 the summaries, filled from its executions'
-rows in that same transaction):
+rows in that same transaction; one of version 3 gains the kept counts, filled when first read):
 
 - `tether_executions` — one row per execution: the state (as JSON text, key order kept), the
   embedded tree, the revision and which trace epoch is current and how long it is;
@@ -24,6 +24,10 @@ rows in that same transaction):
   version, status, phase, open step, revision, trace length, created and updated): written by
   the database from the execution's row (`_SUMMARIZE`) in the transaction of every create, commit
   and tree swap, so it is never behind the state.
+- `tether_figures` — each execution's count (`tether.store.tally.record_of`) with the revision
+  and the number of refusals it was made at: `counted` reads it, and counts again (and keeps)
+  what it finds behind, as the file store does with its `.tether-figures.jsonl`; a reader, never
+  a commit, writes it, so a step costs nothing more.
 
 `list(DSN)` — a URI without `#name` — lists every execution in the database and `page(DSN, ...)`
 one page of them, filtered by tree and status, with their number and the trees: both read the
@@ -74,7 +78,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from tether.store.tally import Counted
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 _SCHEMES = ("postgresql", "postgres")
 _POOL_MAX = int(os.environ.get("TETHER_PG_POOL_MAX", "10"))
 _TIMEOUT = float(os.environ.get("TETHER_PG_TIMEOUT", "5"))
@@ -133,6 +137,12 @@ CREATE TABLE IF NOT EXISTS tether_summaries (
 );
 CREATE INDEX IF NOT EXISTS tether_summaries_listed
     ON tether_summaries (tree, status, name COLLATE "C");
+CREATE TABLE IF NOT EXISTS tether_figures (
+    name text PRIMARY KEY,
+    revision bigint NOT NULL,
+    refusals bigint NOT NULL,
+    record json NOT NULL
+);
 """
 
 # One execution's summary (what a listing shows), read from its committed row by the database:
@@ -588,9 +598,25 @@ class PostgresStore:
         return [json.loads(text) for (text,) in rows]
 
     def counted(self, where: str) -> Iterator[Counted]:
-        from tether.store.tally import count_each
+        from tether.store.tally import Counted
 
-        return count_each(self, where)
+        target = self._database(where)
+        with _connection(target) as conn:
+            rows = conn.execute(_KEPT).fetchall()
+            hashes = sorted({str(row[1]) for row in rows if row[1] is not None})
+            trees = {h: json.loads(text) for h, text in conn.execute(_TREES, (hashes,))}
+            stale = [str(row[0]) for row in rows if (row[4], row[5]) != (row[2], row[3])]
+            records = {str(row[0]): row[6] for row in rows if (row[4], row[5]) == (row[2], row[3])}
+            for start in range(0, len(stale), _BATCH):
+                records.update(_count_again(conn, stale[start : start + _BATCH], trees))
+        for name, tree_hash, _, _, _, _, _, *summary in rows:
+            listed = dict(zip(_LISTED_COLUMNS, summary, strict=True))
+            record = records.get(str(name))
+            tree = trees.get(str(tree_hash))
+            if record is None or tree is None:
+                yield Counted(str(name), listed, "", {}, None)
+            else:
+                yield Counted(str(name), listed, str(tree_hash), tree, json.loads(record))
 
     def tally(
         self, where: str, *, since: str | None = None, tree: str | None = None
@@ -749,6 +775,66 @@ WHERE (%(tree)s::text IS NULL OR state->>'tree_name' = %(tree)s::text)
 _PLAN = ("hashes", "keys", "retries", "lasts")
 
 # Per tree hash: one embedded tree, the executions by status, the time to finish.
+# What `counted` reads of each execution: its summary, the revision and refusals it is at, and
+# the count kept of it with the revision and refusals it was made at (behind: counted again).
+_LISTED_COLUMNS = ("tree_name", "tree_hash", "status", "created_at", "updated_at")
+_KEPT = """
+SELECT s.name, s.tree_hash, s.revision, coalesce(r.n, 0), f.revision, f.refusals, f.record::text,
+       s.tree, s.tree_hash, s.status, s.created_at, s.updated_at
+FROM tether_summaries s
+LEFT JOIN (SELECT name, count(*) AS n FROM tether_refusals GROUP BY name) r USING (name)
+LEFT JOIN tether_figures f USING (name)
+ORDER BY s.name COLLATE "C"
+"""
+_TREES = """
+SELECT DISTINCT ON (s.tree_hash) s.tree_hash, x.tree::text
+FROM tether_summaries s JOIN tether_executions x USING (name)
+WHERE s.tree_hash = ANY(%s::text[])
+ORDER BY s.tree_hash, s.name
+"""
+_STALE = """
+SELECT x.name, x.state::text,
+       (SELECT json_agg(t.entry ORDER BY t.idx)::text FROM tether_trace t
+        WHERE t.name = x.name AND t.epoch = x.trace_epoch AND t.idx < x.trace_entries),
+       (SELECT json_agg(r.entry ORDER BY r.id)::text FROM tether_refusals r WHERE r.name = x.name)
+FROM tether_executions x
+WHERE x.name = ANY(%s::text[])
+"""
+_KEEP = """
+INSERT INTO tether_figures (name, revision, refusals, record)
+SELECT k.name, k.revision, k.refusals, k.record::json
+FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[])
+    AS k(name, revision, refusals, record)
+ON CONFLICT (name) DO UPDATE SET
+    revision = EXCLUDED.revision, refusals = EXCLUDED.refusals, record = EXCLUDED.record
+"""
+_BATCH = 500  # executions counted again per query
+
+
+def _count_again(
+    conn: psycopg.Connection[Any], names: list[str], trees: dict[str, dict[str, Any]]
+) -> dict[str, str]:
+    """Count the executions `names` from their traces (`tether.store.tally.record_of`), keep
+    each count with the revision and number of refusals it was made at, and return them by name
+    (as JSON text). One that cannot be counted is left out."""
+    from tether.store.tally import record_of
+
+    kept: dict[str, tuple[int, int, str]] = {}
+    for name, state_text, entries_text, refusals_text in conn.execute(_STALE, (names,)):
+        try:
+            state = json.loads(state_text)
+            refusals = json.loads(refusals_text or "[]")
+            tree = trees[str(state["tree_hash"])]
+            record = record_of(state, tree, json.loads(entries_text or "[]"), refusals)
+        except (KeyError, TypeError, ValueError, TetherError):
+            continue
+        kept[name] = (int(state["revision"]), len(refusals), encode(record))
+    columns = [list(kept), *([row[i] for row in kept.values()] for i in range(3))]
+    with conn.transaction():
+        conn.execute(_KEEP, columns)
+    return {name: row[2] for name, row in kept.items()}
+
+
 _TALLY_TREES = f"""
 WITH x AS MATERIALIZED ({_SCOPE}),
 g AS (
