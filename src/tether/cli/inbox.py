@@ -26,9 +26,10 @@ INBOX = Command(
     "sub-folders are read as tether list lists them), memory:// or a database "
     "(postgresql://user@host/db, without #name). Lists, oldest first, every open human step "
     "(what it asks, the values it shows, since when, the tether approve / tether reject line "
-    "that answers it), every parked execution (why, since when) and every execution whose open "
-    "step had --refused answers (default 5) or more refused in a row. --json prints the waits "
-    "as JSON (schema/inbox.schema.json).",
+    "that answers it), every parked execution (why, since when), every execution whose open "
+    "step had --refused answers (default 5) or more refused in a row, and every team's branch "
+    "whose claim lapsed (tether claim). --json prints the waits as JSON "
+    "(schema/inbox.schema.json).",
 )
 
 
