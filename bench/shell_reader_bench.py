@@ -1,8 +1,8 @@
 """The guard's shell reader against the tree-sitter-bash grammar (Codex's reader of shell lines).
 
-Run: `.venv/bin/python bench/shell_reader_bench.py` with `tree-sitter` and `tree-sitter-bash`
-importable (they are not Tether's dependencies: `pip install --target DIR tree-sitter
-tree-sitter-bash` and put DIR on `PYTHONPATH`). Prints a table.
+Run: `bash scripts/bench` (which installs `tree-sitter` and `tree-sitter-bash` into a folder of
+their own, `.cache/bench-site`: they are not Tether's dependencies), or, once they are there,
+`PYTHONPATH=.cache/bench-site .venv/bin/python bench/shell_reader_bench.py`. Prints a table.
 
 The spellings are those the guard's tests hold: every evasion `tests/guard/test_shell.py` refuses
 and every harmless look-alike it lets pass, and the functions read with their calls' arguments.

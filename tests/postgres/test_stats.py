@@ -1,6 +1,7 @@
 """`tether stats` on a real PostgreSQL database: the figures of executions of known outcomes
-(`support.stats_scenario`, its bound session through the real hook), counted in the database,
-equal to the file store's for the same executions; the refusal log in its own table."""
+(`support.stats_scenario`, its bound session through the real hook), from the counts the
+database keeps, equal to the file store's for the same executions; the refusal log in its own
+table."""
 
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ def test_the_database_gives_the_known_figures_and_agrees_with_the_files(
 def test_a_fork_counts_only_what_happened_in_it_in_the_database_too(
     server: PostgresServer, tmp_path: Path
 ) -> None:
-    """The forks of `drive_forks`, counted in SQL: each failure once, as on files."""
+    """The forks of `drive_forks`, counted on PostgreSQL: each failure once, as on files."""
     dsn = _database(server)
     drive_forks(dsn, tmp_path / "pg")
     drive_forks(str(tmp_path / "files" / "runs"), tmp_path / "files")

@@ -32,10 +32,9 @@ rows in that same transaction; one of version 3 gains the kept counts, filled wh
 `list(DSN)` — a URI without `#name` — lists every execution in the database and `page(DSN, ...)`
 one page of them, filtered by tree and status, with their number and the trees: both read the
 summaries alone (indexed by tree, status and name), never a state.
-`tally(DSN)` counts the figures of `tether.store.tally` in the database, in a few statements
-(the trees and their executions; the trace per action, with window functions for the time a
-step was requested and for failures in a row; the open steps; the refusal log): only the
-figures and one tree per tree hash cross the wire.
+`tally(DSN)` adds up the kept counts (`counted`, `tether.store.tally.tally_of`): one row per
+execution and one tree per tree hash cross the wire, and the traces of those whose count is
+behind (counted again in batches, each trace read whole by one statement).
 
 A verb's `transaction` is one database transaction that begins with `SELECT ... FOR UPDATE` on the
 execution's row, so concurrent verbs on one execution — from threads, processes or replicas on
@@ -67,8 +66,6 @@ from urllib.parse import quote, unquote, urlsplit
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from tether.engine.names import Kind
-from tether.engine.trace import MOVING
 from tether.errors import TetherError
 from tether.locking import may_wait
 from tether.store.base import Summary
@@ -621,40 +618,9 @@ class PostgresStore:
     def tally(
         self, where: str, *, since: str | None = None, tree: str | None = None
     ) -> dict[str, Any]:
-        from tether.store import tally
+        from tether.store.tally import tally_of
 
-        target = self._database(where)
-        scope = {"since": since, "tree": tree}
-        with _connection(target) as conn, conn.transaction():
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            conn.execute("SET LOCAL work_mem = '64MB'")  # sorts in memory, not on disk
-            trees = {
-                h: _tree_figures(json.loads(text), h, *figures)
-                for h, text, *figures in conn.execute(_TALLY_TREES, scope).fetchall()
-            }
-            plans = {h: tally.plan(t["tree"]) for h, t in trees.items()}
-            rows = [(h, k, a["retries"], a["last"]) for h, p in plans.items() for k, a in p.items()]
-            actions = dict(
-                scope, **{name: [row[i] for row in rows] for i, name in enumerate(_PLAN)}
-            )
-            if rows:
-                for h, k, checks, *figures in conn.execute(_TALLY_ACTIONS, actions).fetchall():
-                    trees[h]["actions"][k] = _action_figures(*figures)
-                    for expression, n in json.loads(checks or "{}").items():
-                        trees[h]["checks"].append(
-                            {"key": k, "expression": expression, "failed": n, "refused": 0}
-                        )
-                for h, k, n in conn.execute(_TALLY_OPEN, scope).fetchall():
-                    if k in plans[h]:
-                        trees[h]["actions"].setdefault(k, tally.empty_action())
-                        trees[h]["actions"][k]["attempts"] += n
-                        trees[h]["actions"][k]["reached"] += n
-            refusals = conn.execute(_TALLY_REFUSALS, scope).fetchall()
-        for h, kind, code, k, check, n in refusals:
-            _add_refusals(trees[h], kind, code, k, check, n)
-        for figures in trees.values():
-            figures["checks"].sort(key=lambda c: (c["key"], c["expression"]))
-        return {"trees": [trees[h] for h in sorted(trees)], "unreadable": 0}
+        return tally_of(self.counted(where), tree=tree, since=since)
 
     def locate(self, where: str, name: str) -> str:
         target = self._database(where)
@@ -763,18 +729,6 @@ class _PostgresTransaction:
 
 # -- counting (tally) ----------------------------------------------------------------------------
 
-# A stored UTC timestamp as whole milliseconds since the epoch.
-_MS = "(extract(epoch from ({})::timestamptz) * 1000)::bigint"
-# The executions counted: those of the tree named %(tree)s, created at or after %(since)s.
-_SCOPE = """
-SELECT name, state, state->>'tree_hash' AS h, trace_epoch, trace_entries
-FROM tether_executions
-WHERE (%(tree)s::text IS NULL OR state->>'tree_name' = %(tree)s::text)
-  AND (%(since)s::text IS NULL OR state->>'created_at' >= %(since)s::text)
-"""
-_PLAN = ("hashes", "keys", "retries", "lasts")
-
-# Per tree hash: one embedded tree, the executions by status, the time to finish.
 # What `counted` reads of each execution: its summary, the revision and refusals it is at, and
 # the count kept of it with the revision and refusals it was made at (behind: counted again).
 _LISTED_COLUMNS = ("tree_name", "tree_hash", "status", "created_at", "updated_at")
@@ -833,222 +787,3 @@ def _count_again(
     with conn.transaction():
         conn.execute(_KEEP, columns)
     return {name: row[2] for name, row in kept.items()}
-
-
-_TALLY_TREES = f"""
-WITH x AS MATERIALIZED ({_SCOPE}),
-g AS (
-    SELECT h, min(name) AS first,
-           count(*) FILTER (WHERE state->>'status' = 'running'),
-           count(*) FILTER (WHERE state->>'status' = 'complete'),
-           count(*) FILTER (WHERE state->>'status' = 'failed'),
-           count(*) FILTER (WHERE state->>'status' <> 'running'),
-           percentile_cont(0.5) WITHIN GROUP (ORDER BY d),
-           percentile_cont(0.9) WITHIN GROUP (ORDER BY d)
-    FROM (SELECT h, name, state, CASE WHEN state->>'status' <> 'running' THEN
-                 {_MS.format("state->>'updated_at'")} - {_MS.format("state->>'created_at'")}
-                 END AS d FROM x) f
-    GROUP BY h
-)
-SELECT g.h, e.tree::text, g.*
-FROM g JOIN tether_executions e ON e.name = g.first
-"""
-
-# The trace entries of the executions counted, at an action of the plan, each read once
-# (`json_to_record`), with the time the step it answers was requested (the latest earlier
-# moving entry, or the execution's creation: stored times order as text), whether it ends an
-# attempt in success or failure, and whether the execution recorded it itself (`own`: a
-# fork's first `forked_from.at` entries are counted in the execution they happened in). Then
-# per action, of its own entries: its ends, failures, retries used (the successes before each
-# end number its run of failures, which goes on across a fork point), answer times and human
-# waits, stops refused, tool entries, and the failed checks by expression.
-_TALLY_ACTIONS = f"""
-WITH x AS MATERIALIZED (
-    SELECT name, state->>'tree_hash' AS h, trace_epoch, trace_entries,
-           coalesce((state->'forked_from'->>'at')::bigint, 0) AS copied,
-           state->>'created_at' AS created
-    FROM ({_SCOPE}) s
-),
-p AS (
-    SELECT * FROM unnest(%(hashes)s::text[], %(keys)s::text[], %(retries)s::int[],
-                         %(lasts)s::int[]) AS p(h, k, retries, last)
-),
-t AS (
-    SELECT x.name, x.h, t.idx, r.kind, (r.cursor->'path')::text AS k,
-           (r.cursor->>'step')::int AS step, r.submitted, r.outcome, r.ts, x.created,
-           r.seq >= x.copied AS own
-    FROM x JOIN tether_trace t
-        ON t.name = x.name AND t.epoch = x.trace_epoch AND t.idx < x.trace_entries,
-        LATERAL json_to_record(t.entry)
-            AS r(seq bigint, kind text, cursor json, submitted text, outcome text, ts text)
-),
-m AS (
-    SELECT t.*, greatest(created COLLATE "C",
-                         max(CASE WHEN kind IN ({", ".join(f"'{k}'" for k in sorted(MOVING))})
-                                  AND submitted IS DISTINCT FROM 'running'
-                             THEN ts COLLATE "C" END)
-                         OVER (PARTITION BY name ORDER BY idx
-                               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)) AS requested
-    FROM t
-),
-e AS (
-    SELECT m.name, m.h, m.k, m.idx, m.kind, m.submitted, m.outcome, m.own, p.retries,
-           CASE WHEN m.kind IN ('evaluate', 'instruct', 'human')
-                     AND m.submitted IS DISTINCT FROM 'running'
-                THEN {_MS.format("m.ts")} - {_MS.format("m.requested")} END AS d,
-           (kind = 'evaluate' AND submitted = 'false')
-           OR kind = 'timeout'
-           OR (kind = 'instruct' AND submitted = 'failure')
-           OR (kind = 'human' AND outcome = 'failure')
-           OR (kind = 'check' AND step IS NOT NULL AND outcome IN ('failed', 'error')) AS failed,
-           kind = 'close' OR (step = p.last AND (
-               (kind = 'evaluate' AND submitted = 'true')
-               OR (kind = 'instruct' AND submitted = 'success')
-               OR (kind = 'human' AND outcome = 'success')
-               OR (kind = 'check' AND outcome NOT IN ('failed', 'error')))) AS passed
-    FROM m JOIN p ON p.h = m.h AND p.k = m.k
-),
-r AS (
-    SELECT e.*, count(*) FILTER (WHERE passed) OVER (PARTITION BY name, k ORDER BY idx) AS run
-    FROM e WHERE failed OR passed
-),
-runs AS (
-    SELECT h, k, sum((n - n / (retries + 1)) - (c - c / (retries + 1))) AS retried
-    FROM (SELECT h, k, retries, count(*) AS n, count(*) FILTER (WHERE NOT own) AS c
-          FROM r WHERE failed GROUP BY name, h, k, run, retries) f
-    GROUP BY h, k
-),
-checks AS (
-    SELECT h, k, json_object_agg(submitted, n)::text AS failed
-    FROM (SELECT h, k, submitted, count(*) AS n FROM e WHERE own AND kind = 'check' AND failed
-          GROUP BY h, k, submitted) f
-    GROUP BY h, k
-),
-a AS (
-    SELECT e.h, e.k,
-           count(*) FILTER (WHERE failed OR passed) AS ends,
-           count(*) FILTER (WHERE failed) AS failures,
-           count(*) FILTER (WHERE kind IN ('evaluate', 'instruct') AND d IS NOT NULL) AS answers,
-           percentile_cont(0.5) WITHIN GROUP (ORDER BY d)
-               FILTER (WHERE kind IN ('evaluate', 'instruct')) AS answer_median,
-           percentile_cont(0.9) WITHIN GROUP (ORDER BY d)
-               FILTER (WHERE kind IN ('evaluate', 'instruct')) AS answer_p90,
-           count(*) FILTER (WHERE kind = 'stop' AND outcome = 'refused') AS stops,
-           count(*) FILTER (WHERE kind = 'tool') AS tools,
-           count(*) FILTER (WHERE kind = 'human' AND d IS NOT NULL) AS waits,
-           percentile_cont(0.5) WITHIN GROUP (ORDER BY d) FILTER (WHERE kind = 'human')
-               AS wait_median,
-           percentile_cont(0.9) WITHIN GROUP (ORDER BY d) FILTER (WHERE kind = 'human')
-               AS wait_p90
-    FROM e WHERE own GROUP BY e.h, e.k
-)
-SELECT a.h, a.k, checks.failed, a.ends, a.failures, coalesce(runs.retried, 0), a.answers,
-       a.answer_median, a.answer_p90, a.stops, a.tools, a.waits, a.wait_median, a.wait_p90
-FROM a LEFT JOIN runs ON runs.h = a.h AND runs.k = a.k
-       LEFT JOIN checks ON checks.h = a.h AND checks.k = a.k
-"""
-
-# The actions with a step open now, once per execution.
-_TALLY_OPEN = f"""
-WITH x AS MATERIALIZED ({_SCOPE})
-SELECT h, k, count(*)
-FROM (SELECT DISTINCT x.name, x.h, (r->'path')::text AS k
-      FROM x, json_array_elements(x.state->'open') AS r
-      WHERE x.state->>'status' = 'running' AND json_typeof(r->'path') = 'array') o
-GROUP BY h, k
-"""
-
-# The refusal log since each execution's last reset, grouped.
-_TALLY_REFUSALS = f"""
-WITH x AS MATERIALIZED ({_SCOPE})
-SELECT x.h, r.entry->>'kind', r.entry->>'code', (r.entry->'cursor'->'path')::text,
-       r.entry->>'check', count(*)
-FROM x JOIN tether_refusals r ON r.name = x.name
-WHERE (r.entry->>'seq')::bigint >= (x.state->>'seq')::bigint - (x.state->>'since_reset')::bigint
-GROUP BY 1, 2, 3, 4, 5
-"""
-
-
-def _spread(count: int, median: float | None, p90: float | None) -> dict[str, Any]:
-    return {"count": count, "median": median, "p90": p90}
-
-
-def _tree_figures(
-    tree: dict[str, Any],
-    tree_hash: str,
-    _hash: str,
-    _first: str,
-    running: int,
-    complete: int,
-    failed: int,
-    finished: int,
-    median: float | None,
-    p90: float | None,
-) -> dict[str, Any]:
-    from tether.store.tally import version_of
-
-    return {
-        "hash": tree_hash,
-        "name": tree["name"],
-        "version": version_of(tree),
-        "tree": tree,
-        "executions": {"running": running, "complete": complete, "failed": failed},
-        "time_to_finish": _spread(finished, median, p90),
-        "refused": {},
-        "actions": {},
-        "checks": [],
-    }
-
-
-def _action_figures(
-    ends: int,
-    failures: int,
-    retries: int,
-    answers: int,
-    answer_median: float | None,
-    answer_p90: float | None,
-    stops: int,
-    tools: int,
-    waits: int,
-    wait_median: float | None,
-    wait_p90: float | None,
-) -> dict[str, Any]:
-    return {
-        "reached": ends - int(retries),
-        "attempts": ends,
-        "failures": failures,
-        "retries": int(retries),
-        "refused": {},
-        "answer_time": _spread(answers, answer_median, answer_p90),
-        "stops_refused": stops,
-        "tools_denied": 0,
-        "tools_recorded": tools,
-        "human_wait": _spread(waits, wait_median, wait_p90),
-    }
-
-
-def _add_refusals(
-    figures: dict[str, Any], kind: str, code: str, key: str | None, check: str | None, n: int
-) -> None:
-    """Count `n` refusal records of one kind, code, action and check into a tree's figures."""
-    from tether.store.tally import empty_action
-
-    action = None
-    if key is not None and key != "null":
-        action = figures["actions"].setdefault(key, empty_action())
-    if kind == Kind.TOOL:
-        if action is not None:
-            action["tools_denied"] += n
-        return
-    figures["refused"][code] = figures["refused"].get(code, 0) + n
-    if action is not None:
-        action["refused"][code] = action["refused"].get(code, 0) + n
-        if code == "check_failed" and check is not None:
-            for c in figures["checks"]:
-                if c["key"] == key and c["expression"] == check:
-                    c["refused"] += n
-                    break
-            else:
-                figures["checks"].append(
-                    {"key": key, "expression": check, "failed": 0, "refused": n}
-                )

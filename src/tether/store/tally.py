@@ -2,9 +2,10 @@
 
 Owns the raw figures `tether.stats` shapes (per tree hash, per action), how each is read from a
 committed execution — its state, its trace and its refusal log (`Store.refusals`) — and the
-plan of a tree that the count needs (`plan`: each action's path, own `retries` and last step).
-The file and memory stores count with `Tally`; PostgreSQL counts the same figures in SQL
-(`tether.store.postgres`), and the two are held to agree (`tests/stats`).
+plan of a tree that the count needs (`plan`: each action's path, own `retries` and last step);
+one execution's count as a store keeps it (`record_of`, `Counted`), counted from its trace for a
+store that keeps none (`count_each`), and the figures of many added up (`tally_of`), the one way
+every store's `tally` counts.
 
 The figures, for one execution (the entries since its last reset, less the first
 `forked_from.at` entries a fork copied, which are counted in the execution they happened in;
@@ -27,7 +28,7 @@ refusals recorded since then):
   denied by a policy; per check expression, the times it failed and the closes it refused.
 
 Durations are whole milliseconds, parsed from the entries' UTC timestamps, and their median and
-90th percentile interpolate linearly between the closest ranks (PostgreSQL's `percentile_cont`).
+90th percentile interpolate linearly between the closest ranks (as PostgreSQL's `percentile_cont`).
 It does not format the figures or choose the executions (the stores do; `tether.stats` shapes).
 """
 
@@ -115,7 +116,7 @@ def spread(values: builtins.list[int]) -> dict[str, Any]:
 
 
 def percentile(ordered: builtins.list[int], fraction: float) -> float | None:
-    """PostgreSQL's `percentile_cont(fraction)` of sorted `ordered`."""
+    """The `fraction` percentile of sorted `ordered`, as PostgreSQL's `percentile_cont`."""
     if not ordered:
         return None
     position = fraction * (len(ordered) - 1)
