@@ -130,6 +130,19 @@ def test_each_for_each_item_is_claimed_apart_and_verify_agrees(tmp_path: Path) -
     assert rt.verify(run)["ok"] is True
 
 
+def test_a_claimed_execution_forks_and_a_lease_out_of_bounds_is_refused(tmp_path: Path) -> None:
+    rt, _, run = _started(tmp_path, TEAM)
+    docs = _token(rt, run, "Docs")
+    rt.claim(run, "alice", step=docs)
+    rt.submit(run, "success", step=docs, agent="alice")
+    fork = f"{run}-fork"
+    rt.fork(run, fork, at=len(rt.trace(run)))
+    assert [e["agent"] for e in rt.trace(fork) if e["kind"] == "claim"] == ["alice"]
+    assert rt.verify(fork)["ok"] is True
+    for lease in (0, 10**12, 1.5, True):
+        _refused(lambda lease=lease: rt.claim(run, "bob", lease=lease), "invalid_value")
+
+
 def test_only_a_branch_is_claimed(tmp_path: Path) -> None:
     rt, _, run = _started(tmp_path, TEAM)
     rt.submit(run, "success", step=_token(rt, run, "Code"))

@@ -157,6 +157,31 @@ def test_a_timed_out_human_step_counts_as_a_failed_attempt(tmp_path: Path, place
     assert action["reached"] == 1 and tree["executions"]["failed"] == 1
 
 
+def test_a_timeout_that_fails_the_execution_uses_no_retry(tmp_path: Path) -> None:
+    """`on_timeout: fail` ends the execution: its action's retries are not used."""
+    from support.stats_scenario import TIMED
+
+    (tmp_path / "fail.yaml").write_text(
+        TIMED.replace("timeout: 1h", "timeout: 1h\n      on_timeout: fail").replace(
+            "name: timed", "name: timed-fail"
+        )
+    )
+    clock = Clock()
+    rt = Runtime(clock=clock)
+    rt.start(str(tmp_path / "fail.yaml"), "memory://timed-fail")
+    rt.submit("memory://timed-fail", "success")
+    clock.wait(2 * 3600)
+    assert rt.next("memory://timed-fail") == {"status": "failure"}
+    (tree,) = stats.collect("memory://", tree="timed-fail")["trees"]
+    (action,) = tree["actions"]
+    assert (action["attempts"], action["failures"], action["retries"], action["reached"]) == (
+        1,
+        1,
+        0,
+        1,
+    )
+
+
 def test_tree_and_since_choose_the_executions(folder: Path) -> None:
     only = stats.collect(str(folder), tree="tiny")
     assert (only["tree"], without_hashes(only)) == ("tiny", [EXPECTED_TINY])

@@ -25,6 +25,7 @@ from tether.engine.phases import cursor_of, named
 from tether.engine.trace import node_key, record
 from tether.errors import TetherError
 
+MAX_LEASE = 366 * 24 * 3600  # the longest lease in seconds, as a human step's longest timeout
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -44,9 +45,11 @@ def claimable(tree: dict[str, Any], path: list[int]) -> bool:
 
 def claim(tree: dict[str, Any], state: dict[str, Any], answer: Claim, now: str) -> Outcome:
     """Apply a `Claim` on `state` (a working copy)."""
-    if answer.lease < 1:
+    lease = answer.lease
+    if isinstance(lease, bool) or not isinstance(lease, int) or not 1 <= lease <= MAX_LEASE:
         raise TetherError(
-            "invalid_value", f"a lease is a whole number of seconds >= 1, got {answer.lease}"
+            "invalid_value",
+            f"a lease is a whole number of seconds from 1 to {MAX_LEASE}, not {lease!r}",
         )
     req = named(state, answer.step)
     if not claimable(tree, req["path"]):
@@ -78,7 +81,6 @@ def claim(tree: dict[str, Any], state: dict[str, Any], answer: Claim, now: str) 
         cursor_of(req),
         req["name"],
         item=item,
-        step=req["step"],
         until=until,
         outcome=outcome,
         **fields,

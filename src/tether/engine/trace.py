@@ -102,7 +102,7 @@ class Token:
         parts = token.split(":")
         key = "" if parts[0] == "-" else parts[0]
         numbers = [*(key.split(".") if key else []), *parts[1:4]]
-        if len(parts) != 5 or not all(n.isdigit() for n in numbers):
+        if len(parts) != 5 or not all(n.isascii() and n.isdigit() for n in numbers):
             return None
         return cls(key, int(parts[1]), int(parts[2]), int(parts[3]), parts[4])
 

@@ -431,6 +431,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "lease": {
                 "type": "integer",
                 "minimum": 1,
+                "maximum": 366 * 24 * 3600,
                 "description": "Seconds the claim holds without an answer from you (900).",
             },
         },

@@ -17,11 +17,12 @@ refusals recorded since then):
   passed answer or check of its last step, or a close. Its own `retries: N` are used by the failures
   before the (N+1)th in a row (a success, or the failure that used up its retries, starts the
   count again), so of a run of m failures in a row, m - m // (N+1) were retried; a fork's run
-  goes on from the failures it copied (`tether.engine.trace.next_retry`). Its attempts are its
-  ends plus the one open now; it was reached attempts - retries times.
-- a step was requested at the latest answer, check, close, jump or reset recorded before its
-  answer, or when the execution was created (a fork) if that is later (the commit that opened
-  it; inside a `parallel`, the latest of any branch): the agent's answer time (evaluate and
+  goes on from the failures it copied (`tether.engine.trace.next_retry`); a timeout that fails
+  the execution is retried by none. Its attempts are its ends plus the one open now; it was
+  reached attempts - retries times.
+- a step was requested at the latest answer, check, timeout, close, jump or reset recorded
+  before its answer, or when the execution was created (a fork) if that is later (the commit that
+  opened it; inside a `parallel`, the latest of any branch): the agent's answer time (evaluate and
   instruct, not a `running` answer) and a person's wait (human) run from there.
 - `stop` entries refused and `tool` entries, by the action of the step they were recorded
   against; refused answers by reason (all, and by the action they were aimed at); tool calls
@@ -311,8 +312,9 @@ def _count_trace(
             if key is not None:
                 action = counted.plan[key]
                 ended = settles(entry, action["last"])
-                if ended is not None:
-                    runs[key] = next_retry(runs[key], ended, action["retries"])
+                if ended is not None:  # a failure that fails the execution is retried by none
+                    retries = 0 if entry.get("on_timeout") == "fail" else action["retries"]
+                    runs[key] = next_retry(runs[key], ended, retries)
                 retried = ended is not None and runs[key] > 0
                 if entry["seq"] >= copied:
                     _count_entry(counted, key, cursor["step"], entry, ts, requested, ended)
