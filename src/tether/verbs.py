@@ -93,9 +93,13 @@ class Runtime:
         root: str | None = None,
         default_store: str | None = None,
         stores: Iterable[str] | None = None,
+        notify: Iterable[dict[str, Any]] = (),
+        log: str | None = None,
     ) -> None:
         self._clock = clock
         self._condition = condition
+        self._notify = list(notify)  # a person's targets (the guard's configuration), besides
+        self._log = log  # TETHER_NOTIFY's; what cannot be told goes to the guard's log here
         self._trees: dict[str, dict[str, Any]] = {}
         self._admission = Admission(root, default_store, stores)
 
@@ -574,18 +578,30 @@ class Runtime:
         """What follows a commit that recorded `outcome` from the state `before`, and never
         fails it: the spans it completed, sent live (`tether.otel.send.emit`, when an OTLP
         endpoint is configured), and what it raised that a person is told of (`tether.notify`,
-        when the tree or the environment names where)."""
+        when the runtime was given targets or the environment names one; never for a
+        `memory://` execution, the calling process's own). What goes wrong there is logged."""
         tree = self._trees[outcome.state["tree_hash"]]
         if outcome.events and any(os.environ.get(name) for name in _OTLP_ENDPOINTS):
             from tether.otel.send import emit
 
             emit(store, uri, tree, outcome.entries[0]["seq"])
-        from tether import notify
+        if not outcome.entries or scheme_of(uri) == "memory":
+            return
+        if not (self._notify or os.environ.get("TETHER_NOTIFY")):
+            return
+        from tether import guardlog, notify
+        from tether.inbox import raised
 
-        if outcome.entries and notify.wanted(tree):
-            from tether.inbox import raised
-
-            notify.send(tree, raised(before, outcome.state, outcome.entries, uri))
+        log = self._log or guardlog.default_state_dir()
+        try:
+            given = notify.targets(self._notify)
+            notify.send(
+                notify.jobs(given, tree, raised(before, outcome.state, outcome.entries, uri)), log
+            )
+        except Exception as exc:  # the commit stands whatever happens here
+            guardlog.record(
+                log, {"code": "notify_failed", "message": f"{type(exc).__name__}: {exc}"}
+            )
 
     def _person_gate(self, uri: str, answer: core.Human, sent_by: int | None) -> core.Human:
         """The one gate every person's answer passes on its way to the engine, whatever verb

@@ -139,8 +139,9 @@ def test_a_bound_agent_that_keeps_stopping_is_parked_and_the_next_session_told(
 ) -> None:
     told_file = tmp_path / "told.jsonl"
     command = f"[{json.dumps(sys.executable)}, -c, {json.dumps(TELL)}, {told_file}]"
-    notified = REPORT + f"notify:\n  - command: {command}\n    events: [parked]\n"
-    project = ck.project(tmp_path, "      max_stop_blocks: 20\n", trees={"report.yaml": notified})
+    notify = f"      notify:\n        - command: {command}\n          events: [parked]\n"
+    guard = "      max_stop_blocks: 20\n" + notify  # the person's own target, in their guard.yaml
+    project = ck.project(tmp_path, guard, trees={"report.yaml": REPORT})
     with AnthropicModel([*start("report.yaml"), Text("All done.")]) as model:
         run = ck.claude(project, model)
     assert run.result["subtype"] == "success", run.result

@@ -182,6 +182,9 @@ def test_input_that_is_not_json_blocks_with_exit_2_under_block(tmp_path: Path) -
     assert (done.returncode, done.stdout) == (2, "")
     assert json.loads(done.stderr)["error"]["code"] == "invalid_json"
     assert hook(tmp_path, "{not json", "--on-error", "allow").returncode == 1
+    cut = '{"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "rm"}'
+    done = hook(tmp_path, cut)  # a tool call whose text is cut short: still blocked
+    assert (done.returncode, done.stdout) == (2, "")
 
 
 def test_on_error_is_validated_like_every_other_key(tmp_path: Path) -> None:

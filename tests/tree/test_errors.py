@@ -174,7 +174,7 @@ CASES = [
         "unknown_key_without_near_miss",
         "name: t\nowner: me\ntree: " + ACTION + "\n",
         "t.yaml:2:1: unknown key 'owner' "
-        "(a tree file takes $schema, name, version, description, state, tree, independent, notify)",
+        "(a tree file takes $schema, name, version, description, state, tree, independent)",
         "owner",
     ),
     (

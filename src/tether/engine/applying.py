@@ -570,6 +570,7 @@ def _close(
     its frame is set past its last step, its loop keys kept, and the tree ticks on."""
     require_gate(state, "close")
     req = named(state, answer.step)
+    hold(state, req, None, now)
     key = node_key(req["path"])
     action = node_at(tree, req["path"])
     frame = state["runtime"][key]

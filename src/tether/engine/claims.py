@@ -8,9 +8,11 @@ Owns:
   again renews it (`renewed`), another agent is refused (`claimed`, naming the holder and when
   the lease ends) until the lease has lapsed, and then takes it over (`taken_over`, naming the
   agent whose lease lapsed and when);
-- the holder's check on every answer to a step (`hold`): an answer to a claimed action from
-  anyone but its holder is refused (`claimed`), even after the lease lapsed (the other agent
-  claims it first, so the trace shows the takeover); the holder's answer starts its lease again.
+- the holder's check on every answer to a step (`hold`: eval, submit, and a bot's close, which
+  names no agent and so is refused): an answer to a claimed action from anyone but its holder is
+  refused (`claimed`), even after the lease lapsed (the other agent claims it first, so the trace
+  shows the takeover); the holder's answer starts its lease again. A var write or a thought names
+  no agent and is not held.
 
 It does not own who an agent is (the caller names it) or the clock (`now` is passed in, and the
 lease's end is recorded, so replay and `verify` read the same). Pure: no I/O.
@@ -51,8 +53,10 @@ def claim(tree: dict[str, Any], state: dict[str, Any], answer: Claim, now: str) 
             "invalid_value",
             f"a lease is a whole number of seconds from 1 to {MAX_LEASE}, not {lease!r}",
         )
+    if not answer.agent:
+        raise TetherError("invalid_value", "a claim names its agent: a non-empty name")
     req = named(state, answer.step)
-    if not claimable(tree, req["path"]):
+    if req["path"] is None or not claimable(tree, req["path"]):
         raise TetherError(
             "invalid_value",
             f"{req['name']!r} is not in a parallel branch or a for_each item: there is nothing "

@@ -465,9 +465,9 @@ def _respond(
     """Run the hook pipeline on stdin and print its answer; a failure's error goes on stderr
     (JSON, except where the harness would read it as its answer). Without a parsed command line
     (`broken`, the error it gave) the guard cannot start, and the event is answered as such."""
-    from tether.guard.harness.adapters import error_text
+    from tether.guard.harness.adapters import error_text, render
     from tether.guard.harness.failsafe import Attempt
-    from tether.guard.harness.pipeline import respond
+    from tether.guard.harness.pipeline import Answered, respond
     from tether.guard.harness.session_store import SessionStore
 
     attempt = Attempt(state_dir, _on_error(p) if p else None)
@@ -484,6 +484,9 @@ def _respond(
         SessionStore(state_dir),
         config=p.options.get("--config") if p else None,
     )
+    if broken is not None and answered.error is None:  # an event the guard does not answer:
+        code, failed, error = attempt.failed(broken)  # the broken command line is still said
+        answered = Answered(code, render(harness, attempt.payload or {}, failed), error)
     if answered.code and answered.error is not None:
         text = error_text(harness, answered.error)
         if text is None:

@@ -34,7 +34,6 @@ from __future__ import annotations
 import difflib
 import os
 import re
-import shlex
 import textwrap
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -65,8 +64,6 @@ from tether.tree.model import (
     KIND_PHRASES,
     KIND_SCHEMAS,
     NODE_FIELDS,
-    NOTIFY_EVENTS,
-    NOTIFY_FIELDS,
     ON_TIMEOUT,
     REF_FIELDS,
     REPEAT_FIELDS,
@@ -260,7 +257,7 @@ class _Loader:
                     "both",
                     at_key=True,
                 )
-            root, independent, notify = self.node(raw, where, context), [], []
+            root, independent = self.node(raw, where, context), []
             name, version = root["name"], _version(raw.get("version"))
             description = root.pop("description", None)
         else:
@@ -274,7 +271,6 @@ class _Loader:
                 self.field(raw, "tree", WRAPPER_FIELDS["tree"], where), where / "tree", context
             )
             independent = self.independent(raw, where, context)
-            notify = self.notify(raw, where)
         data: dict[str, Any] = {"name": name, "version": version}
         if description is not None:
             data["description"] = description
@@ -282,33 +278,7 @@ class _Loader:
         data["root"] = root
         if independent:
             data["independent"] = independent
-        if notify:
-            data["notify"] = notify
         return data
-
-    def notify(self, raw: dict[str, Any], where: Where) -> list[dict[str, Any]]:
-        """The file's `notify` targets, each `{command: [words]}` or `{url}`, with `events`."""
-        items = self.field(raw, "notify", WRAPPER_FIELDS["notify"], where) or []
-        out: list[dict[str, Any]] = []
-        for index, item in enumerate(items):
-            at = where / "notify" / index
-            if not isinstance(item, dict):
-                at.fail(f"a notify target must be a mapping, got {_describe(item)}")
-            self.keys(item, NOTIFY_FIELDS, at, "a notify target")
-            values = {key: self.field(item, key, f, at) for key, f in NOTIFY_FIELDS.items()}
-            command, url = values["command"], values["url"]
-            if (command is None) == (url is None):
-                at.fail("a notify target has one of 'command' or 'url'")
-            if isinstance(command, str):
-                try:
-                    command = shlex.split(command)
-                except ValueError as exc:
-                    (at / "command").fail(f"cannot split the command line: {exc}")
-                if not command:
-                    (at / "command").fail("the command line names no command")
-            target = {"url": url} if command is None else {"command": command}
-            out.append({**target, "events": values["events"] or list(NOTIFY_EVENTS)})
-        return out
 
     def independent(
         self, raw: dict[str, Any], where: Where, context: _Context

@@ -41,9 +41,6 @@ TOOL_ENTRY_PATTERN = r"^(\*|[A-Za-z0-9_.-]+)(\(.+\))?$"
 DURATION_PATTERN = r"^(?=[0-9])([0-9]+d)?([0-9]+h)?([0-9]+m)?([0-9]+s)?$"
 TIMEOUT_MAX_SECONDS = 366 * 24 * 3600
 ON_TIMEOUT = ("reject", "fail")
-# What a person is told of (`tether.notify`): a human step opens, an execution parks, a human
-# step times out, an execution finishes or fails.
-NOTIFY_EVENTS = ("human", "parked", "timeout", "finished", "failed")
 
 
 @dataclass(frozen=True)
@@ -77,26 +74,6 @@ WRAPPER_FIELDS: dict[str, Field] = {
         "(a lookup, a validation, a render) without moving the workflow; never ticked as part "
         "of `tree`.",
     ),
-    "notify": Field(
-        "notify",
-        "Where a person is told of what an execution of this tree raises (a human step opens, "
-        "it parks, a step times out, it finishes or fails): each target a `command` or a `url`, "
-        "and the `events` it is told of (default: all).",
-    ),
-}
-
-NOTIFY_FIELDS: dict[str, Field] = {
-    "command": Field(
-        "command",
-        "A command given the event's JSON on its standard input: a list of words, or a line "
-        "split as a POSIX shell splits it (no shell runs it).",
-    ),
-    "url": Field(
-        "url",
-        "An http:// or https:// URL the event's JSON is POSTed to; `${NAME}` in it is the "
-        "environment variable NAME of the process that commits (keep a webhook's secret there).",
-    ),
-    "events": Field("notify_events", "The events sent there (default: all of them)."),
 }
 
 SCOPE_ALIASES: dict[str, str] = {"local": "var", "global": "const"}
@@ -295,20 +272,6 @@ STEP_FIELDS: dict[str, Field] = {
 # kind's fragment (schema.py). Structural kinds (node, children, steps, independent, state,
 # scope) are validated by recursion in load.py.
 KIND_SCHEMAS: dict[str, dict[str, Any]] = {
-    "notify": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/notify"}},
-    "command": {
-        "anyOf": [
-            {"type": "string", "minLength": 1},
-            {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}},
-        ]
-    },
-    "url": {"type": "string", "pattern": "^https?://[^\\s]+$"},
-    "notify_events": {
-        "type": "array",
-        "minItems": 1,
-        "uniqueItems": True,
-        "items": {"enum": list(NOTIFY_EVENTS)},
-    },
     "node_type": {"enum": [*NODE_FIELDS, *TYPE_ALIASES]},
     "name": {"type": "string", "pattern": NAME_PATTERN},
     "tree_name": {"type": "string", "minLength": 1},
@@ -358,10 +321,6 @@ KIND_SCHEMAS: dict[str, dict[str, Any]] = {
 
 # How an error message names what a kind expects: "<key> must be <phrase>, got ...".
 KIND_PHRASES: dict[str, str] = {
-    "notify": "a non-empty list of targets, each a mapping with 'command' or 'url'",
-    "command": "a command line (a string) or a non-empty list of words",
-    "url": "an http:// or https:// URL without spaces",
-    "notify_events": "a non-empty list of distinct events among " + ", ".join(NOTIFY_EVENTS),
     "node_type": "one of " + ", ".join(KIND_SCHEMAS["node_type"]["enum"]),
     "name": "a non-empty name without '/' or '@'",
     "tree_name": "a non-empty string",

@@ -19,7 +19,6 @@ from tether.tree.model import (
     FOR_EACH_FIELDS,
     KIND_SCHEMAS,
     NODE_FIELDS,
-    NOTIFY_FIELDS,
     REF_FIELDS,
     REPEAT_FIELDS,
     STATE_FIELDS,
@@ -103,10 +102,6 @@ def json_schema() -> dict[str, Any]:
             "ref": _object(REF_FIELDS, "$ref", REF_FIELDS["$ref"].description),
             "for_each": _object(FOR_EACH_FIELDS, "for_each", COMMON_FIELDS["for_each"].description),
             "repeat": _object(REPEAT_FIELDS, "repeat", COMMON_FIELDS["repeat"].description),
-            "notify": {
-                **_object(NOTIFY_FIELDS, "notify target", WRAPPER_FIELDS["notify"].description),
-                "oneOf": [{"required": ["command"]}, {"required": ["url"]}],
-            },
             "tools": {
                 **_object(TOOLS_FIELDS, "tools", COMMON_FIELDS["tools"].description),
                 "minProperties": 1,

@@ -466,7 +466,7 @@ class Binder:
         if self._runtime is None:
             from tether.verbs import Runtime
 
-            self._runtime = Runtime()
+            self._runtime = Runtime(notify=self.settings.get("notify", ()), log=self.root)
         return self._runtime
 
     # -- the binding ---------------------------------------------------------------------------

@@ -54,6 +54,7 @@ MCP_TOOLS = frozenset(
         "next_step",
         "eval",
         "submit",
+        "claim_step",
         "think",
         "var_read",
         "var_write",

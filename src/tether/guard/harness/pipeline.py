@@ -3,8 +3,8 @@ that command hooks (`tether guard hook`) and `tether guard serve` both run.
 
 Owns, in order:
 - the deadline over all of it (`within`: past it, the failsafe answers);
-- reading the event: a JSON object, else `invalid_json`, its event still learned from the text
-  (`sniffed`) so that a tool call the guard cannot read is answered as `on_error` says;
+- reading the event: a JSON object, else `invalid_json` (a server still learns its event from
+  the text, `sniffed`, so that a tool call it cannot read is denied under `on_error: block`);
 - the harness's payloads of it (`adapters.events`: none for an event the guard does not answer)
   and its answer in the harness's format (`adapters.answer`, `adapters.render`);
 - the guard that decides it, from the caller (`Choose`: the command hook reads the project's
@@ -58,12 +58,15 @@ def respond(
     binder: Any = None,
     channel: str | None = None,
     config: str | None = None,
+    sniff: bool = False,
 ) -> Answered:
     """Answer the event `read` gives (called within `deadline`) for `harness`; `binder` and
-    `channel` as `hooks.handle` takes them, `config` as `adapters.events` does."""
+    `channel` as `hooks.handle` takes them, `config` as `adapters.events` does; with `sniff`,
+    the event of a body that is not JSON is learned from its text (`sniffed`), so that it is
+    answered as that event (a server does; a command hook answers an unknown event)."""
 
     def decide() -> dict[str, Any] | None:
-        found = _payloads(harness, read(), attempt, config)
+        found = _payloads(harness, read(), attempt, config, sniff)
         chosen = choose(found[0]) if found else None
         if chosen is None:
             return None
@@ -82,14 +85,14 @@ def respond(
 
 
 def _payloads(
-    harness: str, raw: bytes, attempt: Attempt, config: str | None
+    harness: str, raw: bytes, attempt: Attempt, config: str | None, sniff: bool
 ) -> list[dict[str, Any]]:
     """The harness's payloads of the event in `raw`; `attempt.payload` is the first, or the
-    event as sent, or what its text names when it is not JSON."""
+    event as sent, or (with `sniff`) what its text names when it is not JSON."""
     try:
         payload = json.loads(raw or b"{}")
     except (ValueError, RecursionError) as exc:
-        attempt.payload = sniffed(harness, raw)
+        attempt.payload = sniffed(harness, raw) if sniff else None
         raise TetherError("invalid_json", f"hook input is not JSON: {exc}") from None
     if not isinstance(payload, dict):
         raise TetherError("invalid_json", "hook input must be a JSON object")

@@ -74,6 +74,8 @@ def build_app(guard: Guard, state_dir: str, options: ServeOptions) -> ASGIApp:
             return _error(400, "usage", f"harness must be one of {', '.join(HARNESSES)}")
         raw = await request.body()
         attempt = Attempt(store.root, options.on_error, where="serve")
+        attempt.configured = guard.plan.get("on_error")
+        attempt.started = True  # its configuration was read when it started
         answered = await run_in_threadpool(
             respond,
             harness,
@@ -84,6 +86,7 @@ def build_app(guard: Guard, state_dir: str, options: ServeOptions) -> ASGIApp:
             store,
             binder=binder,
             channel="serve",
+            sniff=True,
         )
         if answered.error is None or answered.out is not None:
             return JSONResponse(answered.out or {})

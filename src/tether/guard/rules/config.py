@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -257,6 +258,40 @@ class Brain(Strict):
         return self
 
 
+NotifyEvent = Literal["human", "parked", "timeout", "finished", "failed"]
+ALL_EVENTS: list[NotifyEvent] = ["human", "parked", "timeout", "finished", "failed"]
+
+
+class NotifyTarget(Strict):
+    """Where a person is told (`tether.notify`): a `command` given each event's JSON on its
+    standard input (a list of words, or a line split as a POSIX shell splits it), or an http(s)
+    `url` it is POSTed to (`${NAME}` in it read from the environment); `events`, what it is told
+    of (default: all)."""
+
+    command: list[Annotated[str, Field(min_length=1)]] | None = None
+    url: Annotated[str, Field(pattern=r"^https?://\S+$")] | None = None
+    events: list[NotifyEvent] = Field(default_factory=lambda: list(ALL_EVENTS), min_length=1)
+
+    @field_validator("command", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        try:
+            words = shlex.split(value)
+        except ValueError as exc:
+            raise ValueError(f"cannot split the command line: {exc}") from None
+        if not words:
+            raise ValueError("the command line names no command")
+        return words
+
+    @model_validator(mode="after")
+    def _one(self) -> NotifyTarget:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("a notify target has one of command or url")
+        return self
+
+
 class WorkflowConfig(Strict):
     """The `workflow` section: how a session is bound to an execution (`tether.guard.binding`).
     YAML reads a bare `off` as false, so false means `off` for `bind` and `stop`."""
@@ -272,6 +307,7 @@ class WorkflowConfig(Strict):
     mcp_servers: list[Annotated[str, Field(min_length=1)]] = Field(
         default_factory=lambda: ["tether", "plugin_tether_tether"]
     )
+    notify: list[NotifyTarget] = Field(default_factory=list)
 
     @field_validator("bind", "stop", mode="before")
     @classmethod
