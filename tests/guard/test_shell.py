@@ -15,6 +15,12 @@ from tether.guard.rules.shell import MAX_DEPTH, destructive
 
 HOOK = [sys.executable, "-m", "tether.guard.cli", "hook"]
 EVASIONS = [
+    "rm${IFS}-rf${IFS}/",
+    "rm$IFS-rf$IFS/",
+    "coproc rm -rf /",
+    "coproc NAME { rm -rf /; }",
+    "trap 'rm -rf /' EXIT",
+    "trap -- 'git push --force' EXIT",
     "'rm' -rf /",
     'r""m -rf /',
     "\\rm -rf /",

@@ -12,13 +12,14 @@ answer to a human step, never an agent's).
 
 How a line is read:
 - The shell's rewriting first: a backslash-newline is removed, `$'…'` is the text it stands
-  for, a parameter expansion is empty or its default (`r${X}m`, `${X:-rm}`), braces expand
+  for, `$IFS` is the space it splits words at, a parameter expansion is empty or its default (`r${X}m`, `${X:-rm}`), braces expand
   (`{rm,-rf,/}`; a large expansion is cut at its braces and commas instead), and a command name
   written as a glob is the name looked for that it matches (`/bin/r?`).
 - `shlex` in POSIX mode with punctuation: quotes and backslashes go as the shell removes them
   (`'rm'`, `r""m` and `\\rm` are all `rm`); a new command starts after `;`, `&`, `&&`, `||`,
   `|`, `|&`, `(`, `)` and a newline; redirections and their targets are set apart.
-- Leading variable assignments and keywords (`if`, `then`, `do`, `!`, `{`, ...) are skipped;
+- Leading variable assignments and keywords (`if`, `then`, `do`, `!`, `{`, `coproc` and its
+  name, ...) are skipped;
   wrappers and launchers that run their arguments (`sudo`, `env` and `env -S`, `nohup`,
   `timeout`, `xargs`, `flock`, `ionice`, `taskset`, `script`, `watch`, `uvx`, `uv run`, ...:
   `_WRAPPERS`) are unwrapped with their options; a command word holding spaces (`env -S 'rm
@@ -61,6 +62,8 @@ _PUNCTUATION = "();<>|&\n"
 _REDIRECTIONS = frozenset({"<", ">", ">>", "<<", "<<-", "<<<", ">&", "<&", "&>", "&>>", ">|", "<>"})
 # Globs make names of words that do not spell them: a line with one is always read.
 _GLOBS = "?*["
+# What `normalise` rewrites: a line holding none of them is read as it is.
+_REWRITTEN = ("\\\n", "$'", '$"', "$IFS", "${IFS}")
 # A parameter expansion, read as empty, or as its default (`${X:-rm}` is rm).
 _EXPANSION = re.compile(
     r"\$\{[^}:=+-]*(?::?[-=+]([^}]*))?\}|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]"
@@ -158,7 +161,9 @@ _LAUNCHERS = {
     "conda": _words("run"),
     "mamba": _words("run"),
 }
-_KEYWORDS = _words("! { } if then else elif fi do done while until case esac in select function")
+_KEYWORDS = _words(
+    "! { } if then else elif fi do done while until case esac in select function coproc"
+)
 _SHELLS = _words("bash sh zsh dash ksh mksh ash fish")
 _SHELL_VALUED = _words("-o +o -O +O --rcfile --init-file")
 _FIND_EXEC = _words("-exec -execdir -ok -okdir")
@@ -263,9 +268,9 @@ def _person_answer(name: str, args: list[str]) -> str | None:
 
 def normalise(line: str) -> str:
     """`line` as the shell rewrites it before splitting words: a backslash-newline (a line
-    continuation) is removed, `$'…'` becomes the text it stands for (single-quoted), and `$"…"`
-    a plain double-quoted string."""
-    if "\\\n" not in line and "$'" not in line and '$"' not in line:
+    continuation) is removed, `$'…'` becomes the text it stands for (single-quoted), `$"…"`
+    a plain double-quoted string, and `$IFS` (`${IFS}`) the space it splits words at."""
+    if not any(mark in line for mark in _REWRITTEN):
         return line
     out: list[str] = []
     quote = ""
@@ -287,6 +292,10 @@ def normalise(line: str) -> str:
             continue
         elif ch == "$" and line.startswith('$"', i):
             i += 1
+            continue
+        elif ch == "$" and (line.startswith("$IFS", i) or line.startswith("${IFS}", i)):
+            out.append(" ")  # the field separator, unquoted, splits words (quoted: read as one)
+            i += 6 if line.startswith("${IFS}", i) else 4
             continue
         elif ch in "'\"":
             quote = ch
@@ -540,7 +549,9 @@ def _unwrap(words: list[str]) -> list[str]:
     i = 0
     while i < len(words):
         name = _name(words[i])
-        if _is_assignment(words[i]) or name in _KEYWORDS:
+        if name == "coproc" and i + 2 < len(words) and words[i + 2] in ("{", "("):
+            i += 2  # `coproc NAME { …; }`: the name is the coprocess's, not a command
+        elif _is_assignment(words[i]) or name in _KEYWORDS:
             i += 1
         elif name in _WRAPPERS:
             past = _past_wrapper(name, words, i + 1)
@@ -744,6 +755,9 @@ class _Reader:
             return None if inner is None else self.line(inner, depth + 1)
         if name == "eval":
             return self.line(" ".join(args), depth + 1)
+        if name == "trap":  # its first argument is a command line the shell runs later
+            given = [a for a in args if a not in ("--", "-p", "-l")]
+            return self.line(given[0], depth + 1) if given else None
         if name == "find":
             for i, arg in enumerate(args):
                 if arg in _FIND_EXEC:
