@@ -12,15 +12,15 @@ answer to a human step, never an agent's).
 
 How a line is read:
 - The shell's rewriting first: a backslash-newline is removed, `$'…'` is the text it stands
-  for, `$IFS` is the space it splits words at, a parameter expansion is empty or its default (`r${X}m`, `${X:-rm}`), braces expand
-  (`{rm,-rf,/}`; a large expansion is cut at its braces and commas instead), and a command name
-  written as a glob is the name looked for that it matches (`/bin/r?`).
+  for, `$IFS` is the space it splits words at, a parameter expansion is empty or its default
+  (`r${X}m`, `${X:-rm}`), braces expand (`{rm,-rf,/}`; a large expansion is cut at its braces
+  and commas instead), and a command name written as a glob is the name looked for that it
+  matches (`/bin/r?`).
 - `shlex` in POSIX mode with punctuation: quotes and backslashes go as the shell removes them
   (`'rm'`, `r""m` and `\\rm` are all `rm`); a new command starts after `;`, `&`, `&&`, `||`,
   `|`, `|&`, `(`, `)` and a newline; redirections and their targets are set apart.
 - Leading variable assignments and keywords (`if`, `then`, `do`, `!`, `{`, `coproc` and its
-  name, ...) are skipped;
-  wrappers and launchers that run their arguments (`sudo`, `env` and `env -S`, `nohup`,
+  name, ...) are skipped; wrappers and launchers that run their arguments (`sudo`, `env` and `env -S`, `nohup`,
   `timeout`, `xargs`, `flock`, `ionice`, `taskset`, `script`, `watch`, `uvx`, `uv run`, ...:
   `_WRAPPERS`) are unwrapped with their options; a command word holding spaces (`env -S 'rm
   -rf /'`, `flock f -c '…'`) is read as a line. A command word is read by its last path
@@ -31,7 +31,8 @@ How a line is read:
 - The text of every `$(...)` and backquoted span is read as a command line of its own, and the
   line is then read without them (so `r$()m` is `rm`; `$(which tether)` leaves `tether`); the
   string of `bash -c` (and `sh`, `zsh`, `dash`, `ksh`, `fish`, `su -c`, `runuser -c`), the
-  arguments of `eval` and the command of `find -exec` are read as command lines in turn, and
+  arguments of `eval`, the string of `trap` and the command of `find -exec` are read as command
+  lines in turn, and
   when a shell reads its script from standard input (`… | bash`, `bash <<< …`) every word of the
   line is; `MAX_DEPTH` levels deep at most.
 
