@@ -20,14 +20,14 @@ How a line is read:
   (`'rm'`, `r""m` and `\\rm` are all `rm`); a new command starts after `;`, `&`, `&&`, `||`,
   `|`, `|&`, `(`, `)` and a newline; redirections and their targets are set apart.
 - Leading variable assignments and keywords (`if`, `then`, `do`, `!`, `{`, `coproc` and its
-  name, ...) are skipped; wrappers and launchers that run their arguments (`sudo`, `env` and `env -S`, `nohup`,
-  `timeout`, `xargs`, `flock`, `ionice`, `taskset`, `script`, `watch`, `uvx`, `uv run`, ...:
-  `_WRAPPERS`) are unwrapped with their options; a command word holding spaces (`env -S 'rm
-  -rf /'`, `flock f -c '…'`) is read as a line. A command word is read by its last path
-  component (`/bin/rm` is `rm`), in any case. A function or alias the line defines runs what it
-  is given, and a function's body is read with its call's arguments in place of `$@`, `$*` and
-  `$1`..`$9` (`f(){ rm "$@"; }; f -rf x` is `rm -rf x`); a call of a function whose body cannot
-  be found counts as destructive.
+  name, ...) are skipped; wrappers and launchers that run their arguments (`sudo`, `env` and
+  `env -S`, `nohup`, `timeout`, `xargs`, `flock`, `ionice`, `taskset`, `script`, `watch`,
+  `uvx`, `uv run`, ...: `_WRAPPERS`) are unwrapped with their options; a command word holding
+  spaces (`env -S 'rm -rf /'`, `flock f -c '…'`) is read as a line. A command word is read by
+  its last path component (`/bin/rm` is `rm`), in any case. A function or alias the line
+  defines runs what it is given, and a function's body is read with its call's arguments in
+  place of `$@`, `$*` and `$1`..`$9` (`f(){ rm "$@"; }; f -rf x` is `rm -rf x`); a call of a
+  function whose body cannot be found counts as destructive.
 - The text of every `$(...)` and backquoted span is read as a command line of its own, and the
   line is then read without them (so `r$()m` is `rm`; `$(which tether)` leaves `tether`); the
   string of `bash -c` (and `sh`, `zsh`, `dash`, `ksh`, `fish`, `su -c`, `runuser -c`), the
