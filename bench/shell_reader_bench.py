@@ -7,7 +7,8 @@ their own, `.cache/bench-site`: they are not Tether's dependencies), or, once th
 The spellings are those the guard's tests hold: every evasion `tests/guard/test_shell.py` refuses
 and every harmless look-alike it lets pass, and the functions read with their calls' arguments.
 Each reader answers `destructive(line)`; a spelling is read right when the verdict is the one the
-tests require. The grammar reader is the fairest prototype: tree-sitter parses the line, its
+tests require (a reader refusing every line would refuse every evasion and pass no look-alike,
+so the two are printed apart). The grammar reader is a prototype: tree-sitter parses the line, its
 `command` nodes (at any depth: substitutions, pipelines, lists, subshells, function bodies) give
 each simple command's words with quotes and escapes removed as the grammar sees them, and the
 hand reader's own semantic parts do the rest as they do now: wrappers unwrapped (`_unwrap`),
@@ -165,11 +166,16 @@ def main() -> None:
         ),
     }
     print(f"{len(corpus)} spellings from the guard's shell tests\n")
-    print("| reader | read right | own lines | µs per line (median) | import ms |")
-    print("|---|---|---|---|---|")
+    print(
+        "| reader | read right | evasions refused | look-alikes passed | own lines | µs per line (median) | import ms |"
+    )
+    print("|---|---|---|---|---|---|---|")
     misses: dict[str, list[str]] = {}
     for name, read in readers.items():
         right = [line for line, want in corpus if bool(read(line)) == want]
+        refused = sum(1 for line, want in corpus if want and line in right)
+        passed = sum(1 for line, want in corpus if not want and line in right)
+        evasions = sum(1 for _, want in corpus if want)
         misses[name] = [line for line, _ in corpus if line not in right]
         took = []
         for line, _ in corpus:
@@ -178,7 +184,8 @@ def main() -> None:
                 read(line)
             took.append((time.perf_counter() - began) / 50 * 1e6)
         print(
-            f"| {name} | {len(right)} of {len(corpus)} | {own[name]} | "
+            f"| {name} | {len(right)} of {len(corpus)} | {refused} of {evasions} | "
+            f"{passed} of {len(corpus) - evasions} | {own[name]} | "
             f"{statistics.median(took):.1f} | {imports[name]:.0f} |"
         )
     for name, missed in misses.items():
