@@ -238,6 +238,7 @@ def test_check_shows_the_workflow_settings(project: Path) -> None:
         "evidence": True,
         "strict": False,
         "mcp_servers": ["tether", "plugin_tether_tether"],
+        "notify": [],
     }
 
 

@@ -754,9 +754,14 @@ class _Reader:
         if name in _SHELLS or name in ("su", "runuser"):
             inner = _shell_string(name, args)
             return None if inner is None else self.line(inner, depth + 1)
+        return self.runs(name, args, depth)
+
+    def runs(self, name: str, args: list[str], depth: int) -> str | None:
+        """What the commands a builtin or `find` runs from its arguments do: `eval`'s words,
+        `trap`'s string (run later by the shell), `find -exec`'s command."""
         if name == "eval":
             return self.line(" ".join(args), depth + 1)
-        if name == "trap":  # its first argument is a command line the shell runs later
+        if name == "trap":
             given = [a for a in args if a not in ("--", "-p", "-l")]
             return self.line(given[0], depth + 1) if given else None
         if name == "find":
