@@ -284,9 +284,12 @@ def test_strict_mode_walls_off_what_the_agent_programs_in_codex(base: Path, tmp_
     # Each program ran, recorded as Codex reported it (`MET`).
     ran = {e["input"].get("command"): e["ok"] for e in entries if e["kind"] == "tool"}
     assert ran["echo 'Fixed the parser.' > notes.md"] is True, ran
-    assert {name: ran[command] for name, command in tried.items()} == {
-        name: ok for name, (_, ok) in MET.items()
-    }
+    # A program the sandbox stopped leaves no sign of how it went, or a failure: Codex records
+    # either for the same output from one run to the next. It never succeeded.
+    recorded = {name: ran[command] for name, command in tried.items()}
+    assert {
+        n: (False if ok is None and recorded[n] is False else ok) for n, (_, ok) in MET.items()
+    } == recorded
     state = home / ".local" / "state" / "tether" / "guard" / "bindings"
     bindings = [json.loads(p.read_text()) for p in state.glob("*.json")]
     assert [[e["via"] for e in b["executions"]] for b in bindings] == [["mcp"]], bindings
