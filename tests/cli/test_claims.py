@@ -8,19 +8,8 @@ import json
 from pathlib import Path
 
 from support.command import ok, refused
+from support.trees import PAIR
 from tether.errors import EXIT_CONFLICT, EXIT_USAGE
-
-PAIR = {
-    "name": "pair",
-    "tree": {
-        "type": "parallel",
-        "name": "Both",
-        "children": [
-            {"type": "action", "name": "Left", "steps": [{"instruct": "Do the left part."}]},
-            {"type": "action", "name": "Right", "steps": [{"instruct": "Do the right part."}]},
-        ],
-    },
-}
 
 
 def test_a_teammates_answer_to_a_claimed_branch_is_refused(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 
 from support.command import TETHER
-from support.trees import SIGN_OFF_YAML
+from support.trees import PAIR, SIGN_OFF_YAML
 from tether.errors import TetherError
 from tether.inbox import table, waiting
 from tether.verbs import Runtime
@@ -25,17 +25,6 @@ TREE = SIGN_OFF_YAML.replace(
 SCHEMA = json.loads((Path(__file__).parents[2] / "schema" / "inbox.schema.json").read_text())
 T0 = 1_700_000_000.0  # the fleet's first minute, seconds since the epoch
 ROLES = ("human", "parked", "refused", "busy", "lapsed")
-PAIR = {
-    "name": "pair",
-    "tree": {
-        "type": "parallel",
-        "name": "Both",
-        "children": [
-            {"type": "action", "name": "Left", "steps": [{"instruct": "Do the left part."}]},
-            {"type": "action", "name": "Right", "steps": [{"instruct": "Do the right part."}]},
-        ],
-    },
-}
 
 
 def _role(wait: dict[str, object]) -> str:

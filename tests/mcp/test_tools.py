@@ -12,6 +12,7 @@ import pytest
 from mcp.client.client import Client
 from mcp.shared.exceptions import MCPError
 
+from support.trees import PAIR
 from tether.engine.protocol import PROTOCOL_TEXT
 from tether.mcp.server import build_server
 from tether.verbs import Runtime
@@ -474,16 +475,3 @@ async def test_a_team_claims_its_branches_through_claim_step(
     assert error["holder"] == "alice"
     await agent.ok("submit", trace_output=memory_uri, status="success", step=left, agent="alice")
     await agent.fail("claim_step", "invalid_value", trace_output=memory_uri, agent="x", lease=0)
-
-
-PAIR = {
-    "name": "pair",
-    "tree": {
-        "type": "parallel",
-        "name": "Both",
-        "children": [
-            {"type": "action", "name": "Left", "steps": [{"instruct": "Do the left part."}]},
-            {"type": "action", "name": "Right", "steps": [{"instruct": "Do the right part."}]},
-        ],
-    },
-}

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from support.postgres import PostgresServer
+from support.trees import PAIR
 from tether.verbs import Runtime
 
 ROUNDS = 12
@@ -27,24 +28,13 @@ try:
 except TetherError as exc:
     print(json.dumps({"error": exc.to_dict()}))
 """
-TREE = {
-    "name": "pair",
-    "tree": {
-        "type": "parallel",
-        "name": "Both",
-        "children": [
-            {"type": "action", "name": "Left", "steps": [{"instruct": "Do the left part."}]},
-            {"type": "action", "name": "Right", "steps": [{"instruct": "Do the right part."}]},
-        ],
-    },
-}
 
 
 def test_two_processes_racing_for_one_claim_leave_one_holder(
     server: PostgresServer, new_name: Callable[[], str], tmp_path: Path
 ) -> None:
     tree = tmp_path / "pair.json"
-    tree.write_text(json.dumps(TREE))
+    tree.write_text(json.dumps(PAIR))
     rt = Runtime()
     for _ in range(ROUNDS):
         uri = server.uri(new_name())

@@ -61,6 +61,19 @@ def refused(code: str, w: build.Walk, answer: core.Answer) -> TetherError:
 
 # A tree file with a human step beside an agent's step: the release notes are drafted, then a
 # person signs off while the agent lints them.
+# A `parallel` node of two one-step actions: two branches, each a team's agent may claim.
+PAIR: dict[str, Any] = {
+    "name": "pair",
+    "tree": {
+        "type": "parallel",
+        "name": "Both",
+        "children": [
+            {"type": "action", "name": "Left", "steps": [{"instruct": "Do the left part."}]},
+            {"type": "action", "name": "Right", "steps": [{"instruct": "Do the right part."}]},
+        ],
+    },
+}
+
 SIGN_OFF_YAML = """\
 name: sign-off
 version: 1
