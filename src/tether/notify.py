@@ -19,7 +19,7 @@ Owns:
   state folder of the process that committed.
 
 It does not decide which events a commit raised (`tether.inbox` reads that, as it reads what
-waits on a person), nor check a tree's `notify` (the tree loader does).
+waits on a person), nor check the guard configuration's targets (`tether.guard.rules.config`).
 """
 
 from __future__ import annotations

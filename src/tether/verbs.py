@@ -16,8 +16,9 @@ Owns:
   nothing the engine, replay or `verify` reads;
 - what follows each commit (`Runtime._committed`, the one listener): with an OTLP endpoint
   configured, the spans it completed handed to `tether.otel.send.emit` (nothing of OpenTelemetry
-  is imported otherwise); with a notification target (the tree's `notify`, `TETHER_NOTIFY`), what
-  it raised that a person is told of, handed to `tether.notify`.
+  is imported otherwise); with a notification target (those the runtime was given from the
+  guard's configuration, `TETHER_NOTIFY`), what it raised that a person is told of, handed to
+  `tether.notify`.
 
 Each verb that changes an execution holds the store's transaction for the URI, runs the engine
 once and commits once; a verb the engine refuses commits nothing. It does not check or parse
