@@ -6,9 +6,10 @@ saying whether the shell runs its words as written (`literal`), and `first(line,
 judge)`, which reads every command the line runs (nested ones too) and returns what `judge`
 says of the first it objects to. Two judges: `destructive(line)`, which names the first
 destructive command (`rm` recursive and forced, `git push` forced or deleting, `git reset
---hard`, `git clean` forced, SQL `DROP TABLE`/`DROP DATABASE`/`TRUNCATE TABLE`) or says None,
-and `answers_for_a_person(line)`, which names a `tether approve` or `tether reject` (a person's
-answer to a human step, never an agent's).
+--hard`, `git clean` forced, a `git -c alias.X=!…` that runs a shell command, SQL `DROP
+TABLE`/`DROP DATABASE`/`TRUNCATE TABLE`) or says None, and `answers_for_a_person(line)`,
+which names a `tether approve` or `tether reject` (a person's answer to a human step, never an
+agent's).
 
 How a line is read:
 - The shell's rewriting first: a backslash-newline is removed, `$'…'` is the text it stands
@@ -21,7 +22,8 @@ How a line is read:
   `|`, `|&`, `(`, `)` and a newline; redirections and their targets are set apart.
 - Leading variable assignments and keywords (`if`, `then`, `do`, `!`, `{`, `coproc` and its
   name, ...) are skipped; wrappers and launchers that run their arguments (`sudo`, `env` and
-  `env -S`, `nohup`, `timeout`, `xargs`, `flock`, `ionice`, `taskset`, `script`, `watch`,
+  `env -S`, `nohup`, `timeout`, `xargs`, `parallel`, `flock`, `ionice`, `taskset`, `script`,
+  `watch`,
   `uvx`, `uv run`, ...: `_WRAPPERS`) are unwrapped with their options; a command word holding
   spaces (`env -S 'rm -rf /'`, `flock f -c '…'`) is read as a line. A command word is read by
   its last path component (`/bin/rm` is `rm`), in any case. A function or alias the line
@@ -73,6 +75,8 @@ _EXPANSION = re.compile(
 _LOOKUP = re.compile(r"^\s*(?:which|command\s+-v|type\s+-[pP]|realpath|readlink\s+-f)\s+(\S+)\s*$")
 _POSITIONAL = re.compile(r'"\$\{?([@*1-9])\}?"|\$\{?([@*1-9])\}?')
 _FUNCTION = re.compile(r"\bfunction\s+([\w.:-]+)|\(\s*\)")
+# A git alias that runs a shell command (`alias.NAME=!…`): what it runs is not read.
+_SHELL_ALIAS = re.compile(r"^alias\.[^=]*=\s*!", re.IGNORECASE)
 _SQL_COMMENT = re.compile(r"/\*.*?\*/|--[^\n]*", re.DOTALL)
 _SQL = re.compile(r"\b(drop\s+(?:table|database)|truncate\s+table)\b", re.IGNORECASE)
 
@@ -109,6 +113,7 @@ _WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
         ),
         0,
     ),
+    "parallel": (_words("-j -n -N -S -d -a -I --jobs --delay --sshlogin --arg-file"), 0),
     "chroot": (_words("--userspec --groups"), 1),
     "busybox": (frozenset(), 0),
     "flock": (_words("-w --wait --timeout -E --conflict-exit-code"), 1),
@@ -648,6 +653,8 @@ def _push(args: list[str]) -> str | None:
 def _git(args: list[str]) -> str | None:
     i = 0
     while i < len(args) and args[i].startswith("-"):
+        if args[i] == "-c" and i + 1 < len(args) and _SHELL_ALIAS.match(args[i + 1]):
+            return "git alias running a shell command"  # `-c alias.x='!rm -rf /' x`
         i += 2 if args[i] in _GIT_VALUED else 1
     if i >= len(args):
         return None
