@@ -154,12 +154,14 @@ def test_a_timed_out_human_step_counts_as_a_failed_attempt_as_on_files(
     assert {**figures, "place": None} == {**files, "place": None}
 
 
-def test_kept_counts_equal_the_traces_after_more_steps_and_a_first_open_of_schema_3(
+def test_kept_counts_and_sums_equal_the_traces_after_more_steps_and_older_schemas(
     server: PostgresServer, tmp_path: Path
 ) -> None:
-    """`counted` reads each execution's kept count, counts again what it finds behind (a commit,
-    a refusal, a store of the previous schema version without the table), and its figures are
-    those counted from every trace."""
+    """`tally` adds up the kept sums of settled executions and the kept counts of the others,
+    `counted` reads each execution's kept count; each counts again what it finds behind (a
+    commit, a refusal, a settled execution reset, a store of schema version 3 without the
+    table or 4 with counts of another form), and its figures are those counted from every
+    trace, for any `--since`."""
     import psycopg
 
     from tether.store import postgres
@@ -170,20 +172,54 @@ def test_kept_counts_equal_the_traces_after_more_steps_and_a_first_open_of_schem
     store = store_for(dsn)
 
     def equal() -> None:
-        kept = tally_of(store.counted(dsn))
-        assert kept == tally_of(count_each(store, dsn)) and kept["trees"]
+        recounted = tally_of(count_each(store, dsn))
+        assert store.tally(dsn) == recounted and recounted["trees"]
+        assert tally_of(store.counted(dsn)) == recounted
+        for since in ("2026-03-02T10:20:00.000Z", "2026-03-02T00:00:00.000Z", "2026-03-03"):
+            assert store.tally(dsn, since=since) == tally_of(count_each(store, dsn), since=since)
 
     equal()
     with psycopg.connect(dsn, autocommit=True) as conn:
-        assert conn.execute("SELECT count(*) FROM tether_figures").fetchone() != (0,)
+        assert conn.execute("SELECT count(*) FROM tether_sums").fetchone() != (0,)
     running = next(s for s in store.list(dsn) if s.status == "running")
     refused(lambda: Runtime().submit(running.uri, "sideways"), "invalid_value")
     Runtime().think(running.uri, "a step that changes the revision")
     equal()
-    with psycopg.connect(dsn, autocommit=True) as conn:  # as Tether's schema 3 left it
-        conn.execute("DROP TABLE tether_figures")
-        conn.execute("UPDATE tether_schema SET version = 3")
-    postgres._ready.discard(dsn)  # this process opens it again, as a new one would
+    ended = next(s for s in store.list(dsn) if s.status != "running")
+    Runtime().reset(ended.uri)  # a settled execution runs again: its sum is taken away
     equal()
+    for version in (3, 4):
+        with psycopg.connect(dsn, autocommit=True) as conn:  # as Tether's schema left it
+            conn.execute("DROP TABLE tether_figures")
+            conn.execute("DROP TABLE tether_sums")
+            if version == 4:
+                conn.execute(
+                    "CREATE TABLE tether_figures (name text PRIMARY KEY, revision bigint NOT NULL,"
+                    " refusals bigint NOT NULL, record json NOT NULL)"
+                )
+            conn.execute("UPDATE tether_schema SET version = %s", (version,))
+        postgres._ready.discard(dsn)  # this process opens it again, as a new one would
+        equal()
     with psycopg.connect(dsn, autocommit=True) as conn:
         assert conn.execute("SELECT version FROM tether_schema").fetchone() == (SCHEMA_VERSION,)
+
+
+def test_readers_racing_to_catch_the_sums_up_add_each_execution_once(
+    server: PostgresServer, tmp_path: Path
+) -> None:
+    """Four readers at once find every count behind: each execution's count is moved into the
+    sums once (the rows they take are locked in one order), and every reader's figures are the
+    traces'."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tether.store.tally import count_each, tally_of
+
+    for round_ in range(3):
+        dsn = _database(server)
+        drive(dsn, tmp_path / f"pg{round_}")
+        store = store_for(dsn)
+        with ThreadPoolExecutor(4) as pool:
+            results = list(pool.map(lambda _: store.tally(dsn), range(4)))
+        recounted = tally_of(count_each(store, dsn))
+        assert all(result == recounted for result in results)
+        assert store.tally(dsn) == recounted

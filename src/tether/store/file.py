@@ -63,15 +63,27 @@ but reads no state file the index is up to date with. A failure to write the ind
 commit's: the next listing catches it up. Folders nothing lists keep appending: the index grows
 by a line a commit until a listing rewrites it.
 
-Counting (`tally`): the executions `list` finds, each counted by `tether.store.tally` once and
-kept in its folder's `.tether-figures.jsonl` (`record_of`: its counts and whole durations, which
-merge exactly), a line stamped like the index's, with the length of the refusal log besides. A
-count is believed only while its stamp is current; otherwise the execution is read as a `get`
-reads it (the tree once per tree hash), its trace parsed as one JSON array rather than line by
-line, counted again and the line appended (a listing that counts catches the file up, and
-rewrites it past twice its length, as the index). So `tether stats` reads the traces of the
-executions that changed since it last ran, and the kept counts of the others: still one line per
-execution, so its cost still grows with their number, less steeply.
+Counting (`counted`): the executions `list` finds, each counted by `tether.store.tally` once and
+kept in its folder's `.tether-figures.jsonl` (`record_of`), a line stamped like the index's, with
+the length of the refusal log besides. A count is believed only while its stamp is current;
+otherwise the execution is read as a `get` reads it (the tree once per tree hash), its trace
+parsed as one JSON array rather than line by line, counted again and the line appended (a
+reader catches the file up, and rewrites it past twice its length, as the index).
+
+Sums (`tally`): the folder `tally` is given keeps `.tether-sums.json` (`SUMS`), the counts of its
+settled executions (`tether.store.tally.settled`) added up per tree hash and day created
+(`tether.store.tally.Sums`), with the stamp each was added at. `tally` stats each execution,
+counts (from its trace) only those that are running or whose stamp moved, adds the ones that
+settled since and keeps their counts, and reads the sums for the rest: its cost grows with the
+executions' number by one `stat` each (two with the refusal log), and with the running ones by
+their traces. A settled execution that changes (a reset, a refusal recorded after it ended) or
+goes has the count it added taken away, read from its kept line; when that line is no longer
+kept, the sums are added up again from every execution. The sums file is written atomically
+after the counts it adds are appended: a kill leaves the previous sums, never wrong ones, and two
+readers that race each write sums that agree with the stamps they hold. A `--since` within a day
+reads the kept counts of the executions created that day. A sums file of another version, torn
+or unreadable is added up again; one written by hand to lie is believed (delete it to count
+afresh).
 
 It does not interpret the state (the engine and verbs do; `tether.store.base.Summary` reads
 what a listing shows).
@@ -105,7 +117,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from tether.store.base import Summary
-    from tether.store.tally import Counted
+    from tether.store.tally import Counted, Sums
 
 _REQUIRED = ("schema_version", "status", "revision", "var", "const", "open", "runtime", "trace")
 # The files of an execution at BASE, by the part of their name after BASE.
@@ -116,6 +128,7 @@ _REFUSED = ".refused.jsonl"
 # The summary index of the executions in a folder, and their kept figures (see "Index" above).
 INDEX = ".tether-index.jsonl"
 FIGURES = ".tether-figures.jsonl"
+SUMS = ".tether-sums.json"
 _LEFTOVER = re.compile(rf"(?:{_TREE})?{TEMPORARY.pattern}")
 # How far below the folder it is given `list` looks, and the folders it leaves out (besides
 # hidden ones): they hold no executions worth listing and can be large.
@@ -275,7 +288,9 @@ class FileStore:
     ) -> dict[str, Any]:
         from tether.store.tally import tally_of
 
-        return tally_of(self.counted(where), tree=tree, since=since)
+        folder = path_of(where)
+        sums, counts = _summed(folder, _execution_names(folder), since)
+        return tally_of(counts, tree=tree, since=since, sums=sums.each())
 
     def place(self, uri: str) -> tuple[str, str | None]:
         path = path_of(uri)
@@ -555,7 +570,10 @@ class _Kept:
 
     def catch_up(self) -> None:
         for directory, lines in self.behind.items():
-            _catch_up(directory, lines, *self.read[directory], self.name)
+            if directory in self.read:
+                _catch_up(directory, lines, *self.read[directory], self.name)
+            else:  # a reader that did not read it appends, and a later one rewrites it
+                _catch_up(directory, lines, {}, -(10**9), self.name)
 
 
 def _figures(
@@ -564,7 +582,7 @@ def _figures(
     """The kept count of the execution at `path` (`tether.store.tally.record_of`), and what
     choosing it needs of its state, from the folder's `FIGURES` while its stamp (the state file's
     and the length of the refusal log) is current, else counted from the trace and kept."""
-    from tether.store.tally import record_of
+    from tether.store.tally import RECORD_FORMAT, record_of
 
     base = os.path.basename(path)
     stamp = [*_stamp(path), _size(path + _REFUSED)]
@@ -573,6 +591,7 @@ def _figures(
         figures is not None
         and figures["stamp"] == stamp
         and isinstance(figures.get("record"), dict)
+        and figures["record"].get("format") == RECORD_FORMAT
     ):
         return figures
     state = _read_state(path)
@@ -583,6 +602,167 @@ def _figures(
     figures = {"name": base, "stamp": stamp, "state": listed(state), "record": record}
     kept.add(directory, figures)
     return figures
+
+
+def _summed(
+    folder: str, names: builtins.list[str], since: str | None, afresh: bool = False
+) -> tuple[Sums, builtins.list[Counted]]:
+    """The kept sums of the settled executions under `folder` (`SUMS`) caught up with `names`,
+    and the count of each other execution: running, unreadable, or created on the day `since`
+    falls in, which a day's sum holds only some of (see "Sums" above)."""
+    from tether.store.tally import Counted, settled, whole_days
+
+    kept = _Sums(folder, afresh)
+    split = since[:10] if since and whole_days(since) != since[:10] else None
+    others: builtins.list[Counted] = []
+    present = set(names)
+    for name in [*(set(kept.added) - present), *names]:
+        directory, path = _located(folder, name)
+        mark = kept.added.get(name)
+        try:
+            stamp = [*_stamp(path), _size(path + _REFUSED)]
+        except OSError:
+            stamp = None
+        if mark is not None and mark[:4] == stamp:
+            if mark[5][:10] == split:  # the record is the kept line of this stamp
+                figures = _figures(directory, path, kept.figures, kept.trees)
+                tree = kept.trees[mark[4]]
+                others.append(Counted(name, figures["state"], mark[4], tree, figures["record"]))
+            continue
+        if mark is not None and not kept.take_away(name, directory):
+            return _summed(folder, names, since, afresh=True)  # its count is no longer kept
+        line = kept.running.get(name)
+        if stamp is not None and (line is None or line["stamp"] != stamp):
+            line = kept.count(name, path, stamp)
+        if line is None or stamp is None:
+            if name in present:
+                others.append(Counted(name, {}, "", {}, None))
+            continue
+        tree_hash, state, record = line["hash"], line["state"], line["record"]
+        if not settled(state) or str(state["created_at"])[:10] == split:
+            others.append(Counted(name, state, tree_hash, kept.trees[tree_hash], record))
+        if settled(state):
+            kept.add(name, directory, line)
+    kept.write(present)
+    return kept.sums, others
+
+
+class _Sums:
+    """One reader's pass over a folder's kept sums (`SUMS`): the cells, the trees they count,
+    the stamp (with tree hash and creation time) each settled execution was added at, and the
+    count of each running one at its stamp."""
+
+    def __init__(self, folder: str, afresh: bool) -> None:
+        from tether.store.tally import Sums
+
+        self.folder = folder
+        self.sums = Sums()
+        self.trees: dict[str, dict[str, Any]] = {}
+        self.added: dict[str, builtins.list[Any]] = {}
+        self.running: dict[str, dict[str, Any]] = {}
+        self.figures = _Kept(FIGURES)
+        self.changed = afresh
+        self.kept_running: dict[str, dict[str, Any]] = {}
+        if not afresh:
+            with contextlib.suppress(OSError, ValueError, KeyError, TypeError, AttributeError):
+                self._read(json.loads(read_regular(os.path.join(folder, SUMS))))
+
+    def _read(self, kept: dict[str, Any]) -> None:
+        from tether.store.tally import RECORD_FORMAT, Sums
+
+        if kept["format"] != RECORD_FORMAT:
+            return
+        sums, trees = Sums(), {str(h): dict(tree) for h, tree in kept["trees"].items()}
+        for tree_hash, day, record in kept["cells"]:
+            sums.add(tree_hash, trees[tree_hash], day, record)
+        added = {str(name): list(mark) for name, mark in kept["added"].items()}
+        running = {str(name): dict(line) for name, line in kept["running"].items()}
+        self.sums, self.trees, self.added, self.running = sums, trees, added, running
+
+    def take_away(self, name: str, directory: str) -> bool:
+        """Take the count the execution `name` added away (it changed or went); False when
+        its kept line is gone."""
+        mark = self.added.pop(name)
+        was = _kept_line(directory, name.rpartition("/")[2], mark[:4])
+        if was is None or mark[4] not in self.trees:
+            return False
+        self.sums.add(mark[4], self.trees[mark[4]], mark[5][:10], was["record"], -1)
+        self.changed = True
+        return True
+
+    def count(self, name: str, path: str, stamp: builtins.list[int]) -> dict[str, Any] | None:
+        """The execution at `path` counted from its trace, as a kept line (None: unreadable)."""
+        from tether.store.tally import record_of
+
+        try:
+            state = _read_state(path)
+            tree_hash = str(state["tree_hash"])
+            if tree_hash not in self.trees:
+                self.trees[tree_hash] = _read_tree(path, state)
+            tree = self.trees[tree_hash]
+            record = record_of(state, tree, _read_entries(path, state), _read_refusals(path))
+        except (TetherError, OSError, KeyError, TypeError, ValueError):
+            return None
+        self.changed = True
+        self.kept_running[name] = line = {
+            "name": os.path.basename(path),
+            "stamp": stamp,
+            "hash": tree_hash,
+            "state": listed(state),
+            "record": record,
+        }
+        return line
+
+    def add(self, name: str, directory: str, line: dict[str, Any]) -> None:
+        """Add a settled execution's count to the sums, and keep its line to take it away."""
+        state = line["state"]
+        day = str(state["created_at"])[:10]
+        self.sums.add(line["hash"], self.trees[line["hash"]], day, line["record"])
+        self.added[name] = [*line["stamp"], line["hash"], str(state["created_at"])]
+        self.kept_running.pop(name, None)
+        self.figures.add(directory, {k: line[k] for k in ("name", "stamp", "state", "record")})
+        self.changed = True
+
+    def write(self, present: set[str]) -> None:
+        """Keep what changed: the added counts' lines, then the sums (atomically), with the
+        count of each execution of `present` that runs."""
+        from tether.store.tally import RECORD_FORMAT, settled
+
+        self.figures.catch_up()
+        running = {
+            name: line
+            for name, line in {**self.running, **self.kept_running}.items()
+            if name in present and name not in self.added and not settled(line["state"])
+        }
+        if not self.changed and running.keys() == self.running.keys():
+            return
+        cells = [[h, day, record] for h, _, day, record in self.sums.each()]
+        used = {cell[0] for cell in cells} | {line["hash"] for line in running.values()}
+        kept = {
+            "format": RECORD_FORMAT,
+            "trees": {h: tree for h, tree in self.trees.items() if h in used},
+            "cells": cells,
+            "added": self.added,
+            "running": running,
+        }
+        with contextlib.suppress(OSError):
+            write_atomic(os.path.join(self.folder, SUMS), encode(kept))
+
+
+def _kept_line(directory: str, base: str, stamp: builtins.list[int]) -> dict[str, Any] | None:
+    """The line of the folder's kept figures for the execution `base` at `stamp`, if it holds
+    one still (read whole: only a change to a settled execution, or its removal, asks)."""
+    try:
+        data = read_regular(os.path.join(directory, FIGURES))
+    except OSError:
+        return None
+    for line in reversed(data.splitlines()):
+        if base.encode() in line:
+            with contextlib.suppress(ValueError):
+                record = json.loads(line)
+                if record.get("name") == base and record.get("stamp") == stamp:
+                    return dict(record)
+    return None
 
 
 def _tidy(path: str, state: dict[str, Any] | None) -> list[str]:

@@ -4,7 +4,8 @@ Owns the raw figures `tether.stats` shapes (per tree hash, per action), how each
 committed execution — its state, its trace and its refusal log (`Store.refusals`) — and the
 plan of a tree that the count needs (`plan`: each action's path, own `retries` and last step);
 one execution's count as a store keeps it (`record_of`, `Counted`), counted from its trace for a
-store that keeps none (`count_each`), and the figures of many added up (`tally_of`), the one way
+store that keeps none (`count_each`), the counts of settled executions added up per tree hash
+and day as stores keep them (`Sums`), and the figures of many added up (`tally_of`), the one way
 every store's `tally` counts.
 
 The figures, for one execution (the entries since its last reset, less the first
@@ -28,8 +29,11 @@ refusals recorded since then):
   against; refused answers by reason (all, and by the action they were aimed at); tool calls
   denied by a policy; per check expression, the times it failed and the closes it refused.
 
-Durations are whole milliseconds, parsed from the entries' UTC timestamps, and their median and
-90th percentile interpolate linearly between the closest ranks (as PostgreSQL's `percentile_cont`).
+Durations are whole milliseconds, parsed from the entries' UTC timestamps, kept as histograms:
+exact below a second, above it rounded to three significant digits (`bucket`, within 0.05%), so
+that counts add up (and subtract) exactly and stay small. Their median and 90th percentile
+interpolate linearly between the closest ranks (as PostgreSQL's `percentile_cont`) of the
+bucketed values: exact to the bucket, whatever executions `--tree` and `--since` choose.
 It does not format the figures or choose the executions (the stores do; `tether.stats` shapes).
 """
 
@@ -49,6 +53,7 @@ from tether.engine.trace import MOVING, next_retry, settles
 from tether.errors import TetherError
 
 STATUSES = tuple(Status)
+RECORD_FORMAT = 2  # of `record_of`'s count: 2 keeps durations as histograms (`bucket`)
 
 
 def key_of(path: Iterable[int]) -> str:
@@ -106,26 +111,49 @@ def _day(date: str) -> int:
     return calendar.timegm(time.strptime(date, "%Y-%m-%d")) * 1000
 
 
-def spread(values: builtins.list[int]) -> dict[str, Any]:
-    """`{count, median, p90}` of `values` (milliseconds; None when there are none)."""
-    ordered = sorted(values)
+def bucket(ms: int) -> int:
+    """The histogram bucket of a duration of `ms` milliseconds: itself below 1,000, else rounded
+    to three significant digits (within 0.05%), so that kept counts merge and stay small."""
+    size = abs(ms)
+    if size < 1000:
+        return ms
+    scale = 10 ** (len(str(size)) - 3)
+    return (size + scale // 2) // scale * scale * (1 if ms > 0 else -1)
+
+
+def spread(buckets: dict[str, int]) -> dict[str, Any]:
+    """`{count, median, p90}` of the durations in `buckets` (bucket in milliseconds, as text:
+    how many), each percentile as PostgreSQL's `percentile_cont` over the bucketed values."""
+    ordered = sorted((int(value), n) for value, n in buckets.items() if n)
+    count = sum(n for _, n in ordered)
     return {
-        "count": len(ordered),
-        "median": percentile(ordered, 0.5),
-        "p90": percentile(ordered, 0.9),
+        "count": count,
+        "median": percentile(ordered, count, 0.5),
+        "p90": percentile(ordered, count, 0.9),
     }
 
 
-def percentile(ordered: builtins.list[int], fraction: float) -> float | None:
-    """The `fraction` percentile of sorted `ordered`, as PostgreSQL's `percentile_cont`."""
-    if not ordered:
+def percentile(
+    ordered: builtins.list[tuple[int, int]], count: int, fraction: float
+) -> float | None:
+    """The `fraction` percentile of the `count` values that sorted `ordered` (value, how many)
+    holds, interpolating linearly between the closest ranks."""
+    if not count:
         return None
-    position = fraction * (len(ordered) - 1)
+    position = fraction * (count - 1)
     low, high = math.floor(position), math.ceil(position)
-    first = float(ordered[low])
+    first = float(_ranked(ordered, low))
     if low == high:
         return first
-    return first + (float(ordered[high]) - first) * (position - low)
+    return first + (float(_ranked(ordered, high)) - first) * (position - low)
+
+
+def _ranked(ordered: builtins.list[tuple[int, int]], rank: int) -> int:
+    for value, n in ordered:
+        if rank < n:
+            return value
+        rank -= n
+    raise IndexError(rank)
 
 
 def empty_action() -> dict[str, Any]:
@@ -135,11 +163,11 @@ def empty_action() -> dict[str, Any]:
         "failures": 0,
         "retries": 0,
         "refused": {},
-        "answer_time": spread([]),
+        "answer_time": spread({}),
         "stops_refused": 0,
         "tools_denied": 0,
         "tools_recorded": 0,
-        "human_wait": spread([]),
+        "human_wait": spread({}),
     }
 
 
@@ -147,58 +175,71 @@ _PLANS: dict[str, dict[str, dict[str, Any]]] = {}  # each tree hash's plan, made
 
 
 class _Tree:
-    """The running count of one tree hash."""
+    """The running count of one tree hash. Durations are histograms (`bucket`, as text: how
+    many), so that counts add up and subtract (`merge`) exactly."""
 
     def __init__(self, tree: dict[str, Any], tree_hash: str) -> None:
         self.tree = tree
         self.hash = tree_hash
-        self.plan = _PLANS.get(tree_hash) or _PLANS.setdefault(tree_hash, plan(tree))
-        self.keys = {tuple(action["path"]): key for key, action in self.plan.items()}
         self.statuses: Counter[str] = Counter()
-        self.finish: list[int] = []
+        self.finish: Counter[str] = Counter()
         self.refused: Counter[str] = Counter()
         self.counts: dict[str, Counter[str]] = {}
         self.action_refused: dict[str, Counter[str]] = {}
-        self.answers: dict[str, list[int]] = {}
-        self.waits: dict[str, list[int]] = {}
+        self.answers: dict[str, Counter[str]] = {}
+        self.waits: dict[str, Counter[str]] = {}
         self.checks: Counter[tuple[str, str, str]] = Counter()  # (key, expression, failed|refused)
+
+    @functools.cached_property
+    def plan(self) -> dict[str, dict[str, Any]]:
+        """The tree's plan (`plan`), made once per tree hash: counting a trace reads it, adding
+        up counts does not (so a sum can be taken from with the tree unknown)."""
+        return _PLANS.get(self.hash) or _PLANS.setdefault(self.hash, plan(self.tree))
+
+    @functools.cached_property
+    def keys(self) -> dict[tuple[int, ...], str]:
+        return {tuple(action["path"]): key for key, action in self.plan.items()}
 
     def count(self, key: str, figure: str, n: int = 1) -> None:
         self.counts.setdefault(key, Counter())[figure] += n
 
     def record(self) -> dict[str, Any]:
         """This count as JSON, which `merge` adds to another count of the same tree hash: what
-        a store keeps of one execution so that it need not count its trace again."""
+        a store keeps of one execution (or of many) so that it need not count their traces
+        again."""
         return {
-            "statuses": dict(self.statuses),
-            "finish": self.finish,
-            "refused": dict(self.refused),
-            "counts": {key: dict(counts) for key, counts in self.counts.items()},
-            "action_refused": {key: dict(codes) for key, codes in self.action_refused.items()},
-            "answers": self.answers,
-            "waits": self.waits,
-            "checks": [[*check, n] for check, n in self.checks.items()],
+            "format": RECORD_FORMAT,
+            "statuses": _kept(self.statuses),
+            "finish": _kept(self.finish),
+            "refused": _kept(self.refused),
+            "counts": _kept_each(self.counts),
+            "action_refused": _kept_each(self.action_refused),
+            "answers": _kept_each(self.answers),
+            "waits": _kept_each(self.waits),
+            "checks": [[*check, n] for check, n in self.checks.items() if n],
         }
 
-    def merge(self, record: dict[str, Any]) -> None:
-        """Add a count `record` made (exact: durations are kept whole, not bucketed)."""
-        self.statuses.update(record["statuses"])
-        self.finish.extend(record["finish"])
-        self.refused.update(record["refused"])
-        for key, counts in record["counts"].items():
-            self.counts.setdefault(key, Counter()).update(counts)
-        for key, codes in record["action_refused"].items():
-            self.action_refused.setdefault(key, Counter()).update(codes)
-        for mine, theirs in ((self.answers, record["answers"]), (self.waits, record["waits"])):
-            for key, durations in theirs.items():
-                mine.setdefault(key, []).extend(durations)
+    def merge(self, record: dict[str, Any], sign: int = 1) -> None:
+        """Add a count `record` made (`sign` -1: take it away again)."""
+        _add(self.statuses, record["statuses"], sign)
+        _add(self.finish, record["finish"], sign)
+        _add(self.refused, record["refused"], sign)
+        for mine, theirs in (
+            (self.counts, record["counts"]),
+            (self.action_refused, record["action_refused"]),
+            (self.answers, record["answers"]),
+            (self.waits, record["waits"]),
+        ):
+            for key, counts in theirs.items():
+                _add(mine.setdefault(key, Counter()), counts, sign)
         for key, expression, what, n in record["checks"]:
-            self.checks[(key, expression, what)] += n
+            self.checks[(key, expression, what)] += sign * n
 
     def action(self, key: str) -> dict[str, Any] | None:
         """The figures of the action `key`, None when nothing was counted of it."""
         if not any(
-            key in part for part in (self.counts, self.action_refused, self.answers, self.waits)
+            +part.get(key, Counter())
+            for part in (self.counts, self.action_refused, self.answers, self.waits)
         ):
             return None
         counts = self.counts.get(key, Counter())
@@ -210,19 +251,21 @@ class _Tree:
             "failures": counts["failures"],
             "retries": counts["retries"],
             "refused": dict(self.action_refused.get(key, {})),
-            "answer_time": spread(self.answers.get(key, [])),
+            "answer_time": spread(self.answers.get(key, {})),
             "stops_refused": counts["stops_refused"],
             "tools_denied": counts["tools_denied"],
             "tools_recorded": counts["tools_recorded"],
-            "human_wait": spread(self.waits.get(key, [])),
+            "human_wait": spread(self.waits.get(key, {})),
         }
 
     def result(self) -> dict[str, Any]:
         actions = {}
         for key in {*self.counts, *self.action_refused, *self.answers, *self.waits}:
-            actions[key] = self.action(key)
+            action = self.action(key)
+            if action is not None:
+                actions[key] = action
         checks: dict[tuple[str, str], dict[str, Any]] = {}
-        for (key, expression, what), n in self.checks.items():
+        for (key, expression, what), n in (+self.checks).items():
             check = checks.setdefault(
                 (key, expression), {"key": key, "expression": expression, "failed": 0, "refused": 0}
             )
@@ -238,6 +281,19 @@ class _Tree:
             "actions": actions,
             "checks": sorted(checks.values(), key=lambda c: (c["key"], c["expression"])),
         }
+
+
+def _kept(counts: Counter[str]) -> dict[str, int]:
+    return {name: n for name, n in counts.items() if n}
+
+
+def _kept_each(counts: dict[str, Counter[str]]) -> dict[str, dict[str, int]]:
+    return {key: kept for key, part in counts.items() if (kept := _kept(part))}
+
+
+def _add(counts: Counter[str], other: dict[str, int], sign: int) -> None:
+    for name, n in other.items():
+        counts[name] += sign * n
 
 
 def version_of(tree: dict[str, Any]) -> str | None:
@@ -266,7 +322,8 @@ class Tally:
         status = state["status"]
         counted.statuses[status] += 1
         if status != Status.RUNNING:
-            counted.finish.append(millis(state["updated_at"]) - millis(state["created_at"]))
+            took = millis(state["updated_at"]) - millis(state["created_at"])
+            counted.finish[str(bucket(took))] += 1
         copied = int((state.get("forked_from") or {}).get("at", 0))
         _count_trace(counted, entries, copied, str(state["created_at"]))
         if status == Status.RUNNING:
@@ -345,9 +402,10 @@ def _count_entry(
         kind in (Kind.EVALUATE, Kind.INSTRUCT, Kind.HUMAN)
         and entry.get("submitted") != Reply.RUNNING
     ):
-        (counted.waits if kind == Kind.HUMAN else counted.answers).setdefault(key, []).append(
-            millis(ts) - millis(requested)
+        durations = (counted.waits if kind == Kind.HUMAN else counted.answers).setdefault(
+            key, Counter()
         )
+        durations[str(bucket(millis(ts) - millis(requested)))] += 1
     if kind == Kind.CHECK and step is not None and ended is False:
         counted.checks[(key, str(entry.get("submitted")), "failed")] += 1
     if ended is not None:
@@ -426,12 +484,22 @@ def count_each(store: Any, where: str) -> Iterator[Counted]:
 
 
 def tally_of(
-    counts: Iterable[Counted], *, tree: str | None = None, since: str | None = None
+    counts: Iterable[Counted],
+    *,
+    tree: str | None = None,
+    since: str | None = None,
+    sums: Iterable[tuple[str, dict[str, Any], str, dict[str, Any]]] = (),
 ) -> dict[str, Any]:
-    """The figures (`Tally.result`) of the executions `counts` holds, only those of the tree
-    named `tree` and created at or after `since` when given; one that cannot be read counts in
+    """The figures (`Tally.result`) of the executions `counts` holds and of the kept `sums`
+    (tree hash, tree, day created, record: `Sums.cells`), only those of the tree named `tree`
+    and created at or after `since` when given (of the sums, the days `since` holds whole: the
+    store gives the executions of its first day as `counts`); one that cannot be read counts in
     `unreadable`."""
     count = Tally()
+    first = whole_days(since)
+    for tree_hash, kept_tree, day, record in sums:
+        if (tree is None or kept_tree.get("name") == tree) and (first is None or day >= first):
+            count.merge(tree_hash, kept_tree, record)
     for counted in counts:
         if not counted.chosen(tree, since):
             continue
@@ -440,6 +508,44 @@ def tally_of(
         else:
             count.merge(counted.tree_hash, counted.tree, counted.record)
     return count.result()
+
+
+def whole_days(since: str | None) -> str | None:
+    """The first day (`YYYY-MM-DD`) of the executions created at or after `since` that holds
+    nothing before it; None for all of them."""
+    if since is None or since[10:] in ("", "T00:00:00.000Z"):
+        return None if since is None else since[:10]
+    return time.strftime("%Y-%m-%d", time.gmtime(_day(since[:10]) // 1000 + 86_400))
+
+
+def settled(state: dict[str, Any]) -> bool:
+    """Whether an execution's count is kept in `Sums`: it has ended, so only a reset, a
+    refusal recorded later or its removal changes its count again."""
+    return state.get("status") in (Status.COMPLETE, Status.FAILED)
+
+
+class Sums:
+    """The counts of settled executions added up per tree hash and day created, kept by a store
+    so that `tally` reads a cell per tree and day rather than a count per execution. The store
+    keeps which executions it added (and their counts, to take one away when it changes)."""
+
+    def __init__(self) -> None:
+        self.cells: dict[tuple[str, str], _Tree] = {}
+
+    def add(
+        self, tree_hash: str, tree: dict[str, Any], day: str, record: dict[str, Any], sign: int = 1
+    ) -> None:
+        """Add one execution's count to the cell of its tree hash and day (`sign` -1: take it
+        away)."""
+        cell = self.cells.get((tree_hash, day))
+        if cell is None:
+            cell = self.cells[(tree_hash, day)] = _Tree(tree, tree_hash)
+        cell.merge(record, sign)
+
+    def each(self) -> Iterator[tuple[str, dict[str, Any], str, dict[str, Any]]]:
+        """Each cell as `tally_of` takes it."""
+        for (tree_hash, day), cell in sorted(self.cells.items()):
+            yield tree_hash, cell.tree, day, cell.record()
 
 
 def record_of(
