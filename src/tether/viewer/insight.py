@@ -2,7 +2,7 @@
 
 Owns three documents over the place a viewer serves: the overview (`overview`: every tree, its
 executions by status and time to finish, and the per-action figures, exactly as
-`tether.stats.collect` gives them, with the actions whose failures are a selector's planned
+`tether.stats.collect_drawn` gives them, with the actions whose failures are a selector's planned
 fallback, `planned_fallbacks`), one tree's heat map (`heat`: its diagram with each action
 shaded by one measure of `MEASURES` — how often it fails, its retries, the stops refused while
 it was open, the agent's answer time — and that action's figures in its tooltip), and the
@@ -21,8 +21,7 @@ from typing import Any
 
 from tether.engine.trace import node_key
 from tether.errors import TetherError
-from tether.stats import collect
-from tether.store.base import Summary
+from tether.stats import collect_drawn
 from tether.store.tally import key_of as tally_key
 from tether.viewer.model import index_tree
 from tether.viewer.place import PAGE, Place
@@ -40,8 +39,7 @@ MEASURES = {
 def overview(place: Place) -> dict[str, Any]:
     """The figures of every execution in the place, per tree and per action, and per tree hash
     the keys of its actions whose failures a selector falls back from (`fallbacks`)."""
-    figures = collect(place.where)
-    shapes = _trees_of(place, {(tree["name"], tree["hash"]) for tree in figures["trees"]})
+    figures, shapes = collect_drawn(place.where)
     fallbacks = {key: sorted(planned_fallbacks(shape)) for key, shape in shapes.items()}
     return {"folder": place.label, "figures": figures, "fallbacks": fallbacks}
 
@@ -73,11 +71,10 @@ def planned_fallbacks(tree: dict[str, Any]) -> set[str]:
 def heat(place: Place, name: str, tree_hash: str, measure: str) -> dict[str, Any]:
     """The tree `name` at `tree_hash` as a heat map of `measure`, with its figures."""
     _measure(measure)
-    figures = _tree_figures(place, name, tree_hash)
+    figures, tree = _tree_figures(place, name, tree_hash)
     actions = {node_key(a["path"]): a for a in figures["actions"]}
     values = {key: _value(measure, action) for key, action in actions.items()}
     top = 1.0 if measure == "failures" else max(values.values(), default=0) or 1.0
-    tree = _tree_of(place, name, tree_hash)
     planned = planned_fallbacks(tree) if measure == "failures" else set()
     shades = {
         key: Heat(values[key] / top, _meta(measure, action), _tooltip(action))
@@ -141,49 +138,18 @@ def _measure(measure: str) -> None:
         raise TetherError("usage", f"measure must be one of {', '.join(MEASURES)}, not {measure!r}")
 
 
-def _tree_figures(place: Place, name: str, tree_hash: str) -> dict[str, Any]:
+def _tree_figures(place: Place, name: str, tree_hash: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The figures of the tree `name` at `tree_hash`, and the tree."""
     try:
-        trees = collect(place.where, tree=name)["trees"]
+        figures, trees = collect_drawn(place.where, tree=name)
     except TetherError as exc:
         if exc.code != "not_found":
             raise
-        trees = []
-    for tree in trees:
+        figures, trees = {"trees": []}, {}
+    for tree in figures["trees"]:
         if tree["hash"] == tree_hash:
-            return dict(tree)
+            return dict(tree), trees[tree_hash]
     raise TetherError("not_found", f"no execution of the tree {name!r} at {tree_hash}")
-
-
-def _listed(place: Place, name: str) -> list[Summary]:
-    """The readable executions of the place whose tree is named `name`, as its store lists them."""
-    return [s for s in place.executions() if s.error is None and s.tree == name]
-
-
-def _tree_of(place: Place, name: str, tree_hash: str) -> dict[str, Any]:
-    """The tree `name` at `tree_hash`, read from the first of its executions."""
-    found = _trees_of(place, {(name, tree_hash)})
-    if tree_hash not in found:
-        raise TetherError("not_found", f"no execution of the tree {name!r} at {tree_hash}")
-    return found[tree_hash]
-
-
-def _trees_of(place: Place, wanted: set[tuple[str, str]]) -> dict[str, dict[str, Any]]:
-    """The trees `wanted` (name, hash), by hash, each read from the first of its executions in
-    one pass over the listing; one that no readable execution holds is left out."""
-    names = {name for name, _ in wanted}
-    found: dict[str, dict[str, Any]] = {}
-    for listed in place.executions():
-        if len(found) == len(wanted):
-            break
-        if listed.error is not None or listed.tree not in names:
-            continue
-        try:
-            tree_hash = place.store.load(listed.uri).get("tree_hash")
-            if (listed.tree, tree_hash) in wanted and tree_hash not in found:
-                found[str(tree_hash)] = place.store.load_tree(listed.uri)
-        except TetherError:
-            continue
-    return found
 
 
 def _value(measure: str, action: dict[str, Any]) -> float:
