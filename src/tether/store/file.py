@@ -117,7 +117,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from tether.store.base import Summary
-    from tether.store.tally import Counted, Sums
+    from tether.store.tally import Behind, Counted, Sums
 
 _REQUIRED = ("schema_version", "status", "revision", "var", "const", "open", "runtime", "trace")
 # The files of an execution at BASE, by the part of their name after BASE.
@@ -282,6 +282,13 @@ class FileStore:
             except (TetherError, OSError, KeyError, TypeError, ValueError):
                 yield Counted(name, {}, "", {}, None)
         kept.catch_up()
+
+    def behind(
+        self, where: str, tree: str, tree_hash: str, key: str, measure: str, page: slice
+    ) -> tuple[int, builtins.list[Behind]]:
+        from tether.store.tally import behind_of
+
+        return behind_of(self.counted(where), tree, tree_hash, key, measure, page)
 
     def tally(
         self, where: str, *, since: str | None = None, tree: str | None = None

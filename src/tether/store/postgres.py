@@ -83,7 +83,7 @@ from tether.store.shared import REFUSAL_LOG_BYTES, encode
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from tether.store.tally import Counted
+    from tether.store.tally import Behind, Counted
 
 SCHEMA_VERSION = 5
 _SCHEMES = ("postgresql", "postgres")
@@ -151,7 +151,8 @@ CREATE TABLE IF NOT EXISTS tether_figures (
     tree_hash text,
     day text,
     added boolean NOT NULL DEFAULT false,
-    record json
+    record json,
+    marks jsonb
 );
 CREATE INDEX IF NOT EXISTS tether_figures_others ON tether_figures (name) WHERE NOT added;
 CREATE INDEX IF NOT EXISTS tether_figures_days ON tether_figures (day) WHERE added;
@@ -628,6 +629,26 @@ class PostgresStore:
             rows = conn.execute(_COUNTS + ' ORDER BY s.name COLLATE "C"').fetchall()
             yield from _counts(rows, trees)
 
+    def behind(
+        self, where: str, tree: str, tree_hash: str, key: str, measure: str, page: slice
+    ) -> tuple[int, builtins.list[Behind]]:
+        from tether.store.tally import MARKS, Behind, action_of
+
+        asked = {"tree": tree, "hash": tree_hash, "key": key, "mark": MARKS.index(measure)}
+        asked.update(offset=page.start or 0, limit=(page.stop or 0) - (page.start or 0))
+        with _connection(self._database(where)) as conn:
+            _caught_up(conn)
+            found = conn.execute(_BEHIND_FIGURE, asked).fetchall()
+            counted = conn.execute(_BEHIND_COUNT, asked).fetchone() if not found else None
+        total = found[0][-1] if found else (counted or (0,))[0]
+        rows = [
+            Behind(
+                float(value), str(name), status, updated, action_of(json.loads(record), key) or {}
+            )
+            for value, name, status, updated, record, _ in found
+        ]
+        return int(total), rows
+
     def tally(
         self, where: str, *, since: str | None = None, tree: str | None = None
     ) -> dict[str, Any]:
@@ -768,6 +789,18 @@ SELECT s.name, f.tree_hash, f.record::text, s.tree, s.tree_hash, s.status, s.cre
        s.updated_at
 FROM tether_summaries s JOIN tether_figures f USING (name)
 """
+_FIGURE = "(f.marks->%(key)s->>%(mark)s)::float8"
+_BEHIND_FIGURE = f"""
+SELECT {_FIGURE}, s.name, s.status, s.updated_at, f.record::text, count(*) OVER ()
+FROM tether_figures f JOIN tether_summaries s USING (name)
+WHERE f.tree_hash = %(hash)s AND s.tree = %(tree)s AND {_FIGURE} <> 0
+ORDER BY {_FIGURE} DESC, s.name COLLATE "C"
+LIMIT %(limit)s OFFSET %(offset)s
+"""
+_BEHIND_COUNT = f"""
+SELECT count(*) FROM tether_figures f JOIN tether_summaries s USING (name)
+WHERE f.tree_hash = %(hash)s AND s.tree = %(tree)s AND {_FIGURE} <> 0
+"""
 _CELLS = "SELECT tree_hash, day, record::text FROM tether_sums WHERE day >= coalesce(%s, '')"
 _TREE = """
 SELECT x.tree::text FROM tether_summaries s JOIN tether_executions x USING (name)
@@ -793,9 +826,10 @@ WHERE name = ANY(%s::text[]) ORDER BY name COLLATE "C" FOR UPDATE
 _KEEP = """
 UPDATE tether_figures f
 SET revision = k.revision, refusals = k.refusals, tree_hash = k.tree_hash, day = k.day,
-    added = k.added, record = k.record::json
+    added = k.added, record = k.record::json, marks = k.marks::jsonb
 FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::boolean[],
-            %s::text[]) AS k(name, revision, refusals, tree_hash, day, added, record)
+            %s::text[], %s::text[]) AS k(name, revision, refusals, tree_hash, day, added, record,
+                                         marks)
 WHERE f.name = k.name
 """
 _HOLD_CELLS = """
@@ -852,18 +886,19 @@ def _count_again(conn: psycopg.Connection[Any], names: list[str], trees: _Trees)
     each count with the revision and number of refusals it was made at, in one transaction
     that also moves a settled one's count into the sums (taking away what it added before).
     One that cannot be counted is kept with no count."""
-    from tether.store.tally import Sums, record_of, settled
+    from tether.store.tally import Sums, marks_of, record_of, settled
 
     kept: dict[str, tuple[Any, ...]] = {}
     for name, revision, state_text, entries_text, refusals_text in conn.execute(_AGAIN, (names,)):
         refusals = json.loads(refusals_text or "[]")
-        row: tuple[Any, ...] = (revision, len(refusals), None, None, False, None)
+        row: tuple[Any, ...] = (revision, len(refusals), None, None, False, None, None)
         try:
             state = json.loads(state_text)
             tree_hash = str(state["tree_hash"])
             record = record_of(state, trees[tree_hash], json.loads(entries_text or "[]"), refusals)
             day = str(state["created_at"])[:10]
-            row = (revision, len(refusals), tree_hash, day, settled(state), encode(record))
+            marks = encode(marks_of(record))
+            row = (revision, len(refusals), tree_hash, day, settled(state), encode(record), marks)
         except (KeyError, TypeError, ValueError, TetherError):
             pass
         kept[str(name)] = row
@@ -873,10 +908,10 @@ def _count_again(conn: psycopg.Connection[Any], names: list[str], trees: _Trees)
         for _, added, tree_hash, day, record in conn.execute(_HOLD, (list(kept),)).fetchall():
             if added:  # counted in the sums at its last count: taken away
                 delta.add(tree_hash, trees[tree_hash], day, json.loads(record), -1)
-        for _, _, tree_hash, day, added, record in kept.values():
+        for _, _, tree_hash, day, added, record, _ in kept.values():
             if added:
                 delta.add(tree_hash, trees[tree_hash], day, json.loads(record))
-        conn.execute(_KEEP, [list(kept), *([row[i] for row in kept.values()] for i in range(6))])
+        conn.execute(_KEEP, [list(kept), *([row[i] for row in kept.values()] for i in range(7))])
         if delta.cells:
             cells = sorted(delta.cells)
             held = conn.execute(_HOLD_CELLS, [[h for h, _ in cells], [d for _, d in cells]])

@@ -46,7 +46,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from tether.engine.names import Kind, Reply, Status
 from tether.engine.trace import MOVING, next_retry, settles
@@ -237,26 +237,12 @@ class _Tree:
 
     def action(self, key: str) -> dict[str, Any] | None:
         """The figures of the action `key`, None when nothing was counted of it."""
-        if not any(
-            +part.get(key, Counter())
-            for part in (self.counts, self.action_refused, self.answers, self.waits)
-        ):
-            return None
-        counts = self.counts.get(key, Counter())
-        attempts = counts["ends"] + counts["open"]
-        return {
-            **empty_action(),
-            "reached": attempts - counts["retries"],
-            "attempts": attempts,
-            "failures": counts["failures"],
-            "retries": counts["retries"],
-            "refused": dict(self.action_refused.get(key, {})),
-            "answer_time": spread(self.answers.get(key, {})),
-            "stops_refused": counts["stops_refused"],
-            "tools_denied": counts["tools_denied"],
-            "tools_recorded": counts["tools_recorded"],
-            "human_wait": spread(self.waits.get(key, {})),
-        }
+        return _action(
+            *(
+                part.get(key, {})
+                for part in (self.counts, self.action_refused, self.answers, self.waits)
+            )
+        )
 
     def result(self) -> dict[str, Any]:
         actions = {}
@@ -281,6 +267,95 @@ class _Tree:
             "actions": actions,
             "checks": sorted(checks.values(), key=lambda c: (c["key"], c["expression"])),
         }
+
+
+def _action(
+    counts: dict[str, int],
+    refused: dict[str, int],
+    answers: dict[str, int],
+    waits: dict[str, int],
+) -> dict[str, Any] | None:
+    """An action's figures from its own parts of a count (None: nothing was counted of it)."""
+    if not any(n for part in (counts, refused, answers, waits) for n in part.values()):
+        return None
+    attempts = counts.get("ends", 0) + counts.get("open", 0)
+    return {
+        **empty_action(),
+        "reached": attempts - counts.get("retries", 0),
+        "attempts": attempts,
+        "failures": counts.get("failures", 0),
+        "retries": counts.get("retries", 0),
+        "refused": {code: n for code, n in refused.items() if n},
+        "answer_time": spread(answers),
+        "stops_refused": counts.get("stops_refused", 0),
+        "tools_denied": counts.get("tools_denied", 0),
+        "tools_recorded": counts.get("tools_recorded", 0),
+        "human_wait": spread(waits),
+    }
+
+
+def action_of(record: dict[str, Any], key: str) -> dict[str, Any] | None:
+    """The figures of the action `key` in the one execution whose count is `record`."""
+    parts = ("counts", "action_refused", "answers", "waits")
+    return _action(*(record.get(part, {}).get(key, {}) for part in parts))
+
+
+MARKS = ("failures", "retries", "stops_refused", "answer_time")
+
+
+def mark(measure: str, action: dict[str, Any]) -> float:
+    """The action's figure of `measure` (one of `MARKS`): the share of its attempts that failed
+    (0 to 1), a count, or its median answer time (in the unit its spread is in)."""
+    if measure == "failures":
+        return action["failures"] / action["attempts"] if action["attempts"] else 0.0
+    if measure == "answer_time":
+        return float(action["answer_time"]["median"] or 0.0)
+    return float(action[measure])
+
+
+def marks_of(record: dict[str, Any]) -> dict[str, list[float]]:
+    """Each action's figures of `MARKS` in the one execution whose count is `record` (the
+    actions where any is not 0): what a store keeps to find the executions behind a figure."""
+    keys = {
+        key for part in ("counts", "action_refused", "answers", "waits") for key in record[part]
+    }
+    out = {}
+    for key in keys:
+        action = action_of(record, key)
+        values = [mark(measure, action) for measure in MARKS] if action else []
+        if any(values):
+            out[key] = values
+    return out
+
+
+class Behind(NamedTuple):
+    """One execution behind a figure (`Store.behind`): its figure, name, status and last
+    change, and the action's figures in it."""
+
+    value: float
+    name: str
+    status: str | None
+    updated_at: str | None
+    action: dict[str, Any]
+
+
+def behind_of(
+    counts: Iterable[Counted], tree: str, tree_hash: str, key: str, measure: str, page: slice
+) -> tuple[int, builtins.list[Behind]]:
+    """`Store.behind` over the executions `counts` holds."""
+    found = []
+    for counted in counts:
+        if counted.tree_hash != tree_hash or not counted.chosen(tree, None):
+            continue  # another tree, or unreadable (the listing says why)
+        action = action_of(counted.record or {}, key)
+        value = mark(measure, action) if action else 0.0
+        if action and value:
+            listed = counted.listed
+            found.append(
+                Behind(value, counted.name, listed.get("status"), listed.get("updated_at"), action)
+            )
+    found.sort(key=lambda row: (-row.value, row.name))
+    return len(found), found[page]
 
 
 def _kept(counts: Counter[str]) -> dict[str, int]:
@@ -455,12 +530,6 @@ class Counted:
         return (tree is None or self.listed.get("tree_name") == tree) and (
             since is None or str(self.listed.get("created_at", "")) >= since
         )
-
-    def action(self, key: str) -> dict[str, Any] | None:
-        """The figures of the action `key` (a `key_of`) in this execution alone."""
-        counted = _Tree(self.tree, self.tree_hash)
-        counted.merge(self.record or {})
-        return counted.action(key)
 
 
 def count_each(store: Any, where: str) -> Iterator[Counted]:

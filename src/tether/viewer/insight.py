@@ -23,6 +23,7 @@ from tether.engine.trace import node_key
 from tether.errors import TetherError
 from tether.stats import collect_drawn
 from tether.store.tally import key_of as tally_key
+from tether.store.tally import mark
 from tether.viewer.model import index_tree
 from tether.viewer.place import PAGE, Place
 from tether.viewer.svg import Heat, render_svg
@@ -73,7 +74,7 @@ def heat(place: Place, name: str, tree_hash: str, measure: str) -> dict[str, Any
     _measure(measure)
     figures, tree = _tree_figures(place, name, tree_hash)
     actions = {node_key(a["path"]): a for a in figures["actions"]}
-    values = {key: _value(measure, action) for key, action in actions.items()}
+    values = {key: mark(measure, action) for key, action in actions.items()}
     top = 1.0 if measure == "failures" else max(values.values(), default=0) or 1.0
     planned = planned_fallbacks(tree) if measure == "failures" else set()
     shades = {
@@ -107,30 +108,24 @@ def behind(
 ) -> dict[str, Any]:
     """The executions of the tree `name` at `tree_hash` in which the action `key` has a figure of
     `measure` (it failed there, retried, ...), most first: `limit` of them from `offset`, and how
-    many there are (`total`). Each is read from its kept count (`Store.counted`), not its trace."""
+    many there are (`total`), as the store finds them (`Store.behind`) from its kept counts."""
     _measure(measure)
     if not re.fullmatch(r"\d{1,6}(\.\d{1,6}){0,99}", key):
         raise TetherError("usage", f"key takes an action's node key, such as 1.0, not {key!r}")
     action_key = tally_key(int(part) for part in key.split("."))
-    found: list[dict[str, Any]] = []
-    for counted in place.store.counted(place.where):
-        if counted.tree_hash != tree_hash or not counted.chosen(name, None):
-            continue  # another tree, or unreadable (the listing says why)
-        action = counted.action(action_key)
-        if action is None or not _value(measure, action):
-            continue
-        found.append(
-            {
-                "path": counted.name,
-                "status": counted.listed.get("status"),
-                "updated_at": counted.listed.get("updated_at"),
-                "value": _value(measure, action),
-                "meta": _meta(measure, action),
-            }
-        )
-    found.sort(key=lambda row: (-row["value"], row["path"]))
-    page = found[offset : offset + limit]
-    return {"key": key, "measure": measure, "total": len(found), "executions": page}
+    page = slice(offset, offset + limit)
+    total, rows = place.store.behind(place.where, name, tree_hash, action_key, measure, page)
+    executions = [
+        {
+            "path": row.name,
+            "status": row.status,
+            "updated_at": row.updated_at,
+            "value": row.value,
+            "meta": _meta(measure, row.action),
+        }
+        for row in rows
+    ]
+    return {"key": key, "measure": measure, "total": total, "executions": executions}
 
 
 def _measure(measure: str) -> None:
@@ -150,16 +145,6 @@ def _tree_figures(place: Place, name: str, tree_hash: str) -> tuple[dict[str, An
         if tree["hash"] == tree_hash:
             return dict(tree), trees[tree_hash]
     raise TetherError("not_found", f"no execution of the tree {name!r} at {tree_hash}")
-
-
-def _value(measure: str, action: dict[str, Any]) -> float:
-    """The action's figure of `measure`: the share of its attempts that failed (0 to 1), a
-    count, or its median answer time in seconds."""
-    if measure == "failures":
-        return action["failures"] / action["attempts"] if action["attempts"] else 0.0
-    if measure == "answer_time":
-        return float(action["answer_time"]["median"] or 0.0)
-    return float(action[measure])
 
 
 def _meta(measure: str, action: dict[str, Any]) -> str:
