@@ -226,7 +226,35 @@ def test_readers_racing_to_catch_the_sums_up_add_each_execution_once(
         drive(dsn, tmp_path / f"pg{round_}")
         store = store_for(dsn)
         with ThreadPoolExecutor(4) as pool:
-            results = list(pool.map(lambda _: store.tally(dsn), range(4)))
+            results = list(pool.map(store.tally, [dsn] * 4))
         recounted = tally_of(count_each(store, dsn))
         assert all(result == recounted for result in results)
         assert store.tally(dsn) == recounted
+
+
+_KILLED_IN_ITS_COUNT = """
+import os, signal, sys
+from tether.store import store_for, tally
+def killed(self):
+    os.kill(os.getpid(), signal.SIGKILL)  # in the transaction that keeps counts and sums
+    yield
+tally.Sums.each = killed
+store_for(sys.argv[1]).tally(sys.argv[1])
+"""
+
+
+def test_a_reader_killed_while_it_keeps_counts_and_sums_leaves_them_right(
+    server: PostgresServer, tmp_path: Path
+) -> None:
+    import sys
+
+    from tether.store.tally import count_each, tally_of
+
+    dsn = _database(server)
+    drive(dsn, tmp_path / "pg")
+    done = subprocess.run(
+        [sys.executable, "-c", _KILLED_IN_ITS_COUNT, dsn], capture_output=True, timeout=120
+    )
+    assert done.returncode == -9, done.stderr
+    store = store_for(dsn)
+    assert store.tally(dsn) == tally_of(count_each(store, dsn))

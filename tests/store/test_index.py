@@ -186,3 +186,34 @@ def test_kept_sums_that_are_torn_or_of_another_version_are_added_up_again(
         kept.unlink()
     Runtime().reset(str(tmp_path / "b" / "c" / "failed.json"))
     assert store.tally(str(tmp_path)) == _recounted(tmp_path)
+
+
+_KILLED_WRITING_SUMS = """
+import os, signal, sys
+from tether.store import file, store_for
+written = file.write_atomic
+def killed(path, *args, **kwargs):
+    if path.endswith(file.SUMS):
+        os.kill(os.getpid(), signal.SIGKILL)  # its counts appended, its sums not yet written
+    return written(path, *args, **kwargs)
+file.write_atomic = killed
+store_for(sys.argv[1]).tally(sys.argv[1])
+"""
+
+
+def test_a_reader_killed_before_it_writes_the_sums_leaves_them_behind_not_wrong(
+    tmp_path: Path,
+) -> None:
+    _fleet(tmp_path)
+    store = store_for(str(tmp_path))
+    store.tally(str(tmp_path))
+    Runtime().reset(str(tmp_path / "b" / "c" / "failed.json"))
+    Runtime().submit(str(tmp_path / "b" / "c" / "failed.json"), "failure")
+    done = subprocess.run(
+        [sys.executable, "-c", _KILLED_WRITING_SUMS, str(tmp_path)],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == -9, done.stderr
+    assert store.tally(str(tmp_path)) == _recounted(tmp_path)
