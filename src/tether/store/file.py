@@ -70,20 +70,19 @@ otherwise the execution is read as a `get` reads it (the tree once per tree hash
 parsed as one JSON array rather than line by line, counted again and the line appended (a
 reader catches the file up, and rewrites it past twice its length, as the index).
 
-Sums (`tally`): the folder `tally` is given keeps `.tether-sums.json` (`SUMS`), the counts of its
-settled executions (`tether.store.tally.settled`) added up per tree hash and day created
-(`tether.store.tally.Sums`), with the stamp each was added at. `tally` stats each execution,
-counts (from its trace) only those that are running or whose stamp moved, adds the ones that
-settled since and keeps their counts, and reads the sums for the rest: its cost grows with the
-executions' number by one `stat` each (two with the refusal log), and with the running ones by
-their traces. A settled execution that changes (a reset, a refusal recorded after it ended) or
-goes has the count it added taken away, read from its kept line; when that line is no longer
-kept, the sums are added up again from every execution. The sums file is written atomically
-after the counts it adds are appended: a kill leaves the previous sums, never wrong ones, and two
-readers that race each write sums that agree with the stamps they hold. A `--since` within a day
-reads the kept counts of the executions created that day. A sums file of another version, torn
-or unreadable is added up again; one written by hand to lie is believed (delete it to count
-afresh).
+Sums (`tally`): the folder `tally` is given keeps `.tether-sums.json` (`SUMS`): the counts of
+its executions added up per tree hash and day created (`tether.store.tally.Sums`), the stamp
+each was added at, and the count of each running one (a settled one's, `tether.store.tally.
+settled`, is its line in the kept figures). `tally` stats each execution, counts (from its
+trace) only those whose stamp moved since they were added, taking away the count each added
+before, and reads the sums: its cost grows with the executions' number by a `stat` or two each,
+and with what changed by their traces. When the count an execution added is no longer kept
+(its line rewritten away), the sums are added up again from every execution. The sums file is
+written atomically after the counts it adds are appended: a kill leaves the previous sums,
+never wrong ones, and readers that race each write sums that agree with the stamps they hold.
+A `--since` within a day reads the kept counts of the executions created that day. A sums file
+of another version, torn or unreadable is added up again; one written by hand to lie is
+believed (delete it to count afresh).
 
 It does not interpret the state (the engine and verbs do; `tether.store.base.Summary` reads
 what a listing shows).
@@ -614,10 +613,10 @@ def _figures(
 def _summed(
     folder: str, names: builtins.list[str], since: str | None, afresh: bool = False
 ) -> tuple[Sums, builtins.list[Counted]]:
-    """The kept sums of the settled executions under `folder` (`SUMS`) caught up with `names`,
-    and the count of each other execution: running, unreadable, or created on the day `since`
-    falls in, which a day's sum holds only some of (see "Sums" above)."""
-    from tether.store.tally import Counted, settled, whole_days
+    """The kept sums of the executions under `folder` (`SUMS`) caught up with `names`, and the
+    count of each that the sums cannot give: unreadable, or created on the day `since` falls
+    in, which a day's sum holds only some of (see "Sums" above)."""
+    from tether.store.tally import Counted, whole_days
 
     kept = _Sums(folder, afresh)
     split = since[:10] if since and whole_days(since) != since[:10] else None
@@ -631,33 +630,28 @@ def _summed(
         except OSError:
             stamp = None
         if mark is not None and mark[:4] == stamp:
-            if mark[5][:10] == split:  # the record is the kept line of this stamp
-                figures = _figures(directory, path, kept.figures, kept.trees)
-                tree = kept.trees[mark[4]]
-                others.append(Counted(name, figures["state"], mark[4], tree, figures["record"]))
+            if mark[5][:10] == split:
+                held = kept.running.get(name) or _figures(directory, path, kept.figures, kept.trees)
+                others.append(kept.counted(name, held))
             continue
         if mark is not None and not kept.take_away(name, directory):
             return _summed(folder, names, since, afresh=True)  # its count is no longer kept
-        line = kept.running.get(name)
-        if stamp is not None and (line is None or line["stamp"] != stamp):
-            line = kept.count(name, path, stamp)
-        if line is None or stamp is None:
+        line = kept.count(path, stamp) if stamp is not None else None
+        if line is None:
             if name in present:
                 others.append(Counted(name, {}, "", {}, None))
             continue
-        tree_hash, state, record = line["hash"], line["state"], line["record"]
-        if not settled(state) or str(state["created_at"])[:10] == split:
-            others.append(Counted(name, state, tree_hash, kept.trees[tree_hash], record))
-        if settled(state):
-            kept.add(name, directory, line)
+        kept.add(name, directory, line)
+        if str(line["state"]["created_at"])[:10] == split:
+            others.append(kept.counted(name, line))
     kept.write(present)
     return kept.sums, others
 
 
 class _Sums:
     """One reader's pass over a folder's kept sums (`SUMS`): the cells, the trees they count,
-    the stamp (with tree hash and creation time) each settled execution was added at, and the
-    count of each running one at its stamp."""
+    the stamp (with tree hash and creation time) each execution was added at, and the count of
+    each running one (a settled one's is in `FIGURES`)."""
 
     def __init__(self, folder: str, afresh: bool) -> None:
         from tether.store.tally import Sums
@@ -669,7 +663,6 @@ class _Sums:
         self.running: dict[str, dict[str, Any]] = {}
         self.figures = _Kept(FIGURES)
         self.changed = afresh
-        self.kept_running: dict[str, dict[str, Any]] = {}
         if not afresh:
             with contextlib.suppress(OSError, ValueError, KeyError, TypeError, AttributeError):
                 self._read(json.loads(read_regular(os.path.join(folder, SUMS))))
@@ -686,18 +679,31 @@ class _Sums:
         running = {str(name): dict(line) for name, line in kept["running"].items()}
         self.sums, self.trees, self.added, self.running = sums, trees, added, running
 
+    def _line(self, name: str, directory: str) -> dict[str, Any] | None:
+        """The kept line the execution `name` was added with (None: no longer kept)."""
+        mark = self.added[name]
+        line = self.running.get(name) or _kept_line(directory, name.rpartition("/")[2], mark[:4])
+        return line if line is not None and line["stamp"] == mark[:4] else None
+
+    def counted(self, name: str, line: dict[str, Any]) -> Counted:
+        """The execution `name` with its count, from its kept `line`."""
+        from tether.store.tally import Counted
+
+        tree_hash = str(line["state"]["tree_hash"])
+        return Counted(name, line["state"], tree_hash, self.trees[tree_hash], line["record"])
+
     def take_away(self, name: str, directory: str) -> bool:
         """Take the count the execution `name` added away (it changed or went); False when
         its kept line is gone."""
-        mark = self.added.pop(name)
-        was = _kept_line(directory, name.rpartition("/")[2], mark[:4])
-        if was is None or mark[4] not in self.trees:
+        line, mark = self._line(name, directory), self.added.pop(name)
+        self.running.pop(name, None)
+        if line is None or mark[4] not in self.trees:
             return False
-        self.sums.add(mark[4], self.trees[mark[4]], mark[5][:10], was["record"], -1)
+        self.sums.add(mark[4], self.trees[mark[4]], mark[5][:10], line["record"], -1)
         self.changed = True
         return True
 
-    def count(self, name: str, path: str, stamp: builtins.list[int]) -> dict[str, Any] | None:
+    def count(self, path: str, stamp: builtins.list[int]) -> dict[str, Any] | None:
         """The execution at `path` counted from its trace, as a kept line (None: unreadable)."""
         from tether.store.tally import record_of
 
@@ -710,47 +716,38 @@ class _Sums:
             record = record_of(state, tree, _read_entries(path, state), _read_refusals(path))
         except (TetherError, OSError, KeyError, TypeError, ValueError):
             return None
-        self.changed = True
-        self.kept_running[name] = line = {
-            "name": os.path.basename(path),
-            "stamp": stamp,
-            "hash": tree_hash,
-            "state": listed(state),
-            "record": record,
-        }
-        return line
+        base = os.path.basename(path)
+        return {"name": base, "stamp": stamp, "state": listed(state), "record": record}
 
     def add(self, name: str, directory: str, line: dict[str, Any]) -> None:
-        """Add a settled execution's count to the sums, and keep its line to take it away."""
+        """Add an execution's count to the sums, and keep its line to take it away: a settled
+        one's in `FIGURES`, a running one's here."""
+        from tether.store.tally import settled
+
         state = line["state"]
-        day = str(state["created_at"])[:10]
-        self.sums.add(line["hash"], self.trees[line["hash"]], day, line["record"])
-        self.added[name] = [*line["stamp"], line["hash"], str(state["created_at"])]
-        self.kept_running.pop(name, None)
-        self.figures.add(directory, {k: line[k] for k in ("name", "stamp", "state", "record")})
+        tree_hash, created = str(state["tree_hash"]), str(state["created_at"])
+        self.sums.add(tree_hash, self.trees[tree_hash], created[:10], line["record"])
+        self.added[name] = [*line["stamp"], tree_hash, created]
+        if settled(state):
+            self.figures.add(directory, line)
+        else:
+            self.running[name] = line
         self.changed = True
 
     def write(self, present: set[str]) -> None:
-        """Keep what changed: the added counts' lines, then the sums (atomically), with the
-        count of each execution of `present` that runs."""
-        from tether.store.tally import RECORD_FORMAT, settled
+        """Keep what changed: the added counts' lines, then the sums (atomically)."""
+        from tether.store.tally import RECORD_FORMAT
 
         self.figures.catch_up()
-        running = {
-            name: line
-            for name, line in {**self.running, **self.kept_running}.items()
-            if name in present and name not in self.added and not settled(line["state"])
-        }
-        if not self.changed and running.keys() == self.running.keys():
+        if not self.changed:
             return
         cells = [[h, day, record] for h, _, day, record in self.sums.each()]
-        used = {cell[0] for cell in cells} | {line["hash"] for line in running.values()}
         kept = {
             "format": RECORD_FORMAT,
-            "trees": {h: tree for h, tree in self.trees.items() if h in used},
+            "trees": {h: tree for h, tree in self.trees.items() if h in {c[0] for c in cells}},
             "cells": cells,
             "added": self.added,
-            "running": running,
+            "running": {name: line for name, line in self.running.items() if name in present},
         }
         with contextlib.suppress(OSError):
             write_atomic(os.path.join(self.folder, SUMS), encode(kept))

@@ -28,19 +28,20 @@ first read):
 - `tether_figures` — each execution's count (`tether.store.tally.record_of`) with the revision
   and the number of refusals it was made at, its tree hash and day created, and whether it is
   added to the sums (none: it could not be counted);
-- `tether_sums` — the counts of settled executions (`tether.store.tally.settled`) added up per
-  tree hash and day created (`tether.store.tally.Sums`).
+- `tether_sums` — the counts of every execution that could be counted, running or ended, added
+  up per tree hash and day created (`tether.store.tally.Sums`).
 
 A reader, never a commit, writes those two (so a step costs nothing more): `counted` and
 `tally` first count again, from their traces, the executions whose kept count is behind (a
 commit or a refusal since: found by comparing the summaries with the counts, in the database),
 in batches, each in one transaction that locks their rows (in name order, so readers racing
 for one execution count it once), takes away what a count added to the sums before, keeps the
-new count and adds a settled one to its cell (cells locked in key order). `tally` then reads the
-cells and the counts of the executions not in them (running, or created on the day a
-`--since` within a day falls in): its cost grows with the running executions and the days
-and trees, not with the settled executions. A store of schema version 4 drops its counts,
-kept in another form, and counts again when first read.
+new count and adds it to its cell (cells locked in key order). `tally` then reads the cells,
+and the counts of the executions created on the day a `--since` within a day falls in: past the
+comparison that finds what is behind (one row per execution, in the database), its cost grows
+with the days and trees and with what changed since the last reader, not with the executions.
+A store of schema version 4 drops its counts, kept in another form, and counts again when first
+read.
 
 `list(DSN)` — a URI without `#name` — lists every execution in the database and `page(DSN, ...)`
 one page of them, filtered by tree and status, with their number and the trees: both read the
@@ -884,9 +885,9 @@ def _counts(rows: list[Any], trees: _Trees) -> Iterator[Counted]:
 def _count_again(conn: psycopg.Connection[Any], names: list[str], trees: _Trees) -> None:
     """Count the executions `names` from their traces (`tether.store.tally.record_of`) and keep
     each count with the revision and number of refusals it was made at, in one transaction
-    that also moves a settled one's count into the sums (taking away what it added before).
+    that also moves its count into the sums (taking away what it added before).
     One that cannot be counted is kept with no count."""
-    from tether.store.tally import Sums, marks_of, record_of, settled
+    from tether.store.tally import Sums, marks_of, record_of
 
     kept: dict[str, tuple[Any, ...]] = {}
     for name, revision, state_text, entries_text, refusals_text in conn.execute(_AGAIN, (names,)):
@@ -898,7 +899,7 @@ def _count_again(conn: psycopg.Connection[Any], names: list[str], trees: _Trees)
             record = record_of(state, trees[tree_hash], json.loads(entries_text or "[]"), refusals)
             day = str(state["created_at"])[:10]
             marks = encode(marks_of(record))
-            row = (revision, len(refusals), tree_hash, day, settled(state), encode(record), marks)
+            row = (revision, len(refusals), tree_hash, day, True, encode(record), marks)
         except (KeyError, TypeError, ValueError, TetherError):
             pass
         kept[str(name)] = row

@@ -4,8 +4,8 @@ Owns the raw figures `tether.stats` shapes (per tree hash, per action), how each
 committed execution — its state, its trace and its refusal log (`Store.refusals`) — and the
 plan of a tree that the count needs (`plan`: each action's path, own `retries` and last step);
 one execution's count as a store keeps it (`record_of`, `Counted`), counted from its trace for a
-store that keeps none (`count_each`), the counts of settled executions added up per tree hash
-and day as stores keep them (`Sums`), and the figures of many added up (`tally_of`), the one way
+store that keeps none (`count_each`), the counts of many added up per tree hash and day as
+stores keep them (`Sums`), and the figures of many added up (`tally_of`), the one way
 every store's `tally` counts.
 
 The figures, for one execution (the entries since its last reset, less the first
@@ -588,15 +588,15 @@ def whole_days(since: str | None) -> str | None:
 
 
 def settled(state: dict[str, Any]) -> bool:
-    """Whether an execution's count is kept in `Sums`: it has ended, so only a reset, a
-    refusal recorded later or its removal changes its count again."""
+    """Whether an execution has ended, so that only a reset, a refusal recorded later or its
+    removal changes its count again."""
     return state.get("status") in (Status.COMPLETE, Status.FAILED)
 
 
 class Sums:
-    """The counts of settled executions added up per tree hash and day created, kept by a store
-    so that `tally` reads a cell per tree and day rather than a count per execution. The store
-    keeps which executions it added (and their counts, to take one away when it changes)."""
+    """Counts of executions added up per tree hash and day created, kept by a store so that
+    `tally` reads a cell per tree and day rather than a count per execution. The store keeps
+    which executions it added (and their counts, to take one away when it changes)."""
 
     def __init__(self) -> None:
         self.cells: dict[tuple[str, str], _Tree] = {}
