@@ -67,6 +67,7 @@ from tether.engine.answers import (
     VarWrite,
 )
 from tether.engine.applying import apply
+from tether.engine.claims import holder
 from tether.engine.deadlines import expired
 from tether.engine.names import Key, Kind, Phase, Reply, RequestType, Result, Status
 from tether.engine.phases import (
@@ -124,6 +125,7 @@ __all__ = [
     "default_condition",
     "default_list",
     "expired",
+    "holder",
     "initial_state",
     "node_at",
     "reads_tools",
