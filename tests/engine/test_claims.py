@@ -174,3 +174,27 @@ def test_a_sub_agents_stops_are_counted_in_its_claim_and_replayed(tmp_path: Path
     assert (tool["agent"], tool["name"], tool["step"]) == ("bob", "Code", code)
     report = rt.verify(run)
     assert report["ok"], report["differences"]
+
+
+def test_a_claimed_actions_checks_read_no_other_sub_agents_calls(tmp_path: Path) -> None:
+    checked = "TOOLS.exists(t, t.tool == 'Bash' && t.ok)"
+    tree = json.loads(json.dumps(TEAM))
+    tree["tree"]["children"][0]["children"][0]["steps"] = [
+        {"instruct": "Write the docs."},
+        {"check": checked},
+    ]
+    rt, _, run = _started(tmp_path, tree)
+    docs, code = _token(rt, run, "Docs"), _token(rt, run, "Code")
+    rt.claim(run, "alice", step=docs)
+    rt.claim(run, "bob", step=code)
+    rt.record_tool(run, "Bash", {"command": "make docs"}, ok=True, step=code, agent="bob")
+    failed = rt.submit(run, "success", step=docs, agent="alice")
+    assert failed["status"] == "action_failed", failed  # bob's call is not alice's evidence
+    again = tmp_path / "again"
+    again.mkdir()
+    rt, _, run = _started(again, tree)
+    docs = _token(rt, run, "Docs")
+    rt.claim(run, "alice", step=docs)
+    rt.record_tool(run, "Bash", {"command": "make docs"}, ok=True)  # the lead's, naming nobody
+    assert rt.submit(run, "success", step=docs, agent="alice")["status"] != "action_failed"
+    assert rt.verify(run)["ok"] is True

@@ -118,9 +118,7 @@ def test_a_sub_agent_is_told_its_name_and_the_open_branches(project: Path, run: 
     assert f"'Code' (step {token(run, 'Code')})" in told
 
 
-def test_each_sub_agent_meets_the_policy_of_the_branch_it_claimed(
-    project: Path, run: str
-) -> None:
+def test_each_sub_agent_meets_the_policy_of_the_branch_it_claimed(project: Path, run: str) -> None:
     claimed(project, run)
     edit = {"file_path": str(project / "version.py"), "old_string": "1", "new_string": "2"}
     write = {"file_path": str(project / "NOTES.md"), "content": "Notes."}
@@ -159,8 +157,10 @@ def test_a_sub_agent_answers_under_its_own_name_only(project: Path, run: str) ->
     assert pre(project, DOCS_AGENT, "mcp__tether__submit", mcp) is not None
     assert pre(project, CODE_AGENT, "mcp__tether__submit", mcp) is None
     # the lead answers under none of its sub-agents' names
-    lead = pre(project, None, "Bash", {"command": own})
-    assert lead is not None and f"{DOCS_AGENT} is a sub-agent of this session" in lead
+    for line in (own, f"sh -c 'tether submit run.json success --agent={DOCS_AGENT}'"):
+        lead = pre(project, None, "Bash", {"command": line})
+        assert lead is not None and f"{DOCS_AGENT} is a sub-agent of this session" in lead
+    assert pre(project, DOCS_AGENT, "Bash", {"command": "echo use --agent NAME"}) is None
     assert pre(project, None, "Bash", {"command": "tether claim run.json --agent lead"}) is None
 
 

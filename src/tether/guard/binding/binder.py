@@ -821,8 +821,9 @@ class Binder:
         its sub-agents' names (those the session's hook events carried)."""
         self._note_agent(session_id, record, agent)
         names = named_agents(tool, params, self.servers)
-        if agent is not None and isinstance(params.get("command"), str):
-            names += _AGENT_OPTION.findall(params["command"])  # nested or quoted lines too
+        line = params.get("command")
+        if isinstance(line, str) and "tether" in line:
+            names += _AGENT_OPTION.findall(line)  # nested or quoted lines too
         if agent is not None and any(name != agent for name in names):
             return (
                 f"[Tether] You are the sub-agent {agent} (the harness names you): claim and "
