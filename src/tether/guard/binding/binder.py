@@ -201,6 +201,19 @@ _WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
 _AGENT_OPTION = re.compile(r"--agent(?:=|\s+)['\"]?([^\s'\";|&)]+)")
 
 
+def _stopped_by(
+    found: list[tuple[Binding, dict[str, Any]]], agent: str | None
+) -> list[tuple[Binding, dict[str, Any]]]:
+    """The bound executions (`found`, from `Binder.views`) a stop meets: each running or
+    unreadable one; a sub-agent's (`agent`), each running one where it holds the claim on an
+    open step, that step as its `current`."""
+    live = [(b, v) for b, v in found if v["status"] in (Status.RUNNING, "unreadable")]
+    if agent is None:
+        return live
+    held = [(b, held_by(v["open"], agent)) for b, v in live if v["status"] != "unreadable"]
+    return [(b, {"status": Status.RUNNING, "current": h[0]}) for b, h in held if h]
+
+
 def held_by(open_: list[dict[str, Any]], agent: str | None) -> list[dict[str, Any]]:
     """The open requests (from `Runtime.open_steps`) whose action `agent` holds the claim on
     (none when no agent is named)."""
@@ -964,11 +977,7 @@ class Binder:
         holds the claim on an open step of a running execution (its refusals counted in its
         claim); one that holds none stops."""
         mode = self.settings["stop"]
-        found = self.views(session_id, project) if mode != "off" else []
-        live = [(b, v) for b, v in found if v["status"] in (Status.RUNNING, "unreadable")]
-        if agent is not None:
-            held = [(b, held_by(v["open"], agent)) for b, v in live if v["status"] != "unreadable"]
-            live = [(b, {"status": Status.RUNNING, "current": h[0]}) for b, h in held if h]
+        live = _stopped_by(self.views(session_id, project) if mode != "off" else [], agent)
         if not live:
             return None
         if mode == "warn":
