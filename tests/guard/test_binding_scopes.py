@@ -173,6 +173,9 @@ ALLOWED = [
     "cat > src/gen.py <<'EOF'\nrm lib/util.py\necho $X > lib/util.py\nEOF",  # text, not commands
     "find . -name '*.py'",
     "echo done >&2",
+    "echo hi # > lib/util.py is a comment",
+    "cat <<-EOF > src/x.py\n\tx = 1\n\tEOF",
+    "timeout 60 nice -n 5 grep -r x src > src/hits.txt",
 ]
 
 DENIED = [
@@ -229,6 +232,13 @@ DENIED = [
     ("cp -t src lib/util.py", "the guard reads only plain copies"),
     ("cat > src/x.py <<EOF\n$(touch lib/x)\nEOF", "a here-document the shell expands"),
     ("echo 'unclosed > src/x", "its quotes do not close"),
+    # here-documents and comments that are not what they look like
+    ("cat <<< EOF\necho x > lib/util.py", "it writes lib/util.py, outside"),
+    ("echo '<<EOF'\necho x > lib/util.py", "it writes lib/util.py, outside"),
+    ("echo hi # <<EOF\necho x > lib/util.py", "it writes lib/util.py, outside"),
+    ("cat > src/x <<E\"O\"F\nbody\nEOF", "a here-document whose delimiter"),
+    ("time -o lib/util.py cat src/app.py", "time -o"),
+    ("timeout -o 5 ls", "timeout -o"),
     # a link made by the line itself, then written through
     ("cp -P lib/link src/l && echo x > src/l/util.py", "lies under a path an earlier command"),
     ("mv lib src/lib2 && cd src/lib2 && echo x > y", "which an earlier command of the line"),

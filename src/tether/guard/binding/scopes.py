@@ -61,7 +61,15 @@ _READERS = frozenset(
         *("find", "git", "seq", "expr", "od", "hexdump", "strings"),
     )
 )
-_WRAPPERS = frozenset({"command", "builtin", "time", "nice", "timeout"})  # they run their words
+# Wrappers that only run the command after them: (their options that take a value, their other
+# options); any other option is not read (`/usr/bin/time -o FILE` writes FILE).
+_WRAPPERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "command": (frozenset(), frozenset({"-p"})),
+    "builtin": (frozenset(), frozenset()),
+    "time": (frozenset(), frozenset({"-p"})),
+    "nice": (frozenset({"-n"}), frozenset()),
+    "timeout": (frozenset({"-s", "-k"}), frozenset({"--foreground", "--preserve-status", "-v"})),
+}
 _SKIPPED = frozenset({"{", "}", "!", "if", "then", "else", "elif", "fi", "do", "done", "while"})
 _GIT_READS = frozenset(
     {"status", "diff", "log", "show", "blame", "grep", "ls-files", "rev-parse", "describe"}
@@ -74,7 +82,7 @@ _FIND_WRITES = frozenset(
 _OUTPUT_OPTION = re.compile(r"^(?:-[oO].*|--output.*|--pre(?:=.*)?|--open-files.*|--compress.*)$")
 _SYSTEM_BINS = ("/bin/", "/usr/bin/", "/usr/local/bin/")
 _NOT_FILES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
-_HEREDOC = re.compile(r"<<(-?)[ \t]*(['\"]?)([A-Za-z0-9_.-]+)\2")
+_HEREDOC = re.compile(r"<<(-?)[ \t]*(['\"]?)([A-Za-z0-9_.-]+)\2(?=[\s;&|<>)]|$)")
 _BRACES = re.compile(r"\{[^{}]*(?:,|\.\.)[^{}]*\}")
 # A `sed` script of substitutions only: `s/a/b/g`, with any delimiter, `;`-separated, an
 # optional line address; no `w`, `e` or `r` command and no `w`/`e` flag.
@@ -175,7 +183,7 @@ class _Line:
         self.out: list[tuple[str, str]] = []
 
     def read(self, line: str) -> list[tuple[str, str]]:
-        body = _without_heredocs(line)
+        body = _commands_of(line)
         _opaque(body)
         commands = shell.split(body)
         if commands is None:
@@ -246,29 +254,58 @@ def _written_by(name: str, args: list[str]) -> list[str]:
     return handler(args)
 
 
-def _without_heredocs(line: str) -> str:
-    """`line` without the bodies of its here-documents (text a command reads, not commands);
-    a body the shell expands (its delimiter unquoted) that holds `$` or a backquote cannot be
-    read."""
-    if "<<" not in line:
-        return line
+def _commands_of(line: str) -> str:
+    """`line` as the shell reads its commands: comments and the bodies of its here-documents
+    (text a command reads) taken out, quotes followed. A body the shell expands (its delimiter
+    unquoted) holding `$` or a backquote, and a delimiter the guard cannot read, are `Unclear`."""
     out: list[str] = []
-    lines = line.split("\n")
+    pending: list[re.Match[str]] = []  # here-documents whose bodies start at the next line
+    quote = ""
     i = 0
-    while i < len(lines):
-        text = lines[i]
-        out.append(text)
-        i += 1
-        for match in _HEREDOC.finditer(text):
-            strip, quoted, word = match.group(1), match.group(2), match.group(3)
-            while i < len(lines):
-                body = lines[i].lstrip("\t") if strip else lines[i]
-                i += 1
-                if body == word:
-                    break
-                if not quoted and ("$" in body or "`" in body):
-                    raise Unclear("a here-document the shell expands")
-    return "\n".join(out)
+    while i < len(line):
+        ch = line[i]
+        step = 1
+        if quote:
+            quote = "" if ch == quote else quote
+            step = 2 if ch == "\\" and quote == '"' else 1
+        elif ch == "\\" or line.startswith("<<<", i):
+            step = 2 if ch == "\\" else 3
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1] in " \t\n;&|()"):
+            end = line.find("\n", i)
+            i = len(line) if end < 0 else end
+            continue
+        elif line.startswith("<<", i):
+            match = _HEREDOC.match(line, i)
+            if match is None:
+                raise Unclear("a here-document whose delimiter the guard cannot read")
+            pending.append(match)
+            step = match.end() - i
+        elif ch == "\n" and pending:
+            out.append(ch)
+            i = _past_bodies(line, i + 1, pending)
+            pending = []
+            continue
+        out.append(line[i : i + step])
+        i += step
+    return "".join(out)
+
+
+def _past_bodies(line: str, i: int, heredocs: list[re.Match[str]]) -> int:
+    """Where the text after the bodies of `heredocs`, starting at `i`, goes on."""
+    for match in heredocs:
+        strip, quoted, word = match.group(1), match.group(2), match.group(3)
+        while i < len(line):
+            end = line.find("\n", i)
+            end = len(line) if end < 0 else end
+            body = line[i:end].lstrip("\t") if strip else line[i:end]
+            i = end + 1
+            if body == word:
+                break
+            if not quoted and ("$" in body or "`" in body):
+                raise Unclear("a here-document the shell expands")
+    return i
 
 
 def _opaque(line: str) -> None:
@@ -311,11 +348,13 @@ def _unwrapped(words: list[str]) -> list[str]:
                 raise Unclear(f"{word} sets the environment of the command it runs")
             return []
         elif word in _WRAPPERS:
+            valued, flags = _WRAPPERS[word]
             i += 1
             while i < len(words) and words[i].startswith("-"):
-                i += 2 if words[i] in ("-n", "-s", "-k") else 1
-            if word == "timeout" and i < len(words):
-                i += 1  # the duration
+                if words[i] not in valued | flags:
+                    raise Unclear(f"{word} {words[i]}")
+                i += 2 if words[i] in valued else 1
+            i += 1 if word == "timeout" else 0  # the duration
         else:
             break
     return words[i:]
