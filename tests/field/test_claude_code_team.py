@@ -23,10 +23,12 @@ tree:
     - type: action
       name: Notes
       tools: {allow: [Read, Write, Agent], deny: [Edit]}
+      writes: [NOTES.md]
       steps: [{instruct: Write the release notes to NOTES.md.}]
     - type: action
       name: Version
-      tools: {allow: [Read, Edit, Agent]}
+      tools: {allow: [Read, Edit, Write, Agent]}
+      writes: [version.py]
       steps: [{instruct: Bump the version in version.py.}]
 """
 VERSION = 'VERSION = "1.0"\n'
@@ -97,7 +99,7 @@ def test_two_sub_agents_each_held_to_the_branch_it_claimed(tmp_path: Path) -> No
         [hand_off("Bump the version: claim the Version step.")],  # 11
         claim("Version", as_="lead"),  # 12 the second sub-agent, under another name: denied
         claim("Version"),  # 13
-        [write],  # 14 denied: Version allows no Write
+        [write],  # 14 denied: Version writes only version.py
         [read],  # 15
         [bump],  # 16
         answer("Version"),  # 17
@@ -123,6 +125,7 @@ def test_two_sub_agents_each_held_to_the_branch_it_claimed(tmp_path: Path) -> No
     assert f"You are the sub-agent {second}" in spoofed["text"], spoofed
     denied = tool_results(turns[15])[-1]
     assert "Write may not run while the instruct 'Version'" in denied["text"], denied
+    assert "'Version' writes only version.py" in denied["text"], denied
 
     trace = ck.trace(project, "run.json")
     who = [(e["kind"], e["name"], e.get("agent")) for e in trace if e.get("agent")]

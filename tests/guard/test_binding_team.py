@@ -26,10 +26,12 @@ tree:
         - type: action
           name: Docs
           tools: {allow: [Read, Write, "Bash(echo*)"], deny: [Edit]}
+          writes: [NOTES.md]
           steps: [{instruct: Write the release notes.}]
         - type: action
           name: Code
-          tools: {allow: [Read, Edit]}
+          tools: {allow: [Read, Edit, Write]}
+          writes: [version.py]
           steps: [{instruct: Bump the version.}]
     - {type: action, name: Ship, steps: [{instruct: Tag and publish.}]}
 """
@@ -125,9 +127,13 @@ def test_each_sub_agent_meets_the_policy_of_the_branch_it_claimed(project: Path,
     denied = pre(project, DOCS_AGENT, "Edit", edit)
     assert denied is not None and "Edit may not run while the instruct 'Docs' is open" in denied
     assert pre(project, DOCS_AGENT, "Write", write) is None
-    denied = pre(project, CODE_AGENT, "Write", write)
+    denied = pre(project, CODE_AGENT, "Write", write)  # its tools allow Write, its scope not there
     assert denied is not None and "while the instruct 'Code' is open" in denied
+    assert "'Code' writes only version.py" in denied
     assert pre(project, CODE_AGENT, "Edit", edit) is None
+    assert pre(project, CODE_AGENT, "Write", {**write, "file_path": edit["file_path"]}) is None
+    denied = pre(project, DOCS_AGENT, "Write", {**write, "file_path": edit["file_path"]})
+    assert denied is not None and "'Docs' writes only NOTES.md" in denied
     # the lead is held to every open step: one that allows the call lets it run
     assert pre(project, None, "Edit", edit) is None and pre(project, None, "Write", write) is None
 
@@ -137,7 +143,7 @@ def test_a_sub_agent_without_a_claim_is_held_to_the_leads_steps(project: Path, r
     stranger = "c3f2e5d7a9b1f4e6c"
     denied = pre(project, stranger, "Bash", {"command": "rm -rf build"})
     assert denied is not None and "may not run while the instruct" in denied
-    assert pre(project, stranger, "Edit", {"file_path": str(project / "v.py")}) is None
+    assert pre(project, stranger, "Edit", {"file_path": str(project / "version.py")}) is None
     assert hk.hook_json(project, sub_stop(project, stranger)) is None  # it holds nothing
 
 

@@ -352,6 +352,33 @@ def _redirect_targets(text: str) -> list[str]:
     ]
 
 
+def _refused(
+    request: dict[str, Any], tool: str, params: dict[str, Any], project: str, cwd: str | None
+) -> str | None:
+    """Why one open request does not let the call run, and what its node allows: its `tools`
+    policy refuses it, or the call writes outside its `scope` (relative paths from `cwd`, the
+    harness's working folder); None when it may run."""
+    from tether.guard.binding import scopes, steptools
+
+    policy: dict[str, Any] = request.get("tools") or {}
+    why = steptools.refusal(policy, tool, params, project) if policy else None
+    if why is not None:
+        allowed = ", ".join(policy.get("allow", [])) or "every tool"
+        denied = f" and denies {', '.join(policy['deny'])}" if policy.get("deny") else ""
+        return (
+            f"{why}): the tools policy of {policy['node']!r} allows {allowed}{denied}. "
+            "Use an allowed tool"
+        )
+    scope: dict[str, Any] = request.get("scope") or {}
+    why = scopes.refusal(scope, tool, params, project, cwd) if scope else None
+    if why is not None:
+        return (
+            f"{why}): {scope['node']!r} writes only {', '.join(scope['writes'])}. Write there "
+            "with a file tool or a shell command the guard can read"
+        )
+    return None
+
+
 class Guarded:
     """The files a session's tools may not write: while it is bound, each bound execution's (its
     state file and the sidecars named after it), the guard's configuration, its state folder and
@@ -777,6 +804,7 @@ class Binder:
         project: str,
         tool: str,
         params: dict[str, Any],
+        cwd: str | None = None,
         agent: str | None = None,
     ) -> str | None:
         """Why a call may not run while bound (None: it may). Never: a person's answer, a
@@ -799,7 +827,6 @@ class Binder:
         )
         if never is not None:
             return never
-        from tether.guard.binding.steptools import refusal
         from tether.guard.rules.triggers import canonical
 
         if self.own(tool, params, project):
@@ -813,7 +840,7 @@ class Binder:
             if view["status"] != Status.RUNNING:
                 continue
             open_ = held_by(view["open"], agent) or view["open"]
-            why = self._policy(binding.trace, open_, tool, params, project, refusal)
+            why = self._policy(binding.trace, open_, tool, params, project, cwd)
             if why is not None:
                 with contextlib.suppress(TetherError):  # the denial stands, recorded or not
                     self.runtime.deny_tool(binding.trace, tool, params, reason=why)
@@ -907,25 +934,20 @@ class Binder:
         tool: str,
         params: dict[str, Any],
         project: str,
-        refusal: Any,
+        cwd: str | None = None,
     ) -> str | None:
-        """Why no open step of one execution lets the call run (None: one does)."""
+        """Why no open step of one execution lets the call run (None: one does): its `tools`
+        policy refuses it, or it writes outside its `scope` (`scopes`)."""
         refusals = []
         for request in open_:
-            policy = request.get("tools")
-            if policy is None:
-                return None
-            why = refusal(policy, tool, params, project)
+            why = _refused(request, tool, params, project, cwd)
             if why is None:
                 return None
-            refusals.append((request, policy, why))
-        request, policy, why = refusals[0]
-        allowed = ", ".join(policy.get("allow", [])) or "every tool"
-        denied = f" and denies {', '.join(policy['deny'])}" if policy.get("deny") else ""
+            refusals.append((request, why))
+        request, why = refusals[0]
         return (
             f"[Tether] {tool} may not run while the {request['type']} {request['name']!r} is "
-            f"open ({why}): the tools policy of {policy['node']!r} allows {allowed}{denied}. "
-            f"Use an allowed tool, or finish the step and answer it through Tether first "
+            f"open ({why}, or finish the step and answer it through Tether first "
             f"(step {request['step']} of {trace})."
         )
 

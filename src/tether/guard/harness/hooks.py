@@ -124,6 +124,8 @@ class _Event:
         self.tool = str(payload.get("tool_name") or "")
         params = payload.get("tool_input")
         self.params: dict[str, Any] = params if isinstance(params, dict) else {}
+        cwd = payload.get("cwd")
+        self.cwd = cwd if isinstance(cwd, str) else None
         # The sub-agent the harness says sent the event (None: the main agent): its payload's
         # word, which nothing the agent writes reaches.
         agent = payload.get("agent_id")
@@ -132,9 +134,8 @@ class _Event:
     def locked(self) -> AbstractContextManager[GuardSession]:
         """The session of this event's agent, locked against other hook processes until exit.
         The binding reads and writes the execution after it is released."""
-        cwd = self.payload.get("cwd")
         return self.store.session(
-            self.guard, self.session_id, self.agent, cwd if isinstance(cwd, str) else None
+            self.guard, self.session_id, self.agent, self.cwd
         )
 
 
@@ -182,7 +183,7 @@ def _pre_tool(event: _Event) -> dict[str, Any] | None:
             session.note_text()
         decision = session.pre_tool(event.tool, event.params)
     refused = event.binder.pre_tool(
-        event.session_id, event.project, event.tool, event.params, event.agent
+        event.session_id, event.project, event.tool, event.params, event.cwd, event.agent
     )
     if refused is None:
         return _tool_output(event.name, decision)
