@@ -134,9 +134,7 @@ class _Event:
     def locked(self) -> AbstractContextManager[GuardSession]:
         """The session of this event's agent, locked against other hook processes until exit.
         The binding reads and writes the execution after it is released."""
-        return self.store.session(
-            self.guard, self.session_id, self.agent, self.cwd
-        )
+        return self.store.session(self.guard, self.session_id, self.agent, self.cwd)
 
 
 def _session_start(event: _Event) -> dict[str, Any] | None:
