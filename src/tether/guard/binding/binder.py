@@ -5,8 +5,9 @@ displaced, then each running execution the session itself started, resumed, fork
 through Tether, `bind: auto`; a binding is only ever added), kept per `session_id` in the guard's
 state folder (`bindings/<session>.json`, beside `sessions/`, so that it outlives `SessionEnd` for
 a resumed session, with the configured traces the session has seen running and the stops refused
-while one could not be read); which files a bound session's tools may not write (`Guarded`);
-and what a bound session gets at each hook event:
+while one could not be read); the sub-agents its hook events named (`<session>.agents`), each
+held to the branch it claimed (docs/teams.md); which files a bound session's tools may not write
+(`Guarded`); and what a bound session gets at each hook event:
 
 - `Stop`: refused (`{"decision": "block", "reason"}`) while any bound execution runs, through
   the runtime's `stop` verb on each, which records every refusal and the stop after
@@ -53,6 +54,7 @@ import os
 import re
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from tether import appendlog
 from tether.engine.names import Reply, RequestType, Status
 from tether.errors import TetherError
 from tether.files import is_inside, safe_name, write_atomic
@@ -556,8 +558,8 @@ class Binder:
     def _record(self, session_id: str) -> dict[str, Any]:
         """The session's stored binding: `executions` (each `{trace, via}`, bound by its own
         calls), `seen` (the executions last seen running), `unreadable` (stops refused in a row
-        while an execution could not be read), `agents` (the sub-agents the harness named in
-        the session's hook events) and, once the record could not be read, `lost` (why). It is
+        while an execution could not be read) and, once the record could not be read, `lost`
+        (why). It is
         kept twice: `<session>.json` and its copy `<session>.bound`, which a `find -name
         '*.json' -delete` passes by. A record gone while its copy is there is read from the copy
         and written back; a record, or a lone copy, that cannot be read is lost: the session
@@ -578,7 +580,7 @@ class Binder:
             if file != path:
                 self._write(session_id, record)
             return record
-        return {"executions": [], "seen": [], "unreadable": 0, "agents": []}
+        return {"executions": [], "seen": [], "unreadable": 0}
 
     def _write(self, session_id: str, record: dict[str, Any]) -> None:
         os.makedirs(self.folder, exist_ok=True)
@@ -693,11 +695,10 @@ class Binder:
         (`SubagentStart`) in a session bound to a running execution: its name, how it claims a
         branch and answers under that name, and each open step with its token and holder. The
         name is noted among the session's sub-agents."""
-        record = self._record(session_id)
-        self._note_agent(session_id, record, agent)
+        self._note_agent(session_id, agent)
         if not self.settings["context"]:
             return None
-        found = self.views(session_id, project, record)
+        found = self.views(session_id, project)
         live = [(b, v) for b, v in found if v["status"] == Status.RUNNING]
         if not live:
             return None
@@ -718,11 +719,24 @@ class Binder:
             lines.append(f"Open in {binding.trace}: {steps}.")
         return _cut("\n".join(lines), CONTEXT_LIMIT)
 
-    def _note_agent(self, session_id: str, record: dict[str, Any], agent: str | None) -> None:
-        """Keep `agent` among the session's sub-agents (`record`, read just before)."""
-        if agent is not None and agent not in record["agents"]:
-            record["agents"] = [*record["agents"], agent]
-            self._write(session_id, record)
+    def agents(self, session_id: str) -> list[str]:
+        """The sub-agents the harness named in the session's hook events, kept beside its
+        binding record (`<session>.agents`, a line each, appended: never a lost update when
+        several agents' hooks run at once)."""
+        found, _ = appendlog.read(self._agents_file(session_id))
+        return [str(r.get("agent")) for r in found]
+
+    def _agents_file(self, session_id: str) -> str:
+        return os.path.join(self.folder, safe_name(session_id) + ".agents")
+
+    def _note_agent(self, session_id: str, agent: str | None) -> list[str]:
+        """The session's sub-agents, `agent` among them (noted when new)."""
+        known = self.agents(session_id)
+        if agent is not None and agent not in known:
+            os.makedirs(self.folder, exist_ok=True)
+            appendlog.append(self._agents_file(session_id), [{"agent": agent}])
+            known.append(agent)
+        return known
 
     def _bound_context(self, found: list[tuple[Binding, dict[str, Any]]]) -> str | None:
         """What `context` says of the session's own executions (`found`, from `views`)."""
@@ -823,7 +837,7 @@ class Binder:
         if not bindings:
             return self._rules_files(tool, params, project)
         never = self._never(tool, params, project, bindings) or self._not_its_name(
-            session_id, record, tool, params, agent
+            session_id, tool, params, agent
         )
         if never is not None:
             return never
@@ -848,18 +862,13 @@ class Binder:
         return None
 
     def _not_its_name(
-        self,
-        session_id: str,
-        record: dict[str, Any],
-        tool: str,
-        params: dict[str, Any],
-        agent: str | None,
+        self, session_id: str, tool: str, params: dict[str, Any], agent: str | None
     ) -> str | None:
         """Why a call that answers or claims a step through Tether may not run under the name
         it gives (`named_agents`): a sub-agent (`agent`, from the hook's payload, never from
         its own text) answers and claims under its own name only, and the lead under none of
         its sub-agents' names (those the session's hook events carried)."""
-        self._note_agent(session_id, record, agent)
+        known = self._note_agent(session_id, agent)
         names = named_agents(tool, params, self.servers)
         line = params.get("command")
         if isinstance(line, str) and "tether" in line:
@@ -870,7 +879,7 @@ class Binder:
                 f"answer a step under that name only, with --agent {agent} (MCP: agent "
                 f"{json.dumps(agent)})."
             )
-        taken = [name for name in names if name in record["agents"]]
+        taken = [name for name in names if name in known]
         if agent is None and taken:
             return (
                 f"[Tether] {taken[0]} is a sub-agent of this session: only it claims and "
@@ -1180,7 +1189,7 @@ def _for_a_person(trace: str, requests: list[dict[str, Any]]) -> str:
 
 def _lost(why: str) -> dict[str, Any]:
     """The record of a session whose binding record cannot be read."""
-    return {"executions": [], "seen": [], "unreadable": 0, "agents": [], "lost": why}
+    return {"executions": [], "seen": [], "unreadable": 0, "lost": why}
 
 
 def _parsed(text: str) -> dict[str, Any]:
@@ -1190,7 +1199,6 @@ def _parsed(text: str) -> dict[str, Any]:
         "executions": [Binding(str(e["trace"]), str(e["via"])) for e in data["executions"]],
         "seen": [str(t) for t in data.get("seen", [])],
         "unreadable": int(data.get("unreadable", 0)),
-        "agents": [str(a) for a in data.get("agents", [])],
     }
     return {**record, "lost": str(data["lost"])} if data.get("lost") else record
 
