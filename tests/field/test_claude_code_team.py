@@ -6,6 +6,7 @@ context; the step tokens), as a model would."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -164,3 +165,73 @@ def test_a_sub_agent_that_keeps_stopping_is_parked_before_the_harness_cap(
     assert all(who is None for who, _ in stops[8:]) and stops[8:], stops
     report = [t for t in model.turns if "Stopping, try 8." in said(t)]
     assert report, "the lead got the sub-agent's last word as its report"
+
+
+def _lead(done: int) -> Turn:
+    """The lead's turn after `done` tool results: start, accept the protocol, hand both branches
+    out in one message (Claude Code runs the two sub-agents at once), then end."""
+    if done == 0:
+        return [bash("tether start team.yaml run.json")]
+    if done == 1:
+        return [bash("tether submit run.json success")]
+    if done == 2:
+        return [hand_off("Branch Notes: claim it."), hand_off("Branch Version: claim it.")]
+    return Text("Released.")
+
+
+def _sub(request: Request, done: int, branch: str, files: Path) -> Turn:
+    """A sub-agent's turn after `done` tool results, on its `branch`: claim it, try a call its
+    branch does not allow, stop once too early, do the work, answer, end."""
+    version, notes = files / "version.py", files / "NOTES.md"
+    read = Call("Read", {"file_path": str(version)})
+    bump = Call("Edit", {"file_path": str(version), "old_string": "1.0", "new_string": "1.1"})
+    write = Call("Write", {"file_path": str(notes), "content": "# 1.1\n"})
+    work = {"Notes": [read, bump, write], "Version": [write, read, bump]}[branch]
+    if done == 0:
+        return claim(branch)(request)
+    if done <= 2:
+        return [work[done - 1]]
+    if done == 3 and "Stop hook feedback:" not in said(request):
+        return Text("Stopping early.")
+    if done == 3:
+        return [work[2]]
+    if done == 4:
+        return answer(branch)(request)
+    return Text(f"{branch} done.")
+
+
+def test_two_sub_agents_at_once_each_held_to_its_branch(tmp_path: Path) -> None:
+    """The lead hands both branches out in one message: the two sub-agents run at the same time,
+    their hooks interleaved; each turn is made from the conversation it answers."""
+    project = ck.project(tmp_path, trees={"team.yaml": TEAM, "version.py": VERSION})
+
+    def turn(request: Request) -> Turn:
+        done = len(tool_results(request))
+        first = json.dumps(request.body["messages"][:1])  # the prompt the lead gave it
+        if "You are the sub-agent" not in said(request):
+            return _lead(done)
+        branch = "Notes" if "Branch Notes" in first else "Version"
+        return _sub(request, done, branch, project)
+
+    with AnthropicModel([turn] * 40) as model:
+        run = ck.claude(project, model, "Release it with two sub-agents at once.")
+    assert run.result["subtype"] == "success", run.result
+    assert (project / "version.py").read_text() == 'VERSION = "1.1"\n'
+    assert (project / "NOTES.md").read_text() == "# 1.1\n"
+    trace = ck.trace(project, "run.json")
+    holders = {e["name"]: e["agent"] for e in ck.kinds(trace, "claim")}
+    assert len(set(holders.values())) == 2, holders
+    answers = {e["name"]: e.get("agent") for e in ck.kinds(trace, "instruct")}
+    assert answers == holders, (answers, holders)
+    stops = [(e["name"], e.get("agent"), e["outcome"]) for e in ck.kinds(trace, "stop")]
+    assert sorted(stops) == sorted((name, agent, "refused") for name, agent in holders.items())
+    tools = {(e["tool"], e["name"], e.get("agent")) for e in ck.kinds(trace, "tool")}
+    assert ("Write", "Notes", holders["Notes"]) in tools
+    assert ("Edit", "Version", holders["Version"]) in tools
+    assert ("Edit", "Notes", holders["Notes"]) not in tools  # denied, never run
+    assert ("Write", "Version", holders["Version"]) not in tools
+    denials = [r["text"] for t in model.turns for r in tool_results(t) if r["is_error"]]
+    assert any("Edit may not run while the instruct 'Notes'" in d for d in denials), denials
+    assert any("'Version' writes only version.py" in d for d in denials), denials
+    assert ck.tether(project, "get", "run.json")["status"] == "complete"
+    assert ck.tether(project, "verify", "run.json")["ok"] is True
