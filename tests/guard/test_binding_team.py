@@ -215,3 +215,13 @@ def test_a_sub_agent_that_keeps_stopping_is_parked_at_the_cap(project: Path, run
     lead = hk.hook_json(project, hk.stop(project))
     assert lead is not None and "refused 1 of 3" in lead["reason"]
     assert Runtime().verify(run)["ok"]
+
+
+def test_with_stop_warn_a_sub_agents_stop_only_tells(project: Path, run: str) -> None:
+    config = project / ".tether" / "guard.yaml"
+    config.write_text(config.read_text() + "  stop: warn\n")
+    claimed(project, run)
+    out = hk.hook_json(project, sub_stop(project, DOCS_AGENT))
+    assert out is not None and "decision" not in out
+    assert "its open step is the instruct 'Docs'" in out["systemMessage"]
+    assert [e for e in Runtime().trace(run) if e["kind"] == "stop"] == []

@@ -208,12 +208,24 @@ def _stopped_by(
 ) -> list[tuple[Binding, dict[str, Any]]]:
     """The bound executions (`found`, from `Binder.views`) a stop meets: each running or
     unreadable one; a sub-agent's (`agent`), each running one where it holds the claim on an
-    open step, that step as its `current`."""
+    open step, that step as its `current` and only open one."""
     live = [(b, v) for b, v in found if v["status"] in (Status.RUNNING, "unreadable")]
     if agent is None:
         return live
-    held = [(b, held_by(v["open"], agent)) for b, v in live if v["status"] != "unreadable"]
-    return [(b, {"status": Status.RUNNING, "current": h[0]}) for b, h in held if h]
+    held = [(b, held_by(v["open"], agent)[:1]) for b, v in live if v["status"] != "unreadable"]
+    return [
+        (
+            b,
+            {
+                "status": Status.RUNNING,
+                "current": h[0],
+                "open": h,
+                "for_person": h[0]["type"] == RequestType.HUMAN,
+            },
+        )
+        for b, h in held
+        if h
+    ]
 
 
 def held_by(open_: list[dict[str, Any]], agent: str | None) -> list[dict[str, Any]]:
