@@ -344,3 +344,14 @@ def test_a_gemini_write_outside_the_scope_is_denied(project: Path, run: str) -> 
     shell = {"command": "echo x > lib/util.py"}
     payload = hx.gemini("BeforeTool", project, tool_name="run_shell_command", tool_input=shell)
     assert hx.answer(project, "gemini", payload).get("decision") == "deny"
+
+
+def test_the_guards_files_are_judged_from_the_harness_working_folder(
+    project: Path, run: str
+) -> None:
+    """After `cd .tether` (Claude Code keeps its shell's folder), `echo > guard.yaml` writes the
+    guard's configuration: denied like `echo > .tether/guard.yaml` from the project."""
+    folder = project / ".tether"
+    out = hk.hook_json(project, hk.pre(folder, "Bash", {"command": "echo x > guard.yaml"}))
+    why = reason(out)
+    assert why is not None and "the guard's configuration" in why

@@ -26,9 +26,10 @@ and what a bound session gets at each hook event:
   wrappers and nested commands included), a call that writes a guarded file, a `tether reset` or
   `reset_execution` (it would throw the evidence away) and `tether guard hook`. Then Tether's own
   calls run; any other must be allowed by the `tools` policy of an open step of every running
-  execution (`steptools`), and while one cannot be read only reading tools run; a call a policy
-  denies is recorded through the `deny_tool` verb (the execution's refusal log, for `tether
-  stats`).
+  execution (`steptools`) and write only inside that step's `writes` scope (`scopes`), and
+  while one cannot be read only reading tools run; a call a policy or scope denies is recorded
+  through the `deny_tool` verb (the execution's refusal log, for `tether stats`). Relative
+  paths start at the hook's `cwd` (the harness's working folder).
 - `PostToolUse`, `PostToolUseFailure`: auto-binding (by a call that did not fail; with no sign
   of success, only to the execution its answer names), then evidence: every call but Tether's
   own is recorded through the `record_tool` verb (a `tool` entry, `ok` as `claude.tool_ok` read
@@ -40,7 +41,8 @@ read and write of an execution goes through the verb layer (`tether.verbs.Runtim
 the policy matching (`steptools`), is imported only when a session is bound or a call may bind
 it, so an unbound hook stays as fast as before. Payload shapes are Claude Code's
 (https://code.claude.com/docs/en/hooks). It does not decide rules (`engine`), speak the hook
-protocol (`hooks`), read shell lines (`shell`) or match policies (`steptools`).
+protocol (`hooks`), read shell lines (`shell`), match policies (`steptools`) or judge what a
+call writes (`scopes`).
 """
 
 from __future__ import annotations
@@ -721,15 +723,18 @@ class Binder:
         write to a guarded file, a reset or the guard's own hook. Then a call runs when
         Tether's own, or when every running execution has an open step with no policy or a
         policy that allows it; while one cannot be read, only reading tools run. In strict
-        mode a call that would bind an execution outside the wall is refused, bound or not."""
+        mode a call that would bind an execution outside the wall is refused, bound or not.
+        `cwd`: the folder the harness runs the call in (the hook's `cwd`; Claude Code's shell
+        keeps the folder a `cd` went to), where relative paths start."""
         walled = self._walled(tool, params, project)
         if walled is not None:
             return walled
         record = self._record(session_id)
         bindings = self.bound(session_id, project, record)
+        here = cwd if cwd and os.path.isabs(cwd) else project  # where relative paths start
         if not bindings:
-            return self._rules_files(tool, params, project)
-        never = self._never(tool, params, project, bindings)
+            return self._rules_files(tool, params, here)
+        never = self._never(tool, params, project, bindings, here)
         if never is not None:
             return never
         from tether.guard.rules.triggers import canonical
@@ -752,10 +757,11 @@ class Binder:
         return None
 
     def _never(
-        self, tool: str, params: dict[str, Any], project: str, bindings: list[Binding]
+        self, tool: str, params: dict[str, Any], project: str, bindings: list[Binding], here: str
     ) -> str | None:
         """Why a bound session's call may never run, whatever its step allows: a person's
-        answer, a write to a guarded file, a reset, or the guard's own hook."""
+        answer, a write to a guarded file (its relative paths from `here`, the harness's
+        working folder), a reset, or the guard's own hook."""
         from tether.guard.binding.registrations import registrations
         from tether.guard.binding.steptools import SHELL_TOOLS
         from tether.guard.rules.triggers import canonical
@@ -773,7 +779,7 @@ class Binder:
                 )
         traces = [b.trace for b in bindings if b.via != _LOST]
         guarded = Guarded(traces, *self._guarded, hooks=registrations(project))
-        written = guarded.call(tool, params, project)
+        written = guarded.call(tool, params, here)
         if written is not None:
             return (
                 f"[Tether] {tool} may not write {written} while this session is bound to it: "
