@@ -236,7 +236,7 @@ DENIED = [
     ("cat <<< EOF\necho x > lib/util.py", "it writes lib/util.py, outside"),
     ("echo '<<EOF'\necho x > lib/util.py", "it writes lib/util.py, outside"),
     ("echo hi # <<EOF\necho x > lib/util.py", "it writes lib/util.py, outside"),
-    ("cat > src/x <<E\"O\"F\nbody\nEOF", "a here-document whose delimiter"),
+    ('cat > src/x <<E"O"F\nbody\nEOF', "a here-document whose delimiter"),
     ("time -o lib/util.py cat src/app.py", "time -o"),
     ("timeout -o 5 ls", "timeout -o"),
     # a link made by the line itself, then written through
