@@ -355,3 +355,13 @@ def test_the_guards_files_are_judged_from_the_harness_working_folder(
     out = hk.hook_json(project, hk.pre(folder, "Bash", {"command": "echo x > guard.yaml"}))
     why = reason(out)
     assert why is not None and "the guard's configuration" in why
+
+
+def test_a_cursor_shell_line_runs_in_its_own_folder(project: Path, run: str) -> None:
+    """Cursor gives a shell line its folder (`cwd`): `echo > x.py` there writes `src/x.py`."""
+    at_ship(run)
+    command = "echo 1 > x.py"
+    inside = hx.cursor("beforeShellExecution", project, command=command, cwd=str(project / "src"))
+    assert hx.answer(project, "cursor", inside).get("permission") != "deny"
+    outside = hx.cursor("beforeShellExecution", project, command=command, cwd=str(project))
+    assert hx.answer(project, "cursor", outside)["permission"] == "deny"

@@ -13,10 +13,11 @@ each call writes:
   edits or writes files by its name (`steptools.file_verb`), and any other tool that is not a
   reader: every path argument (`file_path`, `notebook_path`, `path`, `source`, `destination`,
   `target`);
-- a shell line, read by `shell.split` (after its here-documents' bodies are set apart): every
-  output redirection of every command, and the files of the commands it knows (`touch`, `mkdir`,
-  `rm`, `rmdir`, `truncate`, `chmod`, `tee`, `cp`, `mv`, `sed -i` with substitutions only), the
-  folders `cd` goes to followed. Commands that write nothing (`cat`, `grep`, `ls`, `git diff`,
+- a shell line (run in its `cwd` or `workdir` argument when it has one), read by `shell.split`
+  once its comments and here-documents' bodies are taken out: every output redirection of every
+  command, and the files of the commands it knows (`touch`, `mkdir`, `rm`, `rmdir`, `truncate`,
+  `chmod`, `tee`, `cp`, `mv`, `sed -i` with substitutions only), the folders `cd` goes to
+  followed. Commands that write nothing (`cat`, `grep`, `ls`, `git diff`,
   ... `_READERS`) pass. Anything else is refused, because what it writes cannot be read: any
   other program (`python`, `make`, a script), an expansion or substitution (`$X`, `$(...)`,
   backquotes, `<(...)`), brace expansion, a variable assignment before a command, a nested
@@ -155,7 +156,7 @@ def written(tool: str, params: dict[str, Any], base: str) -> list[tuple[str, str
     cannot be read."""
     name = canonical(tool)
     if name in SHELL_TOOLS:
-        command, folder = params.get("command"), params.get("cwd")
+        command, folder = params.get("command"), params.get("cwd", params.get("workdir"))
         if not isinstance(command, str):
             raise Unclear("a shell call without a command")
         at = os.path.join(base, os.path.expanduser(folder)) if isinstance(folder, str) else base
