@@ -304,10 +304,10 @@ def _redirect_targets(text: str) -> list[str]:
 
 def _refused(
     request: dict[str, Any], tool: str, params: dict[str, Any], project: str, cwd: str | None
-) -> str | None:
-    """Why one open request does not let the call run, and what its node allows: its `tools`
-    policy refuses it, or the call writes outside its `scope` (relative paths from `cwd`, the
-    harness's working folder); None when it may run."""
+) -> tuple[str, str] | None:
+    """Why one open request does not let the call run, and what its node allows instead: its
+    `tools` policy refuses it, or the call writes outside its `scope` (relative paths from
+    `cwd`, the harness's working folder); None when it may run."""
     from tether.guard.binding import scopes, steptools
 
     policy: dict[str, Any] = request.get("tools") or {}
@@ -315,16 +315,15 @@ def _refused(
     if why is not None:
         allowed = ", ".join(policy.get("allow", [])) or "every tool"
         denied = f" and denies {', '.join(policy['deny'])}" if policy.get("deny") else ""
-        return (
-            f"{why}): the tools policy of {policy['node']!r} allows {allowed}{denied}. "
-            "Use an allowed tool"
+        return why, (
+            f"the tools policy of {policy['node']!r} allows {allowed}{denied}. Use an allowed tool"
         )
     scope: dict[str, Any] = request.get("scope") or {}
     why = scopes.refusal(scope, tool, params, project, cwd) if scope else None
     if why is not None:
-        return (
-            f"{why}): {scope['node']!r} writes only {', '.join(scope['writes'])}. Write there "
-            "with a file tool or a shell command the guard can read"
+        return why, (
+            f"{scope['node']!r} writes only {', '.join(scope['writes'])}. Write there with a "
+            "file tool or a shell command the guard can read"
         )
     return None
 
@@ -819,14 +818,14 @@ class Binder:
         policy refuses it, or it writes outside its `scope` (`scopes`)."""
         refusals = []
         for request in open_:
-            why = _refused(request, tool, params, project, cwd)
-            if why is None:
+            refused = _refused(request, tool, params, project, cwd)
+            if refused is None:
                 return None
-            refusals.append((request, why))
-        request, why = refusals[0]
+            refusals.append((request, refused))
+        request, (why, instead) = refusals[0]
         return (
             f"[Tether] {tool} may not run while the {request['type']} {request['name']!r} is "
-            f"open ({why}, or finish the step and answer it through Tether first "
+            f"open ({why}): {instead}, or finish the step and answer it through Tether first "
             f"(step {request['step']} of {trace})."
         )
 

@@ -97,12 +97,11 @@ class Unclear(Exception):
     """What a call writes cannot be read: the call is refused, saying why."""
 
 
-class Scope:
-    """The globs of one scope, and the folders paths are resolved against."""
+class _Scope:
+    """The globs of one scope, relative to the project's folder as it resolves (`root`)."""
 
     def __init__(self, globs: list[str], project: str) -> None:
         self.globs = [g.removeprefix("./") for g in globs]
-        self.project = project
         self.root = os.path.realpath(project)
 
     def outside(self, path: str, base: str) -> str | None:
@@ -139,7 +138,7 @@ def refusal(
     """Why the call may not run under `scope` (what it writes outside it, or why what it
     writes cannot be read), or None when it writes only inside it. `cwd`: the folder the
     harness runs the call in (the hook's `cwd`), else the project."""
-    judged = Scope(list(scope.get("writes", [])), project)
+    judged = _Scope(list(scope.get("writes", [])), project)
     base = cwd if cwd and os.path.isabs(cwd) else project
     try:
         for path, at in written(tool, params, base):
