@@ -365,3 +365,12 @@ def test_a_cursor_shell_line_runs_in_its_own_folder(project: Path, run: str) -> 
     assert hx.answer(project, "cursor", inside).get("permission") != "deny"
     outside = hx.cursor("beforeShellExecution", project, command=command, cwd=str(project))
     assert hx.answer(project, "cursor", outside)["permission"] == "deny"
+
+
+def test_the_context_names_the_files_the_step_may_write(project: Path, run: str) -> None:
+    at_ship(run)
+    out = hk.hook_json(project, hk.prompt(project, "Go on."))
+    assert out is not None
+    context = out["hookSpecificOutput"]["additionalContext"]
+    assert "Current request: instruct 'Ship'" in context
+    assert "Write only src/** while it is open (the writes of 'Ship')." in context

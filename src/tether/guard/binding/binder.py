@@ -302,6 +302,14 @@ def _redirect_targets(text: str) -> list[str]:
     ]
 
 
+def _scope_line(scope: dict[str, Any] | None) -> str:
+    """What the context says of a request's file scope (nothing without one)."""
+    if not scope:
+        return ""
+    globs = ", ".join(scope["writes"])
+    return f"Write only {globs} while it is open (the writes of {scope['node']!r})."
+
+
 def _refused(
     request: dict[str, Any], tool: str, params: dict[str, Any], project: str, cwd: str | None
 ) -> tuple[str, str] | None:
@@ -662,6 +670,7 @@ class Binder:
                 if current["type"] == RequestType.HUMAN
                 else "Answer it through Tether (MCP eval/submit or the tether command, with the "
                 "step token) before you stop; the hooks refuse a stop while it is open.",
+                _scope_line(current.get("scope")),
             ]
         if others:
             lines.append(
