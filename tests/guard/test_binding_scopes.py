@@ -227,6 +227,11 @@ DENIED = [
     ("git checkout -- lib/util.py", "git checkout may write files"),
     ("git diff --output=lib/diff.txt", "an option that writes a file"),
     ("sort -o lib/util.py src/app.py", "an option that writes a file"),
+    ("sort -ro lib/util.py src/app.py", "an option that writes a file"),
+    ("git diff --ext-diff", "an option that writes a file or runs a program"),
+    ("rg --pre ./evil x src", "an option that writes a file or runs a program"),
+    ("less -o lib/util.py src/app.py", "less is a program"),
+    ("tree -R -H . src", "tree is a program"),
     ("ln -s /etc src/etc", "ln is a program"),
     ("cp -s /etc/passwd src/p", "the guard reads only plain copies"),
     ("cp -t src lib/util.py", "the guard reads only plain copies"),
@@ -374,3 +379,29 @@ def test_the_context_names_the_files_the_step_may_write(project: Path, run: str)
     context = out["hookSpecificOutput"]["additionalContext"]
     assert "Current request: instruct 'Ship'" in context
     assert "Write only src/** while it is open (the writes of 'Ship')." in context
+
+
+@pytest.mark.parametrize(
+    ("globs", "path", "inside"),
+    [
+        (["src/**"], "src", True),
+        (["src/**"], "src/a/b.py", True),
+        (["src/**"], "srcx/a.py", False),
+        (["src/*.py"], "src/a.py", True),
+        (["src/*.py"], "src/pkg/a.py", False),
+        (["src/**/test_*.py"], "src/test_a.py", True),
+        (["src/**/test_*.py"], "src/a/b/test_a.py", True),
+        (["src/**/test_*.py"], "src/a/b/a.py", False),
+        (["**/*.md"], "README.md", True),
+        (["**/*.md"], "docs/a/b.md", True),
+        (["CHANGELOG.md"], "docs/CHANGELOG.md", False),  # relative to the project, not a name
+        (["**"], "any/thing", True),
+        (["**"], "../outside", False),
+    ],
+)
+def test_a_scopes_globs(tmp_path: Path, globs: list[str], path: str, inside: bool) -> None:
+    """The globs alone (no hook): what each holds, relative to the project."""
+    from tether.guard.binding.scopes import refusal
+
+    why = refusal({"writes": globs, "node": "N"}, "Write", {"file_path": path}, str(tmp_path), None)
+    assert (why is None) == inside, why

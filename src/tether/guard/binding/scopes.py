@@ -54,11 +54,11 @@ _CD_LIMIT = 16
 # apart: `sort -o`, `git ... --output`).
 _READERS = frozenset(
     (
-        *("cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg", "ls", "tree", "stat"),
+        *("cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg", "ls", "stat"),
         *("diff", "cmp", "comm", "cut", "tr", "nl", "fold", "rev", "column", "sort"),
         *("echo", "printf", "true", "false", "pwd", "test", "[", "which", "type", "basename"),
         *("dirname", "realpath", "readlink", "sha1sum", "sha256sum", "md5sum", "du", "df"),
-        *("date", "env", "printenv", "whoami", "id", "uname", "jq", "less", "more", "sleep"),
+        *("date", "env", "printenv", "whoami", "id", "uname", "jq", "sleep"),
         *("find", "git", "seq", "expr", "od", "hexdump", "strings"),
     )
 )
@@ -78,9 +78,13 @@ _GIT_READS = frozenset(
 _FIND_WRITES = frozenset(
     {"-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf", "-fls"}
 )
-# Options that make a reader write a file or run a program (`sort -o`, `git diff --output`,
-# `tree -o`, `rg --pre`, `git grep -O`, `sort --compress-program`).
-_OUTPUT_OPTION = re.compile(r"^(?:-[oO].*|--output.*|--pre(?:=.*)?|--open-files.*|--compress.*)$")
+# Options that make a reader write a file or run a program: `sort -o FILE`, `-T DIR`,
+# `--compress-program`; `git diff --output=FILE`, `--ext-diff`, `git grep -O CMD`; `rg --pre CMD`.
+_WRITING_OPTIONS = {
+    "sort": re.compile(r"^(?:-[^-]*[oT].*|--output.*|--temporary.*|--compress.*)$"),
+    "git": re.compile(r"^(?:-[^-]*O.*|--output.*|--open-files.*|--ext-diff)$"),
+    "rg": re.compile(r"^--(?:pre|hostname-bin).*$"),
+}
 _SYSTEM_BINS = ("/bin/", "/usr/bin/", "/usr/local/bin/")
 _NOT_FILES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
 _HEREDOC = re.compile(r"<<(-?)[ \t]*(['\"]?)([A-Za-z0-9_.-]+)\2(?=[\s;&|<>)]|$)")
@@ -127,9 +131,12 @@ class _Scope:
 
 
 def _covers(pattern: str, relative: str) -> bool:
+    """Whether a scope's glob holds a path: `dir/**` also holds `dir`, and `**/` also stands
+    for no folder at all (`src/**/test_*.py` holds `src/test_a.py`)."""
     if pattern.endswith("/**") and relative == pattern[:-3]:
         return True
-    return glob_match(pattern, relative, slash=False)
+    bare = pattern.replace("/**/", "/").removeprefix("**/")
+    return any(glob_match(p, relative, slash=False) for p in {pattern, bare})
 
 
 def refusal(
@@ -368,7 +375,8 @@ def _reads_only(name: str, args: list[str]) -> None:
             raise Unclear(f"git {sub} may write files".strip())
     if name == "find" and not _FIND_WRITES.isdisjoint(args):
         raise Unclear("find with an action that writes or runs a command")
-    if name in ("sort", "git", "tree", "rg") and any(_OUTPUT_OPTION.match(a) for a in args):
+    risky = _WRITING_OPTIONS.get(name)
+    if risky is not None and any(risky.match(a) for a in args):
         raise Unclear(f"{name} with an option that writes a file or runs a program")
     if name == "env" and args:
         raise Unclear("env running a command")
