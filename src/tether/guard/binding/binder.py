@@ -174,8 +174,6 @@ _LOST = "lost"
 # What the agent's tools may not run while bound: a reset throws the trace (its `stop` and `tool`
 # evidence) away, and the guard's own hook takes events only from the harness.
 _NOT_THE_AGENTS = {"reset": "tether reset", "guard": "tether guard"}
-_READ_TOOLS = frozenset({"read", "glob", "grep", "ls", "notebookread"})
-_PATH_KEYS = ("file_path", "notebook_path", "path", "source", "destination", "target")
 # Commands that may name a guarded file without writing it (and Tether itself, whose writes are
 # its answers); `rm`/`mv` of a folder holding one count as writing it.
 _READERS = frozenset(
@@ -411,15 +409,15 @@ class Guarded:
     def call(self, tool: str, params: dict[str, Any], project: str) -> str | None:
         """What guarded file the call would write, or None: a file tool's path, or a shell
         line's output redirection or a command's argument (bar commands that only read)."""
+        from tether.guard.rules.state import WRITTEN_KEYS, reads_only
         from tether.guard.rules.triggers import bare
 
         command = params.get("command")
-        name = bare(tool)
-        if name == "bash" and isinstance(command, str):
+        if bare(tool) == "bash" and isinstance(command, str):
             return self._line(command, project)
-        if name in _READ_TOOLS or name.startswith(("read", "list", "search", "get")):
+        if reads_only(tool):
             return None
-        for key in _PATH_KEYS:
+        for key in WRITTEN_KEYS:
             value = params.get(key)
             found = self.what(value, project) if isinstance(value, str) and value else None
             if found:
@@ -745,11 +743,12 @@ class Binder:
         never = self._never(tool, params, project, bindings, here)
         if never is not None:
             return never
+        from tether.guard.rules.state import READ_TOOLS
         from tether.guard.rules.triggers import canonical
 
         if self.own(tool, params, project):
             return None
-        reading = canonical(tool) in _READ_TOOLS
+        reading = canonical(tool) in READ_TOOLS
         for binding, view in self.views(session_id, project, record):
             if view["status"] == "unreadable":
                 if reading:

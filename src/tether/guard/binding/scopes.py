@@ -42,12 +42,10 @@ from typing import Any
 from tether.files import is_inside
 from tether.guard.binding.steptools import SHELL_TOOLS, file_verb, glob_match
 from tether.guard.rules import shell
-from tether.guard.rules.triggers import bare, canonical
+from tether.guard.rules.state import WRITTEN_KEYS, reads_only
+from tether.guard.rules.triggers import canonical
 
-PATH_KEYS = ("file_path", "notebook_path", "path", "source", "destination", "target")
 _WRITE_TOOLS = frozenset({"write", "edit", "notebookedit"})
-_READ_TOOLS = frozenset({"read", "glob", "grep", "ls", "notebookread"})
-_READ_PREFIXES = ("read", "list", "search", "get")
 _GLOB_LIMIT = 1000  # files of one glob looked at
 _CD_LIMIT = 16
 # Commands that write no file whatever their arguments (their output options are handled
@@ -168,11 +166,9 @@ def written(tool: str, params: dict[str, Any], base: str) -> list[tuple[str, str
         at = os.path.join(base, os.path.expanduser(folder)) if isinstance(folder, str) else base
         return _Line(at).read(command)
     verb = file_verb(tool)
-    if bare(tool) in _READ_TOOLS or verb == "read":
+    if verb == "read" or (verb is None and reads_only(tool)):
         return []
-    if bare(tool).startswith(_READ_PREFIXES) and verb is None:
-        return []
-    found = [(params[k], base) for k in PATH_KEYS if isinstance(params.get(k), str)]
+    found = [(params[k], base) for k in WRITTEN_KEYS if isinstance(params.get(k), str)]
     if not found and (name in _WRITE_TOOLS or verb is not None):
         raise Unclear(f"{tool} names no file")
     return [(path, at) for path, at in found if path]
