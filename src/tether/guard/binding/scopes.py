@@ -84,7 +84,6 @@ _WRITING_OPTIONS = {
     "rg": re.compile(r"^--(?:pre|hostname-bin).*$"),
 }
 _SYSTEM_BINS = ("/bin/", "/usr/bin/", "/usr/local/bin/")
-_NOT_FILES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
 _HEREDOC = re.compile(r"<<(-?)[ \t]*(['\"]?)([A-Za-z0-9_.-]+)\2(?=[\s;&|<>)]|$)")
 _BRACES = re.compile(r"\{[^{}]*(?:,|\.\.)[^{}]*\}")
 # A `sed` script of substitutions only: `s/a/b/g`, with any delimiter, `;`-separated, an
@@ -192,7 +191,7 @@ class _Line:
         if commands is None:
             raise Unclear("its quotes do not close")
         for command in commands:
-            targets = _redirected(command.redirections)
+            targets = shell.redirected(command.redirections)
             words = _unwrapped(command.words)
             name = _program(words[0]) if words else ""
             if name in ("cd", "pushd"):
@@ -323,19 +322,6 @@ def _opaque(line: str) -> None:
         plain.append(" " if quote else ch)
     if _BRACES.search("".join(plain)):
         raise Unclear("a brace expansion")
-
-
-def _redirected(redirections: list[str]) -> list[str]:
-    """The files a command's redirections write (a descriptor's copy and `/dev/null` none)."""
-    out = []
-    for op, target in itertools.pairwise(redirections):
-        if ">" not in op or op not in shell.REDIRECTIONS:
-            continue
-        if op.endswith("&") and (target.isdigit() or target == "-"):
-            continue
-        if target not in _NOT_FILES:
-            out.append(target)
-    return out
 
 
 def _unwrapped(words: list[str]) -> list[str]:
