@@ -6,7 +6,10 @@ shapes; each call is one an agent would try to write outside its scope."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -112,6 +115,14 @@ def test_a_write_outside_the_scope_is_denied_and_named(project: Path, run: str) 
     inside = write(project, str(project / "src" / "app.py"))
     assert hk.hook_json(project, inside) is None
     assert (project / "lib" / "util.py").read_text() == "x = 1\n"  # the hook wrote nothing
+    stats = subprocess.run(
+        [sys.executable, "-m", "tether.cli.main", "stats", str(project / "runs"), "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    actions = json.loads(stats.stdout)["trees"][0]["actions"]
+    assert {a["name"]: a["tools_denied"] for a in actions}.get("Ship") == 1  # counted, once
 
 
 def test_a_step_without_a_scope_writes_anywhere(project: Path, run: str) -> None:
