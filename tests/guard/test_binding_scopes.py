@@ -360,6 +360,10 @@ def test_a_gemini_write_outside_the_scope_is_denied(project: Path, run: str) -> 
     shell = {"command": "echo x > lib/util.py"}
     payload = hx.gemini("BeforeTool", project, tool_name="run_shell_command", tool_input=shell)
     assert hx.answer(project, "gemini", payload).get("decision") == "deny"
+    for folder, decision in (("src", None), ("lib", "deny")):  # the folder it names (dir_path)
+        shell = {"command": "echo x > new.py", "dir_path": folder}
+        payload = hx.gemini("BeforeTool", project, tool_name="run_shell_command", tool_input=shell)
+        assert hx.answer(project, "gemini", payload).get("decision") == decision, folder
 
 
 def test_the_guards_files_are_judged_from_the_harness_working_folder(
