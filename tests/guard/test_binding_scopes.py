@@ -420,3 +420,12 @@ def test_a_scopes_globs(tmp_path: Path, globs: list[str], path: str, inside: boo
 
     why = refusal({"writes": globs, "node": "N"}, "Write", {"file_path": path}, str(tmp_path), None)
     assert (why is None) == inside, why
+
+
+def test_a_shell_calls_own_folder_holds_the_guards_files_too(project: Path, run: str) -> None:
+    """Gemini CLI names the folder a shell line runs in (`dir_path`): `echo > guard.yaml` in
+    `.tether` writes the guard's configuration, denied whatever the step."""
+    shell = {"command": "echo x > guard.yaml", "dir_path": ".tether"}
+    payload = hx.gemini("BeforeTool", project, tool_name="run_shell_command", tool_input=shell)
+    out = hx.answer(project, "gemini", payload)
+    assert out.get("decision") == "deny" and "the guard's configuration" in out["reason"], out

@@ -409,12 +409,12 @@ class Guarded:
     def call(self, tool: str, params: dict[str, Any], project: str) -> str | None:
         """What guarded file the call would write, or None: a file tool's path, or a shell
         line's output redirection or a command's argument (bar commands that only read)."""
-        from tether.guard.rules.state import WRITTEN_KEYS, reads_only
+        from tether.guard.rules.state import WRITTEN_KEYS, reads_only, shell_folder
         from tether.guard.rules.triggers import bare
 
         command = params.get("command")
         if bare(tool) == "bash" and isinstance(command, str):
-            return self._line(command, project)
+            return self._line(command, shell_folder(params, project))
         if reads_only(tool):
             return None
         for key in WRITTEN_KEYS:

@@ -13,7 +13,7 @@ each call writes:
   edits or writes files by its name (`steptools.file_verb`), and any other tool that is not a
   reader: every path argument (`file_path`, `notebook_path`, `path`, `source`, `destination`,
   `target`);
-- a shell line (run in the folder its call names, `_FOLDER_KEYS`, when it names one), read by
+- a shell line (run in the folder its call names, `state.shell_folder`, when it names one), read by
   `shell.split` once its comments and here-documents' bodies are taken out: every output
   redirection of every
   command, and the files of the commands it knows (`touch`, `mkdir`, `rm`, `rmdir`, `truncate`,
@@ -43,13 +43,10 @@ from typing import Any
 from tether.files import is_inside
 from tether.guard.binding.steptools import SHELL_TOOLS, file_verb, glob_match
 from tether.guard.rules import shell
-from tether.guard.rules.state import WRITTEN_KEYS, reads_only
+from tether.guard.rules.state import WRITTEN_KEYS, reads_only, shell_folder
 from tether.guard.rules.triggers import canonical
 
 _WRITE_TOOLS = frozenset({"write", "edit", "notebookedit"})
-# Where a shell call says it runs (Cursor's and Qwen Code's `cwd`, Codex's `workdir`, Gemini
-# CLI's `dir_path`, which its adapter hands on as `path`), relative to the hook's `cwd`.
-_FOLDER_KEYS = ("cwd", "workdir", "dir_path", "directory", "path")
 _GLOB_LIMIT = 1000  # files of one glob looked at
 _CD_LIMIT = 16
 # Commands that write no file whatever their arguments (their output options are handled
@@ -166,9 +163,7 @@ def written(tool: str, params: dict[str, Any], base: str) -> list[tuple[str, str
         command = params.get("command")
         if not isinstance(command, str):
             raise Unclear("a shell call without a command")
-        folder = next((params[k] for k in _FOLDER_KEYS if isinstance(params.get(k), str)), "")
-        at = os.path.join(base, os.path.expanduser(folder))
-        return _Line(at).read(command)
+        return _Line(shell_folder(params, base)).read(command)
     verb = file_verb(tool)
     if verb == "read" or (verb is None and reads_only(tool)):
         return []

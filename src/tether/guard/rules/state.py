@@ -1,11 +1,11 @@
 """Per-session state: what is tracked, and the fold of a session's events into it.
 
 Owns: the compiled `state_tracking` (sets, counters, flags and which tools touch them), the target
-of a call (and, for the binding, which tools only read and where a writing tool names its files:
-`reads_only`, `WRITTEN_KEYS`), the `SessionState` snapshot and the events that change it. The
-state is a pure fold over an append-only list of events, so a session can be rebuilt by
-replaying its log. It does not decide anything (that is the engine) and does not persist
-anything (that is the session store).
+of a call (and, for the binding, which tools only read, where a writing tool names its files and
+where a shell call runs: `reads_only`, `WRITTEN_KEYS`, `shell_folder`), the `SessionState`
+snapshot and the events that change it. The state is a pure fold over an append-only list of
+events, so a session can be rebuilt by replaying its log. It does not decide anything (that
+is the engine) and does not persist anything (that is the session store).
 
 Events (plain JSON objects):
 
@@ -51,6 +51,18 @@ def reads_only(tool: str) -> bool:
 # The arguments a tool that writes names the files it writes in (a file tool's, another
 # server's `write_file` or `move_file`): read by the binding's guarded files and file scopes.
 WRITTEN_KEYS = ("file_path", "notebook_path", "path", "source", "destination", "target")
+# Where a shell call says it runs (Cursor's and Qwen Code's `cwd`, Codex's `workdir`, Gemini
+# CLI's `dir_path`, which its adapter hands on as `path`).
+_SHELL_FOLDER_KEYS = ("cwd", "workdir", "dir_path", "directory", "path")
+
+
+def shell_folder(params: dict[str, Any], base: str) -> str:
+    """The folder a shell call runs its line in: the one its arguments name, relative to `base`
+    (the hook's working folder), else `base`."""
+    named = (params[k] for k in _SHELL_FOLDER_KEYS if isinstance(params.get(k), str))
+    return os.path.join(base, os.path.expanduser(next(named, "")))
+
+
 HISTORY_LIMIT = 50
 VIOLATION_LIMIT = 50
 
