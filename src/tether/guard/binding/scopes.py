@@ -13,12 +13,11 @@ each call writes:
   edits or writes files by its name (`steptools.file_verb`), and any other tool that is not a
   reader: every path argument (`file_path`, `notebook_path`, `path`, `source`, `destination`,
   `target`);
-- a shell line (run in the folder its call names, `state.shell_folder`, when it names one), read by
+- a shell line (in the folder its call names, else the hook's: `state.shell_folder`), read by
   `shell.split` once its comments and here-documents' bodies are taken out: every output
-  redirection of every
-  command, and the files of the commands it knows (`touch`, `mkdir`, `rm`, `rmdir`, `truncate`,
-  `chmod`, `tee`, `cp`, `mv`, `sed -i` with substitutions only), the folders `cd` goes to
-  followed. Commands that write nothing (`cat`, `grep`, `ls`, `git diff`,
+  redirection of every command, and the files of the commands it knows (`touch`, `mkdir`,
+  `rm`, `rmdir`, `truncate`, `chmod`, `tee`, `cp`, `mv`, `sed -i` with substitutions only), the
+  folders `cd` goes to followed. Commands that write nothing (`cat`, `grep`, `ls`, `git diff`,
   ... `_READERS`) pass. Anything else is refused, because what it writes cannot be read: any
   other program (`python`, `make`, a script), an expansion or substitution (`$X`, `$(...)`,
   backquotes, `<(...)`), brace expansion, a variable assignment before a command, a nested
@@ -163,7 +162,7 @@ def written(tool: str, params: dict[str, Any], base: str) -> list[tuple[str, str
         command = params.get("command")
         if not isinstance(command, str):
             raise Unclear("a shell call without a command")
-        return _Line(shell_folder(params, base)).read(command)
+        return _Line([shell_folder(params, base)]).read(command)
     verb = file_verb(tool)
     if verb == "read" or (verb is None and reads_only(tool)):
         return []
@@ -178,8 +177,8 @@ class _Line:
     `cd DIR &&` the chain runs in DIR; anywhere else `cd` may have failed or run in a subshell,
     so the folder before it counts too."""
 
-    def __init__(self, base: str) -> None:
-        self.bases = [base]
+    def __init__(self, bases: list[str]) -> None:
+        self.bases = bases
         self.before: list[str] = []  # the folders before a `cd DIR &&`, back when its chain ends
         self.made: list[str] = []  # paths written by a command other than `mkdir`
         self.out: list[tuple[str, str]] = []

@@ -58,7 +58,8 @@ _SHELL_FOLDER_KEYS = ("cwd", "workdir", "dir_path", "directory", "path")
 
 def shell_folder(params: dict[str, Any], base: str) -> str:
     """The folder a shell call runs its line in: the one its arguments name, relative to `base`
-    (the hook's working folder), else `base`."""
+    (the hook's working folder), else `base`. (Claude Code refuses an argument its tool does
+    not take before any hook runs, so a model cannot name a folder its shell does not use.)"""
     named = (params[k] for k in _SHELL_FOLDER_KEYS if isinstance(params.get(k), str))
     return os.path.join(base, os.path.expanduser(next(named, "")))
 
