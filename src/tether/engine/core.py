@@ -84,7 +84,6 @@ from tether.engine.ticking import (
     node_at,
     reads_tools,
     tool_policy,
-    write_scope,
 )
 from tether.engine.trace import tool_records, tools_since
 
@@ -132,5 +131,4 @@ __all__ = [
     "tool_records",
     "tools_since",
     "waits_on_person",
-    "write_scope",
 ]
