@@ -85,7 +85,6 @@ from tether.engine.ticking import (
     node_at,
     reads_tools,
     tool_policy,
-    write_scope,
 )
 from tether.engine.trace import tool_records, tools_since
 
@@ -134,5 +133,4 @@ __all__ = [
     "tool_records",
     "tools_since",
     "waits_on_person",
-    "write_scope",
 ]
