@@ -61,13 +61,18 @@ _READERS = frozenset(
     )
 )
 # Wrappers that only run the command after them: (their options that take a value, their other
-# options); any other option is not read (`/usr/bin/time -o FILE` writes FILE).
-_WRAPPERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    "command": (frozenset(), frozenset({"-p"})),
-    "builtin": (frozenset(), frozenset()),
-    "time": (frozenset(), frozenset({"-p"})),
-    "nice": (frozenset({"-n"}), frozenset()),
-    "timeout": (frozenset({"-s", "-k"}), frozenset({"--foreground", "--preserve-status", "-v"})),
+# options, how many arguments precede the command); any other option is not read
+# (`/usr/bin/time -o FILE` writes FILE).
+_WRAPPERS: dict[str, tuple[frozenset[str], frozenset[str], int]] = {
+    "command": (frozenset(), frozenset({"-p"}), 0),
+    "builtin": (frozenset(), frozenset(), 0),
+    "time": (frozenset(), frozenset({"-p"}), 0),
+    "nice": (frozenset({"-n"}), frozenset(), 0),
+    "timeout": (
+        frozenset({"-s", "-k"}),
+        frozenset({"--foreground", "--preserve-status", "-v"}),
+        1,  # the duration
+    ),
 }
 _SKIPPED = frozenset({"{", "}", "!", "if", "then", "else", "elif", "fi", "do", "done", "while"})
 _GIT_READS = frozenset(
@@ -336,13 +341,13 @@ def _unwrapped(words: list[str]) -> list[str]:
                 raise Unclear(f"{word} sets the environment of the command it runs")
             return []
         elif word in _WRAPPERS:
-            valued, flags = _WRAPPERS[word]
+            valued, flags, positional = _WRAPPERS[word]
             i += 1
             while i < len(words) and words[i].startswith("-"):
                 if words[i] not in valued | flags:
                     raise Unclear(f"{word} {words[i]}")
                 i += 2 if words[i] in valued else 1
-            i += 1 if word == "timeout" else 0  # the duration
+            i += positional
         else:
             break
     return words[i:]
