@@ -1,18 +1,15 @@
-"""The pure semantics of a running tree: the engine's public face.
+"""The engine's public face: the names the rest of Tether (verbs, replay, guard, viewer,
+treetest, tests) imports from the pure engine, so that no caller depends on how it is split.
 
-Owns: nothing of its own; it re-exports the names the rest of Tether imports from the engine
-(verbs, replay, guard, viewer, treetest, tests), so no caller depends on how the engine is split:
-- `tether.engine.names`: node results, execution statuses, phases and frame keys, named once;
-- `tether.engine.answers`: the answer classes and `Outcome`;
-- `tether.engine.applying`: `apply`, which dispatches each answer to what it does, with the trace
-  entries it produces and the response it returns;
-- `tether.engine.phases`: the phase machine (protocol gate, performing/idle, `current`, and the
-  selection of the open request an answer targets);
-- `tether.engine.deadlines`: a human step's deadline, and the open steps past theirs (`expired`);
-- `tether.engine.trace`: the one builder of a trace entry, and what checks see of `TOOLS`;
-- `tether.engine.closing`: what an action needs before it may finish (writes, checks);
-- `tether.engine.ticking`: the node semantics (entering and finishing nodes, composites, the
-  modifiers `retries`, `optional`, `when`, `for_each`, `repeat`, `invert`).
+Owns nothing of its own. It re-exports:
+- the answer classes and `Outcome` (`tether.engine.answers`) and `apply`, which dispatches each
+  answer to what it does (`tether.engine.applying`);
+- node results, execution statuses, phases and frame keys (`tether.engine.names`);
+- the phase machine's questions (`current`, `all_open`, `waits_on_person`, `initial_state`:
+  `tether.engine.phases`) and the open steps past their deadline (`expired`:
+  `tether.engine.deadlines`);
+- what checks see of `TOOLS` (`tether.engine.trace`) and the node semantics' helpers
+  (`tether.engine.ticking`).
 Every function is pure: it takes the normalised tree (`tether.tree`'s `data` dict), the execution
 state and an answer, and returns a new state, a response and the new trace entries. There is no
 I/O and no clock: the caller passes `now`.
@@ -78,7 +75,6 @@ from tether.engine.phases import (
 )
 from tether.engine.ticking import (
     Condition,
-    Ticker,
     default_condition,
     default_list,
     node_at,
@@ -86,9 +82,6 @@ from tether.engine.ticking import (
     tool_policy,
 )
 from tether.engine.trace import tool_records, tools_since
-
-# `_Ticker` stays reachable under its former name (a viewer test watches its `run`).
-_Ticker = Ticker
 
 __all__ = [
     "PERSON_NOTE",
@@ -117,7 +110,6 @@ __all__ = [
     "Timeout",
     "ToolCall",
     "VarWrite",
-    "_Ticker",
     "all_open",
     "apply",
     "current",
