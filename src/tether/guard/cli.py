@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tether.command.args import Command, Parsed, parse
-from tether.command.output import Handler, emit, emit_error, run_family
+from tether.command.output import Handler, emit, emit_error, run_family, show
 from tether.errors import EXIT_OK, TetherError
 from tether.guard.harness.failsafe import DEFAULT_DEADLINE
 from tether.guard.rules.plan import CONFIG_ENV, DEFAULT_CONFIG, find_config
@@ -608,17 +608,13 @@ def cmd_doctor(p: Parsed) -> int:
     if "--fix" in p.flags:
         findings = repair(project, findings)
     left = [f for f in findings if f.severity == "problem" and not f.fixed]
-    if "--json" in p.flags:
-        emit(
-            {
-                "project": str(root),
-                "config": config,
-                "ok": not left,
-                "findings": [f.to_dict() for f in findings],
-            }
-        )
-    else:
-        sys.stdout.write(report(project, findings))
+    found = {
+        "project": str(root),
+        "config": config,
+        "ok": not left,
+        "findings": [f.to_dict() for f in findings],
+    }
+    show(p, found, lambda f: report(project, findings))
     return EXIT_INVALID if left else EXIT_OK
 
 
@@ -637,12 +633,7 @@ def cmd_test(p: Parsed) -> int:
 def cmd_harnesses(p: Parsed) -> int:
     from tether.guard.harness.capabilities import render, shipped
 
-    table = shipped()
-    if "--json" in p.flags:
-        emit(table)
-    else:
-        sys.stdout.write(render(table))
-    return EXIT_OK
+    return show(p, shipped(), render)
 
 
 COMMANDS: dict[str, tuple[Command, Handler]] = {
