@@ -239,9 +239,10 @@ def test_statuses_agree_with_the_engines_finished_nodes(
     records: list[dict[str, str]] = []
     run = Ticker.run
 
-    def spying(self: Ticker) -> None:
+    def spying(self: Ticker) -> Ticker:
         run(self)
         records.append(dict(self.finished))
+        return self
 
     w = Walk(t)
     timeline = Timeline(t, w.state)
