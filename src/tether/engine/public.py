@@ -44,25 +44,8 @@ own action's attempt; the state only keeps where that attempt's calls begin.
 
 from __future__ import annotations
 
-from tether.engine.answers import (
-    PERSON_NOTE,
-    SUBMIT_STATUSES,
-    Answer,
-    Claim,
-    Close,
-    Eval,
-    Human,
-    Independent,
-    Jump,
-    Outcome,
-    Reset,
-    Stop,
-    Submit,
-    Think,
-    Timeout,
-    ToolCall,
-    VarWrite,
-)
+from tether.engine import answers
+from tether.engine.answers import *  # noqa: F403 (every answer class, `answers.__all__`)
 from tether.engine.applying import apply
 from tether.engine.deadlines import expired
 from tether.engine.names import Key, Kind, Phase, Reply, RequestType, Result, Status
@@ -84,32 +67,16 @@ from tether.engine.ticking import (
 from tether.engine.trace import tool_records, tools_since
 
 __all__ = [
-    "PERSON_NOTE",
+    *answers.__all__,
     "SCHEMA_VERSION",
-    "SUBMIT_STATUSES",
-    "Answer",
-    "Claim",
-    "Close",
     "Condition",
-    "Eval",
-    "Human",
-    "Independent",
-    "Jump",
     "Key",
     "Kind",
-    "Outcome",
     "Phase",
     "Reply",
     "RequestType",
-    "Reset",
     "Result",
     "Status",
-    "Stop",
-    "Submit",
-    "Think",
-    "Timeout",
-    "ToolCall",
-    "VarWrite",
     "all_open",
     "apply",
     "current",
