@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from tether.engine import public as engine
 from tether.tree.canonical import tree_hash
@@ -102,18 +102,21 @@ def document(
     return {"name": name, "version": version, "state": state, "tree": root}
 
 
-def tree(
-    root: Node,
-    *,
-    name: str = "tree",
-    version: str = "1",
-    var: dict[str, Any] | None = None,
-    const: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The tree with `root`, checked as a tree file is and normalised (what `Walk` and the
-    engine run); a mistake is `invalid_tree` (or `invalid_expression`), naming where it is."""
-    built = document(root, name=name, version=version, var=var, const=const)
-    return normalise(built, f"the tree {name!r} built in code")
+class Fields(TypedDict, total=False):
+    """What a tree document holds besides its root (`document`'s keywords)."""
+
+    name: str
+    version: str
+    var: dict[str, Any] | None
+    const: dict[str, Any] | None
+
+
+def tree(root: Node, **fields: Unpack[Fields]) -> dict[str, Any]:
+    """The tree with `root` and `fields` (as `document` takes them), checked as a tree file is
+    and normalised (what `Walk` and the engine run); a mistake is `invalid_tree` (or
+    `invalid_expression`), naming where it is."""
+    built = document(root, **fields)
+    return normalise(built, f"the tree {built['name']!r} built in code")
 
 
 class Walk:
