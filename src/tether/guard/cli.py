@@ -26,12 +26,11 @@ from typing import Any
 from tether.command.args import Command, Parsed, parse
 from tether.command.output import Handler, emit, emit_error, run_family, show
 from tether.errors import EXIT_OK, TetherError
-from tether.guard.harness.failsafe import DEFAULT_DEADLINE
+from tether.guard.harness.failsafe import DEFAULT_DEADLINE, ON_ERROR
 from tether.guard.rules.plan import CONFIG_ENV, DEFAULT_CONFIG, find_config
 
 DEFAULT_PORT = 8977
 DEFAULT_LIMIT = 50
-ON_ERROR = ("block", "allow")
 AGENTS = ("claude", "codex", "gemini", "cursor", "copilot", "qwen", "droid", "opencode")
 
 _CONFIG_HELP = (
