@@ -20,16 +20,8 @@ tree format (`tether.tree`), or argument parsing (the CLI and MCP edges).
 State layout (a plain JSON dict; the store persists it as is):
 - `runtime` maps a node key ("" for the root, "0.2" for the third child of the first child) to a
   frame, only for nodes that are entered and not finished, so a step costs O(depth), whatever the
-  tree's size: `i` current child (sequence/selector), `res` child results (parallel), `k` step
-  index, `o` the trace seq at which the open step was opened, `w` var paths written while it was
-  open, `x` a failure waiting to propagate (action), `r` retries used (any node), `t` the seq of
-  the first tool call recorded during this attempt of an action whose checks read `TOOLS`, `d`
-  when its open human step stops waiting (a step with a `timeout`: the time of the answer that
-  opened it, plus the timeout; its request carries it as `deadline`, with `on_timeout`); a
-  loop adds `e` the items of a `for_each` (its list as evaluated on entry) with `n` the index of
-  the current one, and `p` the runs of a `repeat` done. A new run keeps the keys of the loops
-  outside it (`LEVELS`) and starts the rest afresh. These keys, the statuses and the phases are
-  named in `tether.engine.names`.
+  tree's size. A frame's keys are `tether.engine.names.Key` (each says what it holds); a new run
+  keeps the keys of the loops outside it (`LEVELS`) and starts the rest afresh.
 - `open` is the list of open requests in declaration order; `next` returns the first.
 - `seq` is the next trace sequence number; it never goes back, not even across a reset.
 - `stops` (only while non-zero) counts the `stop` entries refused in a row since the last answer.
