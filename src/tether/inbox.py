@@ -16,12 +16,12 @@ It does not decide anything about an execution, nor record anything.
 
 from __future__ import annotations
 
-import shlex
 import time
 from typing import Any
 
 from tether.engine.names import Key, Kind, Reply, RequestType, Status
 from tether.engine.trace import node_key
+from tether.person import command_line
 from tether.store import path_of, scheme_of, store_for
 from tether.store.tally import millis, stamp
 
@@ -79,7 +79,7 @@ def raised(
         if entry["kind"] == Kind.TIMEOUT:
             events.append({"event": "timeout", **at, "on_timeout": entry.get("on_timeout")})
         elif entry["kind"] == Kind.STOP and entry.get("outcome") == Reply.PARKED:
-            resume = shlex.join(("tether", "resume", trace))
+            resume = command_line("tether", "resume", trace)
             events.append({"event": "parked", **at, "reason": entry.get("note"), "resume": resume})
     if before.get("status") == Status.RUNNING and after["status"] != Status.RUNNING:
         ended = "finished" if after["status"] == Status.COMPLETE else "failed"
@@ -112,8 +112,8 @@ def _human(
             "prompt": req.get("prompt"),
             "shows": req.get("shows", {}),
             "since": since,
-            "approve": shlex.join(("tether", "approve", trace, "--step", req["step"])),
-            "reject": shlex.join(("tether", "reject", trace, "--step", req["step"])),
+            "approve": command_line("tether", "approve", trace, "--step", req["step"]),
+            "reject": command_line("tether", "reject", trace, "--step", req["step"]),
         }
         for req in state.get("open", [])
         if req.get("type") == RequestType.HUMAN

@@ -34,6 +34,10 @@ came from (`SOURCES`), then the checks for that place (`require_person`):
   agent's shell has no controlling terminal; one an agent makes (`script -qc`) cannot know the
   code before it is shown.
 
+It also owns `command_line`, the one way Tether writes a command for a person to paste (the
+`tether approve …` the guard tells the user, the viewer's "Fork from here"): each word quoted
+for a POSIX shell, so a name such as `runs/x;touch${IFS}PWNED;.json` stays one word.
+
 What stays open to a process of the same user is said in the README's security model: one that
 leaves the agent's process tree with a clean environment (`setsid -f env -i …`) and drives a
 terminal of its own, or that writes the store directly. It does not record the answer (the
@@ -45,6 +49,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shlex
 import unicodedata
 from collections.abc import Callable
 from typing import Any
@@ -89,6 +94,12 @@ _ELSEWHERE = (
     "A person answers a human step from their own terminal (tether approve or reject), in the "
     "viewer (tether view), or by typing 'tether: approve' into the agent's prompt."
 )
+
+
+def command_line(*words: str) -> str:
+    """`words` as a command line a person can paste into a POSIX shell, each word quoted as it
+    needs."""
+    return shlex.join(words)
 
 
 def _marked(environ: bytes) -> str | None:

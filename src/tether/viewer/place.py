@@ -309,14 +309,14 @@ def _fork(rel: str, trace: list[dict[str, Any]], at: int) -> dict[str, Any]:
     """The command that starts a new execution from the first `at` entries of the one at
     `rel` (beside it, `NAME-fork-K.json`), quoted for a shell. A check entry belongs to the
     answer before it, so a point just before one moves past it."""
-    import shlex
+    from tether.person import command_line
 
     point = at
     while point < len(trace) and trace[point].get("kind") == Kind.CHECK:
         point += 1
     stem, suffix = os.path.splitext(rel)
     new = f"{stem}-fork-{point}{suffix}"
-    return {"at": point, "command": shlex.join(("tether", "fork", rel, new, "--at", str(point)))}
+    return {"at": point, "command": command_line("tether", "fork", rel, new, "--at", str(point))}
 
 
 @contextmanager

@@ -1000,9 +1000,9 @@ _ONLY_A_PERSON = (
 def _for_a_person(trace: str, requests: list[dict[str, Any]]) -> str:
     """What the user is told when the agent stops while the execution waits on them."""
     asks = "; ".join(f"{r['name']!r} asks: {gist(r, 200)} (step {r['step']})" for r in requests)
-    import shlex
+    from tether.person import command_line
 
-    approve, reject = (shlex.join(("tether", verb, trace)) for verb in ("approve", "reject"))
+    approve, reject = (command_line("tether", verb, trace) for verb in ("approve", "reject"))
     return (
         f"[Tether] The execution {trace} waits on a person, so the agent may stop. {asks}. "
         f"Answer it with `{approve}` or `{reject}` (with --step when several wait), or in the "
@@ -1057,22 +1057,22 @@ def _open_step(trace: str, current: dict[str, Any]) -> str:
 
 
 def _how(trace: str, current: dict[str, Any]) -> str:
-    import shlex
+    from tether.person import command_line
 
     token = current["step"]
     if current.get("path") is None:
-        submit = shlex.join(("tether", "submit", trace, "success", "--step", token))
+        submit = command_line("tether", "submit", trace, "success", "--step", token)
         return (
             f"Accept the protocol first: submit success for step {token} (MCP submit, or "
             f"`{submit}`), then work through the steps."
         )
     if current["type"] == RequestType.EVALUATE:
-        answer = shlex.join(("tether", "eval", trace, "true", "--step", token))
+        answer = command_line("tether", "eval", trace, "true", "--step", token)
         return (
             f"Judge it and answer with eval true or false for step {token} (MCP eval, or "
             f"`{answer}`)."
         )
-    submit = shlex.join(("tether", "submit", trace, "success", "--step", token))
+    submit = command_line("tether", "submit", trace, "success", "--step", token)
     return (
         f"Do the work, then answer with submit success (or failure) for step {token} (MCP "
         f"submit, or `{submit}`)."
