@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tether.engine import public as engine
+from tether.engine import public as core
 from tether.engine.names import RequestType
 from tether.engine.replay import apply_entry
 from tether.errors import TetherError
@@ -105,7 +105,7 @@ def _unloaded(case: Case, error: str) -> Result:
     if case.steps:
         step = case.steps[0]
         return Result(case, False, _place(1, step), _request(step), ended, error)
-    if case.status != engine.Reply.FAILURE:
+    if case.status != core.Reply.FAILURE:
         return Result(case, False, "end", f"status {case.status}", ended, error)
     if case.expect_var or case.retries:
         what = "var values" if case.expect_var else "retry counts"
@@ -166,7 +166,7 @@ def _shown(response: Mapping[str, Any]) -> str:
 
 def _walk(rt: Runtime, case: Case, uri: str) -> None:
     gate = rt.next(uri)
-    rt.submit(uri, engine.Result.SUCCESS, step=gate["step"])
+    rt.submit(uri, core.Result.SUCCESS, step=gate["step"])
     for number, step in enumerate(case.steps, 1):
         at = _place(number, step)
         request = rt.next(uri)
@@ -238,7 +238,7 @@ def retries_used(
     """The retries each node (by runtime key: "" the root, "1.0" its second child's first) had
     used when the execution stopped, re-derived by replaying `trace` from the start given
     `var` and `const`: a retry of a node resets the counts of the nodes below it."""
-    state = engine.initial_state(
+    state = core.initial_state(
         tree, uri="", tree_uri="", tree_hash="", now="", salt="", var=var, const=const
     )
     used: dict[str, int] = {}
