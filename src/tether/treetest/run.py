@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tether.engine import core
+from tether.engine import public as core
 from tether.engine.names import RequestType
 from tether.engine.replay import apply_entry
 from tether.errors import TetherError

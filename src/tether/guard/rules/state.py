@@ -143,6 +143,11 @@ class ToolEffects(NamedTuple):
     unset_flags: tuple[str, ...]
 
 
+def _trigger(spec: dict[str, Any], key: str) -> Trigger | None:
+    """The trigger `spec` gives under `key`, if any."""
+    return Trigger(spec[key]) if spec.get(key) else None
+
+
 def set_keys(spec: dict[str, Any]) -> tuple[str, ...]:
     """The target keys of a set: its `target`, its `aliases`, then the default keys."""
     keys: list[str] = []
@@ -164,7 +169,7 @@ class Tracking:
             name: CounterSpec(
                 name,
                 Trigger(spec["increment_on"]),
-                Trigger(spec["reset_on"]) if spec.get("reset_on") else None,
+                _trigger(spec, "reset_on"),
                 tuple(
                     ResetWhen(Trigger(item["tool"]), item["param"], Pattern(item["matches"]))
                     for item in spec.get("reset_when", [])
@@ -173,11 +178,7 @@ class Tracking:
             for name, spec in config.get("counters", {}).items()
         }
         self.flags = {
-            name: FlagSpec(
-                name,
-                Trigger(spec["set_on"]),
-                Trigger(spec["unset_on"]) if spec.get("unset_on") else None,
-            )
+            name: FlagSpec(name, Trigger(spec["set_on"]), _trigger(spec, "unset_on"))
             for name, spec in config.get("flags", {}).items()
         }
         self._effects: dict[str, ToolEffects] = {}
