@@ -633,10 +633,11 @@ class PostgresStore:
     def behind(
         self, where: str, tree: str, tree_hash: str, key: str, measure: str, page: slice
     ) -> tuple[int, builtins.list[Behind]]:
-        from tether.store.tally import MARKS, Behind
+        from tether.store.tally import Behind
 
-        asked = {"tree": tree, "hash": tree_hash, "key": key, "mark": MARKS.index(measure)}
-        asked.update(offset=page.start or 0, limit=(page.stop or 0) - (page.start or 0))
+        start = page.start or 0
+        asked: dict[str, Any] = {"tree": tree, "hash": tree_hash, "key": key, "measure": measure}
+        asked.update(offset=start, limit=(page.stop or 0) - start)
         with _connection(self._database(where)) as conn:
             _caught_up(conn)
             found = conn.execute(_BEHIND_FIGURE, asked).fetchall()
@@ -788,7 +789,11 @@ SELECT s.name, f.tree_hash, f.record::text, s.tree, s.tree_hash, s.status, s.cre
        s.updated_at
 FROM tether_summaries s JOIN tether_figures f USING (name)
 """
-_FIGURE = "(f.marks->%(key)s->>%(mark)s)::float8"
+_FIGURE = """coalesce(CASE %(measure)s::text
+    WHEN 'failures' THEN (f.marks->%(key)s->>0)::float8 / nullif((f.marks->%(key)s->>1)::float8, 0)
+    WHEN 'retries' THEN (f.marks->%(key)s->>2)::float8
+    WHEN 'stops_refused' THEN (f.marks->%(key)s->>3)::float8
+    ELSE (f.marks->%(key)s->>4)::float8 END, 0)"""
 _BEHIND_FIGURE = f"""
 SELECT f.marks->%(key)s, s.name, s.status, s.updated_at, count(*) OVER ()
 FROM tether_figures f JOIN tether_summaries s USING (name)

@@ -314,21 +314,22 @@ def mark(measure: str, action: dict[str, Any]) -> float:
 
 
 def marks_of(record: dict[str, Any]) -> dict[str, list[float]]:
-    """Each action's figures of `MARKS` in the one execution whose count is `record`, then its
-    failures and attempts (the actions where any figure is not 0): what a store keeps to find
-    the executions behind a figure (`Behind.of`) without reading their counts."""
+    """Each action's failures, attempts, retries, stops refused and median answer time (0: none)
+    in the one execution whose count is `record`, where any figure of `MARKS` is not 0: what a
+    store keeps to find the executions behind a figure (`Behind.of`) without reading counts."""
     keys = {
         key for part in ("counts", "action_refused", "answers", "waits") for key in record[part]
     }
     out = {}
     for key in keys:
         action = action_of(record, key)
-        if action is None:
-            continue
-        values = [mark(measure, action) for measure in MARKS]
-        if any(values):
-            out[key] = [*values, action["failures"], action["attempts"]]
+        if action is not None and any(mark(measure, action) for measure in MARKS):
+            median = action["answer_time"]["median"] or 0
+            out[key] = [*(action[k] for k in _MARKED), int(median) if median % 1 == 0 else median]
     return out
+
+
+_MARKED = ("failures", "attempts", "retries", "stops_refused")
 
 
 class Behind(NamedTuple):
@@ -345,15 +346,9 @@ class Behind(NamedTuple):
     @classmethod
     def of(cls, marks: list[float], measure: str, name: str, listed: dict[str, Any]) -> Behind:
         """The execution `name` behind `measure`, from its action's `marks_of` and `listed`."""
-        retries, stops, median = marks[1 : len(MARKS)]
-        action = {
-            "failures": int(marks[4]),
-            "attempts": int(marks[5]),
-            "retries": int(retries),
-            "stops_refused": int(stops),
-            "answer_time": {"median": median or None},
-        }
-        value = marks[MARKS.index(measure)]
+        action: dict[str, Any] = dict(zip(_MARKED, marks, strict=False))
+        action["answer_time"] = {"median": marks[len(_MARKED)] or None}
+        value = mark(measure, action)
         return cls(value, name, listed.get("status"), listed.get("updated_at"), action)
 
 
@@ -367,14 +362,11 @@ def behind_of(
 ) -> tuple[int, builtins.list[Behind]]:
     """`Store.behind` over the executions `marked` holds: (name, what a listing reads of it,
     its tree hash, its `marks_of`)."""
-    at = MARKS.index(measure)
     found = [
-        Behind.of(marks[key], measure, name, listed)
+        row
         for name, listed, counted_hash, marks in marked
-        if counted_hash == tree_hash
-        and listed.get("tree_name") == tree
-        and key in marks
-        and marks[key][at]
+        if counted_hash == tree_hash and listed.get("tree_name") == tree and key in marks
+        if (row := Behind.of(marks[key], measure, name, listed)).value
     ]
     found.sort(key=lambda row: (-row.value, row.name))
     return len(found), found[page]
