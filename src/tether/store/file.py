@@ -748,11 +748,12 @@ class _Sums:
         """Each execution added, as `tether.store.tally.behind_of` takes it, from the folder's
         kept marks (`MARKS`) where they were made at the stamp it was added at, else from its
         count (a settled one's read from `FIGURES`), which the marks then keep."""
-        from tether.store.tally import marks_of
+        from tether.store.tally import RECORD_FORMAT, marks_of
 
         cached: dict[str, builtins.list[Any]] = {}
-        with contextlib.suppress(OSError, ValueError, TypeError):
-            cached = dict(json.loads(read_regular(os.path.join(self.folder, MARKS))))
+        with contextlib.suppress(OSError, ValueError, TypeError, KeyError):
+            kept = json.loads(read_regular(os.path.join(self.folder, MARKS)))
+            cached = dict(kept["marks"]) if kept["format"] == RECORD_FORMAT else {}
         made = {}
         for name, mark in self.added.items():
             held = cached.get(name)
@@ -771,7 +772,10 @@ class _Sums:
         self.figures.catch_up()
         if made != cached:
             with contextlib.suppress(OSError):
-                write_atomic(os.path.join(self.folder, MARKS), encode(made))
+                write_atomic(
+                    os.path.join(self.folder, MARKS),
+                    encode({"format": RECORD_FORMAT, "marks": made}),
+                )
         return [
             (name, seen, tree_hash, marks) for name, (_, seen, tree_hash, marks) in made.items()
         ]
