@@ -8,7 +8,10 @@ the viewer's routes call: `/api/runs` first page (`Place.runs`, 50 rows), the ov
 (`insight.overview`), one tree's heat map (`insight.heat`) and `/api/behind` for one action
 (`insight.behind`); "idle tick" is what a viewer with the listing open reads each second while
 nothing changes (`Place.listing_signature`). A fresh `Place` is made for each round, as a
-viewer that just started.
+viewer that just started. With `--browser` (Debian's chromium through Playwright), a real
+`tether view PLACE` is started and a fresh page waits for the first row of the listing and the
+first tree of the overview ("page, first row", "overview page"), and the viewer's resident
+memory after them is read from /proc ("viewer RSS", MiB).
 
 The executions are those of `bench/stats_bench.py` (a 33-action tree, 100 entries each, a tenth
 failed, a tenth running, a tenth with refusals), written through the file store's own `create`
@@ -18,12 +21,13 @@ database of schema version 2, whose summaries that first open fills. Sizes are
 chosen with `--executions` (1,000 by default; 10,000 and 100,000 take minutes to write).
 
     .venv/bin/python bench/fleet_bench.py [--executions 1000 10000] [--rounds 3]
-        [--store files postgresql]
+        [--store files postgresql] [--browser]
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import statistics
 import subprocess
@@ -89,16 +93,58 @@ def _as_schema_2(database: str) -> None:
         conn.execute("UPDATE tether_schema SET version = 2")
 
 
-def measure(place: str, rounds: int) -> dict[str, float]:
+BROWSER = ("page, first row", "overview page", "viewer RSS")
+
+
+def measure(place: str, rounds: int, browser: bool) -> dict[str, float]:
+    calls = answers(place)
+    if browser:
+        calls.update(_pages(place))
     out = {}
-    for name, call in answers(place).items():
+    for name, call in calls.items():
         times = []
         for _ in range(rounds):
             started = time.perf_counter()
             call()
             times.append(time.perf_counter() - started)
         out[name] = statistics.median(times)
+    if browser:
+        out["viewer RSS"] = _viewer_rss
     return out
+
+
+_viewer_rss = 0.0
+
+
+def _pages(place: str) -> dict[str, Callable[[], Any]]:
+    """The two pages, each opened fresh in a real browser on a real `tether view PLACE`, up to
+    the first row it shows; the viewer's memory is read after each."""
+    from playwright.sync_api import sync_playwright
+
+    from viewer.driver import CHROMIUM, CHROMIUM_ARGS, ViewServer
+
+    view = ViewServer(place)
+    playwright = sync_playwright().start()
+    browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    atexit.register(lambda: (browser.close(), playwright.stop(), view.stop()))
+
+    def opened(suffix: str, first: str) -> Callable[[], None]:
+        def run() -> None:
+            global _viewer_rss
+            page = browser.new_page()
+            page.goto(view.base + suffix)
+            page.locator(first).first.wait_for(timeout=120_000)
+            page.close()
+            with open(f"/proc/{view.process.pid}/status") as status:
+                kib = next(int(line.split()[1]) for line in status if line.startswith("VmRSS"))
+            _viewer_rss = kib / 1024
+
+        return run
+
+    return {
+        "page, first row": opened("", "#runs tbody tr"),
+        "overview page": opened("?overview", ".tree-card"),
+    }
 
 
 def main() -> None:
@@ -106,6 +152,7 @@ def main() -> None:
     parser.add_argument("--executions", type=int, nargs="+", default=[1_000])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--store", nargs="+", default=["files", "postgresql"])
+    parser.add_argument("--browser", action="store_true")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="tether-fleet-bench-") as tmp:
@@ -130,15 +177,18 @@ def main() -> None:
                     started = time.perf_counter()
                     _cli("list", place, "--json")()  # the first open: an upgrade happens here
                     opened = time.perf_counter() - started
-                    rows.append((count, label, written, opened, measure(place, args.rounds)))
+                    rows.append(
+                        (count, label, written, opened, measure(place, args.rounds, args.browser))
+                    )
                     print(f"done: {count:,} on {label}", file=sys.stderr, flush=True)
         finally:
             if server is not None:
                 server.close()
-    print("| executions | store | written | first open | " + " | ".join(ANSWERS) + " |")
-    print("|---" * (4 + len(ANSWERS)) + "|")
+    shown = ANSWERS + (BROWSER if args.browser else ())
+    print("| executions | store | written | first open | " + " | ".join(shown) + " |")
+    print("|---" * (4 + len(shown)) + "|")
     for count, label, written, opened, times in rows:
-        cells = " | ".join(f"{times[name]:.2f}" for name in ANSWERS)
+        cells = " | ".join(f"{times[name]:.2f}" for name in shown)
         print(f"| {count:,} | {label} | {written:.1f} | {opened:.2f} | {cells} |")
 
 
