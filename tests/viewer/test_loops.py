@@ -134,3 +134,16 @@ def test_the_page_shows_who_holds_a_claimed_item_and_until_when(
     expect(page.locator("#live")).to_have_text("live")
     page.locator("#diagram g.node", has=page.locator("text.name", has_text="Review_File")).click()
     expect(page.locator("#node .status")).to_contain_text("claimed by alice until")
+
+
+def test_a_fanned_out_loop_is_drawn_on_its_node_with_its_item_count() -> None:
+    loop = each("VAR.files", "file", parallel=True)
+    w = Walk(tree(seq("Root", action("Fix", ins("fix"), for_each=loop)), var={"files": ["a", "b"]}))
+    w.submit("success", step=w.open()[1]["step"])
+    snap = snapshot(w.tree, w.state, w.trace)
+    fix = snap.nodes["0"]
+    assert (fix.status, fix.items, fix.entries) == ("open", 2, 2), "its list and one answer"
+    assert index_tree(w.tree)["0"].modifiers(fix) == ["for each file ×2, side by side"]
+    assert snap.open_keys() == ["0"], "item 'a' still open, drawn on its node"
+    w.submit("success")
+    assert snapshot(w.tree, w.state, w.trace).nodes["0"].status == "success"
