@@ -375,6 +375,7 @@ EXPECTED_RELEASE: dict[str, Any] = {
             "total": 1,
         },
     ],
+    "agents": [],
 }
 
 EXPECTED_TINY: dict[str, Any] = {
@@ -386,6 +387,7 @@ EXPECTED_TINY: dict[str, Any] = {
     "refused_no_step": {},
     "actions": [_action([], "Only", reached=1, attempts=1, answer_time=_spread(1, 3.0, 3.0))],
     "checks": [],
+    "agents": [],
 }
 
 
@@ -420,6 +422,7 @@ EXPECTED_FORKS: dict[str, Any] = {
         _action([3], "Close_Out"),
     ],
     "checks": [],
+    "agents": [],
 }
 
 
