@@ -335,13 +335,13 @@ class Ticker:
         need = n if policy == "all" else 1 if policy == "any" else int(policy)
         results: list[bool | None] = frame.get(RESULTS) or [None] * n
         frame[RESULTS] = results
+        ok, pending = results.count(True), results.count(None)  # kept as branches finish
         for i in range(n):
             if results[i] is None:
                 result = branch(i)
                 if result != RUNNING:
                     results[i] = result == SUCCESS
-            ok = sum(1 for r in results if r is True)
-            pending = sum(1 for r in results if r is None)
+                    ok, pending = ok + (result == SUCCESS), pending - 1
             if ok >= need or ok + pending < need:
                 self._halt(key, path, results)
                 return SUCCESS if ok >= need else FAILURE
