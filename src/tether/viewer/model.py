@@ -21,7 +21,7 @@ from typing import Any
 from tether.engine.core import Condition, Outcome, default_condition, tool_records
 from tether.engine.names import Key, Kind, Result, Status
 from tether.engine.replay import apply_entry, fresh_state
-from tether.engine.ticking import tree_path
+from tether.engine.ticking import loop_items, tree_path
 from tether.engine.trace import node_key
 from tether.errors import TetherError
 
@@ -131,6 +131,7 @@ class NodeView:
     items: int | None = None  # how many items its list has
     run: int = 0  # a repeat's current (or last) run, from 1
     claim: dict[str, Any] | None = None  # an open action's claim: {agent, until} (`tether claim`)
+    claims: list[dict[str, Any]] = field(default_factory=list)  # each item's, when fanned out
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -142,6 +143,7 @@ class NodeView:
             "items": self.items,
             "run": self.run,
             "claim": self.claim,
+            "claims": self.claims,
         }
 
 
@@ -247,25 +249,40 @@ class Timeline:
                 touched.update(self._clear_below(key))
                 continue
             view = self.views[key]
-            view.status, view.step, view.claim = event, None, None
+            view.status, view.step, view.claim, view.claims = event, None, None, []
             touched.add(key)
         for at in old:
             key = self._drawn(at)
             if at not in new and key not in touched:
                 view = self.views[key]
-                view.status, view.step, view.claim = HALTED, None, None
+                view.status, view.step, view.claim, view.claims = HALTED, None, None, []
+        for at in new:
+            self.views[self._drawn(at)].claims = []
         for at, frame in new.items():
             key = self._drawn(at)
             view = self.views[key]
             view.status = OPEN
             view.retries = frame.get(Key.RETRIES, 0)
             held = frame.get(Key.CLAIM)
-            view.claim = {"agent": held["agent"], "until": held["until"]} if held else None
+            if held is not None:
+                view.claims.append(self._claim(at, key, held, new))
+            view.claim = view.claims[0] if view.claims else None
             view.step = frame.get(Key.STEP, 0) if self.nodes[key].type == "action" else None
             if "repeat" in self.nodes[key].data:
                 view.run = frame.get(Key.RUNS, 0) + 1
             if Key.ITEMS in frame:
                 view.item, view.items = frame.get(Key.ITEM), len(frame[Key.ITEMS])
+
+    def _claim(
+        self, at: str, key: str, held: dict[str, Any], runtime: dict[str, dict[str, Any]]
+    ) -> dict[str, Any]:
+        """The claim `held` of the frame `at` as drawn on the node `key`: `{agent, until}`,
+        and `item`, the index of the item it holds when `at` is one of a fanned-out loop's."""
+        claim = {"agent": held["agent"], "until": held["until"]}
+        if at != key:
+            items = loop_items(self.tree, runtime, [int(i) for i in at.split(".") if i])
+            claim["item"] = items[-1]["index"] if items else None
+        return claim
 
     def _drawn(self, key: str) -> str:
         """The tree node a frame key is drawn as: itself, or, inside a fanned-out `for_each`,
