@@ -18,11 +18,13 @@ from support.command import REPO, TETHER
 from support.stats_scenario import (
     EXPECTED_FORKS,
     EXPECTED_RELEASE,
+    EXPECTED_TEAM_AGENTS,
     EXPECTED_TINY,
     RELEASE,
     Clock,
     drive,
     drive_forks,
+    drive_team,
     drive_timeouts,
     refused,
     without_hashes,
@@ -331,63 +333,16 @@ def test_a_link_planted_as_the_refusal_log_is_refused(tmp_path: Path) -> None:
     assert stats.collect(str(tmp_path))["unreadable"] == 1
 
 
-TEAM = """\
-name: team
-tree:
-  type: sequence
-  name: Root
-  children:
-    - type: action
-      name: Plan
-      steps: [{instruct: List the files., writes: [files]}]
-    - type: action
-      name: Fix
-      for_each: {in: VAR.files, as: file, parallel: true}
-      steps: [{instruct: Fix the file.}]
-"""
-
-
 @pytest.mark.parametrize("place", ["files", "memory"])
 def test_a_team_is_counted_per_agent(tmp_path: Path, place: str) -> None:
-    """Two items of a fanned-out loop: alice claims a.py and lets her lease lapse, carol's
-    answer to it is refused (`claimed`) until she takes it over; bob fails b.py. Each agent's
-    answers, attempts, claims, takeovers and refusals are its own; the items count for Fix."""
-    (tmp_path / "team.yaml").write_text(TEAM)
-    where = str(tmp_path / "runs") if place == "files" else f"memory://team-{tmp_path.name}"
-    clock = Clock()
-    rt = Runtime(clock=clock)
-    run = f"{where}/one.json" if place == "files" else f"{where}-one"
-    rt.start(str(tmp_path / "team.yaml"), run)
-    rt.submit(run, "success")
-    rt.submit(run, "success", values={"files": ["a.py", "b.py"]}, agent="lead")
-    steps = {r["item"]["value"]: str(r["step"]) for r in rt.next(run, all=True)}
-    rt.claim(run, "alice", step=steps["a.py"], lease=60)
-    rt.claim(run, "alice", step=steps["a.py"], lease=60)
-    rt.claim(run, "bob", step=steps["b.py"], lease=60)
-    refused(lambda: rt.submit(run, "success", step=steps["a.py"], agent="carol"), "claimed")
-    refused(lambda: rt.claim(run, "carol", step=steps["a.py"]), "claimed")
-    clock.wait(61)
-    rt.claim(run, "carol", step=steps["a.py"], lease=60)
-    rt.submit(run, "success", step=steps["a.py"], agent="carol")
-    rt.submit(run, "failure", step=steps["b.py"], agent="bob")
-    figures = stats.collect(where if place == "files" else "memory://", tree="team")
+    """Two items of a fanned-out loop (`drive_team`): each agent's answers, attempts, claims,
+    takeovers and refusals are its own; the items count for their loop's action."""
+    where = str(tmp_path / "runs") if place == "files" else "memory://"
+    drive_team(where, tmp_path)
+    figures = stats.collect(where, tree="stats-team")
     jsonschema.validate(figures, SCHEMA)
     (tree,) = figures["trees"]
-    zero: dict[str, Any] = {"answers": 0, "attempts": 0, "failures": 0, "claims": 0}
-    zero |= {"renewals": 0, "takeovers": 0, "lapsed": 0, "refused": {}}
-    assert tree["agents"] == [
-        {**zero, "agent": "alice", "claims": 1, "renewals": 1, "lapsed": 1},
-        {**zero, "agent": "bob", "answers": 1, "attempts": 1, "failures": 1, "claims": 1},
-        {
-            **zero,
-            "agent": "carol",
-            "answers": 1,
-            "attempts": 1,
-            "takeovers": 1,
-            "refused": {"claimed": 2},
-        },
-        {**zero, "agent": "lead", "answers": 1, "attempts": 1},
-    ]
+    assert tree["agents"] == EXPECTED_TEAM_AGENTS
     fix = next(a for a in tree["actions"] if a["name"] == "Fix")
     assert (fix["attempts"], fix["failures"], fix["refused"]) == (2, 1, {"claimed": 2})
     if place == "files":
