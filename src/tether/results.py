@@ -22,8 +22,9 @@ class Request(TypedDict, total=False):
     with `type`: `expression` (evaluate), `instruction` and `writes` (instruct), `prompt` and
     `shows` (human), and for a human step with a timeout `deadline` (UTC, when it stops
     waiting) and `on_timeout` (`reject` or `fail`). `item` is the loop item inside a
-    `for_each`; `tools` the tool policy that applies; `claim` (`next --all` only) who holds
-    the action (`agent`) and until when (`until`). A finished execution's request is
+    `for_each`; `tools` the tool policy that applies, `scope` the files it may write (a node's
+    `writes`: `{"writes": [glob, ...], "node"}`); `claim` (`next --all` only) who holds the
+    action (`agent`) and until when (`until`). A finished execution's request is
     `{"status": "done"}` or `{"status": "failure"}`.
     """
 
@@ -41,6 +42,7 @@ class Request(TypedDict, total=False):
     on_timeout: str
     item: dict[str, Any]
     tools: dict[str, Any]
+    scope: dict[str, Any]
     claim: dict[str, str]
     status: str
 

@@ -76,6 +76,13 @@ def collect(place: str, *, tree: str | None = None, since: str | None = None) ->
     a database URI without `#name`), only those of the tree named `tree` and those created at or
     after `since` (a stored timestamp: `parse_since`) when given. A `tree` no execution of the
     place has is `not_found`, naming `--tree`. The result matches `schema/stats.schema.json`."""
+    return collect_drawn(place, tree=tree, since=since)[0]
+
+
+def collect_drawn(
+    place: str, *, tree: str | None = None, since: str | None = None
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """`collect`, and each tree it counts by its hash (what the viewer draws)."""
     store = store_for(place)
     where, name = store.place(place)
     if name is not None:
@@ -91,7 +98,7 @@ def collect(place: str, *, tree: str | None = None, since: str | None = None) ->
     trees = sorted(
         (_tree(t) for t in raw["trees"]), key=lambda t: (t["name"], t["version"] or "", t["hash"])
     )
-    return {
+    figures = {
         "place": where,
         "tree": tree,
         "since": since,
@@ -99,6 +106,7 @@ def collect(place: str, *, tree: str | None = None, since: str | None = None) ->
         "unreadable": raw["unreadable"],
         "trees": trees,
     }
+    return figures, {str(t["hash"]): t["tree"] for t in raw["trees"]}
 
 
 def _not_a_place(place: str, scheme: str) -> TetherError:

@@ -506,22 +506,35 @@ class Runtime:
         ended: bool = False,
         background: bool = False,
         park: str | None = None,
+        agent: str | None = None,
+        step: str | None = None,
     ) -> dict[str, Any]:
         """Record that the agent bound to the execution at `trace` tried to stop while it runs:
         status `refused`, or once `cap` refusals in a row went without an answer `parked` (with
         the reason `park`) or `allowed`, or `ended` when its harness cannot refuse a stop
         (`ended`), or `background` while its harness runs work in the background (a `stop` entry
-        each way). Returns the engine's response, with `blocks`, `cap` and `current`."""
-        return self._answer(trace, core.Stop(cap, ended, background=background, park=park))
+        each way); `agent` and `step`: a sub-agent's stop while it holds the claim on that
+        step, counted in its claim. Returns the engine's response, with `blocks`, `cap` and
+        `current`."""
+        stop = core.Stop(cap, ended, background=background, park=park, agent=agent, step=step)
+        return self._answer(trace, stop)
 
     def record_tool(
-        self, trace: str, tool: str, input: Any, *, ok: bool | None, step: str | None = None
+        self,
+        trace: str,
+        tool: str,
+        input: Any,
+        *,
+        ok: bool | None,
+        step: str | None = None,
+        agent: str | None = None,
     ) -> dict[str, Any]:
         """Record a call of `tool` with `input` that the agent made while a step of the
         execution at `trace` was open (a `tool` entry; `ok` whether it succeeded, when known; `step`
-        the request it belongs to); every string of `input` is cut at `EVIDENCE_TEXT` characters,
-        and marked where cut. Returns the engine's response, status `recorded`."""
-        return self._answer(trace, core.ToolCall(tool, bounded(input), ok, step))
+        the request it belongs to; `agent` the sub-agent that made it); every string of `input`
+        is cut at `EVIDENCE_TEXT` characters, and marked where cut. Returns the engine's
+        response, status `recorded`."""
+        return self._answer(trace, core.ToolCall(tool, bounded(input), ok, step, agent))
 
     def deny_tool(self, trace: str, tool: str, input: Any, *, reason: str) -> None:
         """Record a call of `tool` with `input` that the `tools` policy of the open steps of the
@@ -539,11 +552,16 @@ class Runtime:
     def open_steps(self, trace: str) -> dict[str, Any]:
         """The status of the execution at `trace`, its refused stops in a row (`stop_blocks`),
         its current request and every open one (each with the `tools` policy that applies to it,
-        when a node declares one), and whether every open one waits on a person (`for_person`),
-        read from the state alone."""
+        when a node declares one, and the `claim` on its action, `{agent, until}`, when one is
+        held), and whether every open one waits on a person (`for_person`), read from the state
+        alone."""
         store, uri = self._store(trace)
         state = self._load(store, uri)
         open_ = core.all_open(state) if state["status"] == core.Status.RUNNING else []
+        for req in open_:
+            held = core.holder(state, req) if req.get("path") is not None else None
+            if held is not None:
+                req["claim"] = held
         return {
             "uri": uri,
             "status": state["status"],

@@ -198,3 +198,50 @@ def test_each_fanned_out_item_is_claimed_by_its_own_agent_and_verify_agrees(
     fork = f"{run}-fork"
     rt.fork(run, fork, at=len(rt.trace(run)) - 1)
     assert rt.verify(fork)["ok"] is True
+
+
+def test_a_sub_agents_stops_are_counted_in_its_claim_and_replayed(tmp_path: Path) -> None:
+    rt, _, run = _started(tmp_path, TEAM)
+    docs, code = _token(rt, run, "Docs"), _token(rt, run, "Code")
+    rt.claim(run, "alice", step=docs)
+    rt.claim(run, "bob", step=code)
+    outcomes = [rt.stop(run, cap=2, agent="alice", step=docs)["status"] for _ in range(3)]
+    assert outcomes == ["refused", "refused", "allowed"]
+    # bob's count is his own, and the lead's (the execution's) is untouched
+    assert rt.stop(run, cap=2, agent="bob", step=code)["blocks"] == 1
+    assert rt.stop(run, cap=2)["blocks"] == 1
+    _refused(lambda: rt.stop(run, cap=2, agent="bob", step=docs), "claimed")
+    rt.stop(run, cap=2, agent="alice", step=docs)
+    rt.submit(run, "success", step=docs, agent="alice")  # her answer starts her count again
+    assert rt.stop(run, cap=2, agent="alice", step=_token(rt, run, "Docs"))["blocks"] == 1
+    rt.record_tool(run, "Read", {"file_path": "a"}, ok=True, step=code, agent="bob")
+    stops = [e for e in rt.trace(run) if e["kind"] == "stop"]
+    assert [(s.get("agent"), s["name"]) for s in stops][:3] == [("alice", "Docs")] * 3
+    tool = [e for e in rt.trace(run) if e["kind"] == "tool"][-1]
+    assert (tool["agent"], tool["name"], tool["step"]) == ("bob", "Code", code)
+    report = rt.verify(run)
+    assert report["ok"], report["differences"]
+
+
+def test_a_claimed_actions_checks_read_no_other_sub_agents_calls(tmp_path: Path) -> None:
+    checked = "TOOLS.exists(t, t.tool == 'Bash' && t.ok)"
+    tree = json.loads(json.dumps(TEAM))
+    tree["tree"]["children"][0]["children"][0]["steps"] = [
+        {"instruct": "Write the docs."},
+        {"check": checked},
+    ]
+    rt, _, run = _started(tmp_path, tree)
+    docs, code = _token(rt, run, "Docs"), _token(rt, run, "Code")
+    rt.claim(run, "alice", step=docs)
+    rt.claim(run, "bob", step=code)
+    rt.record_tool(run, "Bash", {"command": "make docs"}, ok=True, step=code, agent="bob")
+    failed = rt.submit(run, "success", step=docs, agent="alice")
+    assert failed["status"] == "action_failed", failed  # bob's call is not alice's evidence
+    again = tmp_path / "again"
+    again.mkdir()
+    rt, _, run = _started(again, tree)
+    docs = _token(rt, run, "Docs")
+    rt.claim(run, "alice", step=docs)
+    rt.record_tool(run, "Bash", {"command": "make docs"}, ok=True)  # the lead's, naming nobody
+    assert rt.submit(run, "success", step=docs, agent="alice")["status"] != "action_failed"
+    assert rt.verify(run)["ok"] is True

@@ -128,7 +128,7 @@ class AnthropicModel(ScriptedModel):
             return Reply(
                 status=404, chunks=[b'{"type":"error","error":{"type":"not_found_error"}}']
             )
-        turn = self.next_turn() if is_turn(request) else Text("Scripted session")
+        turn = self.next_turn(request) if is_turn(request) else Text("Scripted session")
         model = str(body.get("model") or "claude-scripted")
         if not body.get("stream"):
             return Reply(chunks=[json.dumps(_message(model, turn)).encode()])

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
@@ -52,11 +53,16 @@ class Reply:
     chunks: list[bytes] = field(default_factory=list)
 
 
+# A turn made from the request it answers (what the harness showed the model: a token, a name),
+# for a script that reacts; only a subclass that passes the request to `next_turn` takes one.
+Reacting = Callable[["Request"], Turn]
+
+
 class ScriptedModel(ABC):
     """The server; use as a context manager. `url` is its base address. A harness's subclass
     gives `answer`, its wire format."""
 
-    def __init__(self, script: list[Turn]) -> None:
+    def __init__(self, script: Sequence[Turn | Reacting]) -> None:
         self.script = list(script)
         self.requests: list[Request] = []
         self.turns_taken = 0
@@ -76,14 +82,18 @@ class ScriptedModel(ABC):
         self._server.shutdown()
         self._server.server_close()
 
-    def next_turn(self) -> Turn:
-        """The next turn of the script (`Text("done")` once it has run out)."""
+    def next_turn(self, request: Request | None = None) -> Turn:
+        """The next turn of the script (`Text("done")` once it has run out); a `Reacting` one
+        made from `request`."""
         with self._lock:
-            if self.turns_taken < len(self.script):
-                turn = self.script[self.turns_taken]
-                self.turns_taken += 1
-                return turn
-            return Text("done")
+            if self.turns_taken >= len(self.script):
+                return Text("done")
+            turn = self.script[self.turns_taken]
+            self.turns_taken += 1
+        if isinstance(turn, (list, Text)):
+            return turn
+        assert request is not None, "a reacting turn needs the request it answers"
+        return turn(request)
 
     @abstractmethod
     def answer(self, request: Request) -> Reply:

@@ -5,6 +5,7 @@ table."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import uuid
@@ -156,37 +157,58 @@ def test_a_timed_out_human_step_counts_as_a_failed_attempt_as_on_files(
     assert {**figures, "place": None} == {**files, "place": None}
 
 
-def test_kept_counts_equal_the_traces_after_more_steps_and_a_first_open_of_schema_3(
+def test_kept_counts_and_sums_equal_the_traces_after_more_steps_and_older_schemas(
     server: PostgresServer, tmp_path: Path
 ) -> None:
-    """`counted` reads each execution's kept count, counts again what it finds behind (a commit,
-    a refusal, a store of the previous schema version without the table), and its figures are
-    those counted from every trace."""
+    """`tally` adds up the kept sums of settled executions and the kept counts of the others,
+    `counted` reads each execution's kept count; each counts again what it finds behind (a
+    commit, a refusal, a settled execution reset, a store of schema version 3 without the
+    table or 4 with counts of another form), and its figures are those counted from every
+    trace, for any `--since`."""
     import psycopg
 
     from tether.store import postgres
-    from tether.store.tally import count_each, tally_of
+    from tether.store.tally import MARKS, behind_of, count_each, tally_of
 
     dsn = _database(server)
     drive(dsn, tmp_path / "pg")
     store = store_for(dsn)
 
     def equal() -> None:
-        kept = tally_of(store.counted(dsn))
-        assert kept == tally_of(count_each(store, dsn)) and kept["trees"]
+        recounted = tally_of(count_each(store, dsn))
+        assert store.tally(dsn) == recounted and recounted["trees"]
+        for tree in recounted["trees"]:
+            for key, measure, page in itertools.product(
+                tree["actions"], MARKS, (slice(0, 2), slice(1, 50), slice(60, 70))
+            ):
+                asked = (tree["name"], tree["hash"], key, measure, page)
+                assert store.behind(dsn, *asked) == behind_of(count_each(store, dsn), *asked)
+        assert tally_of(store.counted(dsn)) == recounted
+        for since in ("2026-03-02T10:20:00.000Z", "2026-03-02T00:00:00.000Z", "2026-03-03"):
+            assert store.tally(dsn, since=since) == tally_of(count_each(store, dsn), since=since)
 
     equal()
     with psycopg.connect(dsn, autocommit=True) as conn:
-        assert conn.execute("SELECT count(*) FROM tether_figures").fetchone() != (0,)
+        assert conn.execute("SELECT count(*) FROM tether_sums").fetchone() != (0,)
     running = next(s for s in store.list(dsn) if s.status == "running")
     refused(lambda: Runtime().submit(running.uri, "sideways"), "invalid_value")
     Runtime().think(running.uri, "a step that changes the revision")
     equal()
-    with psycopg.connect(dsn, autocommit=True) as conn:  # as Tether's schema 3 left it
-        conn.execute("DROP TABLE tether_figures")
-        conn.execute("UPDATE tether_schema SET version = 3")
-    postgres._ready.discard(dsn)  # this process opens it again, as a new one would
+    ended = next(s for s in store.list(dsn) if s.status != "running")
+    Runtime().reset(ended.uri)  # a settled execution runs again: its sum is taken away
     equal()
+    for version in (3, 4):
+        with psycopg.connect(dsn, autocommit=True) as conn:  # as Tether's schema left it
+            conn.execute("DROP TABLE tether_figures")
+            conn.execute("DROP TABLE tether_sums")
+            if version == 4:
+                conn.execute(
+                    "CREATE TABLE tether_figures (name text PRIMARY KEY, revision bigint NOT NULL,"
+                    " refusals bigint NOT NULL, record json NOT NULL)"
+                )
+            conn.execute("UPDATE tether_schema SET version = %s", (version,))
+        postgres._ready.discard(dsn)  # this process opens it again, as a new one would
+        equal()
     with psycopg.connect(dsn, autocommit=True) as conn:
         assert conn.execute("SELECT version FROM tether_schema").fetchone() == (SCHEMA_VERSION,)
 
@@ -201,3 +223,52 @@ def test_a_team_is_counted_per_agent_from_the_kept_counts(
     figures = stats.collect(dsn, tree="stats-team")
     jsonschema.validate(figures, SCHEMA)
     assert figures["trees"][0]["agents"] == EXPECTED_TEAM_AGENTS
+
+
+def test_readers_racing_to_catch_the_sums_up_add_each_execution_once(
+    server: PostgresServer, tmp_path: Path
+) -> None:
+    """Four readers at once find every count behind: each execution's count is moved into the
+    sums once (the rows they take are locked in one order), and every reader's figures are the
+    traces'."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tether.store.tally import count_each, tally_of
+
+    for round_ in range(3):
+        dsn = _database(server)
+        drive(dsn, tmp_path / f"pg{round_}")
+        store = store_for(dsn)
+        with ThreadPoolExecutor(4) as pool:
+            results = list(pool.map(store.tally, [dsn] * 4))
+        recounted = tally_of(count_each(store, dsn))
+        assert all(result == recounted for result in results)
+        assert store.tally(dsn) == recounted
+
+
+_KILLED_IN_ITS_COUNT = """
+import os, signal, sys
+from tether.store import store_for, tally
+def killed(self):
+    os.kill(os.getpid(), signal.SIGKILL)  # in the transaction that keeps counts and sums
+    yield
+tally.Sums.each = killed
+store_for(sys.argv[1]).tally(sys.argv[1])
+"""
+
+
+def test_a_reader_killed_while_it_keeps_counts_and_sums_leaves_them_right(
+    server: PostgresServer, tmp_path: Path
+) -> None:
+    import sys
+
+    from tether.store.tally import count_each, tally_of
+
+    dsn = _database(server)
+    drive(dsn, tmp_path / "pg")
+    done = subprocess.run(
+        [sys.executable, "-c", _KILLED_IN_ITS_COUNT, dsn], capture_output=True, timeout=120
+    )
+    assert done.returncode == -9, done.stderr
+    store = store_for(dsn)
+    assert store.tally(dsn) == tally_of(count_each(store, dsn))

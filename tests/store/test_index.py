@@ -16,8 +16,8 @@ import pytest
 from tether.errors import TetherError
 from tether.store import store_for
 from tether.store.base import Summary
-from tether.store.file import FIGURES, INDEX
-from tether.store.tally import Tally
+from tether.store.file import FIGURES, INDEX, SUMS
+from tether.store.tally import RECORD_FORMAT, Tally
 from tether.verbs import Runtime
 
 HELLO = str(Path(__file__).resolve().parents[2] / "examples" / "hello-world.yaml")
@@ -129,7 +129,7 @@ def test_the_kept_figures_equal_the_figures_recounted_from_the_traces(tmp_path: 
     _fleet(tmp_path)
     store = store_for(str(tmp_path))
     assert store.tally(str(tmp_path)) == _recounted(tmp_path)
-    assert (tmp_path / "a" / FIGURES).exists(), "the count was kept"
+    assert (tmp_path / SUMS).exists() and (tmp_path / "b" / "c" / FIGURES).exists(), "kept"
     run = tmp_path / "a" / "run.json"
     Runtime().submit(str(run), "success")  # a commit since
     with pytest.raises(TetherError):
@@ -151,4 +151,70 @@ def test_the_kept_figures_equal_the_figures_recounted_from_the_traces(tmp_path: 
     assert store.tally(str(tmp_path), tree="hello-world") == _recounted(tmp_path)
     for kept in tmp_path.rglob(FIGURES):
         kept.unlink()
+    assert store.tally(str(tmp_path)) == _recounted(tmp_path)
+
+
+def test_the_kept_sums_follow_a_settled_execution_that_changes_or_goes(tmp_path: Path) -> None:
+    _fleet(tmp_path)
+    store = store_for(str(tmp_path))
+    failed = tmp_path / "b" / "c" / "failed.json"
+    assert store.tally(str(tmp_path)) == _recounted(tmp_path)
+    kept = json.loads((tmp_path / SUMS).read_text())
+    assert {"b/c/failed.json", "a/run.json"} <= kept["added"].keys()
+    assert "a/run.json" in kept["running"] and "b/c/failed.json" not in kept["running"]
+    Runtime().reset(str(failed))  # a settled execution runs again: its kept count is taken away
+    assert store.tally(str(tmp_path)) == _recounted(tmp_path)
+    Runtime().submit(str(failed), "failure")
+    assert store.tally(str(tmp_path)) == _recounted(tmp_path)
+    for path in failed.parent.glob("failed.json*"):
+        path.unlink()  # removed by hand
+    assert store.tally(str(tmp_path)) == _recounted(tmp_path)
+    assert "b/c/failed.json" not in json.loads((tmp_path / SUMS).read_text())["added"]
+
+
+def test_kept_sums_that_are_torn_or_of_another_version_are_added_up_again(
+    tmp_path: Path,
+) -> None:
+    _fleet(tmp_path)
+    store = store_for(str(tmp_path))
+    store.tally(str(tmp_path))
+    sums = tmp_path / SUMS
+    for text in ('{"format": 1, "cells": []}', sums.read_text()[:40], "[]"):
+        sums.write_text(text)
+        assert store.tally(str(tmp_path)) == _recounted(tmp_path)
+        assert json.loads(sums.read_text())["format"] == RECORD_FORMAT
+    for kept in tmp_path.rglob(FIGURES):  # a settled execution changes, its count gone
+        kept.unlink()
+    Runtime().reset(str(tmp_path / "b" / "c" / "failed.json"))
+    assert store.tally(str(tmp_path)) == _recounted(tmp_path)
+
+
+_KILLED_WRITING_SUMS = """
+import os, signal, sys
+from tether.store import file, store_for
+written = file.write_atomic
+def killed(path, *args, **kwargs):
+    if path.endswith(file.SUMS):
+        os.kill(os.getpid(), signal.SIGKILL)  # its counts appended, its sums not yet written
+    return written(path, *args, **kwargs)
+file.write_atomic = killed
+store_for(sys.argv[1]).tally(sys.argv[1])
+"""
+
+
+def test_a_reader_killed_before_it_writes_the_sums_leaves_them_behind_not_wrong(
+    tmp_path: Path,
+) -> None:
+    _fleet(tmp_path)
+    store = store_for(str(tmp_path))
+    store.tally(str(tmp_path))
+    Runtime().reset(str(tmp_path / "b" / "c" / "failed.json"))
+    Runtime().submit(str(tmp_path / "b" / "c" / "failed.json"), "failure")
+    done = subprocess.run(
+        [sys.executable, "-c", _KILLED_WRITING_SUMS, str(tmp_path)],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == -9, done.stderr
     assert store.tally(str(tmp_path)) == _recounted(tmp_path)

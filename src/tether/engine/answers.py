@@ -171,32 +171,53 @@ class Stop:
     session ended): recorded as `ended`, never counted. `background`: the harness reports work
     still running in the background: let through, recorded as `background`, never counted.
     `park`: why the stop after `cap` refusals ends the turn; given, that stop is recorded as
-    `parked` with it (the execution waits for a session to resume it), else as `allowed`."""
+    `parked` with it (the execution waits for a session to resume it), else as `allowed`.
+    `agent` (with `step`): a sub-agent's stop while it holds the claim on the action of the open
+    step `step`: recorded against that step, naming the agent, its refusals in a row counted in
+    the claim (`claims.count_stop`), not the execution's."""
 
-    __slots__ = ("background", "cap", "ended", "park")
+    __slots__ = ("agent", "background", "cap", "ended", "park", "step")
 
     def __init__(
-        self, cap: int, ended: bool = False, *, background: bool = False, park: str | None = None
+        self,
+        cap: int,
+        ended: bool = False,
+        *,
+        background: bool = False,
+        park: str | None = None,
+        agent: str | None = None,
+        step: str | None = None,
     ) -> None:
         self.cap = cap
         self.ended = ended
         self.background = background
         self.park = park
+        self.agent = agent
+        self.step = step
 
 
 class ToolCall:
     """A tool call the agent made while a step was open (`ok`: true on a sign of success from
     the harness, false on a sign of failure, None with neither), recorded as a
     `tool` entry against the open step named by `step` (else the first). An open action whose
-    `check` steps read `TOOLS` keeps it for them until the action's attempt ends."""
+    `check` steps read `TOOLS` keeps it for them until the action's attempt ends. `agent`: the
+    sub-agent that made it (the entry names it)."""
 
-    __slots__ = ("input", "ok", "step", "tool")
+    __slots__ = ("agent", "input", "ok", "step", "tool")
 
-    def __init__(self, tool: str, input: Any, ok: bool | None, step: str | None = None) -> None:
+    def __init__(
+        self,
+        tool: str,
+        input: Any,
+        ok: bool | None,
+        step: str | None = None,
+        agent: str | None = None,
+    ) -> None:
         self.tool = tool
         self.input = input
         self.ok = ok
         self.step = step
+        self.agent = agent
 
 
 class Independent:

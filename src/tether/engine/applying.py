@@ -34,7 +34,7 @@ from tether.engine.answers import (
     ToolCall,
     VarWrite,
 )
-from tether.engine.claims import claim, hold
+from tether.engine.claims import claim, held_claim, hold
 from tether.engine.closing import hold_to_close, require_writes
 from tether.engine.deadlines import passed
 from tether.engine.names import LEVELS, Key, Kind, Phase, Reply, RequestType, Result, Status
@@ -247,24 +247,38 @@ def _think(state: dict[str, Any], answer: Think, now: str) -> Outcome:
 def _stop(state: dict[str, Any], answer: Stop, now: str) -> Outcome:
     if answer.cap < 1:
         raise TetherError("invalid_value", f"a stop cap is a whole number >= 1, got {answer.cap}")
-    open_ = state["open"]
-    req = dict(next((r for r in open_ if r["type"] != "human"), open_[0]))
-    blocks = state.get("stops", 0)
+    if answer.agent is None:
+        open_ = state["open"]
+        req = dict(next((r for r in open_ if r["type"] != "human"), open_[0]))
+        counts = state  # the execution's refused stops in a row
+    else:
+        req = dict(named(state, answer.step))
+        open_ = [req]
+        counts = held_claim(state, req, answer.agent)  # the sub-agent's, in its claim
+    blocks = counts.get("stops", 0)
     note = None
     if answer.ended or answer.background:
         outcome = Reply.ENDED if answer.ended else Reply.BACKGROUND
     elif waits_on_person(open_):
         outcome, blocks, note = Reply.ALLOWED, 0, PERSON_NOTE
-        state.pop("stops", None)
+        counts.pop("stops", None)
     elif blocks >= answer.cap:
         outcome, note = (Reply.PARKED, answer.park) if answer.park else (Reply.ALLOWED, None)
-        state.pop("stops", None)
+        counts.pop("stops", None)
     else:
         outcome = Reply.REFUSED
         blocks += 1
-        state["stops"] = blocks
+        counts["stops"] = blocks
     entry = _entry(
-        state, Kind.STOP, now, req, step=req["step"], cap=answer.cap, outcome=outcome, note=note
+        state,
+        Kind.STOP,
+        now,
+        req,
+        step=req["step"],
+        cap=answer.cap,
+        outcome=outcome,
+        note=note,
+        agent=answer.agent,
     )
     response = {"status": outcome, "blocks": blocks, "cap": answer.cap, "current": req}
     if note == PERSON_NOTE:
@@ -275,7 +289,14 @@ def _stop(state: dict[str, Any], answer: Stop, now: str) -> Outcome:
 def _tool_call(tree: dict[str, Any], state: dict[str, Any], answer: ToolCall, now: str) -> Outcome:
     req = named(state, answer.step)
     entry = _entry(
-        state, Kind.TOOL, now, req, step=req["step"], tool=answer.tool, input=answer.input
+        state,
+        Kind.TOOL,
+        now,
+        req,
+        step=req["step"],
+        tool=answer.tool,
+        input=answer.input,
+        agent=answer.agent,
     )
     entry["ok"] = answer.ok  # null too: the harness gave no sign either way
     for r in state["open"]:

@@ -11,8 +11,10 @@ Owns:
 - the holder's check on every answer to a step (`hold`: eval, submit, and a bot's close, which
   names no agent and so is refused): an answer to a claimed action from anyone but its holder is
   refused (`claimed`), even after the lease lapsed (the other agent claims it first, so the trace
-  shows the takeover); the holder's answer starts its lease again. A var write or a thought names
-  no agent and is not held.
+  shows the takeover); the holder's answer starts its lease again, and its count of refused
+  stops (`held_claim`: a sub-agent's stops are counted in its claim). A var write or a thought
+  names no agent and is not held;
+- who holds an open step's action (`holder`), for the guard's binding of sub-agents.
 
 It does not own who an agent is (the caller names it) or the clock (`now` is passed in, and the
 lease's end is recorded, so replay and `verify` read the same). Pure: no I/O.
@@ -101,7 +103,30 @@ def hold(state: dict[str, Any], req: dict[str, Any], agent: str | None, now: str
         return
     if held["agent"] != agent:
         raise _held_by(held, req)
-    frame[Key.CLAIM] = dict(held, until=deadline_after(now, held["lease"]))
+    renewed = {k: v for k, v in held.items() if k != "stops"}  # its refused stops start again
+    frame[Key.CLAIM] = dict(renewed, until=deadline_after(now, held["lease"]))
+
+
+def held_claim(state: dict[str, Any], req: dict[str, Any], agent: str) -> dict[str, Any]:
+    """The claim `agent` holds on the action of the open request `req` (the dict kept in its
+    frame, which a sub-agent's refused stops in a row are counted in, as `stops`); refused
+    (`claimed`) when another holds it, `invalid_value` when nobody does."""
+    held = state["runtime"].get(node_key(req["path"] or ()), {}).get(Key.CLAIM)
+    if held is None:
+        raise TetherError(
+            "invalid_value",
+            f"{req['name']!r} is not claimed: only its holder's stop is counted against it",
+            current=dict(req),
+        )
+    if held["agent"] != agent:
+        raise _held_by(held, req)
+    return held
+
+
+def holder(state: dict[str, Any], req: dict[str, Any]) -> dict[str, Any] | None:
+    """`{agent, until}` of the claim on the action of the open request `req`, or None."""
+    held = state["runtime"].get(node_key(req["path"] or ()), {}).get(Key.CLAIM)
+    return None if held is None else {"agent": held["agent"], "until": held["until"]}
 
 
 def _held_by(held: dict[str, Any], req: dict[str, Any]) -> TetherError:

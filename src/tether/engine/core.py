@@ -67,6 +67,7 @@ from tether.engine.answers import (
     VarWrite,
 )
 from tether.engine.applying import apply
+from tether.engine.claims import holder
 from tether.engine.deadlines import expired
 from tether.engine.names import Key, Kind, Phase, Reply, RequestType, Result, Status
 from tether.engine.phases import (
@@ -84,6 +85,7 @@ from tether.engine.ticking import (
     node_at,
     reads_tools,
     tool_policy,
+    write_scope,
 )
 from tether.engine.trace import tool_records, tools_since
 
@@ -124,6 +126,7 @@ __all__ = [
     "default_condition",
     "default_list",
     "expired",
+    "holder",
     "initial_state",
     "node_at",
     "reads_tools",
@@ -131,4 +134,5 @@ __all__ = [
     "tool_records",
     "tools_since",
     "waits_on_person",
+    "write_scope",
 ]

@@ -133,11 +133,14 @@ def answer_of(entry: dict[str, Any], state: dict[str, Any]) -> Answer | None:
     if kind == Kind.STOP:
         outcome = entry["outcome"]
         park = entry.get("note") if outcome == Reply.PARKED else None
+        agent = entry.get("agent")
         return Stop(
             int(entry["cap"]),
             outcome == Reply.ENDED,
             background=outcome == Reply.BACKGROUND,
             park=park,
+            agent=agent,
+            step=_token_at(state, entry.get("cursor")) if agent else None,
         )
     if kind == Kind.INDEPENDENT:
         return Independent(
@@ -145,7 +148,8 @@ def answer_of(entry: dict[str, Any], state: dict[str, Any]) -> Answer | None:
         )
     if kind == Kind.TOOL:
         token = _token_at(state, entry.get("cursor"))
-        return ToolCall(str(entry["tool"]), entry.get("input"), entry["ok"], token)
+        agent = entry.get("agent")
+        return ToolCall(str(entry["tool"]), entry.get("input"), entry["ok"], token, agent)
     token = _token_at(state, entry.get("cursor"))
     if kind == Kind.EVALUATE:
         return Eval(bool(entry["submitted"]), entry.get("note"), token, agent=entry.get("agent"))

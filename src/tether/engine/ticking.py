@@ -6,9 +6,9 @@ and docs/semantics.md), entering and finishing nodes (frames created and dropped
 `check` steps and modifier conditions with their `check` trace entries, the open requests and
 step tokens a tick produces, the loop items a node sees, the work one answer's ticking may do
 (`MAX_VISITS` nodes visited, `MAX_ENTRIES` trace entries; past either, `work_limit` names the
-loops it was in), the tree navigation helpers (`node_at`, `tool_policy`, node keys), the
-injected CEL evaluators (`Condition`) and `judge`, the one evaluation of a check or condition
-(a close's checks go through it too).
+loops it was in), the tree navigation helpers (`node_at`, `tool_policy`, `write_scope`, node
+keys), the injected CEL evaluators (`Condition`) and `judge`, the one evaluation of a check or
+condition (a close's checks go through it too).
 
 It does not own the phase and status a tick leaves (`tether.engine.phases.settle`), the answers
 that move a frame before a tick (`tether.engine.applying`), nor how a trace entry is numbered
@@ -412,6 +412,9 @@ class Ticker:
         policy = tool_policy(self.tree, path)
         if policy is not None:
             req["tools"] = policy
+        scope = write_scope(self.tree, path)
+        if scope is not None:
+            req["scope"] = scope
         items = loop_items(self.tree, self.runtime, path)
         if items:
             req["item"] = items[-1]
@@ -563,12 +566,23 @@ def tool_policy(tree: dict[str, Any], path: list[int] | None) -> dict[str, Any] 
     node at or above it that declares one, with the node's name as `node`; None when no node
     does (and for the protocol gate, which has no path). An open request carries it as
     `tools`, so a hook reads it from the state alone."""
+    node = _nearest(tree, path, "tools")
+    return None if node is None else {**node["tools"], "node": node["name"]}
+
+
+def write_scope(tree: dict[str, Any], path: list[int] | None) -> dict[str, Any] | None:
+    """The files an agent may write while the step at `path` is open: the `writes` globs of the
+    nearest node at or above it that declares them, as `{"writes": [...], "node": name}`; None
+    when no node does. An open request carries it as `scope`, beside `tools`."""
+    node = _nearest(tree, path, "writes")
+    return None if node is None else {"writes": list(node["writes"]), "node": node["name"]}
+
+
+def _nearest(tree: dict[str, Any], path: list[int] | None, key: str) -> dict[str, Any] | None:
+    """The nearest node at or above the step at `path` that declares `key`, or None."""
     if path is None:
         return None
-    for node, _ in reversed(chain(tree, path)):
-        if "tools" in node:
-            return {**node["tools"], "node": node["name"]}
-    return None
+    return next((node for node, _ in reversed(chain(tree, path)) if key in node), None)
 
 
 def reads_tools(action: dict[str, Any]) -> bool:

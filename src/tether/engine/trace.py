@@ -151,17 +151,27 @@ def tools_since(state: dict[str, Any]) -> int | None:
 
 def tool_records(entries: Iterable[dict[str, Any]], since: int | None) -> list[dict[str, Any]]:
     """What checks see of the `tool` entries with `seq >= since`: `{tool, input, ok, seq}`,
-    where `ok` is true only for an entry recorded `ok: true` (unknown reads as not ok)."""
+    where `ok` is true only for an entry recorded `ok: true` (unknown reads as not ok), and
+    `agent`, the sub-agent that made the call, when the entry names one."""
     if since is None:
         return []
     return [
         {"tool": e["tool"], "input": e.get("input"), "ok": e["ok"] is True, "seq": e["seq"]}
+        | ({"agent": e["agent"]} if "agent" in e else {})
         for e in entries
         if e["kind"] == Kind.TOOL and e["seq"] >= since
     ]
 
 
 def attempt_tools(frame: dict[str, Any], tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The tool calls of an action's current attempt, from the records the caller passed."""
+    """The tool calls of an action's current attempt, from the records the caller passed; of a
+    claimed action, none that another sub-agent made (a call naming no agent counts)."""
     first = frame.get(Key.TOOLS_FROM)
-    return [] if first is None else [r for r in tools if r["seq"] >= first]
+    if first is None:
+        return []
+    holder = (frame.get(Key.CLAIM) or {}).get("agent")
+    return [
+        r
+        for r in tools
+        if r["seq"] >= first and (holder is None or r.get("agent", holder) == holder)
+    ]

@@ -107,6 +107,12 @@ _REQUEST_PROPERTIES: dict[str, Any] = {
         "description": "The tools you may run while this request is open ({allow?, deny?, "
         "node}); a guard bound to the execution denies the others.",
     },
+    "scope": {
+        "type": "object",
+        "description": "The files you may write while this request is open ({writes: globs "
+        "relative to the project, node}); a guard bound to the execution denies every other "
+        "write, and any shell line whose writes it cannot read.",
+    },
     "path": _or_null({"type": "array", "items": {"type": "integer"}}),
     "index": {"type": "integer"},
     "item": {

@@ -29,7 +29,7 @@ from tether.errors import TetherError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from tether.store.tally import Counted
+    from tether.store.tally import Behind, Counted
 
 
 @dataclass(frozen=True)
@@ -241,6 +241,15 @@ class Store(Protocol):
         (`tether.store.tally.Counted`): kept ones where the store keeps them (the file store's
         `.tether-figures.jsonl`), else counted from its trace. What `tally` adds up, and what the
         viewer reads one execution's figures from (`/api/behind`)."""
+        ...
+
+    def behind(
+        self, where: str, tree: str, tree_hash: str, key: str, measure: str, page: slice
+    ) -> tuple[int, builtins.list[Behind]]:
+        """The executions at `where` of the tree `tree` at `tree_hash` in which the action `key`
+        (a `tether.store.tally.key_of`) has a figure of `measure` (one of
+        `tether.store.tally.MARKS`) that is not 0, most first then by name: how many, and
+        the `page` of them (`tether.store.tally.behind_of`)."""
         ...
 
     def tally(

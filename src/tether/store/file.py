@@ -63,15 +63,26 @@ but reads no state file the index is up to date with. A failure to write the ind
 commit's: the next listing catches it up. Folders nothing lists keep appending: the index grows
 by a line a commit until a listing rewrites it.
 
-Counting (`tally`): the executions `list` finds, each counted by `tether.store.tally` once and
-kept in its folder's `.tether-figures.jsonl` (`record_of`: its counts and whole durations, which
-merge exactly), a line stamped like the index's, with the length of the refusal log besides. A
-count is believed only while its stamp is current; otherwise the execution is read as a `get`
-reads it (the tree once per tree hash), its trace parsed as one JSON array rather than line by
-line, counted again and the line appended (a listing that counts catches the file up, and
-rewrites it past twice its length, as the index). So `tether stats` reads the traces of the
-executions that changed since it last ran, and the kept counts of the others: still one line per
-execution, so its cost still grows with their number, less steeply.
+Counting (`counted`): the executions `list` finds, each counted by `tether.store.tally` once and
+kept in its folder's `.tether-figures.jsonl` (`record_of`), a line stamped like the index's, with
+the length of the refusal log besides. A count is believed only while its stamp is current;
+otherwise the execution is read as a `get` reads it (the tree once per tree hash), its trace
+parsed as one JSON array rather than line by line, counted again and the line appended (a
+reader catches the file up, and rewrites it past twice its length, as the index).
+
+Sums (`tally`): the folder `tally` is given keeps `.tether-sums.json` (`SUMS`): the counts of
+its executions added up per tree hash and day created (`tether.store.tally.Sums`), the stamp
+each was added at, and the count of each running one (a settled one's, `tether.store.tally.
+settled`, is its line in the kept figures). `tally` stats each execution, counts (from its
+trace) only those whose stamp moved since they were added, taking away the count each added
+before, and reads the sums: its cost grows with the executions' number by a `stat` or two each,
+and with what changed by their traces. When the count an execution added is no longer kept
+(its line rewritten away), the sums are added up again from every execution. The sums file is
+written atomically after the counts it adds are appended: a kill leaves the previous sums,
+never wrong ones, and readers that race each write sums that agree with the stamps they hold.
+A `--since` within a day reads the kept counts of the executions created that day. A sums file
+of another version, torn or unreadable is added up again; one written by hand to lie is
+believed (delete it to count afresh).
 
 It does not interpret the state (the engine and verbs do; `tether.store.base.Summary` reads
 what a listing shows).
@@ -105,7 +116,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from tether.store.base import Summary
-    from tether.store.tally import Counted
+    from tether.store.tally import Behind, Counted, Sums
 
 _REQUIRED = ("schema_version", "status", "revision", "var", "const", "open", "runtime", "trace")
 # The files of an execution at BASE, by the part of their name after BASE.
@@ -116,6 +127,7 @@ _REFUSED = ".refused.jsonl"
 # The summary index of the executions in a folder, and their kept figures (see "Index" above).
 INDEX = ".tether-index.jsonl"
 FIGURES = ".tether-figures.jsonl"
+SUMS = ".tether-sums.json"
 _LEFTOVER = re.compile(rf"(?:{_TREE})?{TEMPORARY.pattern}")
 # How far below the folder it is given `list` looks, and the folders it leaves out (besides
 # hidden ones): they hold no executions worth listing and can be large.
@@ -270,12 +282,21 @@ class FileStore:
                 yield Counted(name, {}, "", {}, None)
         kept.catch_up()
 
+    def behind(
+        self, where: str, tree: str, tree_hash: str, key: str, measure: str, page: slice
+    ) -> tuple[int, builtins.list[Behind]]:
+        from tether.store.tally import behind_of
+
+        return behind_of(self.counted(where), tree, tree_hash, key, measure, page)
+
     def tally(
         self, where: str, *, since: str | None = None, tree: str | None = None
     ) -> dict[str, Any]:
         from tether.store.tally import tally_of
 
-        return tally_of(self.counted(where), tree=tree, since=since)
+        folder = path_of(where)
+        sums, counts = _summed(folder, _execution_names(folder), since)
+        return tally_of(counts, tree=tree, since=since, sums=sums.each())
 
     def place(self, uri: str) -> tuple[str, str | None]:
         path = path_of(uri)
@@ -555,7 +576,10 @@ class _Kept:
 
     def catch_up(self) -> None:
         for directory, lines in self.behind.items():
-            _catch_up(directory, lines, *self.read[directory], self.name)
+            if directory in self.read:
+                _catch_up(directory, lines, *self.read[directory], self.name)
+            else:  # a reader that did not read it appends, and a later one rewrites it
+                _catch_up(directory, lines, {}, -(10**9), self.name)
 
 
 def _figures(
@@ -564,7 +588,7 @@ def _figures(
     """The kept count of the execution at `path` (`tether.store.tally.record_of`), and what
     choosing it needs of its state, from the folder's `FIGURES` while its stamp (the state file's
     and the length of the refusal log) is current, else counted from the trace and kept."""
-    from tether.store.tally import record_of
+    from tether.store.tally import RECORD_FORMAT, record_of
 
     base = os.path.basename(path)
     stamp = [*_stamp(path), _size(path + _REFUSED)]
@@ -573,6 +597,7 @@ def _figures(
         figures is not None
         and figures["stamp"] == stamp
         and isinstance(figures.get("record"), dict)
+        and figures["record"].get("format") == RECORD_FORMAT
     ):
         return figures
     state = _read_state(path)
@@ -583,6 +608,165 @@ def _figures(
     figures = {"name": base, "stamp": stamp, "state": listed(state), "record": record}
     kept.add(directory, figures)
     return figures
+
+
+def _summed(
+    folder: str, names: builtins.list[str], since: str | None, afresh: bool = False
+) -> tuple[Sums, builtins.list[Counted]]:
+    """The kept sums of the executions under `folder` (`SUMS`) caught up with `names`, and the
+    count of each that the sums cannot give: unreadable, or created on the day `since` falls
+    in, which a day's sum holds only some of (see "Sums" above)."""
+    from tether.store.tally import Counted, whole_days
+
+    kept = _Sums(folder, afresh)
+    split = since[:10] if since and whole_days(since) != since[:10] else None
+    others: builtins.list[Counted] = []
+    present = set(names)
+    for name in [*(set(kept.added) - present), *names]:
+        directory, path = _located(folder, name)
+        mark = kept.added.get(name)
+        try:
+            stamp = [*_stamp(path), _size(path + _REFUSED)]
+        except OSError:
+            stamp = None
+        if mark is not None and mark[:4] == stamp:
+            if mark[5][:10] == split:
+                held = kept.running.get(name) or _figures(directory, path, kept.figures, kept.trees)
+                others.append(kept.counted(name, held))
+            continue
+        if mark is not None and not kept.take_away(name, directory):
+            return _summed(folder, names, since, afresh=True)  # its count is no longer kept
+        line = kept.count(path, stamp) if stamp is not None else None
+        if line is None:
+            if name in present:
+                others.append(Counted(name, {}, "", {}, None))
+            continue
+        kept.add(name, directory, line)
+        if str(line["state"]["created_at"])[:10] == split:
+            others.append(kept.counted(name, line))
+    kept.write(present)
+    return kept.sums, others
+
+
+class _Sums:
+    """One reader's pass over a folder's kept sums (`SUMS`): the cells, the trees they count,
+    the stamp (with tree hash and creation time) each execution was added at, and the count of
+    each running one (a settled one's is in `FIGURES`)."""
+
+    def __init__(self, folder: str, afresh: bool) -> None:
+        from tether.store.tally import Sums
+
+        self.folder = folder
+        self.sums = Sums()
+        self.trees: dict[str, dict[str, Any]] = {}
+        self.added: dict[str, builtins.list[Any]] = {}
+        self.running: dict[str, dict[str, Any]] = {}
+        self.figures = _Kept(FIGURES)
+        self.changed = afresh
+        if not afresh:
+            with contextlib.suppress(OSError, ValueError, KeyError, TypeError, AttributeError):
+                self._read(json.loads(read_regular(os.path.join(folder, SUMS))))
+
+    def _read(self, kept: dict[str, Any]) -> None:
+        from tether.store.tally import RECORD_FORMAT, Sums
+
+        if kept["format"] != RECORD_FORMAT:
+            return
+        sums, trees = Sums(), {str(h): dict(tree) for h, tree in kept["trees"].items()}
+        for tree_hash, day, record in kept["cells"]:
+            sums.add(tree_hash, trees[tree_hash], day, record)
+        added = {str(name): list(mark) for name, mark in kept["added"].items()}
+        running = {str(name): dict(line) for name, line in kept["running"].items()}
+        self.sums, self.trees, self.added, self.running = sums, trees, added, running
+
+    def _line(self, name: str, directory: str) -> dict[str, Any] | None:
+        """The kept line the execution `name` was added with (None: no longer kept)."""
+        mark = self.added[name]
+        line = self.running.get(name) or _kept_line(directory, name.rpartition("/")[2], mark[:4])
+        return line if line is not None and line["stamp"] == mark[:4] else None
+
+    def counted(self, name: str, line: dict[str, Any]) -> Counted:
+        """The execution `name` with its count, from its kept `line`."""
+        from tether.store.tally import Counted
+
+        tree_hash = str(line["state"]["tree_hash"])
+        return Counted(name, line["state"], tree_hash, self.trees[tree_hash], line["record"])
+
+    def take_away(self, name: str, directory: str) -> bool:
+        """Take the count the execution `name` added away (it changed or went); False when
+        its kept line is gone."""
+        line, mark = self._line(name, directory), self.added.pop(name)
+        self.running.pop(name, None)
+        if line is None or mark[4] not in self.trees:
+            return False
+        self.sums.add(mark[4], self.trees[mark[4]], mark[5][:10], line["record"], -1)
+        self.changed = True
+        return True
+
+    def count(self, path: str, stamp: builtins.list[int]) -> dict[str, Any] | None:
+        """The execution at `path` counted from its trace, as a kept line (None: unreadable)."""
+        from tether.store.tally import record_of
+
+        try:
+            state = _read_state(path)
+            tree_hash = str(state["tree_hash"])
+            if tree_hash not in self.trees:
+                self.trees[tree_hash] = _read_tree(path, state)
+            tree = self.trees[tree_hash]
+            record = record_of(state, tree, _read_entries(path, state), _read_refusals(path))
+        except (TetherError, OSError, KeyError, TypeError, ValueError):
+            return None
+        base = os.path.basename(path)
+        return {"name": base, "stamp": stamp, "state": listed(state), "record": record}
+
+    def add(self, name: str, directory: str, line: dict[str, Any]) -> None:
+        """Add an execution's count to the sums, and keep its line to take it away: a settled
+        one's in `FIGURES`, a running one's here."""
+        from tether.store.tally import settled
+
+        state = line["state"]
+        tree_hash, created = str(state["tree_hash"]), str(state["created_at"])
+        self.sums.add(tree_hash, self.trees[tree_hash], created[:10], line["record"])
+        self.added[name] = [*line["stamp"], tree_hash, created]
+        if settled(state):
+            self.figures.add(directory, line)
+        else:
+            self.running[name] = line
+        self.changed = True
+
+    def write(self, present: set[str]) -> None:
+        """Keep what changed: the added counts' lines, then the sums (atomically)."""
+        from tether.store.tally import RECORD_FORMAT
+
+        self.figures.catch_up()
+        if not self.changed:
+            return
+        cells = [[h, day, record] for h, _, day, record in self.sums.each()]
+        kept = {
+            "format": RECORD_FORMAT,
+            "trees": {h: tree for h, tree in self.trees.items() if h in {c[0] for c in cells}},
+            "cells": cells,
+            "added": self.added,
+            "running": {name: line for name, line in self.running.items() if name in present},
+        }
+        with contextlib.suppress(OSError):
+            write_atomic(os.path.join(self.folder, SUMS), encode(kept))
+
+
+def _kept_line(directory: str, base: str, stamp: builtins.list[int]) -> dict[str, Any] | None:
+    """The line of the folder's kept figures for the execution `base` at `stamp`, if it holds
+    one still (read whole: only a change to a settled execution, or its removal, asks)."""
+    try:
+        data = read_regular(os.path.join(directory, FIGURES))
+    except OSError:
+        return None
+    for line in reversed(data.splitlines()):
+        if base.encode() in line:
+            with contextlib.suppress(ValueError):
+                record = json.loads(line)
+                if record.get("name") == base and record.get("stamp") == stamp:
+                    return dict(record)
+    return None
 
 
 def _tidy(path: str, state: dict[str, Any] | None) -> list[str]:

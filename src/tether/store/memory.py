@@ -32,7 +32,7 @@ from tether.store.shared import REFUSAL_LOG_BYTES, encode, page_whole
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from tether.store.tally import Counted
+    from tether.store.tally import Behind, Counted
 
 _PREFIX = "memory://"
 MAX_BYTES = int(os.environ.get("TETHER_MEMORY_MAX_BYTES", 64 * 1024 * 1024))
@@ -162,6 +162,13 @@ class MemoryStore:
 
         self._place(where)
         return count_each(self, where)
+
+    def behind(
+        self, where: str, tree: str, tree_hash: str, key: str, measure: str, page: slice
+    ) -> tuple[int, builtins.list[Behind]]:
+        from tether.store.tally import behind_of
+
+        return behind_of(self.counted(where), tree, tree_hash, key, measure, page)
 
     def tally(
         self, where: str, *, since: str | None = None, tree: str | None = None

@@ -8,10 +8,11 @@ the execution inside that database. The canonical spelling drops the password (g
 `PGPASSWORD` or a `.pgpass` file; a password written in a URI is used for that DSN's pool for the
 life of the process) and sorts the query parameters.
 
-Five tables hold the data, created on first use under an advisory lock, with their version in
+Six tables hold the data, created on first use under an advisory lock, with their version in
 `tether_schema` (a database written by a newer Tether is refused; one of version 1 gains the
 refusal log when first used, one of version 1 or 2 the summaries, filled from its executions'
-rows in that same transaction; one of version 3 gains the kept counts, filled when first read):
+rows in that same transaction; one of version 3 or 4 gains the kept counts and sums, filled when
+first read):
 
 - `tether_executions` — one row per execution: the state (as JSON text, key order kept), the
   embedded tree, the revision and which trace epoch is current and how long it is;
@@ -25,16 +26,26 @@ rows in that same transaction; one of version 3 gains the kept counts, filled wh
   the database from the execution's row (`_SUMMARIZE`) in the transaction of every create, commit
   and tree swap, so it is never behind the state.
 - `tether_figures` — each execution's count (`tether.store.tally.record_of`) with the revision
-  and the number of refusals it was made at: `counted` reads it, and counts again (and keeps)
-  what it finds behind, as the file store does with its `.tether-figures.jsonl`; a reader, never
-  a commit, writes it, so a step costs nothing more.
+  and the number of refusals it was made at, its tree hash and day created, and whether it is
+  added to the sums (none: it could not be counted);
+- `tether_sums` — the counts of every execution that could be counted, running or ended, added
+  up per tree hash and day created (`tether.store.tally.Sums`).
+
+A reader, never a commit, writes those two (so a step costs nothing more): `counted` and
+`tally` first count again, from their traces, the executions whose kept count is behind (a
+commit or a refusal since: found by comparing the summaries with the counts, in the database),
+in batches, each in one transaction that locks their rows (in name order, so readers racing
+for one execution count it once), takes away what a count added to the sums before, keeps the
+new count and adds it to its cell (cells locked in key order). `tally` then reads the cells,
+and the counts of the executions created on the day a `--since` within a day falls in: past the
+comparison that finds what is behind (one row per execution, in the database), its cost grows
+with the days and trees and with what changed since the last reader, not with the executions.
+A store of schema version 4 drops its counts, kept in another form, and counts again when first
+read.
 
 `list(DSN)` — a URI without `#name` — lists every execution in the database and `page(DSN, ...)`
 one page of them, filtered by tree and status, with their number and the trees: both read the
 summaries alone (indexed by tree, status and name), never a state.
-`tally(DSN)` adds up the kept counts (`counted`, `tether.store.tally.tally_of`): one row per
-execution and one tree per tree hash cross the wire, and the traces of those whose count is
-behind (counted again in batches, each trace read whole by one statement).
 
 A verb's `transaction` is one database transaction that begins with `SELECT ... FOR UPDATE` on the
 execution's row, so concurrent verbs on one execution — from threads, processes or replicas on
@@ -73,9 +84,9 @@ from tether.store.shared import REFUSAL_LOG_BYTES, encode
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from tether.store.tally import Counted
+    from tether.store.tally import Behind, Counted
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 _SCHEMES = ("postgresql", "postgres")
 _POOL_MAX = int(os.environ.get("TETHER_PG_POOL_MAX", "10"))
 _TIMEOUT = float(os.environ.get("TETHER_PG_TIMEOUT", "5"))
@@ -138,7 +149,19 @@ CREATE TABLE IF NOT EXISTS tether_figures (
     name text PRIMARY KEY,
     revision bigint NOT NULL,
     refusals bigint NOT NULL,
-    record json NOT NULL
+    tree_hash text,
+    day text,
+    added boolean NOT NULL DEFAULT false,
+    record json,
+    marks jsonb
+);
+CREATE INDEX IF NOT EXISTS tether_figures_others ON tether_figures (name) WHERE NOT added;
+CREATE INDEX IF NOT EXISTS tether_figures_days ON tether_figures (day) WHERE added;
+CREATE TABLE IF NOT EXISTS tether_sums (
+    tree_hash text NOT NULL,
+    day text NOT NULL,
+    record json NOT NULL,
+    PRIMARY KEY (tree_hash, day)
 );
 """
 
@@ -391,6 +414,11 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def _stored_version(conn: psycopg.Connection[Any]) -> int | None:
+    row = conn.execute("SELECT version FROM tether_schema").fetchone()
+    return None if row is None else int(row[0])
+
+
 def _ensure_schema(conn: psycopg.Connection[Any], dsn: str) -> None:
     """Create the tables if they are missing; refuse a schema newer than this module knows."""
     try:
@@ -400,6 +428,8 @@ def _ensure_schema(conn: psycopg.Connection[Any], dsn: str) -> None:
     if row is None or int(row[0]) < SCHEMA_VERSION:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+            if row is not None and (_stored_version(conn) or 0) < SCHEMA_VERSION:
+                conn.execute("DROP TABLE IF EXISTS tether_figures")  # counts of another form
             conn.execute(_DDL)
             conn.execute(_SUMMARIZE, {"name": None})  # an older store: its summaries, once
             row = conn.execute(
@@ -595,32 +625,48 @@ class PostgresStore:
         return [json.loads(text) for (text,) in rows]
 
     def counted(self, where: str) -> Iterator[Counted]:
-        from tether.store.tally import Counted
+        with _connection(self._database(where)) as conn:
+            trees = _caught_up(conn)
+            rows = conn.execute(_COUNTS + ' ORDER BY s.name COLLATE "C"').fetchall()
+            yield from _counts(rows, trees)
 
-        target = self._database(where)
-        with _connection(target) as conn:
-            rows = conn.execute(_KEPT).fetchall()
-            hashes = sorted({str(row[1]) for row in rows if row[1] is not None})
-            trees = {h: json.loads(text) for h, text in conn.execute(_TREES, (hashes,))}
-            stale = [str(row[0]) for row in rows if (row[4], row[5]) != (row[2], row[3])]
-            records = {str(row[0]): row[6] for row in rows if (row[4], row[5]) == (row[2], row[3])}
-            for start in range(0, len(stale), _BATCH):
-                records.update(_count_again(conn, stale[start : start + _BATCH], trees))
-        for name, tree_hash, _, _, _, _, _, *summary in rows:
-            listed = dict(zip(_LISTED_COLUMNS, summary, strict=True))
-            record = records.get(str(name))
-            tree = trees.get(str(tree_hash))
-            if record is None or tree is None:
-                yield Counted(str(name), listed, "", {}, None)
-            else:
-                yield Counted(str(name), listed, str(tree_hash), tree, json.loads(record))
+    def behind(
+        self, where: str, tree: str, tree_hash: str, key: str, measure: str, page: slice
+    ) -> tuple[int, builtins.list[Behind]]:
+        from tether.store.tally import MARKS, Behind, action_of
+
+        asked = {"tree": tree, "hash": tree_hash, "key": key, "mark": MARKS.index(measure)}
+        asked.update(offset=page.start or 0, limit=(page.stop or 0) - (page.start or 0))
+        with _connection(self._database(where)) as conn:
+            _caught_up(conn)
+            found = conn.execute(_BEHIND_FIGURE, asked).fetchall()
+            counted = conn.execute(_BEHIND_COUNT, asked).fetchone() if not found else None
+        total = found[0][-1] if found else (counted or (0,))[0]
+        rows = [
+            Behind(
+                float(value), str(name), status, updated, action_of(json.loads(record), key) or {}
+            )
+            for value, name, status, updated, record, _ in found
+        ]
+        return int(total), rows
 
     def tally(
         self, where: str, *, since: str | None = None, tree: str | None = None
     ) -> dict[str, Any]:
-        from tether.store.tally import tally_of
+        from tether.store.tally import tally_of, whole_days
 
-        return tally_of(self.counted(where), tree=tree, since=since)
+        first = whole_days(since)
+        split = since[:10] if since and first != since[:10] else None
+        with _connection(self._database(where)) as conn:
+            trees = _caught_up(conn)
+            cells = conn.execute(_CELLS, (first,)).fetchall()
+            rows = conn.execute(_COUNTS + " WHERE NOT f.added OR f.day = %s", (split,)).fetchall()
+            sums = [
+                (str(h), trees[str(h)], str(day), json.loads(record))
+                for h, day, record in cells
+                if trees[str(h)]
+            ]
+            return tally_of(_counts(rows, trees), tree=tree, since=since, sums=sums)
 
     def locate(self, where: str, name: str) -> str:
         target = self._database(where)
@@ -729,61 +775,151 @@ class _PostgresTransaction:
 
 # -- counting (tally) ----------------------------------------------------------------------------
 
-# What `counted` reads of each execution: its summary, the revision and refusals it is at, and
-# the count kept of it with the revision and refusals it was made at (behind: counted again).
+# The kept counts (`tether_figures`) and sums (`tether_sums`): see "Sums" above.
 _LISTED_COLUMNS = ("tree_name", "tree_hash", "status", "created_at", "updated_at")
-_KEPT = """
-SELECT s.name, s.tree_hash, s.revision, coalesce(r.n, 0), f.revision, f.refusals, f.record::text,
-       s.tree, s.tree_hash, s.status, s.created_at, s.updated_at
+_BEHIND = """
+SELECT s.name
 FROM tether_summaries s
 LEFT JOIN (SELECT name, count(*) AS n FROM tether_refusals GROUP BY name) r USING (name)
 LEFT JOIN tether_figures f USING (name)
+WHERE f.name IS NULL OR f.revision <> s.revision OR f.refusals <> coalesce(r.n, 0)
 ORDER BY s.name COLLATE "C"
 """
-_TREES = """
-SELECT DISTINCT ON (s.tree_hash) s.tree_hash, x.tree::text
-FROM tether_summaries s JOIN tether_executions x USING (name)
-WHERE s.tree_hash = ANY(%s::text[])
-ORDER BY s.tree_hash, s.name
+_COUNTS = """
+SELECT s.name, f.tree_hash, f.record::text, s.tree, s.tree_hash, s.status, s.created_at,
+       s.updated_at
+FROM tether_summaries s JOIN tether_figures f USING (name)
 """
-_STALE = """
-SELECT x.name, x.state::text,
+_FIGURE = "(f.marks->%(key)s->>%(mark)s)::float8"
+_BEHIND_FIGURE = f"""
+SELECT {_FIGURE}, s.name, s.status, s.updated_at, f.record::text, count(*) OVER ()
+FROM tether_figures f JOIN tether_summaries s USING (name)
+WHERE f.tree_hash = %(hash)s AND s.tree = %(tree)s AND {_FIGURE} <> 0
+ORDER BY {_FIGURE} DESC, s.name COLLATE "C"
+LIMIT %(limit)s OFFSET %(offset)s
+"""
+_BEHIND_COUNT = f"""
+SELECT count(*) FROM tether_figures f JOIN tether_summaries s USING (name)
+WHERE f.tree_hash = %(hash)s AND s.tree = %(tree)s AND {_FIGURE} <> 0
+"""
+_CELLS = "SELECT tree_hash, day, record::text FROM tether_sums WHERE day >= coalesce(%s, '')"
+_TREE = """
+SELECT x.tree::text FROM tether_summaries s JOIN tether_executions x USING (name)
+WHERE s.tree_hash = %s LIMIT 1
+"""
+_AGAIN = """
+SELECT x.name, x.revision, x.state::text,
        (SELECT json_agg(t.entry ORDER BY t.idx)::text FROM tether_trace t
         WHERE t.name = x.name AND t.epoch = x.trace_epoch AND t.idx < x.trace_entries),
        (SELECT json_agg(r.entry ORDER BY r.id)::text FROM tether_refusals r WHERE r.name = x.name)
 FROM tether_executions x
 WHERE x.name = ANY(%s::text[])
 """
+_PLACE = """
+INSERT INTO tether_figures (name, revision, refusals)
+SELECT unnest(%s::text[]), -1, -1
+ON CONFLICT (name) DO NOTHING
+"""
+_HOLD = """
+SELECT name, added, tree_hash, day, record::text FROM tether_figures
+WHERE name = ANY(%s::text[]) ORDER BY name COLLATE "C" FOR UPDATE
+"""
 _KEEP = """
-INSERT INTO tether_figures (name, revision, refusals, record)
-SELECT k.name, k.revision, k.refusals, k.record::json
-FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[])
-    AS k(name, revision, refusals, record)
-ON CONFLICT (name) DO UPDATE SET
-    revision = EXCLUDED.revision, refusals = EXCLUDED.refusals, record = EXCLUDED.record
+UPDATE tether_figures f
+SET revision = k.revision, refusals = k.refusals, tree_hash = k.tree_hash, day = k.day,
+    added = k.added, record = k.record::json, marks = k.marks::jsonb
+FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::boolean[],
+            %s::text[], %s::text[]) AS k(name, revision, refusals, tree_hash, day, added, record,
+                                         marks)
+WHERE f.name = k.name
+"""
+_HOLD_CELLS = """
+SELECT tree_hash, day, record::text FROM tether_sums
+WHERE (tree_hash, day) IN (SELECT * FROM unnest(%s::text[], %s::text[]))
+ORDER BY tree_hash, day FOR UPDATE
+"""
+_KEEP_CELLS = """
+INSERT INTO tether_sums (tree_hash, day, record)
+SELECT * FROM unnest(%s::text[], %s::text[], %s::json[])
+ON CONFLICT (tree_hash, day) DO UPDATE SET record = EXCLUDED.record
 """
 _BATCH = 500  # executions counted again per query
 
 
-def _count_again(
-    conn: psycopg.Connection[Any], names: list[str], trees: dict[str, dict[str, Any]]
-) -> dict[str, str]:
-    """Count the executions `names` from their traces (`tether.store.tally.record_of`), keep
-    each count with the revision and number of refusals it was made at, and return them by name
-    (as JSON text). One that cannot be counted is left out."""
-    from tether.store.tally import record_of
+class _Trees(dict[str, dict[str, Any]]):
+    """Trees by hash, each read from one of its executions when first asked for ({}: none)."""
 
-    kept: dict[str, tuple[int, int, str]] = {}
-    for name, state_text, entries_text, refusals_text in conn.execute(_STALE, (names,)):
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        super().__init__()
+        self.conn = conn
+
+    def __missing__(self, tree_hash: str) -> dict[str, Any]:
+        row = self.conn.execute(_TREE, (tree_hash,)).fetchone()
+        self[tree_hash] = tree = {} if row is None else dict(json.loads(row[0]))
+        return tree
+
+
+def _caught_up(conn: psycopg.Connection[Any]) -> _Trees:
+    """Count again every execution whose kept count is behind it (`_count_again`); the trees
+    by hash, as far as read."""
+    trees = _Trees(conn)
+    behind = [str(name) for (name,) in conn.execute(_BEHIND)]
+    for start in range(0, len(behind), _BATCH):
+        _count_again(conn, behind[start : start + _BATCH], trees)
+    return trees
+
+
+def _counts(rows: list[Any], trees: _Trees) -> Iterator[Counted]:
+    """Each row of `_COUNTS` as a `Counted` (an execution that cannot be counted: no record)."""
+    from tether.store.tally import Counted
+
+    for name, tree_hash, record, *summary in rows:
+        listed = dict(zip(_LISTED_COLUMNS, summary, strict=True))
+        tree = trees[str(tree_hash)] if record is not None else {}
+        if not tree:
+            yield Counted(str(name), listed, "", {}, None)
+        else:
+            yield Counted(str(name), listed, str(tree_hash), tree, json.loads(record))
+
+
+def _count_again(conn: psycopg.Connection[Any], names: list[str], trees: _Trees) -> None:
+    """Count the executions `names` from their traces (`tether.store.tally.record_of`) and keep
+    each count with the revision and number of refusals it was made at, in one transaction
+    that also moves its count into the sums (taking away what it added before).
+    One that cannot be counted is kept with no count."""
+    from tether.store.tally import Sums, marks_of, record_of
+
+    kept: dict[str, tuple[Any, ...]] = {}
+    for name, revision, state_text, entries_text, refusals_text in conn.execute(_AGAIN, (names,)):
+        refusals = json.loads(refusals_text or "[]")
+        row: tuple[Any, ...] = (revision, len(refusals), None, None, False, None, None)
         try:
             state = json.loads(state_text)
-            refusals = json.loads(refusals_text or "[]")
-            tree = trees[str(state["tree_hash"])]
-            record = record_of(state, tree, json.loads(entries_text or "[]"), refusals)
+            tree_hash = str(state["tree_hash"])
+            record = record_of(state, trees[tree_hash], json.loads(entries_text or "[]"), refusals)
+            day = str(state["created_at"])[:10]
+            marks = encode(marks_of(record))
+            row = (revision, len(refusals), tree_hash, day, True, encode(record), marks)
         except (KeyError, TypeError, ValueError, TetherError):
-            continue
-        kept[name] = (int(state["revision"]), len(refusals), encode(record))
-    columns = [list(kept), *([row[i] for row in kept.values()] for i in range(3))]
+            pass
+        kept[str(name)] = row
+    delta = Sums()
     with conn.transaction():
-        conn.execute(_KEEP, columns)
-    return {name: row[2] for name, row in kept.items()}
+        conn.execute(_PLACE, (list(kept),))
+        for _, added, tree_hash, day, record in conn.execute(_HOLD, (list(kept),)).fetchall():
+            if added:  # counted in the sums at its last count: taken away
+                delta.add(tree_hash, trees[tree_hash], day, json.loads(record), -1)
+        for _, _, tree_hash, day, added, record, _ in kept.values():
+            if added:
+                delta.add(tree_hash, trees[tree_hash], day, json.loads(record))
+        conn.execute(_KEEP, [list(kept), *([row[i] for row in kept.values()] for i in range(7))])
+        if delta.cells:
+            cells = sorted(delta.cells)
+            held = conn.execute(_HOLD_CELLS, [[h for h, _ in cells], [d for _, d in cells]])
+            for tree_hash, day, record in held.fetchall():
+                delta.add(tree_hash, trees[tree_hash], day, json.loads(record))
+            made = list(delta.each())
+            conn.execute(
+                _KEEP_CELLS,
+                [[c[0] for c in made], [c[2] for c in made], [encode(c[3]) for c in made]],
+            )

@@ -4,7 +4,8 @@ Owns the raw figures `tether.stats` shapes (per tree hash, per action), how each
 committed execution — its state, its trace and its refusal log (`Store.refusals`) — and the
 plan of a tree that the count needs (`plan`: each action's path, own `retries` and last step);
 one execution's count as a store keeps it (`record_of`, `Counted`), counted from its trace for a
-store that keeps none (`count_each`), and the figures of many added up (`tally_of`), the one way
+store that keeps none (`count_each`), the counts of many added up per tree hash and day as
+stores keep them (`Sums`), and the figures of many added up (`tally_of`), the one way
 every store's `tally` counts.
 
 The figures, for one execution (the entries since its last reset, less the first
@@ -36,8 +37,11 @@ refusals recorded since then):
   against; refused answers by reason (all, and by the action they were aimed at); tool calls
   denied by a policy; per check expression, the times it failed and the closes it refused.
 
-Durations are whole milliseconds, parsed from the entries' UTC timestamps, and their median and
-90th percentile interpolate linearly between the closest ranks (as PostgreSQL's `percentile_cont`).
+Durations are whole milliseconds, parsed from the entries' UTC timestamps, kept as histograms:
+exact below a second, above it rounded to three significant digits (`bucket`, within 0.05%), so
+that counts add up (and subtract) exactly and stay small. Their median and 90th percentile
+interpolate linearly between the closest ranks (as PostgreSQL's `percentile_cont`) of the
+bucketed values: exact to the bucket, whatever executions `--tree` and `--since` choose.
 It does not format the figures or choose the executions (the stores do; `tether.stats` shapes).
 """
 
@@ -50,7 +54,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from tether.engine.names import Kind, Reply, Status
 from tether.engine.ticking import tree_path
@@ -58,6 +62,8 @@ from tether.engine.trace import MOVING, next_retry, settles
 from tether.errors import TetherError
 
 STATUSES = tuple(Status)
+# Of `record_of`'s count: 2 keeps durations as histograms (`bucket`), 3 adds the agents'.
+RECORD_FORMAT = 3
 # Each agent's figures, in the order `tether stats` shows them (its refusals by reason follow).
 AGENT_FIGURES = ("answers", "attempts", "failures", "claims", "renewals", "takeovers", "lapsed")
 # The figure of each outcome of a claim entry.
@@ -123,26 +129,49 @@ def _day(date: str) -> int:
     return calendar.timegm(time.strptime(date, "%Y-%m-%d")) * 1000
 
 
-def spread(values: builtins.list[int]) -> dict[str, Any]:
-    """`{count, median, p90}` of `values` (milliseconds; None when there are none)."""
-    ordered = sorted(values)
+def bucket(ms: int) -> int:
+    """The histogram bucket of a duration of `ms` milliseconds: itself below 1,000, else rounded
+    to three significant digits (within 0.05%), so that kept counts merge and stay small."""
+    size = abs(ms)
+    if size < 1000:
+        return ms
+    scale = 10 ** (len(str(size)) - 3)
+    return (size + scale // 2) // scale * scale * (1 if ms > 0 else -1)
+
+
+def spread(buckets: dict[str, int]) -> dict[str, Any]:
+    """`{count, median, p90}` of the durations in `buckets` (bucket in milliseconds, as text:
+    how many), each percentile as PostgreSQL's `percentile_cont` over the bucketed values."""
+    ordered = sorted((int(value), n) for value, n in buckets.items() if n)
+    count = sum(n for _, n in ordered)
     return {
-        "count": len(ordered),
-        "median": percentile(ordered, 0.5),
-        "p90": percentile(ordered, 0.9),
+        "count": count,
+        "median": percentile(ordered, count, 0.5),
+        "p90": percentile(ordered, count, 0.9),
     }
 
 
-def percentile(ordered: builtins.list[int], fraction: float) -> float | None:
-    """The `fraction` percentile of sorted `ordered`, as PostgreSQL's `percentile_cont`."""
-    if not ordered:
+def percentile(
+    ordered: builtins.list[tuple[int, int]], count: int, fraction: float
+) -> float | None:
+    """The `fraction` percentile of the `count` values that sorted `ordered` (value, how many)
+    holds, interpolating linearly between the closest ranks."""
+    if not count:
         return None
-    position = fraction * (len(ordered) - 1)
+    position = fraction * (count - 1)
     low, high = math.floor(position), math.ceil(position)
-    first = float(ordered[low])
+    first = float(_ranked(ordered, low))
     if low == high:
         return first
-    return first + (float(ordered[high]) - first) * (position - low)
+    return first + (float(_ranked(ordered, high)) - first) * (position - low)
+
+
+def _ranked(ordered: builtins.list[tuple[int, int]], rank: int) -> int:
+    for value, n in ordered:
+        if rank < n:
+            return value
+        rank -= n
+    raise IndexError(rank)
 
 
 def empty_action() -> dict[str, Any]:
@@ -152,11 +181,11 @@ def empty_action() -> dict[str, Any]:
         "failures": 0,
         "retries": 0,
         "refused": {},
-        "answer_time": spread([]),
+        "answer_time": spread({}),
         "stops_refused": 0,
         "tools_denied": 0,
         "tools_recorded": 0,
-        "human_wait": spread([]),
+        "human_wait": spread({}),
     }
 
 
@@ -164,20 +193,19 @@ _PLANS: dict[str, dict[str, dict[str, Any]]] = {}  # each tree hash's plan, made
 
 
 class _Tree:
-    """The running count of one tree hash."""
+    """The running count of one tree hash. Durations are histograms (`bucket`, as text: how
+    many), so that counts add up and subtract (`merge`) exactly."""
 
     def __init__(self, tree: dict[str, Any], tree_hash: str) -> None:
         self.tree = tree
         self.hash = tree_hash
-        self.plan = _PLANS.get(tree_hash) or _PLANS.setdefault(tree_hash, plan(tree))
-        self.keys = {tuple(action["path"]): key for key, action in self.plan.items()}
         self.statuses: Counter[str] = Counter()
-        self.finish: list[int] = []
+        self.finish: Counter[str] = Counter()
         self.refused: Counter[str] = Counter()
         self.counts: dict[str, Counter[str]] = {}
         self.action_refused: dict[str, Counter[str]] = {}
-        self.answers: dict[str, list[int]] = {}
-        self.waits: dict[str, list[int]] = {}
+        self.answers: dict[str, Counter[str]] = {}
+        self.waits: dict[str, Counter[str]] = {}
         self.checks: Counter[tuple[str, str, str]] = Counter()  # (key, expression, failed|refused)
         self.agents: dict[str, Counter[str]] = {}  # each agent's figures (`AGENT_FIGURES`)
         self.agent_refused: dict[str, Counter[str]] = {}  # each agent's refusals by reason
@@ -208,74 +236,72 @@ class _Tree:
             "refused": dict(self.agent_refused.get(name, {})),
         }
 
+    @functools.cached_property
+    def plan(self) -> dict[str, dict[str, Any]]:
+        """The tree's plan (`plan`), made once per tree hash: counting a trace reads it, adding
+        up counts does not (so a sum can be taken from with the tree unknown)."""
+        return _PLANS.get(self.hash) or _PLANS.setdefault(self.hash, plan(self.tree))
+
+    @functools.cached_property
+    def keys(self) -> dict[tuple[int, ...], str]:
+        return {tuple(action["path"]): key for key, action in self.plan.items()}
+
     def count(self, key: str, figure: str, n: int = 1) -> None:
         self.counts.setdefault(key, Counter())[figure] += n
 
     def record(self) -> dict[str, Any]:
         """This count as JSON, which `merge` adds to another count of the same tree hash: what
-        a store keeps of one execution so that it need not count its trace again."""
+        a store keeps of one execution (or of many) so that it need not count their traces
+        again."""
         return {
-            "statuses": dict(self.statuses),
-            "finish": self.finish,
-            "refused": dict(self.refused),
-            "counts": {key: dict(counts) for key, counts in self.counts.items()},
-            "action_refused": {key: dict(codes) for key, codes in self.action_refused.items()},
-            "answers": self.answers,
-            "waits": self.waits,
-            "checks": [[*check, n] for check, n in self.checks.items()],
-            "agents": {name: dict(counts) for name, counts in self.agents.items()},
-            "agent_refused": {name: dict(codes) for name, codes in self.agent_refused.items()},
+            "format": RECORD_FORMAT,
+            "statuses": _kept(self.statuses),
+            "finish": _kept(self.finish),
+            "refused": _kept(self.refused),
+            "counts": _kept_each(self.counts),
+            "action_refused": _kept_each(self.action_refused),
+            "answers": _kept_each(self.answers),
+            "waits": _kept_each(self.waits),
+            "checks": [[*check, n] for check, n in self.checks.items() if n],
+            "agents": _kept_each(self.agents),
+            "agent_refused": _kept_each(self.agent_refused),
         }
 
-    def merge(self, record: dict[str, Any]) -> None:
-        """Add a count `record` made (exact: durations are kept whole, not bucketed)."""
-        self.statuses.update(record["statuses"])
-        self.finish.extend(record["finish"])
-        self.refused.update(record["refused"])
-        for key, counts in record["counts"].items():
-            self.counts.setdefault(key, Counter()).update(counts)
-        for key, codes in record["action_refused"].items():
-            self.action_refused.setdefault(key, Counter()).update(codes)
-        for mine, theirs in ((self.answers, record["answers"]), (self.waits, record["waits"])):
-            for key, durations in theirs.items():
-                mine.setdefault(key, []).extend(durations)
-        for key, expression, what, n in record["checks"]:
-            self.checks[(key, expression, what)] += n
-        for mine_by, theirs_by in (
-            (self.agents, record.get("agents", {})),  # a count kept before agents were counted
+    def merge(self, record: dict[str, Any], sign: int = 1) -> None:
+        """Add a count `record` made (`sign` -1: take it away again)."""
+        _add(self.statuses, record["statuses"], sign)
+        _add(self.finish, record["finish"], sign)
+        _add(self.refused, record["refused"], sign)
+        for mine, theirs in (
+            (self.counts, record["counts"]),
+            (self.action_refused, record["action_refused"]),
+            (self.answers, record["answers"]),
+            (self.waits, record["waits"]),
+            (self.agents, record.get("agents", {})),  # by agent (a count of format 2 has none)
             (self.agent_refused, record.get("agent_refused", {})),
         ):
-            for name, counts in theirs_by.items():
-                mine_by.setdefault(name, Counter()).update(counts)
+            for key, counts in theirs.items():
+                _add(mine.setdefault(key, Counter()), counts, sign)
+        for key, expression, what, n in record["checks"]:
+            self.checks[(key, expression, what)] += sign * n
 
     def action(self, key: str) -> dict[str, Any] | None:
         """The figures of the action `key`, None when nothing was counted of it."""
-        if not any(
-            key in part for part in (self.counts, self.action_refused, self.answers, self.waits)
-        ):
-            return None
-        counts = self.counts.get(key, Counter())
-        attempts = counts["ends"] + counts["open"]
-        return {
-            **empty_action(),
-            "reached": attempts - counts["retries"],
-            "attempts": attempts,
-            "failures": counts["failures"],
-            "retries": counts["retries"],
-            "refused": dict(self.action_refused.get(key, {})),
-            "answer_time": spread(self.answers.get(key, [])),
-            "stops_refused": counts["stops_refused"],
-            "tools_denied": counts["tools_denied"],
-            "tools_recorded": counts["tools_recorded"],
-            "human_wait": spread(self.waits.get(key, [])),
-        }
+        return _action(
+            *(
+                part.get(key, {})
+                for part in (self.counts, self.action_refused, self.answers, self.waits)
+            )
+        )
 
     def result(self) -> dict[str, Any]:
         actions = {}
         for key in {*self.counts, *self.action_refused, *self.answers, *self.waits}:
-            actions[key] = self.action(key)
+            action = self.action(key)
+            if action is not None:
+                actions[key] = action
         checks: dict[tuple[str, str], dict[str, Any]] = {}
-        for (key, expression, what), n in self.checks.items():
+        for (key, expression, what), n in (+self.checks).items():
             check = checks.setdefault(
                 (key, expression), {"key": key, "expression": expression, "failed": 0, "refused": 0}
             )
@@ -294,6 +320,108 @@ class _Tree:
                 name: self.agent_figures(name) for name in {*self.agents, *self.agent_refused}
             },
         }
+
+
+def _action(
+    counts: dict[str, int],
+    refused: dict[str, int],
+    answers: dict[str, int],
+    waits: dict[str, int],
+) -> dict[str, Any] | None:
+    """An action's figures from its own parts of a count (None: nothing was counted of it)."""
+    if not any(n for part in (counts, refused, answers, waits) for n in part.values()):
+        return None
+    attempts = counts.get("ends", 0) + counts.get("open", 0)
+    return {
+        **empty_action(),
+        "reached": attempts - counts.get("retries", 0),
+        "attempts": attempts,
+        "failures": counts.get("failures", 0),
+        "retries": counts.get("retries", 0),
+        "refused": {code: n for code, n in refused.items() if n},
+        "answer_time": spread(answers),
+        "stops_refused": counts.get("stops_refused", 0),
+        "tools_denied": counts.get("tools_denied", 0),
+        "tools_recorded": counts.get("tools_recorded", 0),
+        "human_wait": spread(waits),
+    }
+
+
+def action_of(record: dict[str, Any], key: str) -> dict[str, Any] | None:
+    """The figures of the action `key` in the one execution whose count is `record`."""
+    parts = ("counts", "action_refused", "answers", "waits")
+    return _action(*(record.get(part, {}).get(key, {}) for part in parts))
+
+
+MARKS = ("failures", "retries", "stops_refused", "answer_time")
+
+
+def mark(measure: str, action: dict[str, Any]) -> float:
+    """The action's figure of `measure` (one of `MARKS`): the share of its attempts that failed
+    (0 to 1), a count, or its median answer time (in the unit its spread is in)."""
+    if measure == "failures":
+        return action["failures"] / action["attempts"] if action["attempts"] else 0.0
+    if measure == "answer_time":
+        return float(action["answer_time"]["median"] or 0.0)
+    return float(action[measure])
+
+
+def marks_of(record: dict[str, Any]) -> dict[str, list[float]]:
+    """Each action's figures of `MARKS` in the one execution whose count is `record` (the
+    actions where any is not 0): what a store keeps to find the executions behind a figure."""
+    keys = {
+        key for part in ("counts", "action_refused", "answers", "waits") for key in record[part]
+    }
+    out = {}
+    for key in keys:
+        action = action_of(record, key)
+        values = [mark(measure, action) for measure in MARKS] if action else []
+        if any(values):
+            out[key] = values
+    return out
+
+
+class Behind(NamedTuple):
+    """One execution behind a figure (`Store.behind`): its figure, name, status and last
+    change, and the action's figures in it."""
+
+    value: float
+    name: str
+    status: str | None
+    updated_at: str | None
+    action: dict[str, Any]
+
+
+def behind_of(
+    counts: Iterable[Counted], tree: str, tree_hash: str, key: str, measure: str, page: slice
+) -> tuple[int, builtins.list[Behind]]:
+    """`Store.behind` over the executions `counts` holds."""
+    found = []
+    for counted in counts:
+        if counted.tree_hash != tree_hash or not counted.chosen(tree, None):
+            continue  # another tree, or unreadable (the listing says why)
+        action = action_of(counted.record or {}, key)
+        value = mark(measure, action) if action else 0.0
+        if action and value:
+            listed = counted.listed
+            found.append(
+                Behind(value, counted.name, listed.get("status"), listed.get("updated_at"), action)
+            )
+    found.sort(key=lambda row: (-row.value, row.name))
+    return len(found), found[page]
+
+
+def _kept(counts: Counter[str]) -> dict[str, int]:
+    return {name: n for name, n in counts.items() if n}
+
+
+def _kept_each(counts: dict[str, Counter[str]]) -> dict[str, dict[str, int]]:
+    return {key: kept for key, part in counts.items() if (kept := _kept(part))}
+
+
+def _add(counts: Counter[str], other: dict[str, int], sign: int) -> None:
+    for name, n in other.items():
+        counts[name] += sign * n
 
 
 def version_of(tree: dict[str, Any]) -> str | None:
@@ -322,7 +450,8 @@ class Tally:
         status = state["status"]
         counted.statuses[status] += 1
         if status != Status.RUNNING:
-            counted.finish.append(millis(state["updated_at"]) - millis(state["created_at"]))
+            took = millis(state["updated_at"]) - millis(state["created_at"])
+            counted.finish[str(bucket(took))] += 1
         copied = int((state.get("forked_from") or {}).get("at", 0))
         _count_trace(counted, entries, copied, str(state["created_at"]))
         if status == Status.RUNNING:
@@ -406,9 +535,10 @@ def _count_entry(
         kind in (Kind.EVALUATE, Kind.INSTRUCT, Kind.HUMAN)
         and entry.get("submitted") != Reply.RUNNING
     ):
-        (counted.waits if kind == Kind.HUMAN else counted.answers).setdefault(key, []).append(
-            millis(ts) - millis(requested)
+        durations = (counted.waits if kind == Kind.HUMAN else counted.answers).setdefault(
+            key, Counter()
         )
+        durations[str(bucket(millis(ts) - millis(requested)))] += 1
     if kind == Kind.CHECK and step is not None and ended is False:
         counted.checks[(key, str(entry.get("submitted")), "failed")] += 1
     if ended is not None:
@@ -483,12 +613,6 @@ class Counted:
             since is None or str(self.listed.get("created_at", "")) >= since
         )
 
-    def action(self, key: str) -> dict[str, Any] | None:
-        """The figures of the action `key` (a `key_of`) in this execution alone."""
-        counted = _Tree(self.tree, self.tree_hash)
-        counted.merge(self.record or {})
-        return counted.action(key)
-
 
 def count_each(store: Any, where: str) -> Iterator[Counted]:
     """Each execution at `where` counted from its trace (for a store that keeps no counts)."""
@@ -511,12 +635,22 @@ def count_each(store: Any, where: str) -> Iterator[Counted]:
 
 
 def tally_of(
-    counts: Iterable[Counted], *, tree: str | None = None, since: str | None = None
+    counts: Iterable[Counted],
+    *,
+    tree: str | None = None,
+    since: str | None = None,
+    sums: Iterable[tuple[str, dict[str, Any], str, dict[str, Any]]] = (),
 ) -> dict[str, Any]:
-    """The figures (`Tally.result`) of the executions `counts` holds, only those of the tree
-    named `tree` and created at or after `since` when given; one that cannot be read counts in
+    """The figures (`Tally.result`) of the executions `counts` holds and of the kept `sums`
+    (tree hash, tree, day created, record: `Sums.cells`), only those of the tree named `tree`
+    and created at or after `since` when given (of the sums, the days `since` holds whole: the
+    store gives the executions of its first day as `counts`); one that cannot be read counts in
     `unreadable`."""
     count = Tally()
+    first = whole_days(since)
+    for tree_hash, kept_tree, day, record in sums:
+        if (tree is None or kept_tree.get("name") == tree) and (first is None or day >= first):
+            count.merge(tree_hash, kept_tree, record)
     for counted in counts:
         if not counted.chosen(tree, since):
             continue
@@ -525,6 +659,44 @@ def tally_of(
         else:
             count.merge(counted.tree_hash, counted.tree, counted.record)
     return count.result()
+
+
+def whole_days(since: str | None) -> str | None:
+    """The first day (`YYYY-MM-DD`) of the executions created at or after `since` that holds
+    nothing before it; None for all of them."""
+    if since is None or since[10:] in ("", "T00:00:00.000Z"):
+        return None if since is None else since[:10]
+    return time.strftime("%Y-%m-%d", time.gmtime(_day(since[:10]) // 1000 + 86_400))
+
+
+def settled(state: dict[str, Any]) -> bool:
+    """Whether an execution has ended, so that only a reset, a refusal recorded later or its
+    removal changes its count again."""
+    return state.get("status") in (Status.COMPLETE, Status.FAILED)
+
+
+class Sums:
+    """Counts of executions added up per tree hash and day created, kept by a store so that
+    `tally` reads a cell per tree and day rather than a count per execution. The store keeps
+    which executions it added (and their counts, to take one away when it changes)."""
+
+    def __init__(self) -> None:
+        self.cells: dict[tuple[str, str], _Tree] = {}
+
+    def add(
+        self, tree_hash: str, tree: dict[str, Any], day: str, record: dict[str, Any], sign: int = 1
+    ) -> None:
+        """Add one execution's count to the cell of its tree hash and day (`sign` -1: take it
+        away)."""
+        cell = self.cells.get((tree_hash, day))
+        if cell is None:
+            cell = self.cells[(tree_hash, day)] = _Tree(tree, tree_hash)
+        cell.merge(record, sign)
+
+    def each(self) -> Iterator[tuple[str, dict[str, Any], str, dict[str, Any]]]:
+        """Each cell as `tally_of` takes it."""
+        for (tree_hash, day), cell in sorted(self.cells.items()):
+            yield tree_hash, cell.tree, day, cell.record()
 
 
 def record_of(

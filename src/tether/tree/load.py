@@ -4,8 +4,8 @@ Owns: `load_tree` (a file), `load_tree_text` (text in memory) and `normalise` (a
 data); telling the three spellings apart (native wrapper, abtree wrapper, behaviors-sh root
 node); walking the nodes once, checking every key against the tables in `model.py` and building
 the normalised form that the engine runs (`type`, `name`, then `children`/`policy`/`steps`, then
-`retries`/`optional`/`invert`/`repeat`/`for_each`/`when`/`description`/`triggers`/`tools` when
-they say something, a loop's `max` and `as` filled in, a human step's `timeout` as seconds with
+`retries`/`optional`/`invert`/`repeat`/`for_each`/`when`/`description`/`triggers`/`tools`/`writes`
+when they say something, a loop's `max` and `as` filled in, a human step's `timeout` as seconds with
 its `on_timeout`); trimming step texts (`trim_text`);
 merging `state`; checking every `check`, `when`, `for_each.in` and `repeat.until` with the CEL
 compiler; resolving `$ref`s (a fragment file, a JSON pointer into a document, or both) and
@@ -431,6 +431,8 @@ class _Loader:
                 out[key] = values[key]
         if values["tools"] is not None:
             out["tools"] = self.tools(values["tools"], where / "tools")
+        if values["writes"] is not None:
+            out["writes"] = list(values["writes"])
         return out
 
     def tools(self, raw: Any, where: Where) -> dict[str, list[str]]:

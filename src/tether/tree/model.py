@@ -1,11 +1,12 @@
 """The tree file format as data: which keys each part of a file takes, what kind of value each
 key holds, and what it means.
 
-Owns: the field tables (file wrapper, `state`, node types, `$ref`, steps, `tools`, `for_each`
-and `repeat`), the value kinds with their JSON Schema fragments, the type aliases, the name,
-item name and tool entry patterns, and the loops' default and largest `max`. It is the one
-source of truth read by both the validator (`load.py`, which checks values kind by kind) and the
-JSON Schema (`schema.py`, which emits each kind's fragment), so the two cannot drift apart.
+Owns: the field tables (file wrapper, `state`, node types, `$ref`, steps, `tools`, `writes`,
+`for_each` and `repeat`), the value kinds with their JSON Schema fragments, the type aliases,
+the name, item name, tool entry and path glob patterns, and the loops' default and largest
+`max`. It is the one source of truth read by both the validator (`load.py`, which checks values
+kind by kind) and the JSON Schema (`schema.py`, which emits each kind's fragment), so the two
+cannot drift apart.
 
 Does not own: parsing, error reporting, `$ref` resolution or normalisation (`load.py`), CEL
 (`expressions.py`), or the emitted schema document itself (`schema.py`). Imports nothing of
@@ -33,6 +34,9 @@ LOOP_MAX_LIMIT = 10_000
 # A `tools` entry: a tool name in the guard's trigger syntax (`Read`, `filesystem.edit`,
 # `mcp__server__tool`, `*`), optionally with a permission-rule argument: `Bash(pytest*)`.
 TOOL_ENTRY_PATTERN = r"^(\*|[A-Za-z0-9_.-]+)(\(.+\))?$"
+# A `writes` glob of a node: relative to the project, never leaving it (no leading `/` or `~`,
+# no `..` part).
+PATH_GLOB_PATTERN = r"^(?![/~])(?!(?:.*/)?\.\.(?:/|$)).+$"
 
 # A human step's `timeout`: whole days, hours, minutes and seconds, largest first, at least one
 # (`30m`, `4h`, `2d`, `1h30m`); the loader turns it into seconds and refuses zero and anything
@@ -142,6 +146,13 @@ COMMON_FIELDS: dict[str, Field] = {
         "Which tools an agent session bound to the execution may run while a step beneath this "
         "node is open (the guard enforces it): `allow` and `deny` lists. The nearest node that "
         "declares `tools` applies; `deny` wins over `allow`; Tether's own tools always run.",
+    ),
+    "writes": Field(
+        "path_globs",
+        "The files an agent session bound to the execution may write while a step beneath this "
+        "node is open (the guard enforces it): globs relative to the project, `**` for any "
+        "depth. The nearest node that declares `writes` applies; every other write is denied, "
+        "and so is a shell line whose writes the guard cannot read.",
     ),
 }
 
@@ -309,6 +320,12 @@ KIND_SCHEMAS: dict[str, dict[str, Any]] = {
         "uniqueItems": True,
         "items": {"type": "string", "pattern": WRITE_PATH_PATTERN},
     },
+    "path_globs": {
+        "type": "array",
+        "minItems": 1,
+        "uniqueItems": True,
+        "items": {"type": "string", "pattern": PATH_GLOB_PATTERN},
+    },
     "triggers": {
         "type": "array",
         "minItems": 1,
@@ -349,6 +366,8 @@ KIND_PHRASES: dict[str, str] = {
     "ref": "a file path, '#' and a JSON pointer, or both",
     "policy": "'all', 'any' or a whole number >= 1",
     "write_paths": "a list of distinct var paths such as 'result' or 'review.notes'",
+    "path_globs": "a list of distinct globs relative to the project, such as 'src/**' or "
+    "'docs/*.md' (no leading '/' or '~', no '..')",
     "triggers": "a non-empty list of non-empty strings",
     "scope": "a mapping of names to values",
     "state": "a mapping with 'var' and 'const' (or 'local' and 'global')",

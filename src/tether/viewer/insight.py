@@ -2,7 +2,7 @@
 
 Owns three documents over the place a viewer serves: the overview (`overview`: every tree, its
 executions by status and time to finish, and the per-action figures, exactly as
-`tether.stats.collect` gives them, with the actions whose failures are a selector's planned
+`tether.stats.collect_drawn` gives them, with the actions whose failures are a selector's planned
 fallback, `planned_fallbacks`), one tree's heat map (`heat`: its diagram with each action
 shaded by one measure of `MEASURES` — how often it fails, its retries, the stops refused while
 it was open, the agent's answer time — and that action's figures in its tooltip), and the
@@ -21,9 +21,9 @@ from typing import Any
 
 from tether.engine.trace import node_key
 from tether.errors import TetherError
-from tether.stats import collect
-from tether.store.base import Summary
+from tether.stats import collect_drawn
 from tether.store.tally import key_of as tally_key
+from tether.store.tally import mark
 from tether.viewer.model import index_tree
 from tether.viewer.place import PAGE, Place
 from tether.viewer.svg import Heat, render_svg
@@ -40,8 +40,7 @@ MEASURES = {
 def overview(place: Place) -> dict[str, Any]:
     """The figures of every execution in the place, per tree and per action, and per tree hash
     the keys of its actions whose failures a selector falls back from (`fallbacks`)."""
-    figures = collect(place.where)
-    shapes = _trees_of(place, {(tree["name"], tree["hash"]) for tree in figures["trees"]})
+    figures, shapes = collect_drawn(place.where)
     fallbacks = {key: sorted(planned_fallbacks(shape)) for key, shape in shapes.items()}
     return {"folder": place.label, "figures": figures, "fallbacks": fallbacks}
 
@@ -73,11 +72,10 @@ def planned_fallbacks(tree: dict[str, Any]) -> set[str]:
 def heat(place: Place, name: str, tree_hash: str, measure: str) -> dict[str, Any]:
     """The tree `name` at `tree_hash` as a heat map of `measure`, with its figures."""
     _measure(measure)
-    figures = _tree_figures(place, name, tree_hash)
+    figures, tree = _tree_figures(place, name, tree_hash)
     actions = {node_key(a["path"]): a for a in figures["actions"]}
-    values = {key: _value(measure, action) for key, action in actions.items()}
+    values = {key: mark(measure, action) for key, action in actions.items()}
     top = 1.0 if measure == "failures" else max(values.values(), default=0) or 1.0
-    tree = _tree_of(place, name, tree_hash)
     planned = planned_fallbacks(tree) if measure == "failures" else set()
     shades = {
         key: Heat(values[key] / top, _meta(measure, action), _tooltip(action))
@@ -110,30 +108,24 @@ def behind(
 ) -> dict[str, Any]:
     """The executions of the tree `name` at `tree_hash` in which the action `key` has a figure of
     `measure` (it failed there, retried, ...), most first: `limit` of them from `offset`, and how
-    many there are (`total`). Each is read from its kept count (`Store.counted`), not its trace."""
+    many there are (`total`), as the store finds them (`Store.behind`) from its kept counts."""
     _measure(measure)
     if not re.fullmatch(r"\d{1,6}(\.\d{1,6}){0,99}", key):
         raise TetherError("usage", f"key takes an action's node key, such as 1.0, not {key!r}")
     action_key = tally_key(int(part) for part in key.split("."))
-    found: list[dict[str, Any]] = []
-    for counted in place.store.counted(place.where):
-        if counted.tree_hash != tree_hash or not counted.chosen(name, None):
-            continue  # another tree, or unreadable (the listing says why)
-        action = counted.action(action_key)
-        if action is None or not _value(measure, action):
-            continue
-        found.append(
-            {
-                "path": counted.name,
-                "status": counted.listed.get("status"),
-                "updated_at": counted.listed.get("updated_at"),
-                "value": _value(measure, action),
-                "meta": _meta(measure, action),
-            }
-        )
-    found.sort(key=lambda row: (-row["value"], row["path"]))
-    page = found[offset : offset + limit]
-    return {"key": key, "measure": measure, "total": len(found), "executions": page}
+    page = slice(offset, offset + limit)
+    total, rows = place.store.behind(place.where, name, tree_hash, action_key, measure, page)
+    executions = [
+        {
+            "path": row.name,
+            "status": row.status,
+            "updated_at": row.updated_at,
+            "value": row.value,
+            "meta": _meta(measure, row.action),
+        }
+        for row in rows
+    ]
+    return {"key": key, "measure": measure, "total": total, "executions": executions}
 
 
 def _measure(measure: str) -> None:
@@ -141,59 +133,18 @@ def _measure(measure: str) -> None:
         raise TetherError("usage", f"measure must be one of {', '.join(MEASURES)}, not {measure!r}")
 
 
-def _tree_figures(place: Place, name: str, tree_hash: str) -> dict[str, Any]:
+def _tree_figures(place: Place, name: str, tree_hash: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The figures of the tree `name` at `tree_hash`, and the tree."""
     try:
-        trees = collect(place.where, tree=name)["trees"]
+        figures, trees = collect_drawn(place.where, tree=name)
     except TetherError as exc:
         if exc.code != "not_found":
             raise
-        trees = []
-    for tree in trees:
+        figures, trees = {"trees": []}, {}
+    for tree in figures["trees"]:
         if tree["hash"] == tree_hash:
-            return dict(tree)
+            return dict(tree), trees[tree_hash]
     raise TetherError("not_found", f"no execution of the tree {name!r} at {tree_hash}")
-
-
-def _listed(place: Place, name: str) -> list[Summary]:
-    """The readable executions of the place whose tree is named `name`, as its store lists them."""
-    return [s for s in place.executions() if s.error is None and s.tree == name]
-
-
-def _tree_of(place: Place, name: str, tree_hash: str) -> dict[str, Any]:
-    """The tree `name` at `tree_hash`, read from the first of its executions."""
-    found = _trees_of(place, {(name, tree_hash)})
-    if tree_hash not in found:
-        raise TetherError("not_found", f"no execution of the tree {name!r} at {tree_hash}")
-    return found[tree_hash]
-
-
-def _trees_of(place: Place, wanted: set[tuple[str, str]]) -> dict[str, dict[str, Any]]:
-    """The trees `wanted` (name, hash), by hash, each read from the first of its executions in
-    one pass over the listing; one that no readable execution holds is left out."""
-    names = {name for name, _ in wanted}
-    found: dict[str, dict[str, Any]] = {}
-    for listed in place.executions():
-        if len(found) == len(wanted):
-            break
-        if listed.error is not None or listed.tree not in names:
-            continue
-        try:
-            tree_hash = place.store.load(listed.uri).get("tree_hash")
-            if (listed.tree, tree_hash) in wanted and tree_hash not in found:
-                found[str(tree_hash)] = place.store.load_tree(listed.uri)
-        except TetherError:
-            continue
-    return found
-
-
-def _value(measure: str, action: dict[str, Any]) -> float:
-    """The action's figure of `measure`: the share of its attempts that failed (0 to 1), a
-    count, or its median answer time in seconds."""
-    if measure == "failures":
-        return action["failures"] / action["attempts"] if action["attempts"] else 0.0
-    if measure == "answer_time":
-        return float(action["answer_time"]["median"] or 0.0)
-    return float(action[measure])
 
 
 def _meta(measure: str, action: dict[str, Any]) -> str:

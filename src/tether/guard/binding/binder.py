@@ -5,8 +5,9 @@ displaced, then each running execution the session itself started, resumed, fork
 through Tether, `bind: auto`; a binding is only ever added), kept per `session_id` in the guard's
 state folder (`bindings/<session>.json`, beside `sessions/`, so that it outlives `SessionEnd` for
 a resumed session, with the configured traces the session has seen running and the stops refused
-while one could not be read); which files a bound session's tools may not write (`Guarded`);
-and what a bound session gets at each hook event:
+while one could not be read); the sub-agents its hook events named (`<session>.agents`), each
+held to the branch it claimed (docs/teams.md); which files a bound session's tools may not write
+(`Guarded`); and what a bound session gets at each hook event:
 
 - `Stop`: refused (`{"decision": "block", "reason"}`) while any bound execution runs, through
   the runtime's `stop` verb on each, which records every refusal and the stop after
@@ -53,6 +54,7 @@ import os
 import re
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from tether import appendlog
 from tether.engine.names import Reply, RequestType, Status
 from tether.errors import TetherError
 from tether.files import is_inside, safe_name, write_atomic
@@ -167,6 +169,9 @@ _MCP_BINDERS = {
 }
 _SHELL_BINDERS = {"start": "TRACE", "resume": "TRACE", "fork": "NEW", "next": "TRACE"}
 _SHELL_BINDERS.update(eval="TRACE", submit="TRACE")
+# Tether's calls that answer or claim a step, each naming its agent (`named_agents`).
+_SHELL_ANSWERS = frozenset({"claim", "eval", "submit"})
+_MCP_ANSWERS = frozenset({"claim_step", "eval", "submit"})
 # How a binding record that cannot be read is bound (`Binding.via`): to the record itself.
 _LOST = "lost"
 # What the agent's tools may not run while bound: a reset throws the trace (its `stop` and `tool`
@@ -194,6 +199,41 @@ _FIND_ACTIONS = frozenset(
     {"-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf", "-fls"}
 )
 _WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
+# The name a shell line gives with `--agent`, wherever it stands (quoted, nested, in `bash -c`).
+_AGENT_OPTION = re.compile(r"--agent(?:=|\s+)['\"]?([^\s'\";|&)]+)")
+
+
+def _stopped_by(
+    found: list[tuple[Binding, dict[str, Any]]], agent: str | None
+) -> list[tuple[Binding, dict[str, Any]]]:
+    """The bound executions (`found`, from `Binder.views`) a stop meets: each running or
+    unreadable one; a sub-agent's (`agent`), each running one where it holds the claim on an
+    open step, that step as its `current` and only open one."""
+    live = [(b, v) for b, v in found if v["status"] in (Status.RUNNING, "unreadable")]
+    if agent is None:
+        return live
+    held = [(b, held_by(v["open"], agent)[:1]) for b, v in live if v["status"] != "unreadable"]
+    return [
+        (
+            b,
+            {
+                "status": Status.RUNNING,
+                "current": h[0],
+                "open": h,
+                "for_person": h[0]["type"] == RequestType.HUMAN,
+            },
+        )
+        for b, h in held
+        if h
+    ]
+
+
+def held_by(open_: list[dict[str, Any]], agent: str | None) -> list[dict[str, Any]]:
+    """The open requests (from `Runtime.open_steps`) whose action `agent` holds the claim on
+    (none when no agent is named)."""
+    if agent is None:
+        return []
+    return [r for r in open_ if (r.get("claim") or {}).get("agent") == agent]
 
 
 def mcp_server(tool: str) -> str | None:
@@ -260,19 +300,45 @@ def outside_the_wall(binding: Binding, project: str) -> str | None:
     )
 
 
-def _shell_trace(words: list[str]) -> str | None:
+def _shell_verb(words: list[str], verbs: Any) -> tuple[str, Any] | None:
+    """The verb of `verbs` a simple command runs through `tether`, and its parsed arguments
+    (None: it runs none, or one that does not parse, which fails on its own)."""
     from tether.command.args import parse
     from tether.command.verb_table import COMMANDS
     from tether.guard.binding.steptools import tether_args
 
     args = tether_args(words)
-    if not args or args[0] not in _SHELL_BINDERS:
+    if not args or args[0] not in verbs:
         return None
     try:
-        parsed = parse(COMMANDS[args[0]], args[1:])
+        return args[0], parse(COMMANDS[args[0]], args[1:])
     except TetherError:
         return None
-    return parsed.args.get(_SHELL_BINDERS[args[0]])
+
+
+def _shell_trace(words: list[str]) -> str | None:
+    found = _shell_verb(words, _SHELL_BINDERS)
+    return None if found is None else found[1].args.get(_SHELL_BINDERS[found[0]])
+
+
+def named_agents(tool: str, params: dict[str, Any], servers: frozenset[str]) -> list[str | None]:
+    """The agent each answer or claim the call makes through Tether names (None: one that
+    names none): a shell line's `tether claim|eval|submit --agent NAME`, or the runtime's MCP
+    `claim_step`, `eval` or `submit` on a server Tether is registered as (`agent`)."""
+    server = mcp_server(tool)
+    if server is not None:
+        name = tool.rsplit("__", 1)[-1]
+        if server not in servers or name not in _MCP_ANSWERS:
+            return []
+        agent = params.get("agent")
+        return [agent if isinstance(agent, str) else None]
+    command = params.get("command")
+    if not isinstance(command, str) or "tether" not in command:
+        return []
+    from tether.guard.binding.steptools import simple_commands
+
+    found = (_shell_verb(words, _SHELL_ANSWERS) for words in simple_commands(command) or [])
+    return [hit[1].options.get("--agent") for hit in found if hit is not None]
 
 
 def _not_the_agents(name: str, args: list[str]) -> str | None:
@@ -298,6 +364,33 @@ def _redirect_targets(text: str) -> list[str]:
         for i, word in enumerate(words[:-1])
         if word in _WRITE_REDIRECTS and not words[i + 1].isdigit() and words[i + 1] != "-"
     ]
+
+
+def _refused(
+    request: dict[str, Any], tool: str, params: dict[str, Any], project: str, cwd: str | None
+) -> str | None:
+    """Why one open request does not let the call run, and what its node allows: its `tools`
+    policy refuses it, or the call writes outside its `scope` (relative paths from `cwd`, the
+    harness's working folder); None when it may run."""
+    from tether.guard.binding import scopes, steptools
+
+    policy: dict[str, Any] = request.get("tools") or {}
+    why = steptools.refusal(policy, tool, params, project) if policy else None
+    if why is not None:
+        allowed = ", ".join(policy.get("allow", [])) or "every tool"
+        denied = f" and denies {', '.join(policy['deny'])}" if policy.get("deny") else ""
+        return (
+            f"{why}): the tools policy of {policy['node']!r} allows {allowed}{denied}. "
+            "Use an allowed tool"
+        )
+    scope: dict[str, Any] = request.get("scope") or {}
+    why = scopes.refusal(scope, tool, params, project, cwd) if scope else None
+    if why is not None:
+        return (
+            f"{why}): {scope['node']!r} writes only {', '.join(scope['writes'])}. Write there "
+            "with a file tool or a shell command the guard can read"
+        )
+    return None
 
 
 class Guarded:
@@ -478,10 +571,11 @@ class Binder:
         """The session's stored binding: `executions` (each `{trace, via}`, bound by its own
         calls), `seen` (the executions last seen running), `unreadable` (stops refused in a row
         while an execution could not be read) and, once the record could not be read, `lost`
-        (why). It is kept twice: `<session>.json` and its copy `<session>.bound`, which a
-        `find -name '*.json' -delete` passes by. A record gone while its copy is there is read
-        from the copy and written back; a record, or a lone copy, that cannot be read is lost:
-        the session stays bound to what it cannot read (fail closed), never unbound."""
+        (why). It is
+        kept twice: `<session>.json` and its copy `<session>.bound`, which a `find -name
+        '*.json' -delete` passes by. A record gone while its copy is there is read from the copy
+        and written back; a record, or a lone copy, that cannot be read is lost: the session
+        stays bound to what it cannot read (fail closed), never unbound."""
         path = self.path(session_id)
         for file in (path, path.removesuffix(".json") + ".bound"):
             try:
@@ -608,6 +702,54 @@ class Binder:
         text = "\n".join(filter(None, [self._bound_context(found), *parked]))
         return _cut(text, CONTEXT_LIMIT) if text else None
 
+    def subagent_context(self, session_id: str, project: str, agent: str) -> str | None:
+        """What a sub-agent (`agent`, as the harness names it) is told as it starts
+        (`SubagentStart`) in a session bound to a running execution: its name, how it claims a
+        branch and answers under that name, and each open step with its token and holder. The
+        name is noted among the session's sub-agents."""
+        self._note_agent(session_id, agent)
+        if not self.settings["context"]:
+            return None
+        found = self.views(session_id, project)
+        live = [(b, v) for b, v in found if v["status"] == Status.RUNNING]
+        if not live:
+            return None
+        lines = [
+            f"[Tether] You are the sub-agent {agent} (the harness names you so). To work on a "
+            f"branch of a bound execution, claim its open step under that name (`tether claim "
+            f"TRACE --agent {agent} --step TOKEN`, or MCP claim_step) and answer it under the "
+            f"same name (--agent {agent}). Once you hold it, your tools meet its tools policy, "
+            "your calls are its evidence, and you may not stop until it is answered; until "
+            "then you are held to the lead's steps."
+        ]
+        for binding, view in live:
+            steps = "; ".join(
+                f"{r['name']!r} (step {r['step']}"
+                + (f", claimed by {r['claim']['agent']})" if r.get("claim") else ")")
+                for r in view["open"]
+            )
+            lines.append(f"Open in {binding.trace}: {steps}.")
+        return _cut("\n".join(lines), CONTEXT_LIMIT)
+
+    def agents(self, session_id: str) -> list[str]:
+        """The sub-agents the harness named in the session's hook events, kept beside its
+        binding record (`<session>.agents`, a line each, appended: never a lost update when
+        several agents' hooks run at once)."""
+        found, _ = appendlog.read(self._agents_file(session_id))
+        return [str(r.get("agent")) for r in found]
+
+    def _agents_file(self, session_id: str) -> str:
+        return os.path.join(self.folder, safe_name(session_id) + ".agents")
+
+    def _note_agent(self, session_id: str, agent: str | None) -> list[str]:
+        """The session's sub-agents, `agent` among them (noted when new)."""
+        known = self.agents(session_id)
+        if agent is not None and agent not in known:
+            os.makedirs(self.folder, exist_ok=True)
+            appendlog.append(self._agents_file(session_id), [{"agent": agent}])
+            known.append(agent)
+        return known
+
     def _bound_context(self, found: list[tuple[Binding, dict[str, Any]]]) -> str | None:
         """What `context` says of the session's own executions (`found`, from `views`)."""
         live = [(b, v) for b, v in found if v["status"] in (Status.RUNNING, "unreadable")]
@@ -683,13 +825,22 @@ class Binder:
         return (server is None or server in self.servers) and is_own_tool(tool, params, project)
 
     def pre_tool(
-        self, session_id: str, project: str, tool: str, params: dict[str, Any]
+        self,
+        session_id: str,
+        project: str,
+        tool: str,
+        params: dict[str, Any],
+        cwd: str | None = None,
+        agent: str | None = None,
     ) -> str | None:
         """Why a call may not run while bound (None: it may). Never: a person's answer, a
-        write to a guarded file, a reset or the guard's own hook. Then a call runs when
-        Tether's own, or when every running execution has an open step with no policy or a
-        policy that allows it; while one cannot be read, only reading tools run. In strict
-        mode a call that would bind an execution outside the wall is refused, bound or not."""
+        write to a guarded file, a reset or the guard's own hook, nor an answer or claim under
+        another agent's name (`_not_its_name`). Then a call runs when Tether's own, or when
+        every running execution has an open step with no policy or a policy that allows it (a
+        sub-agent, `agent` as the harness names it: the open steps it claimed, when it holds
+        any; else every open step, as the lead); while one cannot be read, only reading tools
+        run. In strict mode a call that would bind an execution outside the wall is refused,
+        bound or not."""
         walled = self._walled(tool, params, project)
         if walled is not None:
             return walled
@@ -697,10 +848,11 @@ class Binder:
         bindings = self.bound(session_id, project, record)
         if not bindings:
             return self._rules_files(tool, params, project)
-        never = self._never(tool, params, project, bindings)
+        never = self._never(tool, params, project, bindings) or self._not_its_name(
+            session_id, tool, params, agent
+        )
         if never is not None:
             return never
-        from tether.guard.binding.steptools import refusal
         from tether.guard.rules.triggers import canonical
 
         if self.own(tool, params, project):
@@ -713,11 +865,38 @@ class Binder:
                 return f"[Tether] {tool} may not run: {_unreadable(binding.trace, view)}"
             if view["status"] != Status.RUNNING:
                 continue
-            why = self._policy(binding.trace, view["open"], tool, params, project, refusal)
+            open_ = held_by(view["open"], agent) or view["open"]
+            why = self._policy(binding.trace, open_, tool, params, project, cwd)
             if why is not None:
                 with contextlib.suppress(TetherError):  # the denial stands, recorded or not
                     self.runtime.deny_tool(binding.trace, tool, params, reason=why)
                 return why
+        return None
+
+    def _not_its_name(
+        self, session_id: str, tool: str, params: dict[str, Any], agent: str | None
+    ) -> str | None:
+        """Why a call that answers or claims a step through Tether may not run under the name
+        it gives (`named_agents`): a sub-agent (`agent`, from the hook's payload, never from
+        its own text) answers and claims under its own name only, and the lead under none of
+        its sub-agents' names (those the session's hook events carried)."""
+        known = self._note_agent(session_id, agent)
+        names = named_agents(tool, params, self.servers)
+        line = params.get("command")
+        if isinstance(line, str) and "tether" in line:
+            names += _AGENT_OPTION.findall(line)  # nested or quoted lines too
+        if agent is not None and any(name != agent for name in names):
+            return (
+                f"[Tether] You are the sub-agent {agent} (the harness names you): claim and "
+                f"answer a step under that name only, with --agent {agent} (MCP: agent "
+                f"{json.dumps(agent)})."
+            )
+        taken = [name for name in names if name in known]
+        if agent is None and taken:
+            return (
+                f"[Tether] {taken[0]} is a sub-agent of this session: only it claims and "
+                "answers under its name. Answer under your own name, or leave the step to it."
+            )
         return None
 
     def _never(
@@ -776,25 +955,20 @@ class Binder:
         tool: str,
         params: dict[str, Any],
         project: str,
-        refusal: Any,
+        cwd: str | None = None,
     ) -> str | None:
-        """Why no open step of one execution lets the call run (None: one does)."""
+        """Why no open step of one execution lets the call run (None: one does): its `tools`
+        policy refuses it, or it writes outside its `scope` (`scopes`)."""
         refusals = []
         for request in open_:
-            policy = request.get("tools")
-            if policy is None:
-                return None
-            why = refusal(policy, tool, params, project)
+            why = _refused(request, tool, params, project, cwd)
             if why is None:
                 return None
-            refusals.append((request, policy, why))
-        request, policy, why = refusals[0]
-        allowed = ", ".join(policy.get("allow", [])) or "every tool"
-        denied = f" and denies {', '.join(policy['deny'])}" if policy.get("deny") else ""
+            refusals.append((request, why))
+        request, why = refusals[0]
         return (
             f"[Tether] {tool} may not run while the {request['type']} {request['name']!r} is "
-            f"open ({why}): the tools policy of {policy['node']!r} allows {allowed}{denied}. "
-            f"Use an allowed tool, or finish the step and answer it through Tether first "
+            f"open ({why}, or finish the step and answer it through Tether first "
             f"(step {request['step']} of {trace})."
         )
 
@@ -808,12 +982,14 @@ class Binder:
         *,
         ok: bool | None,
         known: bool = True,
+        agent: str | None = None,
     ) -> None:
         """Bind the session to a running execution it started, resumed, forked or answered
         (`bind: auto`); then record the call as evidence in every running execution it is
         bound to (`evidence`), unless it is Tether's own or the session is not `known` (the
         guard saw no earlier event of it). `ok`: how the call went, None when the harness gave
-        no sign (`claude.tool_ok`)."""
+        no sign (`claude.tool_ok`). A sub-agent's call (`agent`) names it, against the open
+        step it claimed there, when it holds one."""
         if ok is not False and self.settings["bind"] == "auto":
             found = started(tool, params, response, project, ok, self.servers)
             if found is not None and self._running(found.trace):
@@ -822,7 +998,9 @@ class Binder:
             return
         for binding, view in self.views(session_id, project):
             if view["status"] == Status.RUNNING:
-                self.runtime.record_tool(binding.trace, tool, params, ok=ok)
+                held = held_by(view["open"], agent)
+                step = held[0]["step"] if held else None
+                self.runtime.record_tool(binding.trace, tool, params, ok=ok, step=step, agent=agent)
 
     def stop(
         self,
@@ -831,15 +1009,18 @@ class Binder:
         *,
         harness_cap: int = HARNESS_STOP_CAP,
         background: bool = False,
+        agent: str | None = None,
     ) -> dict[str, Any] | None:
         """Claude Code's output for a `Stop` of a bound session (None: let it stop quietly).
         Refused while any bound execution runs, or cannot be read (up to the same cap), and
         parked at the stop after `max_stop_blocks` refusals in a row, or earlier, before the
         harness would end the turn itself at its `harness_cap`-th refusal. While the harness
-        runs `background` work the stop is let through, recorded, never counted."""
+        runs `background` work the stop is let through, recorded, never counted. A
+        sub-agent's `SubagentStop` (`agent`, as the harness names it) is held alike while it
+        holds the claim on an open step of a running execution (its refusals counted in its
+        claim); one that holds none stops."""
         mode = self.settings["stop"]
-        found = self.views(session_id, project) if mode != "off" else []
-        live = [(b, v) for b, v in found if v["status"] in (Status.RUNNING, "unreadable")]
+        live = _stopped_by(self.views(session_id, project) if mode != "off" else [], agent)
         if not live:
             return None
         if mode == "warn":
@@ -852,10 +1033,12 @@ class Binder:
         for binding, view in live:
             if view["status"] == "unreadable":
                 continue
+            who = {"agent": agent, "step": view["current"]["step"]} if agent else {}
             if background:
-                self._stop_background(binding.trace, cap, told)
+                self._stop_background(binding.trace, cap, told, **who)
             else:
-                self._stop_running(binding.trace, cap, told, blocks, project if parks else None)
+                park = project if parks else None
+                self._stop_running(binding.trace, cap, told, blocks, park, **who)
         unreadable = [(b, v) for b, v in live if v["status"] == "unreadable"]
         if unreadable:
             self._stop_unreadable(session_id, unreadable, cap, told, blocks)
@@ -876,17 +1059,23 @@ class Binder:
                     self.runtime.stop(binding.trace, cap=cap, ended=True)
 
     def _stop_running(
-        self, trace: str, cap: int, told: list[str], blocks: list[str], project: str | None
+        self,
+        trace: str,
+        cap: int,
+        told: list[str],
+        blocks: list[str],
+        project: str | None,
+        **who: str,
     ) -> None:
         """A `Stop` met by the running execution `trace`: refused (a line on `blocks`), or let
         through with a line on `told` when it waits on a person or the refusals reached `cap`
         (parked, announced for `project`; `allowed` when None); nothing when it finished
-        meanwhile."""
+        meanwhile. `who`: the sub-agent's `agent` and claimed `step`, for its `SubagentStop`."""
         reason = (
             f"{cap} stops refused in a row without an answer; parked before the harness "
             "ends the turn itself"
         )
-        answer = self._stop(trace, cap, park=reason if project else None)
+        answer = self._stop(trace, cap, park=reason if project else None, **who)
         if answer is None:
             return
         current = answer["current"]
@@ -906,7 +1095,7 @@ class Binder:
             )
         else:
             blocks.append(
-                f"{_open_step(trace, current)} {_how(trace, current)} "
+                f"{_open_step(trace, current)} {_how(trace, current, who.get('agent'))} "
                 f"(Stop refused {answer['blocks']} of {answer['cap']} times in a row.)"
             )
 
@@ -932,10 +1121,10 @@ class Binder:
             else:
                 blocks.append(f"{text} (Stop refused {count} of {cap} times in a row.)")
 
-    def _stop_background(self, trace: str, cap: int, told: list[str]) -> None:
+    def _stop_background(self, trace: str, cap: int, told: list[str], **who: str) -> None:
         """A `Stop` while the harness runs background work: let through, recorded as
         `background` (never counted), the user told the open step."""
-        answer = self._stop(trace, cap, background=True)
+        answer = self._stop(trace, cap, background=True, **who)
         if answer is not None:
             told.append(
                 "[Tether] Stop let through while background work runs; "
@@ -1056,23 +1245,24 @@ def _open_step(trace: str, current: dict[str, Any]) -> str:
     )
 
 
-def _how(trace: str, current: dict[str, Any]) -> str:
+def _how(trace: str, current: dict[str, Any], agent: str | None = None) -> str:
     from tether.person import command_line
 
     token = current["step"]
+    named = ("--agent", agent) if agent is not None else ()  # a sub-agent answers under its name
     if current.get("path") is None:
-        submit = command_line("tether", "submit", trace, "success", "--step", token)
+        submit = command_line("tether", "submit", trace, "success", "--step", token, *named)
         return (
             f"Accept the protocol first: submit success for step {token} (MCP submit, or "
             f"`{submit}`), then work through the steps."
         )
     if current["type"] == RequestType.EVALUATE:
-        answer = command_line("tether", "eval", trace, "true", "--step", token)
+        answer = command_line("tether", "eval", trace, "true", "--step", token, *named)
         return (
             f"Judge it and answer with eval true or false for step {token} (MCP eval, or "
             f"`{answer}`)."
         )
-    submit = command_line("tether", "submit", trace, "success", "--step", token)
+    submit = command_line("tether", "submit", trace, "success", "--step", token, *named)
     return (
         f"Do the work, then answer with submit success (or failure) for step {token} (MCP "
         f"submit, or `{submit}`)."

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 TAIL_BYTES = 256 * 1024
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
 SESSION_EVENTS = ("UserPromptSubmit", *TOOL_EVENTS, "Stop", "SubagentStop")
-EVENTS = ("SessionStart", *SESSION_EVENTS, "ConfigChange", "SessionEnd")
+EVENTS = ("SessionStart", "SubagentStart", *SESSION_EVENTS, "ConfigChange", "SessionEnd")
 # The harness's own name of the event, set by `adapters.events` on a payload of another harness:
 # a payload without it is Claude Code's.
 NATIVE = "harness_event"
@@ -147,6 +147,9 @@ def delivery(payload: dict[str, Any]) -> str | None:
     if event == "UserPromptSubmit":
         prompt = payload.get("prompt_id")
         return f"{event} {prompt}" if prompt else None
+    if event == "SubagentStart":
+        agent = payload.get("agent_id")
+        return f"{event} {agent}" if agent else None
     transcript = payload.get("agent_transcript_path") or payload.get("transcript_path")
     if not isinstance(transcript, str) or not transcript:
         return None

@@ -20,6 +20,8 @@ and answers with both:
 - `PostToolUse`: `post_tool(tool_name, tool_input, tool_response, ok=tool_ok(payload))`;
   `additionalContext`. How the call went is read once (`tool_ok`) for the rules and the evidence.
 - `PostToolUseFailure`: `post_tool(..., error=error)`; no output (no rule runs on a failure).
+- `SubagentStart`: in a bound session, the sub-agent's name (the payload's `agent_id`) and how
+  it claims a branch, as `additionalContext` (`Binder.subagent_context`).
 - `Stop`, `SubagentStop`: `on_text(last_assistant_message)`; `decision: block` with the reason,
   except when `stop_hook_active` (the model is already continuing because of a stop hook). A
   `Stop` from a harness that cannot refuse it (`CANNOT_REFUSE`) is only recorded.
@@ -41,7 +43,9 @@ the first gave (`SessionStore.answer_of`): a repeated stop is never let through 
 A session bound to an execution (`binding`) also gets, on top of the rules: its current request
 as context at `SessionStart` and `UserPromptSubmit`, a `deny` for a call outside the open step's
 `tools` policy at `PreToolUse`, its calls recorded as evidence at `PostToolUse` and
-`PostToolUseFailure`, and a refused `Stop` while the execution runs.
+`PostToolUseFailure`, and a refused `Stop` while the execution runs. A sub-agent's events (those
+whose payload carries `agent_id`) are its own: its calls meet the policy of the step it claimed
+and are recorded naming it, and its `SubagentStop` is refused while that step is open.
 """
 
 from __future__ import annotations
@@ -120,23 +124,32 @@ class _Event:
         self.tool = str(payload.get("tool_name") or "")
         params = payload.get("tool_input")
         self.params: dict[str, Any] = params if isinstance(params, dict) else {}
+        cwd = payload.get("cwd")
+        self.cwd = cwd if isinstance(cwd, str) else None
+        # The sub-agent the harness says sent the event (None: the main agent): its payload's
+        # word, which nothing the agent writes reaches.
+        agent = payload.get("agent_id")
+        self.agent = agent if isinstance(agent, str) and agent else None
 
     def locked(self) -> AbstractContextManager[GuardSession]:
         """The session of this event's agent, locked against other hook processes until exit.
         The binding reads and writes the execution after it is released."""
-        cwd = self.payload.get("cwd")
-        return self.store.session(
-            self.guard,
-            self.session_id,
-            self.payload.get("agent_id") or None,
-            cwd if isinstance(cwd, str) else None,
-        )
+        return self.store.session(self.guard, self.session_id, self.agent, self.cwd)
 
 
 def _session_start(event: _Event) -> dict[str, Any] | None:
     text = _joined(
         event.guard.session_context(), event.binder.context(event.session_id, event.project)
     )
+    return _context(event.name, text) if text else None
+
+
+def _subagent_start(event: _Event) -> dict[str, Any] | None:
+    """A sub-agent starts: in a bound session it is told its name and how to claim a branch
+    (`Binder.subagent_context`)."""
+    if event.agent is None:
+        return None
+    text = event.binder.subagent_context(event.session_id, event.project, event.agent)
     return _context(event.name, text) if text else None
 
 
@@ -167,7 +180,9 @@ def _pre_tool(event: _Event) -> dict[str, Any] | None:
         ):
             session.note_text()
         decision = session.pre_tool(event.tool, event.params)
-    refused = event.binder.pre_tool(event.session_id, event.project, event.tool, event.params)
+    refused = event.binder.pre_tool(
+        event.session_id, event.project, event.tool, event.params, event.cwd, event.agent
+    )
     if refused is None:
         return _tool_output(event.name, decision)
     return {
@@ -181,22 +196,32 @@ def _pre_tool(event: _Event) -> dict[str, Any] | None:
 
 def _post_tool(event: _Event) -> dict[str, Any] | None:
     """`PostToolUse` and `PostToolUseFailure`: the rules see the call, and a bound session
-    records it as evidence (only for a session seen before this event)."""
+    records it as evidence (only for a session seen before this event: a sub-agent's first
+    call counts when its session was)."""
     ok = tool_ok(event.payload)
     response = event.payload.get("tool_response")
     with event.locked() as session:
-        known = session.state.events > 0
+        known = session.state.events > 0 or (
+            event.agent is not None and event.store.state(event.session_id).events > 0
+        )
         error = event.payload.get("error")
         decision = session.post_tool(event.tool, event.params, response, error, ok=ok)
     event.binder.post_tool(
-        event.session_id, event.project, event.tool, event.params, response, ok=ok, known=known
+        event.session_id,
+        event.project,
+        event.tool,
+        event.params,
+        response,
+        ok=ok,
+        known=known,
+        agent=event.agent,
     )
     return _tool_output(event.name, decision) if event.name == "PostToolUse" else None
 
 
 def _stop(event: _Event) -> dict[str, Any] | None:
     """`Stop` and `SubagentStop`: the rules read the last message; a bound session may not stop
-    while its execution runs (the main agent's `Stop` only)."""
+    while its execution runs, nor a sub-agent while it holds the claim on an open step."""
     said = event.payload.get("last_assistant_message")
     if not isinstance(said, str):
         transcript = event.payload.get("agent_transcript_path") or event.payload.get(
@@ -211,9 +236,15 @@ def _stop(event: _Event) -> dict[str, Any] | None:
     rules = (
         decision.text if decision.firings and not event.payload.get("stop_hook_active") else None
     )
+    sub = event.name == "SubagentStop"
     held = (
-        event.binder.stop(event.session_id, event.project, background=_background(event.payload))
-        if event.name == "Stop"
+        event.binder.stop(
+            event.session_id,
+            event.project,
+            background=_background(event.payload),
+            agent=event.agent,
+        )
+        if not sub or event.agent is not None
         else None
     )
     if held is not None and held.get("decision") == "block":
@@ -255,6 +286,7 @@ def _config_change(event: _Event) -> dict[str, Any] | None:
 # Each event the guard answers, and its handler.
 HANDLERS: dict[str, Callable[[_Event], dict[str, Any] | None]] = {
     "SessionStart": _session_start,
+    "SubagentStart": _subagent_start,
     "UserPromptSubmit": _user_prompt,
     "PreToolUse": _pre_tool,
     "PostToolUse": _post_tool,

@@ -2,7 +2,8 @@
 
 Owns: rewriting a line as the shell does before it splits words (`normalise`), splitting it into
 the simple commands it runs with their redirections apart (`split`, used by the tools policy),
-saying whether the shell runs its words as written (`literal`), and `first(line, names,
+saying whether the shell runs its words as written (`literal`, on the characters it may
+rewrite: `unquoted`), and `first(line, names,
 judge)`, which reads every command the line runs (nested ones too) and returns what `judge`
 says of the first it objects to. Two judges: `destructive(line)`, which names the first
 destructive command (`rm` recursive and forced, `git push` forced or deleting, `git reset
@@ -50,7 +51,7 @@ from __future__ import annotations
 import itertools
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from fnmatch import fnmatchcase
 from typing import NamedTuple
 
@@ -62,7 +63,7 @@ BUDGET = 4
 BRACE_WORD = 256
 BRACE_WORDS = 64
 _PUNCTUATION = "();<>|&\n"
-_REDIRECTIONS = frozenset({"<", ">", ">>", "<<", "<<-", "<<<", ">&", "<&", "&>", "&>>", ">|", "<>"})
+REDIRECTIONS = frozenset({"<", ">", ">>", "<<", "<<-", "<<<", ">&", "<&", "&>", "&>>", ">|", "<>"})
 # Globs make names of words that do not spell them: a line with one is always read.
 _GLOBS = "?*["
 # What `normalise` rewrites: a line holding none of them is read as it is.
@@ -360,10 +361,12 @@ def _lex(line: str) -> list[str] | None:
 
 
 class Simple(NamedTuple):
-    """One simple command: its words, and its redirections (operators and targets) apart."""
+    """One simple command: its words, its redirections (operators and targets) apart, and the
+    control operator that ends it (`&&`, `;`, `|`, `)`, a newline, ...; empty at the end)."""
 
     words: list[str]
     redirections: list[str]
+    after: str = ""
 
 
 def split(line: str) -> list[Simple] | None:
@@ -382,14 +385,14 @@ def _cut(words: list[str]) -> list[Simple]:
             current.redirections.append(word)
             target = False
         elif word and all(ch in _PUNCTUATION for ch in word):
-            if word in _REDIRECTIONS:
+            if word in REDIRECTIONS:
                 if current.words and current.words[-1].isdigit():
                     current.redirections.append(current.words.pop())  # the `2` of `2>file`
                 current.redirections.append(word)
                 target = True
                 continue
             if current.words or current.redirections:
-                commands.append(current)
+                commands.append(current._replace(after=word))
             current = Simple([], [])
         else:
             current.words.append(word)
@@ -401,24 +404,28 @@ def _cut(words: list[str]) -> list[Simple]:
 def literal(line: str) -> bool:
     """Whether the shell runs `line`'s words as written: no expansion, substitution, glob,
     brace or tilde outside single quotes (escapes and quotes aside)."""
+    return not any(ch in "$`" or (not quote and ch in "*?[{}~") for _, ch, quote in unquoted(line))
+
+
+def unquoted(line: str) -> Iterator[tuple[int, str, str]]:
+    """Each character of `line` the shell may read as more than itself, with where it stands
+    and the quote it stands in (`"`, or empty outside quotes): not inside single quotes, not
+    escaped by a backslash, and not a quote or backslash itself."""
     quote = ""
     escaped = False
-    for ch in line:
+    for i, ch in enumerate(line):
         if escaped:
             escaped = False
         elif quote == "'":
             quote = "" if ch == "'" else quote
         elif ch == "\\":
             escaped = True
-        elif ch in "$`":
-            return False
-        elif quote == '"':
-            quote = "" if ch == '"' else quote
-        elif ch in "*?[{}~":
-            return False
-        elif ch in "'\"":
+        elif quote == '"' and ch == '"':
+            quote = ""
+        elif not quote and ch in "'\"":
             quote = ch
-    return True
+        else:
+            yield i, ch, quote
 
 
 def _spans(line: str) -> tuple[list[str], str]:
@@ -501,7 +508,8 @@ def _name(word: str) -> str:
     return word.rsplit("/", 1)[-1].lower()
 
 
-def _is_assignment(word: str) -> bool:
+def is_assignment(word: str) -> bool:
+    """Whether a word is a variable assignment (`NAME=value`)."""
     name, eq, _ = word.partition("=")
     return bool(eq) and name.replace("_", "a").isalnum() and not name[0].isdigit()
 
@@ -557,7 +565,7 @@ def _unwrap(words: list[str]) -> list[str]:
         name = _name(words[i])
         if name == "coproc" and i + 2 < len(words) and words[i + 2] in ("{", "("):
             i += 2  # `coproc NAME { …; }`: the name is the coprocess's, not a command
-        elif _is_assignment(words[i]) or name in _KEYWORDS:
+        elif is_assignment(words[i]) or name in _KEYWORDS:
             i += 1
         elif name in _WRAPPERS:
             past = _past_wrapper(name, words, i + 1)
@@ -589,7 +597,7 @@ def _past_wrapper(name: str, words: list[str], i: int) -> int | list[str]:
             if name == "env" and word.startswith(("-S", "--split-string")):
                 return _split_string(words, i)
             i += 2 if word in valued else 1
-        while i < len(words) and _is_assignment(words[i]):
+        while i < len(words) and is_assignment(words[i]):
             i += 1
         i += count
     return i
