@@ -29,7 +29,7 @@ from typing import Any
 
 from tether.engine import core
 from tether.engine.deadlines import deadline_after
-from tether.engine.names import RequestType
+from tether.engine.names import Kind, RequestType
 from tether.engine.replay import apply_entry
 from tether.errors import TetherError
 from tether.files import is_inside
@@ -180,7 +180,7 @@ def _place(number: int, step: Step) -> str:
 
 def _request(step: Step) -> str:
     item = f" for item {_json(step.item[0])}" if step.item else ""
-    return f"{'a request to claim' if step.kind == 'claim' else step.kind} {step.name!r}{item}"
+    return f"{'a request to claim' if step.kind == Kind.CLAIM else step.kind} {step.name!r}{item}"
 
 
 def _shown(response: Mapping[str, Any]) -> str:
@@ -200,7 +200,7 @@ def _walk(rt: Runtime, case: Case, uri: str, clock: CaseClock | None) -> None:
             clock.wait(step.lease)
             continue
         token = _expected(rt, uri, step, at)
-        if step.kind == "claim":
+        if step.kind == Kind.CLAIM:
             _claim(rt, uri, step, token, at)
         else:
             _answer(rt, uri, step, token, at)
@@ -210,14 +210,14 @@ def _walk(rt: Runtime, case: Case, uri: str, clock: CaseClock | None) -> None:
 def _expected(rt: Runtime, uri: str, step: Step, at: str) -> str:
     """The step token of the request `step` expects: the first open one, of its type and
     name; for a team's step (`picked`) or a claim, the open one of its name (and item)."""
-    if not step.picked and step.kind != "claim":
+    if not step.picked and step.kind != Kind.CLAIM:
         request: Mapping[str, Any] = rt.next(uri)
         if (request.get("type"), request.get("name")) != (step.kind, step.name):
             raise _Differs(at, _request(step), _shown(request))
         return str(request["step"])
     opened = rt.next(uri, all=True)
     for request in opened:
-        kind = step.kind if step.kind != "claim" else request.get("type")
+        kind = step.kind if step.kind != Kind.CLAIM else request.get("type")
         item = request.get("item")
         if (request.get("type"), request.get("name")) == (kind, step.name) and (
             not step.item or (item is not None and _json(item["value"]) == _json(step.item[0]))
