@@ -5,7 +5,7 @@ steps `evaluate`, `instruct`, `check` and `human`, the loops `for_each` and `rep
 `tree`, which checks what they built as a tree file is checked (`tether.tree.load.normalise`:
 names, expressions, policies) and returns the normalised tree the engine runs; `document` is
 the same tree in the file form, to save as JSON and drive with `tether.Runtime` or the
-`tether` command. `Walk` drives a built tree through the pure engine (`tether.engine.core`), as
+`tether` command. `Walk` drives a built tree through the pure engine (`tether.engine.public`), as
 a py_trees user ticks a tree in a test: no store, no files, the state and the trace in memory.
 
 Modifiers (`retries`, `optional`, `when`, `invert`, `tools`, `description`, `for_each=`,
@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
-from tether.engine import core
+from tether.engine import public as engine
 from tether.tree.canonical import tree_hash
 from tether.tree.load import normalise
 from tether.verbs import utc_now
@@ -111,18 +111,21 @@ def document(
     return {"name": name, "version": version, "state": state, "tree": root}
 
 
-def tree(
-    root: Node,
-    *,
-    name: str = "tree",
-    version: str = "1",
-    var: dict[str, Any] | None = None,
-    const: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The tree with `root`, checked as a tree file is and normalised (what `Walk` and the
-    engine run); a mistake is `invalid_tree` (or `invalid_expression`), naming where it is."""
-    built = document(root, name=name, version=version, var=var, const=const)
-    return normalise(built, f"the tree {name!r} built in code")
+class Fields(TypedDict, total=False):
+    """What a tree document holds besides its root (`document`'s keywords)."""
+
+    name: str
+    version: str
+    var: dict[str, Any] | None
+    const: dict[str, Any] | None
+
+
+def tree(root: Node, **fields: Unpack[Fields]) -> dict[str, Any]:
+    """The tree with `root` and `fields` (as `document` takes them), checked as a tree file is
+    and normalised (what `Walk` and the engine run); a mistake is `invalid_tree` (or
+    `invalid_expression`), naming where it is."""
+    built = document(root, **fields)
+    return normalise(built, f"the tree {built['name']!r} built in code")
 
 
 class Walk:
@@ -147,7 +150,7 @@ class Walk:
     ) -> None:
         self.tree = tree
         self.clock = clock
-        self.state = core.initial_state(
+        self.state = engine.initial_state(
             tree,
             uri=f"memory://{tree['name']}",
             tree_uri=f"code:{tree['name']}",
@@ -162,11 +165,11 @@ class Walk:
         if accept:
             self.submit("success")
 
-    def apply(self, answer: core.Answer) -> dict[str, Any]:
-        """Apply one answer (a `tether.engine.core` answer); its response."""
-        tools = core.tool_records(self.trace, core.tools_since(self.state))
-        outcome = core.apply(self.tree, self.state, answer, self.clock(), tools=tools)
-        if isinstance(answer, core.Reset) and outcome.entries:
+    def apply(self, answer: engine.Answer) -> dict[str, Any]:
+        """Apply one answer (a `tether.engine.public` answer); its response."""
+        tools = engine.tool_records(self.trace, engine.tools_since(self.state))
+        outcome = engine.apply(self.tree, self.state, answer, self.clock(), tools=tools)
+        if isinstance(answer, engine.Reset) and outcome.entries:
             self.trace = []
         self.trace.extend(outcome.entries)
         self.state = outcome.state
@@ -176,11 +179,11 @@ class Walk:
     def next(self) -> dict[str, Any]:
         """The open request (the first inside a `parallel`), or `{"status": "done"}` /
         `{"status": "failure"}`."""
-        return core.current(self.state)
+        return engine.current(self.state)
 
     def open(self) -> list[dict[str, Any]]:
         """Every open request."""
-        return core.all_open(self.state)
+        return engine.all_open(self.state)
 
     def names(self) -> list[str | None]:
         """The names of the open requests (the status, once finished)."""
@@ -190,33 +193,33 @@ class Walk:
         self, result: bool, step: str | None = None, note: str | None = None
     ) -> dict[str, Any]:
         """Answer the evaluate step (or the one whose token is `step`) with `result`."""
-        return self.apply(core.Eval(result, note, step))
+        return self.apply(engine.Eval(result, note, step))
 
     def submit(
         self, status: str, step: str | None = None, note: str | None = None
     ) -> dict[str, Any]:
         """Answer the instruct step (or the gate) with `success`, `failure` or `running`."""
-        return self.apply(core.Submit(status, note, step))
+        return self.apply(engine.Submit(status, note, step))
 
     def approve(self, step: str | None = None, note: str | None = None) -> dict[str, Any]:
         """A person's yes to the open human step."""
-        return self.apply(core.Human(True, "api", note, step))
+        return self.apply(engine.Human(True, "api", note, step))
 
     def reject(self, step: str | None = None, note: str | None = None) -> dict[str, Any]:
         """A person's no to the open human step: its action fails."""
-        return self.apply(core.Human(False, "api", note, step))
+        return self.apply(engine.Human(False, "api", note, step))
 
     def write(self, path: str, value: Any) -> dict[str, Any]:
         """Write `value` at the dotted `path` of `$VAR`."""
-        return self.apply(core.VarWrite(path, value))
+        return self.apply(engine.VarWrite(path, value))
 
     def think(self, thought: str) -> dict[str, Any]:
         """Record a checkpoint on the action in flight."""
-        return self.apply(core.Think(thought))
+        return self.apply(engine.Think(thought))
 
     def reset(self) -> dict[str, Any]:
         """Clear the trace, restore the scopes and re-arm the protocol gate."""
-        return self.apply(core.Reset())
+        return self.apply(engine.Reset())
 
     def asked(self, kind: str | None = None) -> list[str]:
         """The names of the steps answered, in order: evaluate and instruct steps, or the

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 
-from tether.engine import core
+from tether.engine import public as engine
 from tether.engine.varpath import parse_path
 from tether.errors import TetherError
 
@@ -182,12 +182,12 @@ def check_values(values: dict[str, Any] | None) -> None:
         )
 
 
-def check_answer(answer: core.Answer) -> None:
+def check_answer(answer: engine.Answer) -> None:
     """`check_value` for each part of an answer; a value written to $VAR counts its path's keys
     in its depth; `values` hold at most `MAX_VALUES` writes."""
     check_values(getattr(answer, "values", None))
     for part in type(answer).__slots__:
-        if isinstance(answer, core.VarWrite) and part == "value":
+        if isinstance(answer, engine.VarWrite) and part == "value":
             where = f"the value for {answer.path!r}"
             check_value(answer.value, where, len(parse_path(answer.path)))
         else:

@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Iterable
 
 from tether.admission import Admission
-from tether.engine import core
+from tether.engine import public as core
 from tether.engine.trace import Token
 from tether.engine.varpath import read_path
 from tether.errors import TetherError

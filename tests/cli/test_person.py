@@ -224,7 +224,7 @@ def test_r7_the_librarys_private_answer_is_refused_inside_an_agent(project: Path
     for source in ("cli", "api", "viewer", "prompt"):
         line = (
             f'{sys.executable} -c "from tether.verbs import Runtime; from tether.engine import '
-            f"core; Runtime()._answer('{run}', core.Human(True, '{source}'))\""
+            f"public; Runtime()._answer('{run}', public.Human(True, '{source}'))\""
         )
         done = as_agent(line, project, agent_env(CLAUDECODE="1"))
         refused = "hook the harness runs" if source == "prompt" else "runs under an agent"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from support.trees import Walk, action, chk, ev, ins, par, refused, seq, tree
-from tether.engine import core
+from tether.engine import public as engine
 from tether.engine.replay import verify
 
 WRITES = tree(
@@ -28,7 +28,7 @@ def test_every_answer_returns_next_the_request_that_follows_it() -> None:
     assert accepted["next"] == w.next() and accepted["next"]["name"] == "Measure"
     running = w.submit("running")
     assert running["next"] == w.next() == accepted["next"]
-    done = w.apply(core.Submit("success", values={"coverage": 90, "report.tag": "v1"}))
+    done = w.apply(engine.Submit("success", values={"coverage": 90, "report.tag": "v1"}))
     assert done["status"] == "action_complete" and done["next"] == w.next()
     assert done["next"]["type"] == "evaluate"
     last = w.eval(True)
@@ -38,7 +38,7 @@ def test_every_answer_returns_next_the_request_that_follows_it() -> None:
 
 def test_next_of_a_failing_answer_is_the_terminal_status() -> None:
     w = Walk(WRITES)
-    response = w.apply(core.Submit("success", values={"coverage": 12, "report.tag": "v1"}))
+    response = w.apply(engine.Submit("success", values={"coverage": 12, "report.tag": "v1"}))
     assert response["status"] == "action_failed"
     assert response["next"] == w.next() == {"status": "failure"}
     assert w.state["failure"] in response["message"]  # why: in the answer that ended it
@@ -48,7 +48,7 @@ def test_values_land_before_the_answer_is_judged_as_var_writes_of_the_step() -> 
     w = Walk(WRITES)
     request = w.next()
     response = w.apply(
-        core.Submit("success", step=request["step"], values={"coverage": 95, "report.tag": "v2"})
+        engine.Submit("success", step=request["step"], values={"coverage": 95, "report.tag": "v2"})
     )
     assert response["status"] == "action_complete", "writes and check saw the values"
     assert w.state["var"] == {"coverage": 95, "report": {"tag": "v2"}}
@@ -65,11 +65,11 @@ def test_values_land_before_the_answer_is_judged_as_var_writes_of_the_step() -> 
 
 def test_values_on_an_eval_and_on_the_gate_are_written_too() -> None:
     w = Walk(WRITES, accept=False)
-    w.apply(core.Submit("success", values={"report.by": "gate"}))
+    w.apply(engine.Submit("success", values={"report.by": "gate"}))
     gate_write = w.trace[0]
     assert (gate_write["kind"], gate_write["cursor"]) == ("var_write", None)
-    w.apply(core.Submit("success", values={"coverage": 81, "report.tag": "t"}))
-    w.apply(core.Eval(True, values={"verdict": "good"}))
+    w.apply(engine.Submit("success", values={"coverage": 81, "report.tag": "t"}))
+    w.apply(engine.Eval(True, values={"verdict": "good"}))
     assert w.state["var"]["verdict"] == "good" and w.next() == {"status": "done"}
     assert verify(w.tree, w.state, w.trace) == []
 
@@ -79,12 +79,12 @@ def test_an_answer_refused_takes_its_values_with_it() -> None:
     request = w.next()
     w.submit("running")
     stale = "0:0:0:0:ffffffff"
-    refused("stale_step", w, core.Submit("success", step=stale, values={"coverage": 99}))
-    refused("wrong_phase", w, core.Eval(True, values={"coverage": 99}))
-    err = refused("writes_missing", w, core.Submit("success", values={"coverage": 99}))
+    refused("stale_step", w, engine.Submit("success", step=stale, values={"coverage": 99}))
+    refused("wrong_phase", w, engine.Eval(True, values={"coverage": 99}))
+    err = refused("writes_missing", w, engine.Submit("success", values={"coverage": 99}))
     assert err.details["missing"] == ["report.tag"]
     bad = {"coverage": 99, "report.tag.": "x"}
-    refused("invalid_path", w, core.Submit("success", step=request["step"], values=bad))
+    refused("invalid_path", w, engine.Submit("success", step=request["step"], values=bad))
     assert w.state["var"] == {"coverage": None, "report": {}}
 
 
@@ -92,7 +92,7 @@ def test_values_of_an_answer_in_a_parallel_go_to_the_step_it_answers() -> None:
     t = tree(par("P", action("A", ins("a", writes=["a"])), action("B", ins("b", writes=["b"]))))
     w = Walk(t)
     first, second = w.open()
-    response = w.apply(core.Submit("success", step=second["step"], values={"b": 2}))
+    response = w.apply(engine.Submit("success", step=second["step"], values={"b": 2}))
     assert response["status"] == "action_complete"
     assert w.trace[-2]["cursor"] == {"path": second["path"], "step": 0}
     assert response["next"] == first == w.next()
@@ -116,7 +116,7 @@ def test_a_walk_driven_by_the_next_of_each_answer_alone_reaches_the_end() -> Non
             response = w.eval(True, step=request["step"])
         else:
             values = {p: 1 for p in request.get("writes", [])}
-            response = w.apply(core.Submit("success", step=request["step"], values=values))
+            response = w.apply(engine.Submit("success", step=request["step"], values=values))
         by_next.append(request)
         assert response["next"] == w.next()
         request = response["next"]

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from support.trees import Walk, action, chk, ins, par, seq, tree
-from tether.engine import core
+from tether.engine import public as engine
 from tether.engine.replay import verify
 from tether.errors import TetherError
 
@@ -20,7 +20,7 @@ def _verify(w: Walk) -> None:
 
 
 def tool(w: Walk, name: str, ok: bool | None = True, step: str | None = None, **params: Any) -> Any:
-    return w.apply(core.ToolCall(name, params, ok, step))
+    return w.apply(engine.ToolCall(name, params, ok, step))
 
 
 def stops(w: Walk) -> list[str]:
@@ -32,7 +32,7 @@ def stops(w: Walk) -> list[str]:
 
 def test_stop_is_refused_cap_times_then_allowed_and_counts_again() -> None:
     w = Walk(tree(seq("S", action("A", ins("a")))))
-    answers = [w.apply(core.Stop(2)) for _ in range(4)]
+    answers = [w.apply(engine.Stop(2)) for _ in range(4)]
     assert [a["status"] for a in answers] == ["refused", "refused", "allowed", "refused"]
     assert [a["blocks"] for a in answers] == [1, 2, 2, 1]
     assert answers[0]["current"]["name"] == "A"
@@ -45,10 +45,10 @@ def test_stop_is_refused_cap_times_then_allowed_and_counts_again() -> None:
 
 def test_an_ended_session_is_recorded_never_counted_and_replays() -> None:
     w = Walk(tree(seq("S", action("A", ins("a")))))
-    w.apply(core.Stop(2))
-    ended = w.apply(core.Stop(2, ended=True))
+    w.apply(engine.Stop(2))
+    ended = w.apply(engine.Stop(2, ended=True))
     assert ended["status"] == "ended" and ended["blocks"] == 1
-    assert w.apply(core.Stop(2))["status"] == "refused"  # the end took no refusal's place
+    assert w.apply(engine.Stop(2))["status"] == "refused"  # the end took no refusal's place
     assert stops(w) == ["refused", "ended", "refused"]
     assert w.next()["name"] == "A"
     _verify(w)
@@ -57,11 +57,11 @@ def test_an_ended_session_is_recorded_never_counted_and_replays() -> None:
 def test_a_stop_at_the_cap_is_parked_with_its_reason_and_replays() -> None:
     w = Walk(tree(seq("S", action("A", ins("a")))))
     for _ in range(2):
-        assert w.apply(core.Stop(2, park="before the harness's cap"))["status"] == "refused"
-    parked = w.apply(core.Stop(2, park="before the harness's cap"))
+        assert w.apply(engine.Stop(2, park="before the harness's cap"))["status"] == "refused"
+    parked = w.apply(engine.Stop(2, park="before the harness's cap"))
     assert parked["status"] == "parked" and "stops" not in w.state
     assert w.trace[-1]["note"] == "before the harness's cap"
-    assert w.apply(core.Stop(2, park="again"))["status"] == "refused"  # counted afresh
+    assert w.apply(engine.Stop(2, park="again"))["status"] == "refused"  # counted afresh
     assert stops(w) == ["refused", "refused", "parked", "refused"]
     assert w.next()["name"] == "A"
     _verify(w)
@@ -69,30 +69,30 @@ def test_a_stop_at_the_cap_is_parked_with_its_reason_and_replays() -> None:
 
 def test_a_stop_with_background_work_is_let_through_never_counted_and_replays() -> None:
     w = Walk(tree(seq("S", action("A", ins("a")))))
-    w.apply(core.Stop(2))
+    w.apply(engine.Stop(2))
     for _ in range(20):
-        assert w.apply(core.Stop(2, background=True))["status"] == "background"
+        assert w.apply(engine.Stop(2, background=True))["status"] == "background"
     assert w.state["stops"] == 1  # twenty background stops took no refusal's place
-    assert w.apply(core.Stop(2))["status"] == "refused"
+    assert w.apply(engine.Stop(2))["status"] == "refused"
     assert stops(w) == ["refused", *["background"] * 20, "refused"]
     _verify(w)
 
 
 def test_an_answer_ends_a_run_of_refused_stops_and_a_thought_does_not() -> None:
     w = Walk(tree(seq("S", action("A", ins("a"), ins("b")))))
-    w.apply(core.Stop(2))
+    w.apply(engine.Stop(2))
     w.think("still on it")
-    assert w.apply(core.Stop(2))["blocks"] == 2
+    assert w.apply(engine.Stop(2))["blocks"] == 2
     w.submit("success")
     assert "stops" not in w.state
-    assert w.apply(core.Stop(2))["blocks"] == 1
+    assert w.apply(engine.Stop(2))["blocks"] == 1
     assert stops(w) == ["refused", "refused", "refused"]
     _verify(w)
 
 
 def test_reset_clears_the_stop_count() -> None:
     w = Walk(tree(seq("S", action("A", ins("a")))))
-    w.apply(core.Stop(3))
+    w.apply(engine.Stop(3))
     w.reset()
     assert "stops" not in w.state
     _verify(w)
@@ -101,7 +101,7 @@ def test_reset_clears_the_stop_count() -> None:
 def test_stop_and_tool_calls_are_refused_once_the_execution_is_finished() -> None:
     w = Walk(tree(seq("S", action("A", ins("a")))))
     w.submit("success")
-    for answer in (core.Stop(3), core.ToolCall("Read", {}, True)):
+    for answer in (engine.Stop(3), engine.ToolCall("Read", {}, True)):
         with pytest.raises(TetherError) as info:
             w.apply(answer)
         assert info.value.code == "execution_finished"
@@ -113,37 +113,37 @@ def hum(text: str) -> dict[str, Any]:
 
 def test_a_stop_is_let_through_at_once_while_every_open_step_is_a_human_one() -> None:
     w = Walk(tree(seq("S", action("A", ins("a")), action("Sign", hum("Approve?")))))
-    assert w.apply(core.Stop(1))["status"] == "refused"
+    assert w.apply(engine.Stop(1))["status"] == "refused"
     w.submit("success")
     for _ in range(3):  # never counted, never capped
-        answer = w.apply(core.Stop(1))
+        answer = w.apply(engine.Stop(1))
         assert (answer["status"], answer["waiting"], answer["blocks"]) == ("allowed", "person", 0)
         assert answer["current"]["type"] == "human"
     assert "stops" not in w.state
     entry = [e for e in w.trace if e["kind"] == "stop"][-1]
-    assert entry["name"] == "Sign" and entry["note"] == core.PERSON_NOTE
+    assert entry["name"] == "Sign" and entry["note"] == engine.PERSON_NOTE
     assert entry["step"] == w.next()["step"]
     assert stops(w) == ["refused", "allowed", "allowed", "allowed"]
-    w.apply(core.Human(True, "cli"))
+    w.apply(engine.Human(True, "cli"))
     assert w.next() == {"status": "done"}
     _verify(w)
 
 
 def test_a_stop_beside_a_human_step_is_refused_and_names_the_agents_step() -> None:
     w = Walk(tree(seq("S", par("P", action("Sign", hum("Approve?")), action("Lint", ins("l"))))))
-    answer = w.apply(core.Stop(3))
+    answer = w.apply(engine.Stop(3))
     assert answer["status"] == "refused" and "waiting" not in answer
     assert answer["current"]["name"] == "Lint"
     entry = next(e for e in w.trace if e["kind"] == "stop")
     assert entry["name"] == "Lint" and "note" not in entry
-    assert core.waits_on_person(w.state["open"]) is False
+    assert engine.waits_on_person(w.state["open"]) is False
     _verify(w)
 
 
 def test_a_stop_cap_below_one_is_refused() -> None:
     w = Walk(tree(seq("S", action("A", ins("a")))))
     with pytest.raises(TetherError) as info:
-        w.apply(core.Stop(0))
+        w.apply(engine.Stop(0))
     assert info.value.code == "invalid_value"
 
 
@@ -180,8 +180,8 @@ def test_only_actions_whose_checks_read_tools_mark_where_their_calls_begin() -> 
     tool(w, "Read", file_path="/p/a.py")
     assert w.state["runtime"]["0"]["t"] == first  # the calls stay in the trace alone
     assert "t" not in w.state["runtime"]["1"]
-    assert core.tools_since(w.state) == first
-    assert core.tool_records(w.trace, first) == [
+    assert engine.tools_since(w.state) == first
+    assert engine.tool_records(w.trace, first) == [
         {"tool": "Bash", "input": {"command": "pytest -q"}, "ok": True, "seq": first},
         {"tool": "Read", "input": {"file_path": "/p/a.py"}, "ok": True, "seq": first + 1},
     ]
@@ -245,10 +245,10 @@ def test_tools_are_those_of_this_attempt_only() -> None:
 def test_close_checks_see_tools_too() -> None:
     w = Walk(tree(seq("S", action("Test", ins("Run the tests."), chk(TESTED)))))
     with pytest.raises(TetherError) as info:
-        w.apply(core.Close())
+        w.apply(engine.Close())
     assert info.value.code == "check_failed" and "TOOLS is empty" in info.value.message
     tool(w, "Bash", command="pytest")
-    assert w.apply(core.Close())["status"] == "action_complete"
+    assert w.apply(engine.Close())["status"] == "action_complete"
     _verify(w)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from support.trees import Walk, action, chk, each, ins, refused, seq, tree
-from tether.engine import core
+from tether.engine import public as core
 from tether.engine.replay import fork, verify
 from tether.engine.ticking import MAX_ENTRIES
 

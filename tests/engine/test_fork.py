@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from support.trees import Walk, action, chk, ev, ins, par, seq, tree
-from tether.engine import core
+from tether.engine import public as engine
 from tether.engine.replay import fork, verify
 from tether.errors import TetherError
 
@@ -34,20 +34,20 @@ def _walk() -> tuple[Walk, dict[int, dict[str, Any]]]:
     w = Walk(REVIEW, accept=False)
     seen = {0: w.next()}
 
-    def answer(a: core.Answer) -> None:
+    def answer(a: engine.Answer) -> None:
         w.apply(a)
         seen[len(w.trace)] = w.next()
 
-    answer(core.Submit("success"))
-    answer(core.Submit("success", values={"summary": "a fix"}))
+    answer(engine.Submit("success"))
+    answer(engine.Submit("success", values={"summary": "a fix"}))
     style, tests = w.open()
-    answer(core.Submit("success", step=tests["step"], values={"green": False}))
+    answer(engine.Submit("success", step=tests["step"], values={"green": False}))
     retry = w.open()[1]
-    answer(core.Think("flaky", step=retry["step"]))
-    answer(core.Submit("success", step=retry["step"], values={"green": True}))
-    answer(core.Submit("success", step=style["step"], values={"findings": ["typo"]}))
-    answer(core.Eval(True))
-    answer(core.Human(True, "cli", "ok"))
+    answer(engine.Think("flaky", step=retry["step"]))
+    answer(engine.Submit("success", step=retry["step"], values={"green": True}))
+    answer(engine.Submit("success", step=style["step"], values={"findings": ["typo"]}))
+    answer(engine.Eval(True))
+    answer(engine.Human(True, "cli", "ok"))
     assert w.next() == {"status": "done"}
     return w, seen
 
@@ -68,7 +68,7 @@ def test_a_fork_at_every_answer_boundary_replays_and_opens_what_the_original_had
         state, entries = _fork(w, at)
         assert entries == w.trace[:at]
         assert state["uri"] == "memory://fork" and state["seq"] == len(entries)
-        assert _without_token(core.current(state)) == _without_token(expected), at
+        assert _without_token(engine.current(state)) == _without_token(expected), at
         assert verify(w.tree, state, entries) == [], at
         assert (w.state, w.trace) == original, "the original is untouched"
 
@@ -77,7 +77,7 @@ def test_a_fork_has_step_tokens_of_its_own() -> None:
     w, seen = _walk()
     at = max(k for k, r in seen.items() if "step" in r)
     state, _ = _fork(w, at)
-    mine = core.current(state)
+    mine = engine.current(state)
     assert mine["step"] != seen[at]["step"] and mine["step"].endswith(":f0f0f0f0")
 
 
@@ -106,7 +106,7 @@ def test_a_fork_of_a_tampered_trace_is_refused() -> None:
 
 def test_a_fork_after_a_reset_keeps_the_numbering() -> None:
     w = Walk(REVIEW)
-    w.apply(core.Submit("success", values={"summary": "s"}))
+    w.apply(engine.Submit("success", values={"summary": "s"}))
     w.reset()
     w.submit("success")
     state, entries = _fork(w, len(w.trace))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from support.trees import Walk, action, chk, each, ev, ins, par, refused, seq, tree
-from tether.engine import core
+from tether.engine import public as engine
 from tether.engine.replay import verify
 from tether.engine.ticking import MAX_ENTRIES, MAX_VISITS
 
@@ -226,7 +226,7 @@ def test_each_item_gets_new_step_tokens_and_an_earlier_items_token_is_stale() ->
     first = w.next()["step"]
     w.submit("success", step=first)
     assert w.next()["step"] != first
-    refused("stale_step", w, core.Submit("success", step=first))
+    refused("stale_step", w, engine.Submit("success", step=first))
 
 
 def test_retries_inside_for_each_retry_the_failing_item_with_a_fresh_budget_per_item() -> None:
@@ -324,7 +324,7 @@ def test_for_each_on_a_parallel_runs_all_its_children_for_each_item_in_turn() ->
 
 def test_outcome_events_name_each_finished_item() -> None:
     w = Walk(tree(action("A", ins("x"), for_each=each("VAR.files")), var={"files": FILES[:2]}))
-    outcome = core.apply(w.tree, w.state, core.Submit("success"), "t")
+    outcome = engine.apply(w.tree, w.state, engine.Submit("success"), "t")
     assert outcome.events == [("", "success"), ("", "item")]
     assert "Looping: 'A' item 2 of 2." in outcome.response["message"]
 
@@ -390,7 +390,7 @@ def test_each_run_gets_new_step_tokens() -> None:
     w = Walk(tree(action("A", ins("try"), repeat=_rep("VAR.done")), var={"done": False}))
     first = w.next()["step"]
     w.submit("success", step=first)
-    refused("stale_step", w, core.Submit("success", step=first))
+    refused("stale_step", w, engine.Submit("success", step=first))
 
 
 def test_retries_inside_repeat_retry_the_run_with_a_fresh_budget_per_run() -> None:
@@ -506,7 +506,7 @@ def test_an_outer_repeat_starts_an_inner_repeat_afresh() -> None:
 
 def test_outcome_events_name_each_run() -> None:
     w = Walk(tree(action("A", ins("x"), repeat=_rep("false", max=2))))
-    outcome = core.apply(w.tree, w.state, core.Submit("success"), "t")
+    outcome = engine.apply(w.tree, w.state, engine.Submit("success"), "t")
     assert outcome.events == [("", "success"), ("", "repeat")]
     assert "Looping: 'A' run 2 of 2." in outcome.response["message"]
 
@@ -591,7 +591,7 @@ def test_repeat_checks_until_after_an_inverted_success() -> None:
 
 def test_outcome_events_carry_the_inverted_result() -> None:
     w = Walk(tree(seq("S", action("A", ins("x"), invert=True))))
-    outcome = core.apply(w.tree, w.state, core.Submit("success"), "t")
+    outcome = engine.apply(w.tree, w.state, engine.Submit("success"), "t")
     assert outcome.events == [("0", "failure"), ("", "failure")]
 
 
@@ -609,9 +609,9 @@ def test_close_inside_a_loop_checks_with_the_item_and_moves_to_the_next_item() -
             var={"f": ["a", "skip"]},
         )
     )
-    response = w.apply(core.Close())
+    response = w.apply(engine.Close())
     assert response["current"]["item"] == {"name": "item", "index": 1, "value": "skip"}
-    refused("check_failed", w, core.Close())
+    refused("check_failed", w, engine.Close())
     _verify(w)
 
 
@@ -626,7 +626,7 @@ def test_a_jump_into_a_loop_starts_it_at_its_first_item() -> None:
             var={"f": ["a", "b"]},
         )
     )
-    response = w.apply(core.Jump([1, 0]))
+    response = w.apply(engine.Jump([1, 0]))
     assert response["current"]["item"]["index"] == 0
     assert w.next()["item"]["value"] == "a"
     w.submit("success")
@@ -721,7 +721,7 @@ def _checks_over(outer: int, inner: int) -> Walk:
 def test_a_for_each_of_300_by_300_checks_is_refused_whole_naming_the_loop() -> None:
     # From a review: this took 20 s inside one answer and wrote 14 MB to the trace.
     w = _checks_over(300, 300)
-    error = refused("work_limit", w, core.Submit("success"))
+    error = refused("work_limit", w, engine.Submit("success"))
     # The gate's entry, Outer's list, and 301 entries per outer item: the 2,001st entry is
     # Inner's 192nd check of Outer's 7th item.
     assert error.details["loop"] == "Inner"
@@ -743,14 +743,14 @@ def test_an_answer_may_write_up_to_the_limit_and_no_more() -> None:
     w.submit("success")
     assert len(w.trace) == MAX_ENTRIES and w.next() == {"status": "done"}
     _verify(w)
-    refused("work_limit", _checks_over(1, MAX_ENTRIES - 2), core.Submit("success"))
+    refused("work_limit", _checks_over(1, MAX_ENTRIES - 2), engine.Submit("success"))
 
 
 def test_a_repeat_inside_a_repeat_is_refused_whole_naming_the_inner_loop() -> None:
     # From a review: 10,000 x 10,000 runs had not finished after 90 s.
     poll = action("Poll", chk("true"), repeat=_runs(10_000))
     w = Walk(tree(seq("Rounds", poll, repeat=_runs(10_000))), accept=False)
-    error = refused("work_limit", w, core.Submit("success"))
+    error = refused("work_limit", w, engine.Submit("success"))
     # The gate's entry, then a check and an until per run: the 2,001st is run 1,000's until.
     assert error.details["loops"] == [
         {"name": "Poll", "path": [0], "kind": "repeat", "at": "run 1000 of 10000"},
@@ -770,7 +770,7 @@ def test_visiting_too_many_nodes_is_refused_too_naming_the_loop() -> None:
         ),
         accept=False,
     )
-    error = refused("work_limit", w, core.Submit("success"))
+    error = refused("work_limit", w, engine.Submit("success"))
     assert error.message.startswith(f"this answer would visit more than {MAX_VISITS:,} nodes")
     assert error.details["loop"] == "Root"
     # Root once, then 25 nodes per item (24 sequences and the leaf).
@@ -781,6 +781,6 @@ def test_visiting_too_many_nodes_is_refused_too_naming_the_loop() -> None:
 def test_a_tree_without_loops_past_the_limit_is_refused_outside_any_loop() -> None:
     checks = [action(f"C{i}", chk("true")) for i in range(MAX_ENTRIES)]
     w = Walk(tree(seq("Checks", *checks)), accept=False)
-    error = refused("work_limit", w, core.Submit("success"))
+    error = refused("work_limit", w, engine.Submit("success"))
     assert (error.details["loop"], error.details["loops"]) == (None, [])
     assert "nothing changed (outside any loop)" in error.message

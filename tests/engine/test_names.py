@@ -10,7 +10,8 @@ import json
 from enum import StrEnum
 
 from support.trees import Walk, action, chk, ins, refused, seq, tree
-from tether.engine import core, names
+from tether.engine import names
+from tether.engine import public as engine
 
 # The stored and returned values, as executions already stored hold them: never to change.
 STORED = {
@@ -128,7 +129,7 @@ def test_every_name_and_value_has_a_docstring() -> None:
 def test_what_the_engine_returns_is_the_same_json_as_plain_strings() -> None:
     w = Walk(tree(seq("S", action("A", ins("a"), chk("true")))))
     response = w.submit("success")
-    assert response["status"] is core.Reply.ACTION_COMPLETE
+    assert response["status"] is engine.Reply.ACTION_COMPLETE
     for document in (w.state, response, w.trace):
         text = json.dumps(document, sort_keys=True)
         assert json.loads(text) == document
@@ -143,14 +144,14 @@ def test_every_answer_refuses_a_stale_token_with_one_message_and_payload() -> No
     w = Walk(tree(seq("S", action("A", ins("a"), ins("b")))))
     stale = w.next()["step"]
     w.submit("success")
-    answers: list[core.Answer] = [
-        core.Submit("success", step=stale),
-        core.Eval(True, step=stale),
-        core.Human(True, "cli", step=stale),
-        core.VarWrite("x", 1, step=stale),
-        core.Think("t", step=stale),
-        core.ToolCall("Bash", {}, True, step=stale),
-        core.Close(step=stale),
+    answers: list[engine.Answer] = [
+        engine.Submit("success", step=stale),
+        engine.Eval(True, step=stale),
+        engine.Human(True, "cli", step=stale),
+        engine.VarWrite("x", 1, step=stale),
+        engine.Think("t", step=stale),
+        engine.ToolCall("Bash", {}, True, step=stale),
+        engine.Close(step=stale),
     ]
     errors = [refused("stale_step", w, answer) for answer in answers]
     assert {e.message for e in errors} == {

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from support.trees import Walk, action, chk, ev, ins, seq, tree
-from tether.engine import core
+from tether.engine import public as engine
 from tether.engine.replay import verify
 from tether.errors import TetherError
 
@@ -27,11 +27,11 @@ BOT = tree(
 
 
 def _jump(w: Walk, path: list[int]) -> dict[str, Any]:
-    return w.apply(core.Jump(path, "user asked"))
+    return w.apply(engine.Jump(path, "user asked"))
 
 
 def _close(w: Walk, **kw: object) -> dict[str, Any]:
-    return w.apply(core.Close(**kw))  # type: ignore[arg-type]
+    return w.apply(engine.Close(**kw))  # type: ignore[arg-type]
 
 
 def test_jump_moves_to_any_action_and_is_in_the_trace() -> None:

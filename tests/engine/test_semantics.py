@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from support.trees import Walk, action, chk, ev, ins, par, sel, seq, tree
-from tether.engine import core
+from tether.engine import public as engine
 from tether.engine.replay import verify
 from tether.errors import TetherError
 
@@ -325,7 +325,7 @@ def test_outcome_events_name_finished_retried_and_skipped_nodes() -> None:
         accept=False,
         var={"n": 0},
     )
-    outcome = core.apply(w.tree, w.state, core.Submit("success"), "t")
+    outcome = engine.apply(w.tree, w.state, engine.Submit("success"), "t")
     assert outcome.events == [
         ("0", "skipped"),
         ("1.0", "failure"),
@@ -339,7 +339,7 @@ def test_outcome_events_name_finished_retried_and_skipped_nodes() -> None:
 
 def test_outcome_events_leave_halted_nodes_out() -> None:
     w = Walk(tree(par("P", action("A", ins("a")), action("B", ins("b")), policy="any")))
-    outcome = core.apply(w.tree, w.state, core.Submit("success", step=w.open()[0]["step"]), "t")
+    outcome = engine.apply(w.tree, w.state, engine.Submit("success", step=w.open()[0]["step"]), "t")
     assert outcome.events == [("0", "success"), ("", "success")]
     assert "1" in w.state["runtime"] and outcome.state["runtime"] == {}
 
@@ -349,12 +349,12 @@ def test_var_write_and_think_are_recorded_against_the_step_named_by_token() -> N
     _, b = w.open()
     w.write("x", 1)
     assert w.trace[-1]["name"] == "A", "without a token: the first open step"
-    w.apply(core.VarWrite("x", 2, b["step"]))
-    w.apply(core.Think("on B", b["step"]))
+    w.apply(engine.VarWrite("x", 2, b["step"]))
+    w.apply(engine.Think("on B", b["step"]))
     assert [(e["kind"], e["name"]) for e in w.trace[-2:]] == [("var_write", "B"), ("think", "B")]
     assert w.trace[-1]["cursor"] == {"path": [1], "step": 0}
     with pytest.raises(TetherError) as err:
-        w.apply(core.VarWrite("x", 3, "stale:0:0:0:x"))
+        w.apply(engine.VarWrite("x", 3, "stale:0:0:0:x"))
     assert err.value.code == "stale_step" and w.state["var"]["x"] == 2
     assert w.submit("success", step=b["step"])["status"] == "action_complete"
     _verify(w)

@@ -11,7 +11,7 @@ import pytest
 from support.stats_scenario import Clock
 from support.trees import action, ins, par, refused, sel, seq, tree
 from tether import build
-from tether.engine import core
+from tether.engine import public as engine
 from tether.engine.replay import refit, replay, verify
 from tether.errors import TetherError
 
@@ -34,7 +34,9 @@ class Walk(build.Walk):
     def time_out(self) -> list[dict[str, Any]]:
         """What the verbs do at a read: a `Timeout` for each open human step past its deadline
         now, one answer each; their responses."""
-        return [self.apply(core.Timeout(r["step"])) for r in core.expired(self.state, self.at())]
+        return [
+            self.apply(engine.Timeout(r["step"])) for r in engine.expired(self.state, self.at())
+        ]
 
     def verified(self) -> None:
         assert verify(self.tree, self.state, self.trace) == []
@@ -53,8 +55,8 @@ def test_a_human_request_with_a_timeout_carries_its_deadline_and_what_happens_th
     w = Walk(LEAD)
     lead = w.next()
     assert (lead["deadline"], lead["on_timeout"]) == ("2026-03-02T13:00:00.000Z", "reject")
-    assert w.state["runtime"]["0"][core.Key.DEADLINE] == lead["deadline"]
-    w.apply(core.Human(False, "api"))
+    assert w.state["runtime"]["0"][engine.Key.DEADLINE] == lead["deadline"]
+    w.apply(engine.Human(False, "api"))
     manager = w.next()
     assert manager["name"] == "Manager"
     assert "deadline" not in manager and "on_timeout" not in manager
@@ -64,14 +66,14 @@ def test_a_human_request_with_a_timeout_carries_its_deadline_and_what_happens_th
 def test_before_its_deadline_nothing_has_expired_and_a_timeout_is_refused() -> None:
     w = Walk(LEAD)
     w.wait(4 * 3600 - 0.001)
-    assert core.expired(w.state, w.at()) == []
-    err = refused("wrong_phase", w, core.Timeout())
+    assert engine.expired(w.state, w.at()) == []
+    err = refused("wrong_phase", w, engine.Timeout())
     assert "waits until 2026-03-02T13:00:00.000Z" in err.message
     untimed = Walk(tree(action("Ask", {"human": "OK?"})))
     untimed.wait(10**7)
-    assert "has no timeout" in refused("wrong_phase", untimed, core.Timeout()).message
+    assert "has no timeout" in refused("wrong_phase", untimed, engine.Timeout()).message
     w.wait(0.001)  # at the deadline itself it has passed
-    assert [r["name"] for r in core.expired(w.state, w.at())] == ["Lead"]
+    assert [r["name"] for r in engine.expired(w.state, w.at())] == ["Lead"]
 
 
 def test_reject_on_timeout_fails_the_action_and_the_tree_goes_on_as_for_a_rejection() -> None:
@@ -103,7 +105,7 @@ def test_a_person_answer_after_the_timeout_finds_the_step_gone() -> None:
     lead = w.next()
     w.wait(4 * 3600)
     w.time_out()
-    refused("stale_step", w, core.Human(True, "api", step=lead["step"]))
+    refused("stale_step", w, engine.Human(True, "api", step=lead["step"]))
 
 
 def test_reject_on_timeout_with_retries_asks_again_with_a_new_deadline() -> None:
@@ -158,7 +160,7 @@ def test_the_deadline_is_kept_while_other_answers_come_and_shown_values_change()
     assert shown["step"] != ask_["step"]
     assert shown["deadline"] == ask_["deadline"] == "2026-03-02T09:10:00.000Z"
     w.wait(300)
-    assert [r["step"] for r in core.expired(w.state, w.at())] == [shown["step"]]
+    assert [r["step"] for r in engine.expired(w.state, w.at())] == [shown["step"]]
     w.verified()
 
 
@@ -175,9 +177,9 @@ def test_two_human_steps_past_their_deadlines_time_out_one_entry_each() -> None:
 def test_an_approval_in_time_ends_the_wait() -> None:
     w = Walk(tree(seq("S", action("Ask", ask(seconds=60)), action("Go", ins("go")))))
     w.wait(59)
-    w.apply(core.Human(True, "api"))
+    w.apply(engine.Human(True, "api"))
     w.wait(3600)
-    assert core.expired(w.state, w.at()) == [] and w.next()["name"] == "Go"
+    assert engine.expired(w.state, w.at()) == [] and w.next()["name"] == "Go"
     w.verified()
 
 
@@ -185,10 +187,10 @@ def test_an_action_s_later_human_step_gets_its_own_deadline_or_none() -> None:
     steps = [ask("first?", 60), {"human": "second?"}, ask("third?", 120)]
     w = Walk(tree(action("Ask", *steps)))
     w.wait(10)
-    w.apply(core.Human(True, "api"))
+    w.apply(engine.Human(True, "api"))
     assert "deadline" not in w.next()
     w.wait(10)
-    w.apply(core.Human(True, "api"))
+    w.apply(engine.Human(True, "api"))
     assert w.next()["deadline"] == "2026-03-02T09:02:20.000Z"
     w.verified()
 

@@ -6,7 +6,10 @@ shapes; each call is one an agent would try to write outside its scope."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -112,6 +115,14 @@ def test_a_write_outside_the_scope_is_denied_and_named(project: Path, run: str) 
     inside = write(project, str(project / "src" / "app.py"))
     assert hk.hook_json(project, inside) is None
     assert (project / "lib" / "util.py").read_text() == "x = 1\n"  # the hook wrote nothing
+    stats = subprocess.run(
+        [sys.executable, "-m", "tether.cli.main", "stats", str(project / "runs"), "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    actions = json.loads(stats.stdout)["trees"][0]["actions"]
+    assert {a["name"]: a["tools_denied"] for a in actions}.get("Ship") == 1  # counted, once
 
 
 def test_a_step_without_a_scope_writes_anywhere(project: Path, run: str) -> None:
@@ -227,6 +238,11 @@ DENIED = [
     ("git checkout -- lib/util.py", "git checkout may write files"),
     ("git diff --output=lib/diff.txt", "an option that writes a file"),
     ("sort -o lib/util.py src/app.py", "an option that writes a file"),
+    ("sort -ro lib/util.py src/app.py", "an option that writes a file"),
+    ("git diff --ext-diff", "an option that writes a file or runs a program"),
+    ("rg --pre ./evil x src", "an option that writes a file or runs a program"),
+    ("less -o lib/util.py src/app.py", "less is a program"),
+    ("tree -R -H . src", "tree is a program"),
     ("ln -s /etc src/etc", "ln is a program"),
     ("cp -s /etc/passwd src/p", "the guard reads only plain copies"),
     ("cp -t src lib/util.py", "the guard reads only plain copies"),
@@ -236,7 +252,7 @@ DENIED = [
     ("cat <<< EOF\necho x > lib/util.py", "it writes lib/util.py, outside"),
     ("echo '<<EOF'\necho x > lib/util.py", "it writes lib/util.py, outside"),
     ("echo hi # <<EOF\necho x > lib/util.py", "it writes lib/util.py, outside"),
-    ("cat > src/x <<E\"O\"F\nbody\nEOF", "a here-document whose delimiter"),
+    ('cat > src/x <<E"O"F\nbody\nEOF', "a here-document whose delimiter"),
     ("time -o lib/util.py cat src/app.py", "time -o"),
     ("timeout -o 5 ls", "timeout -o"),
     # a link made by the line itself, then written through
@@ -344,3 +360,72 @@ def test_a_gemini_write_outside_the_scope_is_denied(project: Path, run: str) -> 
     shell = {"command": "echo x > lib/util.py"}
     payload = hx.gemini("BeforeTool", project, tool_name="run_shell_command", tool_input=shell)
     assert hx.answer(project, "gemini", payload).get("decision") == "deny"
+    for folder, decision in (("src", None), ("lib", "deny")):  # the folder it names (dir_path)
+        shell = {"command": "echo x > new.py", "dir_path": folder}
+        payload = hx.gemini("BeforeTool", project, tool_name="run_shell_command", tool_input=shell)
+        assert hx.answer(project, "gemini", payload).get("decision") == decision, folder
+
+
+def test_the_guards_files_are_judged_from_the_harness_working_folder(
+    project: Path, run: str
+) -> None:
+    """After `cd .tether` (Claude Code keeps its shell's folder), `echo > guard.yaml` writes the
+    guard's configuration: denied like `echo > .tether/guard.yaml` from the project."""
+    folder = project / ".tether"
+    out = hk.hook_json(project, hk.pre(folder, "Bash", {"command": "echo x > guard.yaml"}))
+    why = reason(out)
+    assert why is not None and "the guard's configuration" in why
+
+
+def test_a_cursor_shell_line_runs_in_its_own_folder(project: Path, run: str) -> None:
+    """Cursor gives a shell line its folder (`cwd`): `echo > x.py` there writes `src/x.py`."""
+    at_ship(run)
+    command = "echo 1 > x.py"
+    inside = hx.cursor("beforeShellExecution", project, command=command, cwd=str(project / "src"))
+    assert hx.answer(project, "cursor", inside).get("permission") != "deny"
+    outside = hx.cursor("beforeShellExecution", project, command=command, cwd=str(project))
+    assert hx.answer(project, "cursor", outside)["permission"] == "deny"
+
+
+def test_the_context_names_the_files_the_step_may_write(project: Path, run: str) -> None:
+    at_ship(run)
+    out = hk.hook_json(project, hk.prompt(project, "Go on."))
+    assert out is not None
+    context = out["hookSpecificOutput"]["additionalContext"]
+    assert "Current request: instruct 'Ship'" in context
+    assert "Write only src/** while it is open (the writes of 'Ship')." in context
+
+
+@pytest.mark.parametrize(
+    ("globs", "path", "inside"),
+    [
+        (["src/**"], "src", True),
+        (["src/**"], "src/a/b.py", True),
+        (["src/**"], "srcx/a.py", False),
+        (["src/*.py"], "src/a.py", True),
+        (["src/*.py"], "src/pkg/a.py", False),
+        (["src/**/test_*.py"], "src/test_a.py", True),
+        (["src/**/test_*.py"], "src/a/b/test_a.py", True),
+        (["src/**/test_*.py"], "src/a/b/a.py", False),
+        (["**/*.md"], "README.md", True),
+        (["**/*.md"], "docs/a/b.md", True),
+        (["CHANGELOG.md"], "docs/CHANGELOG.md", False),  # relative to the project, not a name
+        (["**"], "any/thing", True),
+        (["**"], "../outside", False),
+    ],
+)
+def test_a_scopes_globs(tmp_path: Path, globs: list[str], path: str, inside: bool) -> None:
+    """The globs alone (no hook): what each holds, relative to the project."""
+    from tether.guard.binding.scopes import refusal
+
+    why = refusal({"writes": globs, "node": "N"}, "Write", {"file_path": path}, str(tmp_path), None)
+    assert (why is None) == inside, why
+
+
+def test_a_shell_calls_own_folder_holds_the_guards_files_too(project: Path, run: str) -> None:
+    """Gemini CLI names the folder a shell line runs in (`dir_path`): `echo > guard.yaml` in
+    `.tether` writes the guard's configuration, denied whatever the step."""
+    shell = {"command": "echo x > guard.yaml", "dir_path": ".tether"}
+    payload = hx.gemini("BeforeTool", project, tool_name="run_shell_command", tool_input=shell)
+    out = hx.answer(project, "gemini", payload)
+    assert out.get("decision") == "deny" and "the guard's configuration" in out["reason"], out

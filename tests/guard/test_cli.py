@@ -216,6 +216,7 @@ def test_install_claude_merges_and_is_idempotent(tmp_path, capsys, monkeypatch):
         "PostToolUse",
         "PostToolUseFailure",
         "Stop",
+        "SubagentStart",
         "SubagentStop",
         "ConfigChange",
         "SessionEnd",

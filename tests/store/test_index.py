@@ -115,6 +115,20 @@ def test_a_torn_stale_or_lying_index_is_not_believed(tmp_path: Path) -> None:
     assert corrupt[0].error is not None and corrupt[0].error["code"] == "corrupt_execution"
 
 
+def _behind_each(folder: Path) -> None:
+    """Every action's executions behind each figure, as the store finds them from what it keeps,
+    equal those counted again from every trace."""
+    from tether.store.tally import MARKS, behind_of, count_each, marked
+
+    store = store_for(str(folder))
+    for tree in _recounted(folder)["trees"]:  # type: ignore[attr-defined]
+        for key in tree["actions"]:
+            for measure in MARKS:
+                asked = (tree["name"], tree["hash"], key, measure, slice(0, 3))
+                kept = store.behind(str(folder), *asked)
+                assert kept == behind_of(marked(count_each(store, str(folder))), *asked)
+
+
 def _recounted(folder: Path) -> dict[str, object]:
     """The figures counted again from every execution's trace, tree and refusal log."""
     store = store_for(str(folder))
@@ -169,6 +183,7 @@ def test_the_kept_sums_follow_a_settled_execution_that_changes_or_goes(tmp_path:
     for path in failed.parent.glob("failed.json*"):
         path.unlink()  # removed by hand
     assert store.tally(str(tmp_path)) == _recounted(tmp_path)
+    _behind_each(tmp_path)
     assert "b/c/failed.json" not in json.loads((tmp_path / SUMS).read_text())["added"]
 
 

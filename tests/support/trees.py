@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tether import build
-from tether.engine import core
+from tether.engine import public as engine
 from tether.errors import TetherError
 
 ev, ins, chk, each = build.evaluate, build.instruct, build.check, build.for_each
@@ -41,7 +41,7 @@ class Walk(build.Walk):
     def __init__(self, t: dict[str, Any], accept: bool = True, **scopes: Any) -> None:
         super().__init__(t, accept, clock=_now, salt="abcd1234", **scopes)
 
-    def apply(self, answer: core.Answer) -> dict[str, Any]:
+    def apply(self, answer: engine.Answer) -> dict[str, Any]:
         given, before = self.state, json.dumps(self.state, sort_keys=True)
         try:
             return super().apply(answer)
@@ -49,7 +49,7 @@ class Walk(build.Walk):
             assert json.dumps(given, sort_keys=True) == before, "engine mutated its input"
 
 
-def refused(code: str, w: build.Walk, answer: core.Answer) -> TetherError:
+def refused(code: str, w: build.Walk, answer: engine.Answer) -> TetherError:
     """Apply `answer`, which must be refused with `code` and leave the state as it was."""
     before = copy.deepcopy(w.state)
     with pytest.raises(TetherError) as err:

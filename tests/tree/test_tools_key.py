@@ -11,7 +11,7 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
-from tether.engine.core import tool_policy
+from tether.engine.public import tool_policy
 from tether.errors import TetherError
 from tether.tree import json_schema, load_tree, load_tree_text
 

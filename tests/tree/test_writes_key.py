@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from tether.engine.core import write_scope
+from tether.engine.ticking import write_scope
 from tether.errors import TetherError
 from tether.tree import json_schema, load_tree_text
 from tether.verbs import Runtime

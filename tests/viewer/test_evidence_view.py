@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from support.trees import Walk, action, chk, ins, seq, tree
-from tether.engine import core
+from tether.engine import public as engine
 from tether.viewer.model import index_tree, snapshot
 
 
 def test_tool_and_stop_entries_are_counted_under_their_step() -> None:
     w = Walk(tree(seq("Root", action("Implement", ins("code")), action("Test", ins("test")))))
-    w.apply(core.ToolCall("Edit", {"file_path": "/p/a.py"}, True))
-    w.apply(core.Stop(3))
+    w.apply(engine.ToolCall("Edit", {"file_path": "/p/a.py"}, True))
+    w.apply(engine.Stop(3))
     w.submit("success")
-    w.apply(core.ToolCall("Bash", {"command": "pytest"}, False))
+    w.apply(engine.ToolCall("Bash", {"command": "pytest"}, False))
     snap = snapshot(w.tree, w.state, w.trace)
     names = {k: n.name for k, n in index_tree(w.tree).items()}
     views = {names[k]: v for k, v in snap.nodes.items()}
@@ -24,7 +24,7 @@ def test_tool_and_stop_entries_are_counted_under_their_step() -> None:
 def test_the_viewer_replays_a_check_over_tools_as_it_ran() -> None:
     tested = 'TOOLS.exists(t, t.tool == "Bash" && t.ok)'
     w = Walk(tree(seq("Root", action("Test", ins("run the tests"), chk(tested)))))
-    w.apply(core.ToolCall("Bash", {"command": "pytest"}, True))
+    w.apply(engine.ToolCall("Bash", {"command": "pytest"}, True))
     w.submit("success")
     assert w.next() == {"status": "done"}
     snap = snapshot(w.tree, w.state, w.trace)

@@ -10,8 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from support.trees import Walk, action, chk, ev, ins, par, sel, seq, tree
-from tether.engine import core
+from tether.engine import public as engine
 from tether.engine.replay import replay
+from tether.engine.ticking import Ticker
 from tether.errors import TetherError
 from tether.viewer.model import Timeline, index_tree, progress, snapshot
 
@@ -236,17 +237,18 @@ def test_statuses_agree_with_the_engines_finished_nodes(
 ) -> None:
     """Wherever the engine finishes a node, the model shows the engine's result for it."""
     records: list[dict[str, str]] = []
-    run = core._Ticker.run
+    run = Ticker.run
 
-    def spying(self: core._Ticker) -> None:
+    def spying(self: Ticker) -> Ticker:
         run(self)
         records.append(dict(self.finished))
+        return self
 
     w = Walk(t)
     timeline = Timeline(t, w.state)
     timeline.feed(w.trace)
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(core._Ticker, "run", spying)
+        m.setattr(Ticker, "run", spying)
         for move in moves:
             if w.state["status"] != "running":
                 break
@@ -279,7 +281,7 @@ def test_statuses_agree_with_the_engines_finished_nodes(
 
 def test_a_jump_leaves_the_open_action_halted_and_opens_the_target() -> None:
     w = Walk(tree(seq("S", action("A", ins("a")), action("B", ins("b")), action("C", ins("c")))))
-    w.apply(core.Jump([2], "straight to C"))
+    w.apply(engine.Jump([2], "straight to C"))
     assert _statuses(w) == {"S": "open", "A": "halted", "B": "not_reached", "C": "open"}
-    w.apply(core.Close("done by hand"))
+    w.apply(engine.Close("done by hand"))
     assert _statuses(w) == {"S": "success", "A": "halted", "B": "not_reached", "C": "success"}

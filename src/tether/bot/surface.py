@@ -18,13 +18,15 @@ from __future__ import annotations
 import hashlib
 import itertools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from tether.errors import TetherError
 
 # Clients cap a tool's full name at 64 characters, and Claude Code names a server's tools
 # `mcp__<server>__<tool>`: a tool name gets what that prefix leaves for the server in use.
+_T = TypeVar("_T", "Phase", "Action")
 MAX_NAME = 64
 DEFAULT_SERVER = "tether"
 MIN_BUDGET = 24
@@ -100,35 +102,17 @@ class Surface:
 
     def phase(self, name: str) -> Phase:
         """The phase called `name`; `invalid_value` naming the phases if there is none."""
-        for phase in self.phases:
-            if phase.name == name:
-                return phase
-        known = ", ".join(p.name for p in self.phases)
-        raise TetherError(
-            "invalid_value", f"{self.title} has no phase {name!r}; its phases are {known}"
-        )
+        return _named(self.phases, name, f"{self.title} has no phase", "its phases are")
 
     def action(self, phase: str, name: str) -> Action:
         """The action `name` of phase `phase`; `invalid_value` naming the actions otherwise."""
-        found = self.phase(phase)
-        for action in found.actions:
-            if action.name == name:
-                return action
-        known = ", ".join(a.name for a in found.actions)
-        raise TetherError(
-            "invalid_value", f"phase {phase!r} has no action {name!r}; its actions are {known}"
-        )
+        actions = self.phase(phase).actions
+        return _named(actions, name, f"phase {phase!r} has no action", "its actions are")
 
     def independent_action(self, name: str) -> Action:
         """The independent action `name`; `invalid_value` naming those there are otherwise."""
-        for action in self.independent:
-            if action.name == name:
-                return action
-        known = ", ".join(a.name for a in self.independent) or "none"
-        raise TetherError(
-            "invalid_value",
-            f"{self.title} has no independent action {name!r}; its independent actions: {known}",
-        )
+        where = f"{self.title} has no independent action"
+        return _named(self.independent, name, where, "its independent actions:")
 
     def at(self, path: list[int]) -> Action:
         """The action at a cursor path; `invalid_value` when the path names no bot action."""
@@ -416,3 +400,12 @@ def _independent_text(title: str, action: Action) -> str:
         + closing
         + _about(action.description, action.triggers)
     )
+
+
+def _named(items: Sequence[_T], name: str, missing: str, known: str) -> _T:
+    """The item of `items` called `name`, else `invalid_value`: "`missing` 'name'; `known` …"."""
+    for item in items:
+        if item.name == name:
+            return item
+    names = ", ".join(item.name for item in items) or "none"
+    raise TetherError("invalid_value", f"{missing} {name!r}; {known} {names}")

@@ -9,11 +9,10 @@ command runs; nothing here reads an execution.
 from __future__ import annotations
 
 import os
-import sys
 
 from tether.command.args import Command, Parsed
-from tether.command.output import emit, run_command
-from tether.errors import EXIT_OK, TetherError
+from tether.command.output import run_command, show
+from tether.errors import TetherError
 
 INBOX = Command(
     "inbox",
@@ -44,9 +43,4 @@ def _inbox(parsed: Parsed) -> int:
     if not given.isdigit() or int(given) < 1:
         raise TetherError("usage", f"--refused takes a whole number from 1, got {given!r}")
     place = parsed.args.get("PLACE") or os.environ.get("TETHER_STORE") or "."
-    found = inbox.waiting(place, refused=int(given))
-    if "--json" in parsed.flags:
-        emit(found)
-    else:
-        sys.stdout.write(inbox.table(found))
-    return EXIT_OK
+    return show(parsed, inbox.waiting(place, refused=int(given)), inbox.table)

@@ -10,12 +10,11 @@ execution.
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from tether.command.args import Command, Parsed
-from tether.command.output import emit, run_command
-from tether.errors import EXIT_OK, TetherError
+from tether.command.output import run_command, show
+from tether.errors import TetherError
 
 LIST = Command(
     "list",
@@ -53,11 +52,7 @@ def _list(parsed: Parsed) -> int:
     listed = Runtime().list_executions(
         parsed.args.get("WHERE"), status=status, limit=limit, offset=offset
     )
-    if "--json" in parsed.flags:
-        emit(listed)
-    else:
-        sys.stdout.write(table(listed))
-    return EXIT_OK
+    return show(parsed, listed, table)
 
 
 def table(listed: list[dict[str, Any]]) -> str:

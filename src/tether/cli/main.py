@@ -1,14 +1,15 @@
 """The `tether` command: the entry point, its overview and the dispatch to what runs each name.
 
-Owns `main` (the `tether` script and `python -m tether`), the overview `tether --help` prints,
-and the table of command families with parsers of their own (`FAMILIES`), each imported by name
-only when it runs, so the command imports no edge (MCP, viewer, bot, guard, tests, project
-set-up) it does not run. A verb (`next`, `submit`, ...) is parsed and called through the verb
-command table (`tether.command.verb_table`) and its result printed here; the output contract (the
-result as JSON on stdout; an error as `{"error": {"code", "message", ...}}` on stderr with the
-exit code of its class, README "Exit codes") and the parse/help/report frame are
-`tether.command.output`'s. Heavy modules (YAML, pydantic, CEL, the MCP SDK) are imported only by
-the commands that need them. It holds no runtime logic of its own.
+Owns:
+- `main` (the `tether` script and `python -m tether`) and the overview `tether --help` prints;
+- the table of command families with parsers of their own (`FAMILIES`), each imported by name
+  only when it runs, so the command imports no edge (MCP, viewer, bot, guard, tests, project
+  set-up) it does not run, and heavy modules (YAML, pydantic, CEL, the MCP SDK) only with the
+  commands that need them;
+- a verb (`next`, `submit`, ...): parsed and called through the verb command table
+  (`tether.command.verb_table`), its result printed here.
+It does not own the output contract or the parse/help/report frame (`tether.command.output`;
+README "Exit codes"), and holds no runtime logic of its own.
 """
 
 from __future__ import annotations

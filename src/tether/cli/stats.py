@@ -9,11 +9,9 @@ from `tether.stats.collect`, imported only when the command runs.
 from __future__ import annotations
 
 import os
-import sys
 
 from tether.command.args import Command, Parsed
-from tether.command.output import emit, run_command
-from tether.errors import EXIT_OK
+from tether.command.output import run_command, show
 
 STATS = Command(
     "stats",
@@ -50,8 +48,4 @@ def _stats(parsed: Parsed) -> int:
         tree=parsed.options.get("--tree"),
         since=None if since is None else stats.parse_since(since),
     )
-    if "--json" in parsed.flags:
-        emit(figures)
-    else:
-        sys.stdout.write(stats.table(figures, wide="--wide" in parsed.flags))
-    return EXIT_OK
+    return show(parsed, figures, lambda f: stats.table(f, wide="--wide" in parsed.flags))

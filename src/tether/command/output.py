@@ -1,11 +1,14 @@
 """The CLI's output contract, shared by every `tether` sub-command family.
 
-Owns how a result and an error look on the terminal: the result as indented JSON on stdout, an
-error as `{"error": {"code", "message", ...}}` on stderr, and the exit code of the error's class;
-and the frames around a command: `guarded` reports what a command raises, `run_command` parses,
-prints help or runs a command's handler within it, and `run_family` does so for a family of
-sub-commands (`tether guard X`, `tether bot X`). It does not parse (`tether.command.args`) or decide
-what a command does.
+Owns:
+- how a result looks on the terminal: indented JSON on stdout (`emit`), or a table unless
+  `--json` asks for JSON (`show`);
+- how an error looks: `{"error": {"code", "message", ...}}` on stderr, with the exit code of the
+  error's class;
+- the frames around a command: `guarded` reports what a command raises, `run_command` parses,
+  prints help or runs a command's handler within it, and `run_family` does so for a family of
+  sub-commands (`tether guard X`, `tether bot X`).
+It does not parse (`tether.command.args`) or decide what a command does.
 """
 
 from __future__ import annotations
@@ -30,6 +33,15 @@ def emit(value: Any, stream: TextIO | None = None) -> None:
     for (a path, a date) is written as its text."""
     out = stream if stream is not None else sys.stdout
     out.write(json.dumps(value, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def show(parsed: Parsed, value: Any, table: Callable[[Any], str]) -> int:
+    """Print `value` as JSON under `--json`, else as `table` draws it; the exit code of success."""
+    if "--json" in parsed.flags:
+        emit(value)
+    else:
+        sys.stdout.write(table(value))
+    return EXIT_OK
 
 
 def emit_error(error: Mapping[str, Any]) -> None:

@@ -17,6 +17,26 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+__all__ = [
+    "PERSON_NOTE",
+    "SUBMIT_STATUSES",
+    "Answer",
+    "Claim",
+    "Close",
+    "Eval",
+    "Human",
+    "Independent",
+    "Jump",
+    "Outcome",
+    "Reset",
+    "Stop",
+    "Submit",
+    "Think",
+    "Timeout",
+    "ToolCall",
+    "VarWrite",
+]
+
 SUBMIT_STATUSES = (Result.SUCCESS, Result.FAILURE, Result.RUNNING)
 
 # The note of a `stop` let through because nothing open is the agent's to answer.

@@ -373,7 +373,7 @@ def _answer_gate(
     events: list[tuple[str, str]] = []
     if answer.status == Result.SUCCESS:
         state["protocol_accepted"] = True
-        events = _tick(tree, state, now, entries, condition).events
+        events = Ticker(tree, state, now, entries, condition).run().events
         message = "Protocol accepted."
     elif answer.status == Result.FAILURE:
         state.update(
@@ -419,7 +419,7 @@ def _answer(
             frame.pop(spent, None)
     else:
         frame[Key.FAILING] = 1
-    ticker = _tick(tree, state, now, [entry], condition, tools)
+    ticker = Ticker(tree, state, now, [entry], condition, tools).run()
     status = _status(answer, ticker.finished.get(key))
     if isinstance(answer, Human):
         entry.update(outcome=Result.SUCCESS if answer.approved else Result.FAILURE, by=answer.by)
@@ -472,7 +472,7 @@ def _time_out(
         }
         return Outcome(state, response, [entry])
     state["runtime"][node_key(req["path"])][Key.FAILING] = 1
-    ticker = _tick(tree, state, now, [entry], condition, tools)
+    ticker = Ticker(tree, state, now, [entry], condition, tools).run()
     return _moved(state, Reply.TIMED_OUT, req, ticker, "next")
 
 
@@ -494,20 +494,6 @@ def _status(answer: Eval | Submit | Human, finished: str | None) -> Reply:
     if finished == Result.FAILURE:
         return Reply.ACTION_FAILED
     return Reply.ACTION_COMPLETE if finished == Result.SUCCESS else Reply.STEP_COMPLETE
-
-
-def _tick(
-    tree: dict[str, Any],
-    state: dict[str, Any],
-    now: str,
-    entries: list[dict[str, Any]],
-    condition: Condition,
-    tools: list[dict[str, Any]] | None = None,
-) -> Ticker:
-    """Tick the tree on after an answer moved a frame; the ticker tells what happened."""
-    ticker = Ticker(tree, state, now, entries, condition, tools)
-    ticker.run()
-    return ticker
 
 
 def _moved(
@@ -579,7 +565,7 @@ def _jump(
     state["runtime"] = runtime
     request = {"path": answer.path, "index": 0, "name": target["name"]}
     entry = _entry(state, Kind.JUMP, now, request, note=answer.note, outcome=Reply.JUMPED)
-    ticker = _tick(tree, state, now, [entry], condition)
+    ticker = Ticker(tree, state, now, [entry], condition).run()
     response = {
         "status": Reply.JUMPED,
         "message": f"Moved to action {target['name']!r}.",
@@ -619,5 +605,5 @@ def _close(
         Key.STEP: len(action["steps"]),
         **{level: frame[level] for level in LEVELS if level in frame},
     }
-    ticker = _tick(tree, state, now, [entry], condition, tools)
+    ticker = Ticker(tree, state, now, [entry], condition, tools).run()
     return _moved(state, Reply.ACTION_COMPLETE, req, ticker, "current")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tether.engine.core import (
+from tether.engine.public import (
     Answer,
     Claim,
     Close,

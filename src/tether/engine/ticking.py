@@ -110,9 +110,11 @@ class Ticker:
         self.finished[key] = result
         self.events.append((key, result))
 
-    def run(self) -> None:
+    def run(self) -> Ticker:
+        """Tick the tree on from its root and settle the state; this ticker tells what happened."""
         result = self.tick(self.tree["root"], "", [])
         settle(self.state, self.open, result, self.reasons, self.tree["root"]["name"])
+        return self
 
     def tick(self, node: dict[str, Any], key: str, path: list[int]) -> str:
         """Tick a node through its modifiers, innermost first: the node's type runs, `invert`

@@ -1,22 +1,18 @@
-"""`tether guard …`: the guard's command line.
+"""`tether guard …`: the guard's command line, above the guard's three layers (`rules`,
+`binding`, `harness`).
 
-Owns the commands `check`, `prompt`, `hook`, `serve`,
-`install claude|codex|gemini|cursor|copilot|qwen|droid|opencode`,
-`log`, `replay`, `status` (the workflow bindings, `binding`), `test`, `doctor` (its checks are
-`harness.doctor`'s) and `harnesses` (what each harness lets the guard do,
-`harness.capabilities`): their arguments, parsed by the command frame's parser
-(`tether.command.args`), and their output, through the frame every `tether` command shares
-(`tether.command.output`): JSON on stdout (`doctor` and `harnesses`: a table unless `--json`),
-errors as JSON on stderr with the exit code of their class. The exception is `hook`, whose stdout
-is exactly the hook output of Claude Code, or of the harness `--harness` names
-(`harness.adapters`; nothing when there is nothing to say). A hook whose configuration cannot be
-read, or is gone, goes on under the last good plan made from it (`rules.plan.last_plan`), saying
-so in every answer: a lost configuration is unreadable, never "not guarded". A hook that cannot
-decide answers as `harness.failsafe` says: under `on_error: block` a `PreToolUse` is denied (exit
-0, or exit 2 when the event itself could not be read), otherwise it exits 1, Claude Code's
-non-blocking error; every such error is logged. The main `tether` command calls `main(argv)`
-with the arguments after `guard`; `python -m tether.guard.cli` runs it too. It sits above the
-guard's three layers (`rules`, `binding`, `harness`).
+Owns:
+- the commands `check`, `prompt`, `hook`, `serve`, `install AGENT` (`AGENTS`), `log`, `replay`,
+  `status` (the workflow bindings), `test`, `doctor` (its checks are `harness.doctor`'s) and
+  `harnesses` (`harness.capabilities`), and their arguments, parsed by the command frame's parser
+  (`tether.command.args`);
+- their output, through the frame every `tether` command shares (`tether.command.output`): JSON on
+  stdout (`doctor` and `harnesses`: a table unless `--json`), errors as JSON on stderr with the
+  exit code of their class; `hook` prints exactly the answer of the harness `--harness` names
+  (nothing when there is nothing to say), and answers even a command line it cannot parse.
+It does not own what a hook answers, the last good configuration or the failsafe answer: the one
+hook pipeline does (`harness.pipeline`). The main `tether` command calls `main(argv)` with the
+arguments after `guard`; `python -m tether.guard.cli` runs it too.
 """
 
 from __future__ import annotations
@@ -28,14 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from tether.command.args import Command, Parsed, parse
-from tether.command.output import Handler, emit, emit_error, run_family
+from tether.command.output import Handler, emit, emit_error, run_family, show
 from tether.errors import EXIT_OK, TetherError
-from tether.guard.harness.failsafe import DEFAULT_DEADLINE
-from tether.guard.rules.plan import CONFIG_ENV, DEFAULT_CONFIG
+from tether.guard.harness.failsafe import DEFAULT_DEADLINE, ON_ERROR
+from tether.guard.rules.plan import CONFIG_ENV, DEFAULT_CONFIG, find_config
 
 DEFAULT_PORT = 8977
 DEFAULT_LIMIT = 50
-ON_ERROR = ("block", "allow")
 AGENTS = ("claude", "codex", "gemini", "cursor", "copilot", "qwen", "droid", "opencode")
 
 _CONFIG_HELP = (
@@ -181,41 +176,10 @@ TEST = Command(
 )
 
 
-def _config_path(given: str | None, cwd: str | None = None) -> str:
-    """`--config`, else `$TETHER_GUARD_CONFIG`, else `.tether/guard.yaml` in the project, there
-    or not."""
-    if given:
-        return given
-    if os.environ.get(CONFIG_ENV):
-        return os.environ[CONFIG_ENV]
-    base = os.environ.get("CLAUDE_PROJECT_DIR") or cwd or os.getcwd()
-    return os.path.join(base, DEFAULT_CONFIG)
-
-
-def _find_config(given: str | None, cwd: str | None = None) -> str:
-    """The configuration file `_config_path` names, which must be there when not given."""
-    path = _config_path(given, cwd)
-    if not given and not os.environ.get(CONFIG_ENV) and not os.path.exists(path):
-        raise TetherError(
-            "not_found",
-            f"no guard configuration: pass --config, set {CONFIG_ENV}, or create {DEFAULT_CONFIG}",
-        )
-    return path
-
-
 def _state_dir(given: str | None) -> str:
     from tether.guardlog import default_state_dir
 
     return given or default_state_dir()
-
-
-def _load(p: Parsed, cwd: str | None = None) -> Any:
-    from tether.guard.rules.ruleset import Guard
-
-    return Guard.from_file(
-        _find_config(p.options.get("--config"), cwd),
-        cache_dir=os.path.join(_state_dir(p.options.get("--state-dir")), "plans"),
-    )
 
 
 def _on_error(p: Parsed) -> str | None:
@@ -356,68 +320,6 @@ def cmd_prompt(p: Parsed) -> int:
     return EXIT_OK
 
 
-def _choose(p: Parsed, harness: str, attempt: Any) -> Any:
-    """The command hook's guard for an event: the project's configuration (a relative
-    `--config` is the project's, as `cwd` names it), or its last good one with a note."""
-
-    def choose(event: dict[str, Any]) -> Any:
-        cwd = event.get("cwd")
-        config = p.options.get("--config")
-        if harness != "claude" and config and not os.path.isabs(config):
-            p.options["--config"] = os.path.join(str(cwd), config)  # the project's, not the hook's
-        try:
-            return _load(p, cwd), None
-        except TetherError as exc:
-            if _never_configured(p, cwd, attempt, exc):
-                return None
-            return _last_good(p, cwd, attempt, exc)
-
-    return choose
-
-
-def _never_configured(p: Parsed, cwd: str | None, attempt: Any, exc: TetherError) -> bool:
-    """Under `--if-configured`: whether the project has no configuration and never had one
-    (no last good plan of it), so its events get no answer."""
-    if "--if-configured" not in p.flags or exc.code != "not_found":
-        return False
-    from tether.guard.rules.plan import last_plan
-
-    config = _config_path(p.options.get("--config"), cwd)
-    return last_plan(config, os.path.join(attempt.state_dir, "plans")) is None
-
-
-def _last_good(p: Parsed, cwd: str | None, attempt: Any, exc: TetherError) -> tuple[Any, str]:
-    """A configuration that cannot be read, or that was there and is gone: the guard goes on
-    under the last good plan made from it (every answer says so, and the error is logged), or
-    fails as before when there is none (a project that never had one is not guarded)."""
-    import time
-
-    from tether.guard.rules.plan import last_plan
-    from tether.guard.rules.ruleset import Guard
-    from tether.guardlog import record
-
-    config = _config_path(p.options.get("--config"), cwd)
-    plan = last_plan(config, os.path.join(attempt.state_dir, "plans"))
-    if plan is None:
-        raise exc
-    payload = attempt.payload or {}
-    record(
-        attempt.state_dir,
-        {
-            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "where": "hook",
-            "event": payload.get("hook_event_name"),
-            "session_id": payload.get("session_id"),
-            "outcome": "last good configuration",
-            "error": exc.to_dict(),
-        },
-    )
-    return Guard(plan), (
-        f"tether guard cannot read {config} ({exc.code}: {exc.message}); until it is fixed "
-        "the last good configuration read from it applies (`tether guard log`)."
-    )
-
-
 def _harness(p: Parsed) -> str:
     from tether.guard.harness.adapters import HARNESSES
 
@@ -447,7 +349,11 @@ def run_hook(argv: list[str]) -> int:
         p = parse(HOOK, argv)
         _on_error(p), _deadline(p), _harness(p)
     except TetherError as exc:
-        return _respond(_harness_flag(argv), _state_dir(None), None, DEFAULT_DEADLINE, exc)
+        from tether.guard.harness.pipeline import hook
+
+        harness = _harness_flag(argv)
+        read = sys.stdin.buffer.read
+        return _answer(harness, hook(harness, read, _state_dir(None), DEFAULT_DEADLINE, broken=exc))
     if p.help:
         sys.stdout.write(HOOK.help_text())
         return EXIT_OK
@@ -456,54 +362,40 @@ def run_hook(argv: list[str]) -> int:
 
 def cmd_hook(p: Parsed) -> int:
     """Answer the event on stdin within `--deadline`, or as `failsafe` says."""
-    return _respond(_harness(p), _state_dir(p.options.get("--state-dir")), p, _deadline(p))
+    from tether.guard.harness.pipeline import hook
 
-
-def _respond(
-    harness: str, state_dir: str, p: Parsed | None, deadline: float, broken: Any = None
-) -> int:
-    """Run the hook pipeline on stdin and print its answer; a failure's error goes on stderr
-    (JSON, except where the harness would read it as its answer). Without a parsed command line
-    (`broken`, the error it gave) the guard cannot start, and the event is answered as such."""
-    from tether.guard.harness.adapters import error_text, render
-    from tether.guard.harness.failsafe import Attempt
-    from tether.guard.harness.pipeline import Answered, respond
-    from tether.guard.harness.session_store import SessionStore
-
-    attempt = Attempt(state_dir, _on_error(p) if p else None)
-
-    def choose(event: dict[str, Any]) -> Any:
-        raise broken
-
-    answered = respond(
-        harness,
-        sys.stdin.buffer.read,
-        attempt,
-        deadline,
-        _choose(p, harness, attempt) if p else choose,
-        SessionStore(state_dir),
-        config=p.options.get("--config") if p else None,
+    return _answer(
+        _harness(p),
+        hook(
+            _harness(p),
+            sys.stdin.buffer.read,
+            _state_dir(p.options.get("--state-dir")),
+            _deadline(p),
+            config=p.options.get("--config"),
+            on_error=_on_error(p),
+            if_configured="--if-configured" in p.flags,
+        ),
     )
-    if broken is not None and answered.error is None:  # an event the guard does not answer:
-        code, failed, error = attempt.failed(broken)  # the broken command line is still said
-        answered = Answered(code, render(harness, attempt.payload or {}, failed), error)
+
+
+def _answer(harness: str, answered: Any) -> int:
+    """Print a hook's answer (one line of JSON, or nothing) and its exit code; a failure's error
+    goes on stderr (JSON, except where the harness would read it as its answer)."""
+    from tether.guard.harness.adapters import error_text
+
     if answered.code and answered.error is not None:
         text = error_text(harness, answered.error)
         if text is None:
             emit_error(answered.error)
         else:
             sys.stderr.write(text + "\n")
-    _hook_output(answered.out)
-    return answered.code
-
-
-def _hook_output(out: dict[str, Any] | None) -> None:
-    """The hook output: one line of JSON, or nothing."""
-    if out is not None:
-        sys.stdout.write(json.dumps(out) + "\n")
+    if answered.out is not None:
+        sys.stdout.write(json.dumps(answered.out) + "\n")
+    return int(answered.code)
 
 
 def cmd_serve(p: Parsed) -> int:
+    from tether.guard.harness.pipeline import load
     from tether.guard.harness.serve import DEFAULT_MAX_BODY_BYTES, TOKEN_ENV, ServeOptions, serve
 
     options = ServeOptions.from_command(
@@ -515,7 +407,8 @@ def cmd_serve(p: Parsed) -> int:
         deadline=_deadline(p),
         harness=_harness(p),
     )
-    return serve(_load(p), _state_dir(p.options.get("--state-dir")), options)
+    state_dir = _state_dir(p.options.get("--state-dir"))
+    return serve(load(p.options.get("--config"), state_dir), state_dir, options)
 
 
 def cmd_log(p: Parsed) -> int:
@@ -674,7 +567,7 @@ def cmd_replay(p: Parsed) -> int:
     from tether.guard.harness.transcript import replay
     from tether.guard.rules.ruleset import Guard
 
-    guard = Guard.from_file(_find_config(p.options.get("--config")))
+    guard = Guard.from_file(find_config(p.options.get("--config")))
     emit(replay(guard, str(p.args["TRANSCRIPT"]), explain="--explain" in p.flags))
     return EXIT_OK
 
@@ -685,7 +578,7 @@ def cmd_status(p: Parsed) -> int:
 
     project = os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd()
     try:
-        config = _find_config(p.options.get("--config"), project)
+        config = find_config(p.options.get("--config"), project)
     except TetherError:
         config = None  # no configuration: no configured trace, sessions may still be bound
     settings = load_plan(config)["workflow"] if config else {"trace": None}
@@ -714,17 +607,13 @@ def cmd_doctor(p: Parsed) -> int:
     if "--fix" in p.flags:
         findings = repair(project, findings)
     left = [f for f in findings if f.severity == "problem" and not f.fixed]
-    if "--json" in p.flags:
-        emit(
-            {
-                "project": str(root),
-                "config": config,
-                "ok": not left,
-                "findings": [f.to_dict() for f in findings],
-            }
-        )
-    else:
-        sys.stdout.write(report(project, findings))
+    found = {
+        "project": str(root),
+        "config": config,
+        "ok": not left,
+        "findings": [f.to_dict() for f in findings],
+    }
+    show(p, found, lambda f: report(project, findings))
     return EXIT_INVALID if left else EXIT_OK
 
 
@@ -743,12 +632,7 @@ def cmd_test(p: Parsed) -> int:
 def cmd_harnesses(p: Parsed) -> int:
     from tether.guard.harness.capabilities import render, shipped
 
-    table = shipped()
-    if "--json" in p.flags:
-        emit(table)
-    else:
-        sys.stdout.write(render(table))
-    return EXIT_OK
+    return show(p, shipped(), render)
 
 
 COMMANDS: dict[str, tuple[Command, Handler]] = {

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import mcp_types as types
 from mcp.server.lowlevel import Server
 
 from tether import __version__
@@ -32,7 +31,7 @@ from tether.bot.surface import (
     Surface,
     Tool,
 )
-from tether.mcp.tools import ToolSpec, serve_tools
+from tether.mcp.tools import ToolSpec, serve_tools, tool_annotations
 
 _NOTE = {"type": "string", "description": "Why, in a few words; kept in the execution's trace."}
 _VALUES = {
@@ -128,16 +127,6 @@ RESULT_SCHEMA: dict[str, Any] = {
 }
 
 
-def _annotations(title: str, *, read_only: bool, idempotent: bool) -> types.ToolAnnotations:
-    return types.ToolAnnotations(
-        title=title,
-        read_only_hint=read_only,
-        destructive_hint=None if read_only else False,
-        idempotent_hint=idempotent,
-        open_world_hint=False,
-    )
-
-
 def tool_specs(surface: Surface, session: BotSession) -> dict[str, ToolSpec]:
     """The surface's tools as MCP tool records, each calling one session operation."""
     specs = [_spec(tool, session) for tool in surface.tools]
@@ -154,7 +143,7 @@ def _spec(tool: Tool, session: BotSession) -> ToolSpec:
             properties,
             (),
             RESULT_SCHEMA,
-            _annotations(title, read_only=read_only, idempotent=idempotent),
+            tool_annotations(title, read_only=read_only, idempotent=idempotent),
             handler,
         )
 

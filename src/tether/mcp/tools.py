@@ -167,10 +167,14 @@ _VALUES = {
     "are taken as var_write takes them.",
 }
 
+# What an answer to an evaluate or an instruct may carry besides its result.
+_ANSWER = {"note": _NOTE, "step": _STEP, "values": _VALUES, "agent": _AGENT}
 
-def _annotations(
+
+def tool_annotations(
     title: str, *, read_only: bool, destructive: bool = False, idempotent: bool = False
 ) -> types.ToolAnnotations:
+    """A tool's annotations for MCP clients (never open-world: a tool touches Tether alone)."""
     return types.ToolAnnotations(
         title=title,
         read_only_hint=read_only,
@@ -239,6 +243,20 @@ def _values(a: Arguments) -> dict[str, Any] | None:
     return {path: _scope_value(v) for path, v in values.items()} if values else None
 
 
+def _answering(verb: Callable[..., Any], field: str) -> Callable[[Runtime, Arguments], Any]:
+    """A tool that answers the open request with `verb` (`Runtime.eval`, `Runtime.submit`) and
+    the argument `field`, with the note, step, values and agent of `_ANSWER`."""
+    return lambda rt, a: verb(
+        rt,
+        a["trace_output"],
+        a[field],
+        note=a.get("note"),
+        step=a.get("step"),
+        values=_values(a),
+        agent=a.get("agent"),
+    )
+
+
 def _scope_reader(
     name: str, scope: str, what: str, read: Callable[[Runtime, str, str | None], Any]
 ) -> ToolSpec:
@@ -256,7 +274,7 @@ def _scope_reader(
             },
             "required": ["path", "value"],
         },
-        _annotations(f"Read {scope}", read_only=True, idempotent=True),
+        tool_annotations(f"Read {scope}", read_only=True, idempotent=True),
         lambda rt, a: {"path": a.get("path"), "value": read(rt, a["trace_output"], a.get("path"))},
     )
 
@@ -298,7 +316,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             },
             "required": ["status", "uri", "current"],
         },
-        _annotations("Start an execution", read_only=False),
+        tool_annotations("Start an execution", read_only=False),
         _start,
     ),
     ToolSpec(
@@ -319,7 +337,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             },
             "required": ["status", "uri", "phase", "revision", "current"],
         },
-        _annotations("Resume an execution", read_only=True, idempotent=True),
+        tool_annotations("Resume an execution", read_only=True, idempotent=True),
         lambda rt, a: rt.resume(a["trace_output"]),
     ),
     ToolSpec(
@@ -329,7 +347,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         {"trace_output": _TRACE},
         ("trace_output",),
         _outcome(Reply.RESET),
-        _annotations("Reset an execution", read_only=False, destructive=True, idempotent=True),
+        tool_annotations("Reset an execution", read_only=False, destructive=True, idempotent=True),
         lambda rt, a: rt.reset(a["trace_output"]),
     ),
     ToolSpec(
@@ -360,7 +378,7 @@ TOOLS: tuple[ToolSpec, ...] = (
                 },
             },
         },
-        _annotations("Next request", read_only=True, idempotent=True),
+        tool_annotations("Next request", read_only=True, idempotent=True),
         _next,
     ),
     ToolSpec(
@@ -372,22 +390,12 @@ TOOLS: tuple[ToolSpec, ...] = (
         {
             "trace_output": _TRACE,
             "result": {"type": "boolean", "description": "Whether the expression holds."},
-            "note": _NOTE,
-            "step": _STEP,
-            "values": _VALUES,
-            "agent": _AGENT,
+            **_ANSWER,
         },
         ("trace_output", "result"),
         _answered(Reply.EVALUATION_PASSED, Reply.EVALUATION_FAILED),
-        _annotations("Answer an evaluate", read_only=False),
-        lambda rt, a: rt.eval(
-            a["trace_output"],
-            a["result"],
-            note=a.get("note"),
-            step=a.get("step"),
-            values=_values(a),
-            agent=a.get("agent"),
-        ),
+        tool_annotations("Answer an evaluate", read_only=False),
+        _answering(Runtime.eval, "result"),
     ),
     ToolSpec(
         "submit",
@@ -404,10 +412,7 @@ TOOLS: tuple[ToolSpec, ...] = (
                 "enum": [*SUBMIT_STATUSES],
                 "description": "success, failure, or running (still working).",
             },
-            "note": _NOTE,
-            "step": _STEP,
-            "values": _VALUES,
-            "agent": _AGENT,
+            **_ANSWER,
         },
         ("trace_output", "status"),
         _answered(
@@ -418,15 +423,8 @@ TOOLS: tuple[ToolSpec, ...] = (
             Reply.PROTOCOL_ACCEPTED,
             Reply.PROTOCOL_REJECTED,
         ),
-        _annotations("Answer an instruct", read_only=False),
-        lambda rt, a: rt.submit(
-            a["trace_output"],
-            a["status"],
-            note=a.get("note"),
-            step=a.get("step"),
-            values=_values(a),
-            agent=a.get("agent"),
-        ),
+        tool_annotations("Answer an instruct", read_only=False),
+        _answering(Runtime.submit, "status"),
     ),
     ToolSpec(
         "claim_step",
@@ -457,7 +455,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             },
             "required": ["status", "agent", "until", "current"],
         },
-        _annotations("Claim a branch", read_only=False),
+        tool_annotations("Claim a branch", read_only=False),
         lambda rt, a: rt.claim(
             a["trace_output"], a["agent"], step=a.get("step"), lease=a.get("lease", LEASE_SECONDS)
         ),
@@ -474,7 +472,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         },
         ("trace_output", "thought"),
         _outcome(Reply.RECORDED),
-        _annotations("Record a thought", read_only=False),
+        tool_annotations("Record a thought", read_only=False),
         lambda rt, a: rt.think(a["trace_output"], a["thought"], step=a.get("step")),
     ),
     _scope_reader("var_read", "$VAR", "the execution's blackboard", Runtime.var_read),
@@ -501,7 +499,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             },
             "required": ["status", "path", "value"],
         },
-        _annotations("Write $VAR", read_only=False),
+        tool_annotations("Write $VAR", read_only=False),
         _var_write,
     ),
     _scope_reader(
@@ -527,7 +525,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             },
             "required": ["uri", "status", "phase", "revision", "var", "const", "tree", "trace"],
         },
-        _annotations("Get an execution", read_only=True, idempotent=True),
+        tool_annotations("Get an execution", read_only=True, idempotent=True),
         lambda rt, a: rt.get(a["trace_output"]),
     ),
     ToolSpec(
@@ -545,7 +543,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "properties": {"entries": {"type": "array", "items": {"type": "object"}}},
             "required": ["entries"],
         },
-        _annotations("Read the trace", read_only=True, idempotent=True),
+        tool_annotations("Read the trace", read_only=True, idempotent=True),
         lambda rt, a: {
             "entries": rt.trace(a["trace_output"], start=a.get("from"), stop=a.get("to"))
         },
@@ -583,7 +581,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             },
             "required": ["status", "uri", "forked_from", "entries", "next"],
         },
-        _annotations("Fork an execution", read_only=False),
+        tool_annotations("Fork an execution", read_only=False),
         lambda rt, a: rt.fork(a["trace_output"], a["new_trace_output"], at=a["at"]),
     ),
 )

@@ -33,8 +33,8 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tether.engine.core import node_at
 from tether.engine.names import Kind, Reply, Status
+from tether.engine.public import node_at
 from tether.engine.trace import MOVING, Token, next_retry, node_key, settles
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

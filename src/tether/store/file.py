@@ -84,6 +84,11 @@ A `--since` within a day reads the kept counts of the executions created that da
 of another version, torn or unreadable is added up again; one written by hand to lie is
 believed (delete it to count afresh).
 
+Marks (`behind`): beside the sums, `.tether-marks.json` (`MARKS`) keeps each added execution's
+figures per action (`tether.store.tally.marks_of`) with the stamp it was added at and what a
+listing shows of it, so the executions behind a figure are found after the sums' pass without
+reading a count; an execution whose marks are behind is read from its count and its marks kept.
+
 It does not interpret the state (the engine and verbs do; `tether.store.base.Summary` reads
 what a listing shows).
 """
@@ -116,7 +121,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from tether.store.base import Summary
-    from tether.store.tally import Behind, Counted, Sums
+    from tether.store.tally import Behind, Counted
 
 _REQUIRED = ("schema_version", "status", "revision", "var", "const", "open", "runtime", "trace")
 # The files of an execution at BASE, by the part of their name after BASE.
@@ -128,6 +133,7 @@ _REFUSED = ".refused.jsonl"
 INDEX = ".tether-index.jsonl"
 FIGURES = ".tether-figures.jsonl"
 SUMS = ".tether-sums.json"
+MARKS = ".tether-marks.json"
 _LEFTOVER = re.compile(rf"(?:{_TREE})?{TEMPORARY.pattern}")
 # How far below the folder it is given `list` looks, and the folders it leaves out (besides
 # hidden ones): they hold no executions worth listing and can be large.
@@ -287,7 +293,9 @@ class FileStore:
     ) -> tuple[int, builtins.list[Behind]]:
         from tether.store.tally import behind_of
 
-        return behind_of(self.counted(where), tree, tree_hash, key, measure, page)
+        folder = path_of(where)
+        kept, _ = _summed(folder, _execution_names(folder), None)
+        return behind_of(kept.marked(), tree, tree_hash, key, measure, page)
 
     def tally(
         self, where: str, *, since: str | None = None, tree: str | None = None
@@ -295,8 +303,8 @@ class FileStore:
         from tether.store.tally import tally_of
 
         folder = path_of(where)
-        sums, counts = _summed(folder, _execution_names(folder), since)
-        return tally_of(counts, tree=tree, since=since, sums=sums.each())
+        kept, counts = _summed(folder, _execution_names(folder), since)
+        return tally_of(counts, tree=tree, since=since, sums=kept.sums.each())
 
     def place(self, uri: str) -> tuple[str, str | None]:
         path = path_of(uri)
@@ -612,7 +620,7 @@ def _figures(
 
 def _summed(
     folder: str, names: builtins.list[str], since: str | None, afresh: bool = False
-) -> tuple[Sums, builtins.list[Counted]]:
+) -> tuple[_Sums, builtins.list[Counted]]:
     """The kept sums of the executions under `folder` (`SUMS`) caught up with `names`, and the
     count of each that the sums cannot give: unreadable, or created on the day `since` falls
     in, which a day's sum holds only some of (see "Sums" above)."""
@@ -645,7 +653,7 @@ def _summed(
         if str(line["state"]["created_at"])[:10] == split:
             others.append(kept.counted(name, line))
     kept.write(present)
-    return kept.sums, others
+    return kept, others
 
 
 class _Sums:
@@ -733,6 +741,40 @@ class _Sums:
         else:
             self.running[name] = line
         self.changed = True
+
+    def marked(
+        self,
+    ) -> builtins.list[tuple[str, dict[str, Any], str, dict[str, builtins.list[float]]]]:
+        """Each execution added, as `tether.store.tally.behind_of` takes it, from the folder's
+        kept marks (`MARKS`) where they were made at the stamp it was added at, else from its
+        count (a settled one's read from `FIGURES`), which the marks then keep."""
+        from tether.store.tally import marks_of
+
+        cached: dict[str, builtins.list[Any]] = {}
+        with contextlib.suppress(OSError, ValueError, TypeError):
+            cached = dict(json.loads(read_regular(os.path.join(self.folder, MARKS))))
+        made = {}
+        for name, mark in self.added.items():
+            held = cached.get(name)
+            if not isinstance(held, list) or held[0] != mark[:4]:
+                directory, path = _located(self.folder, name)
+                try:
+                    line = self.running.get(name) or _figures(
+                        directory, path, self.figures, self.trees
+                    )
+                except (TetherError, OSError, KeyError, TypeError, ValueError):
+                    continue  # it went since it was counted
+                state = line["state"]
+                seen = {k: state.get(k) for k in ("tree_name", "status", "updated_at")}
+                held = [mark[:4], seen, mark[4], marks_of(line["record"])]
+            made[name] = held
+        self.figures.catch_up()
+        if made != cached:
+            with contextlib.suppress(OSError):
+                write_atomic(os.path.join(self.folder, MARKS), encode(made))
+        return [
+            (name, seen, tree_hash, marks) for name, (_, seen, tree_hash, marks) in made.items()
+        ]
 
     def write(self, present: set[str]) -> None:
         """Keep what changed: the added counts' lines, then the sums (atomically)."""

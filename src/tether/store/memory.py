@@ -166,9 +166,9 @@ class MemoryStore:
     def behind(
         self, where: str, tree: str, tree_hash: str, key: str, measure: str, page: slice
     ) -> tuple[int, builtins.list[Behind]]:
-        from tether.store.tally import behind_of
+        from tether.store.tally import behind_of, marked
 
-        return behind_of(self.counted(where), tree, tree_hash, key, measure, page)
+        return behind_of(marked(self.counted(where)), tree, tree_hash, key, measure, page)
 
     def tally(
         self, where: str, *, since: str | None = None, tree: str | None = None

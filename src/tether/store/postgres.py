@@ -633,7 +633,7 @@ class PostgresStore:
     def behind(
         self, where: str, tree: str, tree_hash: str, key: str, measure: str, page: slice
     ) -> tuple[int, builtins.list[Behind]]:
-        from tether.store.tally import MARKS, Behind, action_of
+        from tether.store.tally import MARKS, Behind
 
         asked = {"tree": tree, "hash": tree_hash, "key": key, "mark": MARKS.index(measure)}
         asked.update(offset=page.start or 0, limit=(page.stop or 0) - (page.start or 0))
@@ -643,10 +643,8 @@ class PostgresStore:
             counted = conn.execute(_BEHIND_COUNT, asked).fetchone() if not found else None
         total = found[0][-1] if found else (counted or (0,))[0]
         rows = [
-            Behind(
-                float(value), str(name), status, updated, action_of(json.loads(record), key) or {}
-            )
-            for value, name, status, updated, record, _ in found
+            Behind.of(marks, measure, str(name), {"status": status, "updated_at": updated})
+            for marks, name, status, updated, _ in found
         ]
         return int(total), rows
 
@@ -792,7 +790,7 @@ FROM tether_summaries s JOIN tether_figures f USING (name)
 """
 _FIGURE = "(f.marks->%(key)s->>%(mark)s)::float8"
 _BEHIND_FIGURE = f"""
-SELECT {_FIGURE}, s.name, s.status, s.updated_at, f.record::text, count(*) OVER ()
+SELECT f.marks->%(key)s, s.name, s.status, s.updated_at, count(*) OVER ()
 FROM tether_figures f JOIN tether_summaries s USING (name)
 WHERE f.tree_hash = %(hash)s AND s.tree = %(tree)s AND {_FIGURE} <> 0
 ORDER BY {_FIGURE} DESC, s.name COLLATE "C"

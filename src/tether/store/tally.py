@@ -367,23 +367,27 @@ def mark(measure: str, action: dict[str, Any]) -> float:
 
 
 def marks_of(record: dict[str, Any]) -> dict[str, list[float]]:
-    """Each action's figures of `MARKS` in the one execution whose count is `record` (the
-    actions where any is not 0): what a store keeps to find the executions behind a figure."""
+    """Each action's figures of `MARKS` in the one execution whose count is `record`, then its
+    failures and attempts (the actions where any figure is not 0): what a store keeps to find
+    the executions behind a figure (`Behind.of`) without reading their counts."""
     keys = {
         key for part in ("counts", "action_refused", "answers", "waits") for key in record[part]
     }
     out = {}
     for key in keys:
         action = action_of(record, key)
-        values = [mark(measure, action) for measure in MARKS] if action else []
+        if action is None:
+            continue
+        values = [mark(measure, action) for measure in MARKS]
         if any(values):
-            out[key] = values
+            out[key] = [*values, action["failures"], action["attempts"]]
     return out
 
 
 class Behind(NamedTuple):
     """One execution behind a figure (`Store.behind`): its figure, name, status and last
-    change, and the action's figures in it."""
+    change, and the action's figures there that say it (failures, attempts, retries, stops
+    refused, the answer time's median)."""
 
     value: float
     name: str
@@ -391,24 +395,51 @@ class Behind(NamedTuple):
     updated_at: str | None
     action: dict[str, Any]
 
+    @classmethod
+    def of(cls, marks: list[float], measure: str, name: str, listed: dict[str, Any]) -> Behind:
+        """The execution `name` behind `measure`, from its action's `marks_of` and `listed`."""
+        retries, stops, median = marks[1 : len(MARKS)]
+        action = {
+            "failures": int(marks[4]),
+            "attempts": int(marks[5]),
+            "retries": int(retries),
+            "stops_refused": int(stops),
+            "answer_time": {"median": median or None},
+        }
+        value = marks[MARKS.index(measure)]
+        return cls(value, name, listed.get("status"), listed.get("updated_at"), action)
+
 
 def behind_of(
-    counts: Iterable[Counted], tree: str, tree_hash: str, key: str, measure: str, page: slice
+    marked: Iterable[tuple[str, dict[str, Any], str, dict[str, list[float]]]],
+    tree: str,
+    tree_hash: str,
+    key: str,
+    measure: str,
+    page: slice,
 ) -> tuple[int, builtins.list[Behind]]:
-    """`Store.behind` over the executions `counts` holds."""
-    found = []
-    for counted in counts:
-        if counted.tree_hash != tree_hash or not counted.chosen(tree, None):
-            continue  # another tree, or unreadable (the listing says why)
-        action = action_of(counted.record or {}, key)
-        value = mark(measure, action) if action else 0.0
-        if action and value:
-            listed = counted.listed
-            found.append(
-                Behind(value, counted.name, listed.get("status"), listed.get("updated_at"), action)
-            )
+    """`Store.behind` over the executions `marked` holds: (name, what a listing reads of it,
+    its tree hash, its `marks_of`)."""
+    at = MARKS.index(measure)
+    found = [
+        Behind.of(marks[key], measure, name, listed)
+        for name, listed, counted_hash, marks in marked
+        if counted_hash == tree_hash
+        and listed.get("tree_name") == tree
+        and key in marks
+        and marks[key][at]
+    ]
     found.sort(key=lambda row: (-row.value, row.name))
     return len(found), found[page]
+
+
+def marked(
+    counts: Iterable[Counted],
+) -> Iterator[tuple[str, dict[str, Any], str, dict[str, list[float]]]]:
+    """Each readable execution of `counts` as `behind_of` takes it."""
+    for counted in counts:
+        if counted.record is not None:
+            yield counted.name, counted.listed, counted.tree_hash, marks_of(counted.record)
 
 
 def _kept(counts: Counter[str]) -> dict[str, int]:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tether.engine import core
+from tether.engine import public as core
 from tether.engine.deadlines import deadline_after
 from tether.engine.names import Kind, RequestType
 from tether.engine.replay import apply_entry

@@ -18,8 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tether.engine.core import Condition, Outcome, default_condition, tool_records
 from tether.engine.names import Key, Kind, Result, Status
+from tether.engine.public import Condition, Outcome, default_condition, tool_records
 from tether.engine.replay import apply_entry, fresh_state
 from tether.engine.ticking import loop_items, tree_path
 from tether.engine.trace import node_key

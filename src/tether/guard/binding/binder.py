@@ -27,9 +27,10 @@ held to the branch it claimed (docs/teams.md); which files a bound session's too
   wrappers and nested commands included), a call that writes a guarded file, a `tether reset` or
   `reset_execution` (it would throw the evidence away) and `tether guard hook`. Then Tether's own
   calls run; any other must be allowed by the `tools` policy of an open step of every running
-  execution (`steptools`), and while one cannot be read only reading tools run; a call a policy
-  denies is recorded through the `deny_tool` verb (the execution's refusal log, for `tether
-  stats`).
+  execution (`steptools`) and write only inside that step's `writes` scope (`scopes`), and
+  while one cannot be read only reading tools run; a call a policy or scope denies is recorded
+  through the `deny_tool` verb (the execution's refusal log, for `tether stats`). Relative
+  paths start at the hook's `cwd` (the harness's working folder).
 - `PostToolUse`, `PostToolUseFailure`: auto-binding (by a call that did not fail; with no sign
   of success, only to the execution its answer names), then evidence: every call but Tether's
   own is recorded through the `record_tool` verb (a `tool` entry, `ok` as `claude.tool_ok` read
@@ -41,7 +42,8 @@ read and write of an execution goes through the verb layer (`tether.verbs.Runtim
 the policy matching (`steptools`), is imported only when a session is bound or a call may bind
 it, so an unbound hook stays as fast as before. Payload shapes are Claude Code's
 (https://code.claude.com/docs/en/hooks). It does not decide rules (`engine`), speak the hook
-protocol (`hooks`), read shell lines (`shell`) or match policies (`steptools`).
+protocol (`hooks`), read shell lines (`shell`), match policies (`steptools`) or judge what a
+call writes (`scopes`).
 """
 
 from __future__ import annotations
@@ -177,8 +179,6 @@ _LOST = "lost"
 # What the agent's tools may not run while bound: a reset throws the trace (its `stop` and `tool`
 # evidence) away, and the guard's own hook takes events only from the harness.
 _NOT_THE_AGENTS = {"reset": "tether reset", "guard": "tether guard"}
-_READ_TOOLS = frozenset({"read", "glob", "grep", "ls", "notebookread"})
-_PATH_KEYS = ("file_path", "notebook_path", "path", "source", "destination", "target")
 # Commands that may name a guarded file without writing it (and Tether itself, whose writes are
 # its answers); `rm`/`mv` of a folder holding one count as writing it.
 _READERS = frozenset(
@@ -366,12 +366,20 @@ def _redirect_targets(text: str) -> list[str]:
     ]
 
 
+def _scope_line(scope: dict[str, Any] | None) -> str:
+    """What the context says of a request's file scope (nothing without one)."""
+    if not scope:
+        return ""
+    globs = ", ".join(scope["writes"])
+    return f"Write only {globs} while it is open (the writes of {scope['node']!r})."
+
+
 def _refused(
     request: dict[str, Any], tool: str, params: dict[str, Any], project: str, cwd: str | None
-) -> str | None:
-    """Why one open request does not let the call run, and what its node allows: its `tools`
-    policy refuses it, or the call writes outside its `scope` (relative paths from `cwd`, the
-    harness's working folder); None when it may run."""
+) -> tuple[str, str] | None:
+    """Why one open request does not let the call run, and what its node allows instead: its
+    `tools` policy refuses it, or the call writes outside its `scope` (relative paths from
+    `cwd`, the harness's working folder); None when it may run."""
     from tether.guard.binding import scopes, steptools
 
     policy: dict[str, Any] = request.get("tools") or {}
@@ -379,16 +387,15 @@ def _refused(
     if why is not None:
         allowed = ", ".join(policy.get("allow", [])) or "every tool"
         denied = f" and denies {', '.join(policy['deny'])}" if policy.get("deny") else ""
-        return (
-            f"{why}): the tools policy of {policy['node']!r} allows {allowed}{denied}. "
-            "Use an allowed tool"
+        return why, (
+            f"the tools policy of {policy['node']!r} allows {allowed}{denied}. Use an allowed tool"
         )
     scope: dict[str, Any] = request.get("scope") or {}
     why = scopes.refusal(scope, tool, params, project, cwd) if scope else None
     if why is not None:
-        return (
-            f"{why}): {scope['node']!r} writes only {', '.join(scope['writes'])}. Write there "
-            "with a file tool or a shell command the guard can read"
+        return why, (
+            f"{scope['node']!r} writes only {', '.join(scope['writes'])}. Write there with a "
+            "file tool or a shell command the guard can read"
         )
     return None
 
@@ -468,15 +475,15 @@ class Guarded:
     def call(self, tool: str, params: dict[str, Any], project: str) -> str | None:
         """What guarded file the call would write, or None: a file tool's path, or a shell
         line's output redirection or a command's argument (bar commands that only read)."""
+        from tether.guard.rules.state import WRITTEN_KEYS, reads_only, shell_folder
         from tether.guard.rules.triggers import bare
 
         command = params.get("command")
-        name = bare(tool)
-        if name == "bash" and isinstance(command, str):
-            return self._line(command, project)
-        if name in _READ_TOOLS or name.startswith(("read", "list", "search", "get")):
+        if bare(tool) == "bash" and isinstance(command, str):
+            return self._line(command, shell_folder(params, project))
+        if reads_only(tool):
             return None
-        for key in _PATH_KEYS:
+        for key in WRITTEN_KEYS:
             value = params.get(key)
             found = self.what(value, project) if isinstance(value, str) and value else None
             if found:
@@ -776,6 +783,7 @@ class Binder:
                 if current["type"] == RequestType.HUMAN
                 else "Answer it through Tether (MCP eval/submit or the tether command, with the "
                 "step token) before you stop; the hooks refuse a stop while it is open.",
+                _scope_line(current.get("scope")),
             ]
         if others:
             lines.append(
@@ -840,24 +848,27 @@ class Binder:
         sub-agent, `agent` as the harness names it: the open steps it claimed, when it holds
         any; else every open step, as the lead); while one cannot be read, only reading tools
         run. In strict mode a call that would bind an execution outside the wall is refused,
-        bound or not."""
+        bound or not. `cwd`: the folder the harness runs the call in (the hook's `cwd`; Claude
+        Code's shell keeps the folder a `cd` went to), where relative paths start."""
         walled = self._walled(tool, params, project)
         if walled is not None:
             return walled
         record = self._record(session_id)
         bindings = self.bound(session_id, project, record)
+        here = cwd if cwd and os.path.isabs(cwd) else project  # where relative paths start
         if not bindings:
-            return self._rules_files(tool, params, project)
-        never = self._never(tool, params, project, bindings) or self._not_its_name(
+            return self._rules_files(tool, params, here)
+        never = self._never(tool, params, project, bindings, here) or self._not_its_name(
             session_id, tool, params, agent
         )
         if never is not None:
             return never
+        from tether.guard.rules.state import READ_TOOLS
         from tether.guard.rules.triggers import canonical
 
         if self.own(tool, params, project):
             return None
-        reading = canonical(tool) in _READ_TOOLS
+        reading = canonical(tool) in READ_TOOLS
         for binding, view in self.views(session_id, project, record):
             if view["status"] == "unreadable":
                 if reading:
@@ -900,10 +911,11 @@ class Binder:
         return None
 
     def _never(
-        self, tool: str, params: dict[str, Any], project: str, bindings: list[Binding]
+        self, tool: str, params: dict[str, Any], project: str, bindings: list[Binding], here: str
     ) -> str | None:
         """Why a bound session's call may never run, whatever its step allows: a person's
-        answer, a write to a guarded file, a reset, or the guard's own hook."""
+        answer, a write to a guarded file (its relative paths from `here`, the harness's
+        working folder), a reset, or the guard's own hook."""
         from tether.guard.binding.registrations import registrations
         from tether.guard.binding.steptools import SHELL_TOOLS
         from tether.guard.rules.triggers import canonical
@@ -921,7 +933,7 @@ class Binder:
                 )
         traces = [b.trace for b in bindings if b.via != _LOST]
         guarded = Guarded(traces, *self._guarded, hooks=registrations(project))
-        written = guarded.call(tool, params, project)
+        written = guarded.call(tool, params, here)
         if written is not None:
             return (
                 f"[Tether] {tool} may not write {written} while this session is bound to it: "
@@ -961,14 +973,14 @@ class Binder:
         policy refuses it, or it writes outside its `scope` (`scopes`)."""
         refusals = []
         for request in open_:
-            why = _refused(request, tool, params, project, cwd)
-            if why is None:
+            refused = _refused(request, tool, params, project, cwd)
+            if refused is None:
                 return None
-            refusals.append((request, why))
-        request, why = refusals[0]
+            refusals.append((request, refused))
+        request, (why, instead) = refusals[0]
         return (
             f"[Tether] {tool} may not run while the {request['type']} {request['name']!r} is "
-            f"open ({why}, or finish the step and answer it through Tether first "
+            f"open ({why}): {instead}, or finish the step and answer it through Tether first "
             f"(step {request['step']} of {trace})."
         )
 

@@ -13,8 +13,9 @@ each call writes:
   edits or writes files by its name (`steptools.file_verb`), and any other tool that is not a
   reader: every path argument (`file_path`, `notebook_path`, `path`, `source`, `destination`,
   `target`);
-- a shell line, read by `shell.split` (after its here-documents' bodies are set apart): every
-  output redirection of every command, and the files of the commands it knows (`touch`, `mkdir`,
+- a shell line (in the folder its call names, else the hook's: `state.shell_folder`), read by
+  `shell.split` once its comments and here-documents' bodies are taken out: every output
+  redirection of every command, and the files of the commands it knows (`touch`, `mkdir`,
   `rm`, `rmdir`, `truncate`, `chmod`, `tee`, `cp`, `mv`, `sed -i` with substitutions only), the
   folders `cd` goes to followed. Commands that write nothing (`cat`, `grep`, `ls`, `git diff`,
   ... `_READERS`) pass. Anything else is refused, because what it writes cannot be read: any
@@ -41,34 +42,37 @@ from typing import Any
 from tether.files import is_inside
 from tether.guard.binding.steptools import SHELL_TOOLS, file_verb, glob_match
 from tether.guard.rules import shell
-from tether.guard.rules.triggers import bare, canonical
+from tether.guard.rules.state import WRITTEN_KEYS, reads_only, shell_folder
+from tether.guard.rules.triggers import canonical
 
-PATH_KEYS = ("file_path", "notebook_path", "path", "source", "destination", "target")
 _WRITE_TOOLS = frozenset({"write", "edit", "notebookedit"})
-_READ_TOOLS = frozenset({"read", "glob", "grep", "ls", "notebookread"})
-_READ_PREFIXES = ("read", "list", "search", "get")
 _GLOB_LIMIT = 1000  # files of one glob looked at
 _CD_LIMIT = 16
 # Commands that write no file whatever their arguments (their output options are handled
 # apart: `sort -o`, `git ... --output`).
 _READERS = frozenset(
     (
-        *("cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg", "ls", "tree", "stat"),
+        *("cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg", "ls", "stat"),
         *("diff", "cmp", "comm", "cut", "tr", "nl", "fold", "rev", "column", "sort"),
         *("echo", "printf", "true", "false", "pwd", "test", "[", "which", "type", "basename"),
         *("dirname", "realpath", "readlink", "sha1sum", "sha256sum", "md5sum", "du", "df"),
-        *("date", "env", "printenv", "whoami", "id", "uname", "jq", "less", "more", "sleep"),
+        *("date", "env", "printenv", "whoami", "id", "uname", "jq", "sleep"),
         *("find", "git", "seq", "expr", "od", "hexdump", "strings"),
     )
 )
 # Wrappers that only run the command after them: (their options that take a value, their other
-# options); any other option is not read (`/usr/bin/time -o FILE` writes FILE).
-_WRAPPERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    "command": (frozenset(), frozenset({"-p"})),
-    "builtin": (frozenset(), frozenset()),
-    "time": (frozenset(), frozenset({"-p"})),
-    "nice": (frozenset({"-n"}), frozenset()),
-    "timeout": (frozenset({"-s", "-k"}), frozenset({"--foreground", "--preserve-status", "-v"})),
+# options, how many arguments precede the command); any other option is not read
+# (`/usr/bin/time -o FILE` writes FILE).
+_WRAPPERS: dict[str, tuple[frozenset[str], frozenset[str], int]] = {
+    "command": (frozenset(), frozenset({"-p"}), 0),
+    "builtin": (frozenset(), frozenset(), 0),
+    "time": (frozenset(), frozenset({"-p"}), 0),
+    "nice": (frozenset({"-n"}), frozenset(), 0),
+    "timeout": (
+        frozenset({"-s", "-k"}),
+        frozenset({"--foreground", "--preserve-status", "-v"}),
+        1,  # the duration
+    ),
 }
 _SKIPPED = frozenset({"{", "}", "!", "if", "then", "else", "elif", "fi", "do", "done", "while"})
 _GIT_READS = frozenset(
@@ -77,11 +81,14 @@ _GIT_READS = frozenset(
 _FIND_WRITES = frozenset(
     {"-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf", "-fls"}
 )
-# Options that make a reader write a file or run a program (`sort -o`, `git diff --output`,
-# `tree -o`, `rg --pre`, `git grep -O`, `sort --compress-program`).
-_OUTPUT_OPTION = re.compile(r"^(?:-[oO].*|--output.*|--pre(?:=.*)?|--open-files.*|--compress.*)$")
+# Options that make a reader write a file or run a program: `sort -o FILE`, `-T DIR`,
+# `--compress-program`; `git diff --output=FILE`, `--ext-diff`, `git grep -O CMD`; `rg --pre CMD`.
+_WRITING_OPTIONS = {
+    "sort": re.compile(r"^(?:-[^-]*[oT].*|--output.*|--temporary.*|--compress.*)$"),
+    "git": re.compile(r"^(?:-[^-]*O.*|--output.*|--open-files.*|--ext-diff)$"),
+    "rg": re.compile(r"^--(?:pre|hostname-bin).*$"),
+}
 _SYSTEM_BINS = ("/bin/", "/usr/bin/", "/usr/local/bin/")
-_NOT_FILES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
 _HEREDOC = re.compile(r"<<(-?)[ \t]*(['\"]?)([A-Za-z0-9_.-]+)\2(?=[\s;&|<>)]|$)")
 _BRACES = re.compile(r"\{[^{}]*(?:,|\.\.)[^{}]*\}")
 # A `sed` script of substitutions only: `s/a/b/g`, with any delimiter, `;`-separated, an
@@ -96,12 +103,11 @@ class Unclear(Exception):
     """What a call writes cannot be read: the call is refused, saying why."""
 
 
-class Scope:
-    """The globs of one scope, and the folders paths are resolved against."""
+class _Scope:
+    """The globs of one scope, relative to the project's folder as it resolves (`root`)."""
 
     def __init__(self, globs: list[str], project: str) -> None:
         self.globs = [g.removeprefix("./") for g in globs]
-        self.project = project
         self.root = os.path.realpath(project)
 
     def outside(self, path: str, base: str) -> str | None:
@@ -127,9 +133,12 @@ class Scope:
 
 
 def _covers(pattern: str, relative: str) -> bool:
+    """Whether a scope's glob holds a path: `dir/**` also holds `dir`, and `**/` also stands
+    for no folder at all (`src/**/test_*.py` holds `src/test_a.py`)."""
     if pattern.endswith("/**") and relative == pattern[:-3]:
         return True
-    return glob_match(pattern, relative, slash=False)
+    bare = pattern.replace("/**/", "/").removeprefix("**/")
+    return any(glob_match(p, relative, slash=False) for p in {pattern, bare})
 
 
 def refusal(
@@ -138,7 +147,7 @@ def refusal(
     """Why the call may not run under `scope` (what it writes outside it, or why what it
     writes cannot be read), or None when it writes only inside it. `cwd`: the folder the
     harness runs the call in (the hook's `cwd`), else the project."""
-    judged = Scope(list(scope.get("writes", [])), project)
+    judged = _Scope(list(scope.get("writes", [])), project)
     base = cwd if cwd and os.path.isabs(cwd) else project
     try:
         for path, at in written(tool, params, base):
@@ -155,17 +164,14 @@ def written(tool: str, params: dict[str, Any], base: str) -> list[tuple[str, str
     cannot be read."""
     name = canonical(tool)
     if name in SHELL_TOOLS:
-        command, folder = params.get("command"), params.get("cwd")
+        command = params.get("command")
         if not isinstance(command, str):
             raise Unclear("a shell call without a command")
-        at = os.path.join(base, os.path.expanduser(folder)) if isinstance(folder, str) else base
-        return _Line(at).read(command)
+        return _Line([shell_folder(params, base)]).read(command)
     verb = file_verb(tool)
-    if bare(tool) in _READ_TOOLS or verb == "read":
+    if verb == "read" or (verb is None and reads_only(tool)):
         return []
-    if bare(tool).startswith(_READ_PREFIXES) and verb is None:
-        return []
-    found = [(params[k], base) for k in PATH_KEYS if isinstance(params.get(k), str)]
+    found = [(params[k], base) for k in WRITTEN_KEYS if isinstance(params.get(k), str)]
     if not found and (name in _WRITE_TOOLS or verb is not None):
         raise Unclear(f"{tool} names no file")
     return [(path, at) for path, at in found if path]
@@ -176,8 +182,8 @@ class _Line:
     `cd DIR &&` the chain runs in DIR; anywhere else `cd` may have failed or run in a subshell,
     so the folder before it counts too."""
 
-    def __init__(self, base: str) -> None:
-        self.bases = [base]
+    def __init__(self, bases: list[str]) -> None:
+        self.bases = bases
         self.before: list[str] = []  # the folders before a `cd DIR &&`, back when its chain ends
         self.made: list[str] = []  # paths written by a command other than `mkdir`
         self.out: list[tuple[str, str]] = []
@@ -189,7 +195,7 @@ class _Line:
         if commands is None:
             raise Unclear("its quotes do not close")
         for command in commands:
-            targets = _redirected(command.redirections)
+            targets = shell.redirected(command.redirections)
             words = _unwrapped(command.words)
             name = _program(words[0]) if words else ""
             if name in ("cd", "pushd"):
@@ -322,19 +328,6 @@ def _opaque(line: str) -> None:
         raise Unclear("a brace expansion")
 
 
-def _redirected(redirections: list[str]) -> list[str]:
-    """The files a command's redirections write (a descriptor's copy and `/dev/null` none)."""
-    out = []
-    for op, target in itertools.pairwise(redirections):
-        if ">" not in op or op not in shell.REDIRECTIONS:
-            continue
-        if op.endswith("&") and (target.isdigit() or target == "-"):
-            continue
-        if target not in _NOT_FILES:
-            out.append(target)
-    return out
-
-
 def _unwrapped(words: list[str]) -> list[str]:
     """The command past keywords and the wrappers that only run it (`time`, `nice`, ...);
     `Unclear` for an assignment before it (it may change what the command does)."""
@@ -348,13 +341,13 @@ def _unwrapped(words: list[str]) -> list[str]:
                 raise Unclear(f"{word} sets the environment of the command it runs")
             return []
         elif word in _WRAPPERS:
-            valued, flags = _WRAPPERS[word]
+            valued, flags, positional = _WRAPPERS[word]
             i += 1
             while i < len(words) and words[i].startswith("-"):
                 if words[i] not in valued | flags:
                     raise Unclear(f"{word} {words[i]}")
                 i += 2 if words[i] in valued else 1
-            i += 1 if word == "timeout" else 0  # the duration
+            i += positional
         else:
             break
     return words[i:]
@@ -368,7 +361,8 @@ def _reads_only(name: str, args: list[str]) -> None:
             raise Unclear(f"git {sub} may write files".strip())
     if name == "find" and not _FIND_WRITES.isdisjoint(args):
         raise Unclear("find with an action that writes or runs a command")
-    if name in ("sort", "git", "tree", "rg") and any(_OUTPUT_OPTION.match(a) for a in args):
+    risky = _WRITING_OPTIONS.get(name)
+    if risky is not None and any(risky.match(a) for a in args):
         raise Unclear(f"{name} with an option that writes a file or runs a program")
     if name == "env" and args:
         raise Unclear("env running a command")

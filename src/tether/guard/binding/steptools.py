@@ -205,14 +205,11 @@ def describe_call(tool: str, params: dict[str, Any], project: str) -> Call:
 
 
 def _writes(command: shell.Simple) -> bool:
-    """Whether a simple command names a file it writes: a redirection to a file other than
-    `/dev/null` (a descriptor's copy, `2>&1`, writes none), or an output option."""
-    redirections = command.redirections
-    for i, op in enumerate(redirections):
-        target = redirections[i + 1] if i + 1 < len(redirections) else ""
-        dup = op.endswith(">&") and (target.isdigit() or target == "-")
-        if ">" in op and target != "/dev/null" and not dup:
-            return True
+    """Whether a simple command names a file it writes: a redirection to a file
+    (`shell.redirected`: not `/dev/null`, nor a descriptor's copy, `2>&1`), or an output
+    option."""
+    if shell.redirected(command.redirections):
+        return True
     return any(_OUTPUT_OPTION.match(word) for word in command.words[1:])
 
 

@@ -20,6 +20,7 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from tether.appendlog import parse
 from tether.guard.rules.state import outcome
 
 if TYPE_CHECKING:
@@ -57,16 +58,9 @@ def _entries_backwards(path: str) -> Iterator[dict[str, Any]]:
             chunk = handle.read()
     except OSError:
         return
-    lines = chunk.decode("utf-8", errors="replace").splitlines()
     if size > TAIL_BYTES:
-        lines = lines[1:]
-    for line in reversed(lines):
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(entry, dict):
-            yield entry
+        chunk = chunk.partition(b"\n")[2]  # the first line is cut
+    yield from reversed(parse(chunk))
 
 
 def _blocks(entry: dict[str, Any]) -> list[Any]:

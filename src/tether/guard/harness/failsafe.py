@@ -108,11 +108,27 @@ class Attempt:
     def mode(self) -> str:
         return mode(self.configured, self.flag)
 
+    def log(self, outcome: str, error: dict[str, Any], **more: Any) -> None:
+        """Write what became of this event (`outcome`) and why (`error`) to the error log."""
+        payload = self.payload or {}
+        record(
+            self.state_dir,
+            {
+                "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "where": self.where,
+                "event": payload.get("hook_event_name"),
+                "session_id": payload.get("session_id"),
+                **more,
+                "outcome": outcome,
+                "error": error,
+            },
+        )
+
     def failed(self, exc: BaseException) -> tuple[int, dict[str, Any] | None, dict[str, Any]]:
         """Log the error; return the exit code, the hook output (or None) and the error."""
         error = _error(exc)
         payload = self.payload or {}
-        event = payload.get("hook_event_name") if self.payload is not None else None
+        event = payload.get("hook_event_name")
         code: int
         out: dict[str, Any] | None = None
         if event == "PreToolUse" and self.mode == "block":
@@ -132,17 +148,5 @@ class Attempt:
             code, outcome = 2, "blocked"  # the event is unknown: it may be a tool call
         else:
             code, outcome = 1, "allowed"
-        record(
-            self.state_dir,
-            {
-                "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "where": self.where,
-                "event": event,
-                "session_id": payload.get("session_id"),
-                "tool": payload.get("tool_name"),
-                "on_error": self.mode,
-                "outcome": outcome,
-                "error": error,
-            },
-        )
+        self.log(outcome, error, tool=payload.get("tool_name"), on_error=self.mode)
         return code, out, error

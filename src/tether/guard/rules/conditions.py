@@ -17,6 +17,7 @@ import json
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from tether.guard.rules.patterns import Pattern, pattern_error
@@ -34,44 +35,20 @@ class ConditionError(ValueError):
         self.message = message
 
 
+@dataclass(slots=True)
 class Context:
     """What a condition or a message template sees: one call (or text) against one state."""
 
-    __slots__ = (
-        "_targets",
-        "canon",
-        "cwd",
-        "params",
-        "phase",
-        "result",
-        "set_keys",
-        "state",
-        "text",
-        "tool",
-    )
-
-    def __init__(
-        self,
-        phase: str,
-        state: SessionState,
-        set_keys: dict[str, tuple[str, ...]],
-        cwd: str | None,
-        tool: str = "",
-        canon: str = "",
-        params: dict[str, Any] | None = None,
-        result: Any = None,
-        text: str = "",
-    ) -> None:
-        self.phase = phase
-        self.state = state
-        self.set_keys = set_keys
-        self.cwd = cwd
-        self.tool = tool
-        self.canon = canon
-        self.params = params or {}
-        self.result = result
-        self.text = text
-        self._targets: dict[tuple[str, ...], str | None] = {}
+    phase: str
+    state: SessionState
+    set_keys: dict[str, tuple[str, ...]]
+    cwd: str | None
+    tool: str = ""
+    canon: str = ""
+    params: dict[str, Any] = field(default_factory=dict)
+    result: Any = None
+    text: str = ""
+    _targets: dict[tuple[str, ...], str | None] = field(default_factory=dict, init=False)
 
     def target(self, keys: tuple[str, ...] = DEFAULT_TARGET_KEYS) -> str | None:
         if keys not in self._targets:

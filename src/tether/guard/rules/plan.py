@@ -12,8 +12,9 @@ anyone who has not read that key (`rules: []` beside the right texts) is not a c
 gives the plan a sealed cache holds whatever the file says now: the last good plan, for when the
 file cannot be read or is gone.
 A fresh cache is read without importing YAML or pydantic, which keeps `tether guard hook` quick.
-It also names where a project's configuration file is by default (`DEFAULT_CONFIG`, or the file
-`$TETHER_GUARD_CONFIG` names). It does not validate anything itself.
+It also names where a project's configuration file is (`config_path`: `--config`, the file
+`$TETHER_GUARD_CONFIG` names, or `DEFAULT_CONFIG` in the project). It does not validate anything
+itself.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import os
 import re
 from typing import Any
 
+from tether.errors import TetherError
 from tether.files import write_atomic
 
 # Where a project keeps its configuration, and the variable naming another file.
@@ -31,6 +33,28 @@ DEFAULT_CONFIG = os.path.join(".tether", "guard.yaml")
 CACHE_VERSION = 3
 KEY_NAME = "seal.key"
 _SOURCES = ("config.py", "rule.py", "profiles.py", "conditions.py", "prompts/dev.md")
+
+
+def config_path(given: str | None, cwd: str | None = None) -> str:
+    """`given` (`--config`), else `$TETHER_GUARD_CONFIG`, else `DEFAULT_CONFIG` in the project
+    (`$CLAUDE_PROJECT_DIR`, else `cwd`, else the current folder), there or not."""
+    if given:
+        return given
+    if os.environ.get(CONFIG_ENV):
+        return os.environ[CONFIG_ENV]
+    base = os.environ.get("CLAUDE_PROJECT_DIR") or cwd or os.getcwd()
+    return os.path.join(base, DEFAULT_CONFIG)
+
+
+def find_config(given: str | None, cwd: str | None = None) -> str:
+    """The file `config_path` names; it must be there unless given or named by the environment."""
+    path = config_path(given, cwd)
+    if not given and not os.environ.get(CONFIG_ENV) and not os.path.exists(path):
+        raise TetherError(
+            "not_found",
+            f"no guard configuration: pass --config, set {CONFIG_ENV}, or create {DEFAULT_CONFIG}",
+        )
+    return path
 
 
 def _stamp(path: str) -> list[int] | None:

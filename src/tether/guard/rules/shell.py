@@ -1,7 +1,8 @@
 """Shell command lines read the way a shell runs them, for the guard's checks of what they run.
 
 Owns: rewriting a line as the shell does before it splits words (`normalise`), splitting it into
-the simple commands it runs with their redirections apart (`split`, used by the tools policy),
+the simple commands it runs with their redirections apart (`split`, used by the tools policy)
+and the files those redirections write (`redirected`),
 saying whether the shell runs its words as written (`literal`, on the characters it may
 rewrite: `unquoted`), and `first(line, names,
 judge)`, which reads every command the line runs (nested ones too) and returns what `judge`
@@ -367,6 +368,25 @@ class Simple(NamedTuple):
     words: list[str]
     redirections: list[str]
     after: str = ""
+
+
+# Where output redirected to writes no file.
+_NOT_FILES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
+
+
+def redirected(redirections: list[str]) -> list[str]:
+    """The files a simple command's redirections (`Simple.redirections`) write: each output
+    redirection's target (`>`, `>>`, `&>`, `>|`, `<>`, `>&FILE`), but neither a descriptor's copy
+    (`2>&1`, `>&-`) nor `/dev/null`, `/dev/stdout` or `/dev/stderr`."""
+    out = []
+    for op, target in itertools.pairwise(redirections):
+        if ">" not in op or op not in REDIRECTIONS:
+            continue
+        if op.endswith("&") and (target.isdigit() or target == "-"):
+            continue
+        if target not in _NOT_FILES:
+            out.append(target)
+    return out
 
 
 def split(line: str) -> list[Simple] | None:

@@ -1,9 +1,11 @@
 """Per-session state: what is tracked, and the fold of a session's events into it.
 
 Owns: the compiled `state_tracking` (sets, counters, flags and which tools touch them), the target
-of a call, the `SessionState` snapshot and the events that change it. The state is a pure fold over
-an append-only list of events, so a session can be rebuilt by replaying its log. It does not decide
-anything (that is the engine) and does not persist anything (that is the session store).
+of a call (and, for the binding, which tools only read, where a writing tool names its files and
+where a shell call runs: `reads_only`, `WRITTEN_KEYS`, `shell_folder`), the `SessionState`
+snapshot and the events that change it. The state is a pure fold over an append-only list of
+events, so a session can be rebuilt by replaying its log. It does not decide anything (that
+is the engine) and does not persist anything (that is the session store).
 
 Events (plain JSON objects):
 
@@ -23,7 +25,7 @@ import os
 from typing import Any, NamedTuple
 
 from tether.guard.rules.patterns import Pattern
-from tether.guard.rules.triggers import Trigger, canonical
+from tether.guard.rules.triggers import Trigger, bare, canonical
 
 DEFAULT_TARGET_KEYS: tuple[str, ...] = (
     "file_path",
@@ -34,6 +36,34 @@ DEFAULT_TARGET_KEYS: tuple[str, ...] = (
     "pattern",
     "target",
 )
+# Tools that only read (canonical names), and the words a tool named for reading begins with.
+READ_TOOLS = frozenset({"read", "glob", "grep", "ls", "notebookread"})
+_READ_WORDS = ("read", "list", "search", "get")
+
+
+def reads_only(tool: str) -> bool:
+    """Whether a tool only reads, by its name: a reading tool (`Read`, `Grep`, ...), or one
+    named for reading (`read_text_file`, `list_directory`, `search_files`, `get_file_info`)."""
+    name = bare(tool)
+    return name in READ_TOOLS or name.startswith(_READ_WORDS)
+
+
+# The arguments a tool that writes names the files it writes in (a file tool's, another
+# server's `write_file` or `move_file`): read by the binding's guarded files and file scopes.
+WRITTEN_KEYS = ("file_path", "notebook_path", "path", "source", "destination", "target")
+# Where a shell call says it runs (Cursor's and Qwen Code's `cwd`, Codex's `workdir`, Gemini
+# CLI's `dir_path`, which its adapter hands on as `path`).
+_SHELL_FOLDER_KEYS = ("cwd", "workdir", "dir_path", "directory", "path")
+
+
+def shell_folder(params: dict[str, Any], base: str) -> str:
+    """The folder a shell call runs its line in: the one its arguments name, relative to `base`
+    (the hook's working folder), else `base`. (Claude Code refuses an argument its tool does
+    not take before any hook runs, so a model cannot name a folder its shell does not use.)"""
+    named = (params[k] for k in _SHELL_FOLDER_KEYS if isinstance(params.get(k), str))
+    return os.path.join(base, os.path.expanduser(next(named, "")))
+
+
 HISTORY_LIMIT = 50
 VIOLATION_LIMIT = 50
 
@@ -113,6 +143,11 @@ class ToolEffects(NamedTuple):
     unset_flags: tuple[str, ...]
 
 
+def _trigger(spec: dict[str, Any], key: str) -> Trigger | None:
+    """The trigger `spec` gives under `key`, if any."""
+    return Trigger(spec[key]) if spec.get(key) else None
+
+
 def set_keys(spec: dict[str, Any]) -> tuple[str, ...]:
     """The target keys of a set: its `target`, its `aliases`, then the default keys."""
     keys: list[str] = []
@@ -134,7 +169,7 @@ class Tracking:
             name: CounterSpec(
                 name,
                 Trigger(spec["increment_on"]),
-                Trigger(spec["reset_on"]) if spec.get("reset_on") else None,
+                _trigger(spec, "reset_on"),
                 tuple(
                     ResetWhen(Trigger(item["tool"]), item["param"], Pattern(item["matches"]))
                     for item in spec.get("reset_when", [])
@@ -143,11 +178,7 @@ class Tracking:
             for name, spec in config.get("counters", {}).items()
         }
         self.flags = {
-            name: FlagSpec(
-                name,
-                Trigger(spec["set_on"]),
-                Trigger(spec["unset_on"]) if spec.get("unset_on") else None,
-            )
+            name: FlagSpec(name, Trigger(spec["set_on"]), _trigger(spec, "unset_on"))
             for name, spec in config.get("flags", {}).items()
         }
         self._effects: dict[str, ToolEffects] = {}

@@ -904,21 +904,28 @@ function treeTitle(tree) {
   return `${tree.name}${tree.version ? ` ${tree.version}` : ""}`;
 }
 
-async function showOverview() {
-  $("#overview-view").hidden = false;
-  $("#crumbs").replaceChildren(el("a", { href: "/" }, "Executions"), " / ", el("b", {}, "Overview"));
-  await refreshOverview();
-  listen("/api/events", refreshOverview);
+// A page of figures across the executions (the overview, the inbox): shown under its crumbs,
+// filled, and filled again on every change.
+async function showPage(view, title, refresh) {
+  $(view).hidden = false;
+  $("#crumbs").replaceChildren(el("a", { href: "/" }, "Executions"), " / ", el("b", {}, title));
+  await refresh();
+  listen("/api/events", refresh);
+}
+
+// The JSON document at `url`, or null once the error it gave is shown.
+async function fetched(url) {
+  try {
+    return await getJSON(url);
+  } catch (error) {
+    showError(error.message);
+    return null;
+  }
 }
 
 async function refreshOverview() {
-  let doc;
-  try {
-    doc = await getJSON("/api/overview");
-  } catch (error) {
-    showError(error.message);
-    return;
-  }
+  const doc = await fetched("/api/overview");
+  if (!doc) return;
   const figures = doc.figures;
   $("#ov-folder").textContent = doc.folder;
   $("#ov-summary").textContent = `${figures.executions} executions of ${figures.trees.length} trees`
@@ -999,14 +1006,8 @@ async function showHeat(name, hash, measure) {
 async function refreshHeat() {
   const query = new URLSearchParams({ tree: heatView.name, hash: heatView.hash, measure: heatView.measure });
   const question = heatView.asked.ask();
-  let doc;
-  try {
-    doc = await getJSON(`/api/heat?${query}`);
-  } catch (error) {
-    showError(error.message);
-    return;
-  }
-  if (!heatView.asked.isLatest(question)) return;  // a later question (another measure, a change) is on its way
+  const doc = await fetched(`/api/heat?${query}`);
+  if (!doc || !heatView.asked.isLatest(question)) return;  // a later question (another measure, a change) is on its way
   const tree = doc.tree;
   $("#heat-title").textContent = treeTitle(tree);
   $("#heat-sub").textContent = `${tree.executions.total} executions: ${tree.executions.running} running, `
@@ -1063,22 +1064,10 @@ async function listBehind(key) {
 
 // -- the inbox: what waits on a person across the executions (GET /api/inbox) -------------------
 
-async function showInbox() {
-  $("#inbox-view").hidden = false;
-  $("#crumbs").replaceChildren(el("a", { href: "/" }, "Executions"), " / ", el("b", {}, "Inbox"));
-  await refreshInbox();
-  listen("/api/events", refreshInbox);
-}
-
 // A human step's panel stays while its step stays open, so a note being typed survives updates.
 async function refreshInbox() {
-  let doc;
-  try {
-    doc = await getJSON("/api/inbox");
-  } catch (error) {
-    showError(error.message);
-    return;
-  }
+  const doc = await fetched("/api/inbox");
+  if (!doc) return;
   $("#in-folder").textContent = doc.folder;
   const key = (wait) => `${wait.kind} ${wait.name} ${wait.approve || wait.since}`;
   const kept = new Map([...$("#in-waits").children].map((row) => [row.dataset.key, row]));
@@ -1106,7 +1095,7 @@ function inboxRow(wait, key) {
 
 const asked = new URLSearchParams(location.search);
 if (asked.get("run")) showRun(asked.get("run"));
-else if (asked.has("overview")) showOverview();
-else if (asked.has("inbox")) showInbox();
+else if (asked.has("overview")) showPage("#overview-view", "Overview", refreshOverview);
+else if (asked.has("inbox")) showPage("#inbox-view", "Inbox", refreshInbox);
 else if (asked.get("heat")) showHeat(asked.get("heat"), asked.get("hash"), asked.get("measure"));
 else showList();
