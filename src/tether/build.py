@@ -76,10 +76,19 @@ def parallel(name: str, *children: Node, policy: Any = "all", **modifiers: Any) 
     }
 
 
-def for_each(expression: str, name: str = "item", max: int = 100) -> dict[str, Any]:
+def for_each(
+    expression: str,
+    name: str = "item",
+    max: int = 100,
+    parallel: bool = False,
+    policy: str | int = "all",
+) -> dict[str, Any]:
     """A `for_each` loop (pass as `for_each=`): the node runs once per item of the CEL list
-    `expression`, each request carrying the item as `name`; at most `max` items."""
-    return {"in": expression, "as": name, "max": max}
+    `expression`, each request carrying the item as `name`; at most `max` items. With
+    `parallel`, the items run side by side, one branch each, decided by `policy` (`all`, `any`
+    or N items) as a parallel node is."""
+    loop: dict[str, Any] = {"in": expression, "as": name, "max": max}
+    return loop | {"parallel": True, "policy": policy} if parallel else loop
 
 
 def repeat(until: str, max: int = 100) -> dict[str, Any]:

@@ -23,7 +23,8 @@ class Request(TypedDict, total=False):
     `shows` (human), and for a human step with a timeout `deadline` (UTC, when it stops
     waiting) and `on_timeout` (`reject` or `fail`). `item` is the loop item inside a
     `for_each`; `tools` the tool policy that applies, `scope` the files it may write (a node's
-    `writes`: `{"writes": [glob, ...], "node"}`). A finished execution's request is
+    `writes`: `{"writes": [glob, ...], "node"}`); `claim` (`next --all` only) who holds the
+    action (`agent`) and until when (`until`). A finished execution's request is
     `{"status": "done"}` or `{"status": "failure"}`.
     """
 
@@ -42,6 +43,7 @@ class Request(TypedDict, total=False):
     item: dict[str, Any]
     tools: dict[str, Any]
     scope: dict[str, Any]
+    claim: dict[str, str]
     status: str
 
 

@@ -4,7 +4,9 @@ Owns `collect`, the figures of every execution in a place (a folder, `memory://`
 database), per tree (name, version and hash: executions by status, time to finish, refused
 answers) and per action of that tree (times reached, attempts, failures, retries used, answers
 refused by reason, request-to-answer times, stop refusals, tool calls denied by its policy and
-recorded, human waits), with the checks that refused most; their shape
+recorded, human waits), with the checks that refused most, and per agent that claimed or
+answered (answers, attempts carried to their end, failures, claims, renewals, takeovers, leases
+lapsed, refusals by reason: `tether.store.tally` defines them); their shape
 (`schema/stats.schema.json`); the reading of `--since` (`parse_since`); and the
 table people read (`table`).
 
@@ -154,6 +156,10 @@ def _tree(raw: dict[str, Any]) -> dict[str, Any]:
             for key, action in actions.items()
         ],
         "checks": checks[:TOP_CHECKS],
+        "agents": [
+            {"agent": name, **figures, "refused": _sorted(figures["refused"])}
+            for name, figures in sorted(raw.get("agents", {}).items())
+        ],
     }
 
 
@@ -242,6 +248,32 @@ def _tree_lines(tree: dict[str, Any], wide: bool) -> list[str]:
     if tree["checks"]:
         lines.append("  checks that refused most:")
         lines += [_check_line(check, wide) for check in tree["checks"]]
+    if tree["agents"]:
+        lines += _agent_lines(tree["agents"], wide)
+    return lines
+
+
+_AGENT_HEADER = ("AGENT", "ANSWERS", "ATTEMPTS", "FAILED", "CLAIMS", "TAKEOVERS", "LAPSED")
+
+
+def _agent_lines(agents: list[dict[str, Any]], wide: bool) -> list[str]:
+    """The table of a team's agents (a renewal counts as a claim), then each one's refusals."""
+    rows: list[tuple[str, ...]] = [_AGENT_HEADER] + [
+        (
+            a["agent"],
+            *(str(a[f]) for f in ("answers", "attempts", "failures")),
+            str(a["claims"] + a["renewals"]),
+            str(a["takeovers"]),
+            str(a["lapsed"]),
+        )
+        for a in agents
+    ]
+    lines = ["  agents:", *_grid(rows, wide)]
+    refused = [(a["agent"], a["refused"]) for a in agents if a["refused"]]
+    if refused:
+        lines.append("  refused by agent:")
+        for name, reasons in refused:
+            lines += _wrap(f"    {name}: {_reasons(reasons)}", wide)
     return lines
 
 
@@ -268,19 +300,25 @@ def _action_lines(tree: dict[str, Any], wide: bool) -> list[str]:
         refused.append((NO_STEP, tree["refused_no_step"]))
         count = _reasons(tree["refused_no_step"]) if wide else str(sum(refused[-1][1].values()))
         rows.append((NO_STEP, "", "", "", "", count, "", "", "", ""))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(_ACTION_HEADER))]
-    if not wide:
-        room = WIDTH - 2 - sum(widths[1:]) - 2 * (len(widths) - 1)
-        widths[0] = max(min(widths[0], room), len(_ACTION_HEADER[0]))
-    lines = []
-    for row in rows:
-        cells = [_cut(row[0], widths[0]), *row[1:]]
-        lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)))
-    lines.append(_LEGEND)
+    lines = [*_grid(rows, wide), _LEGEND]
     if refused and not wide:
         lines.append("  refused answers by action:")
         for name, reasons in refused:
             lines += _wrap(f"    {name}: {_reasons(reasons)}", wide)
+    return lines
+
+
+def _grid(rows: list[tuple[str, ...]], wide: bool) -> list[str]:
+    """`rows` (a header first) as lines of columns, each as wide as its widest cell; unless
+    `wide`, the first column is cut (with `…`) so that a line fits `WIDTH`."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    if not wide:
+        room = WIDTH - 2 - sum(widths[1:]) - 2 * (len(widths) - 1)
+        widths[0] = max(min(widths[0], room), len(rows[0][0]))
+    lines = []
+    for row in rows:
+        cells = [_cut(row[0], widths[0]), *row[1:]]
+        lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)))
     return lines
 
 

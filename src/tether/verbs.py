@@ -62,8 +62,9 @@ STATUSES = tuple(core.Status)
 
 # The answers whose checks may read TOOLS.
 _MOVES = (core.Eval, core.Submit, core.Human, core.Timeout, core.Close)
-# The answers of an agent or a person: when the engine refuses one, the refusal is recorded.
-_ANSWERS = (*_MOVES, core.Think, core.VarWrite, core.Jump, core.Independent)
+# The answers of an agent or a person: when the engine refuses one, the refusal is recorded
+# (a claim too: `claimed` refusals are counted per agent).
+_ANSWERS = (*_MOVES, core.Think, core.VarWrite, core.Jump, core.Independent, core.Claim)
 # Execution-state keys that are engine or store bookkeeping, not part of the document.
 _INTERNAL = ("salt", "seq", "since_reset", "initial", "trace", "tree_file")
 
@@ -769,6 +770,9 @@ def _refusal(
     req = req if isinstance(req, dict) else None
     record = _record(state, now, "answer", exc.code, req, exc.message)
     record["answer"] = type(answer).__name__.lower()
+    agent = getattr(answer, "agent", None)
+    if isinstance(agent, str) and agent:
+        record["agent"] = bounded(agent)
     if isinstance(exc.details.get("check"), str):
         record["check"] = exc.details["check"]
     return record

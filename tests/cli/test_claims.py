@@ -30,3 +30,17 @@ def test_a_teammates_answer_to_a_claimed_branch_is_refused(tmp_path: Path) -> No
     assert ok("verify", run)["ok"] is True
     refused(EXIT_USAGE, "usage", "claim", run)  # no --agent
     refused(EXIT_USAGE, "usage", "claim", run, "--agent", "alice", "--lease", "soon")
+
+
+def test_next_all_shows_who_holds_each_claimed_step(tmp_path: Path) -> None:
+    tree, run = tmp_path / "pair.json", tmp_path / "run.json"
+    tree.write_text(json.dumps(PAIR))
+    ok("start", tree, run)
+    ok("submit", run, "success")
+    left, right = (r["step"] for r in ok("next", run, "--all"))
+    ok("claim", run, "--agent", "alice", "--step", right, "--lease", "60")
+    shown = {r["step"]: r.get("claim") for r in ok("next", run, "--all")}
+    assert shown[left] is None, "an unclaimed step says nothing of a holder"
+    assert shown[right] is not None and shown[right]["agent"] == "alice"
+    assert shown[right]["until"].endswith("Z")
+    assert ok("verify", run)["ok"] is True, "what next shows is not stored"

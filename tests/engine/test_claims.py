@@ -153,6 +153,53 @@ def test_only_a_branch_is_claimed(tmp_path: Path) -> None:
     _refused(lambda: rt.claim(run, "alice", step=None, lease=0), "invalid_value")
 
 
+FAN: dict[str, Any] = {
+    "name": "fan",
+    "tree": {
+        "type": "sequence",
+        "name": "Root",
+        "children": [
+            {
+                "type": "action",
+                "name": "Plan",
+                "steps": [{"instruct": "List the files.", "writes": ["files"]}],
+            },
+            {
+                "type": "action",
+                "name": "Fix",
+                "for_each": {"in": "$VAR.files", "as": "file", "parallel": True},
+                "steps": [{"instruct": "Fix the file."}],
+            },
+        ],
+    },
+}
+
+
+def test_each_fanned_out_item_is_claimed_by_its_own_agent_and_verify_agrees(
+    tmp_path: Path,
+) -> None:
+    rt, clock, run = _started(tmp_path, FAN)
+    rt.submit(run, "success", values={"files": ["a.py", "b.py"]})
+    steps = {r["item"]["value"]: str(r["step"]) for r in rt.next(run, all=True)}
+    assert sorted(steps) == ["a.py", "b.py"], "one open, claimable branch per item"
+    rt.claim(run, "alice", step=steps["a.py"], lease=60)
+    rt.claim(run, "bob", step=steps["b.py"], lease=60)
+    error = _refused(lambda: rt.submit(run, "success", step=steps["a.py"], agent="bob"), "claimed")
+    assert error.details["holder"] == "alice"
+    clock.wait(61)
+    taken = rt.claim(run, "carol", step=steps["a.py"], lease=60)
+    assert (taken["status"], taken["current"]["item"]["value"]) == ("taken_over", "a.py")
+    rt.submit(run, "success", step=steps["b.py"], agent="bob")
+    rt.submit(run, "success", step=steps["a.py"], agent="carol")
+    assert rt.next(run)["status"] == "done"
+    answered = [(e.get("item"), e.get("agent")) for e in rt.trace(run) if e["kind"] == "instruct"]
+    assert answered[1:] == [(1, "bob"), (0, "carol")]
+    assert rt.verify(run)["ok"] is True
+    fork = f"{run}-fork"
+    rt.fork(run, fork, at=len(rt.trace(run)) - 1)
+    assert rt.verify(fork)["ok"] is True
+
+
 def test_a_sub_agents_stops_are_counted_in_its_claim_and_replayed(tmp_path: Path) -> None:
     rt, _, run = _started(tmp_path, TEAM)
     docs, code = _token(rt, run, "Docs"), _token(rt, run, "Code")

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from support.trees import Walk, tree
 from tether.engine.replay import verify
+from tether.engine.ticking import tree_path
 from tether.errors import TetherError
 
 _names = st.sampled_from(["a", "b", "c", "d", "e", "f"])
@@ -46,9 +47,13 @@ def _modifiers() -> st.SearchStrategy[dict[str, Any]]:
                 st.integers(1, 3),
             ),
             "for_each": st.builds(
-                lambda items, n: {"in": items, "as": "item", "max": n},
+                lambda items, n, fan: (
+                    {"in": items, "as": "item", "max": n}
+                    | ({"parallel": True, "policy": fan} if fan else {})
+                ),
                 st.sampled_from(["[1, 2]", "[]", "[ITEM, 3]", "VAR.missing"]),
                 st.integers(1, 3),
+                st.sampled_from([None, None, "all", "any", 1, 2]),  # fanned out at run time
             ),
         },
     )
@@ -111,6 +116,28 @@ _answers = st.lists(
 def test_random_walks_keep_the_invariants(
     root: dict[str, Any], answers: list[tuple[str, Any]], accept: bool
 ) -> None:
+    _walk_randomly(root, answers, accept)
+
+
+def _fanned(node: dict[str, Any], policy: str | int) -> dict[str, Any]:
+    loop = {"in": "[1, 2, 3]", "as": "item", "max": 3, "parallel": True, "policy": policy}
+    return {**node, "for_each": loop}
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    root=st.builds(_fanned, _node(2), st.sampled_from(["all", "any", 1, 2, 3])),
+    answers=_answers,
+)
+def test_random_walks_of_a_fan_out_keep_the_invariants(
+    root: dict[str, Any], answers: list[tuple[str, Any]]
+) -> None:
+    """A random node fanned out over three items, walked at random (`pick` answers the items
+    in any order): the same invariants, `verify` included."""
+    _walk_randomly(root, answers, True)
+
+
+def _walk_randomly(root: dict[str, Any], answers: list[tuple[str, Any]], accept: bool) -> None:
     w = Walk(tree(root), accept=accept)
     seen_stale: list[str] = []
     pick = 0
@@ -155,5 +182,7 @@ def test_random_walks_keep_the_invariants(
         else:
             assert w.next()["status"] in ("done", "failure")
     event(f"final status: {w.state['status']}")
+    paths = [e["cursor"]["path"] for e in w.trace if e.get("cursor") and e["cursor"]["path"]]
+    event(f"an item fanned out answered: {any(tree_path(w.tree, p) != p for p in paths)}")
     event(f"trace entries: {'>10' if len(w.trace) > 10 else '<=10'}")
     assert verify(w.tree, w.state, w.trace) == []

@@ -469,6 +469,8 @@ async def test_a_team_claims_its_branches_through_claim_step(
     left = (await agent.ok("next_step", trace_output=memory_uri))["step"]
     held = await agent.ok("claim_step", trace_output=memory_uri, agent="alice", step=left)
     assert (held["status"], held["agent"]) == ("claimed", "alice")
+    listed = await agent.ok("next_step", trace_output=memory_uri, all=True)
+    assert [r.get("claim", {}).get("agent") for r in listed["requests"]] == ["alice", None]
     error = await agent.fail(
         "submit", "claimed", trace_output=memory_uri, status="success", step=left, agent="bob"
     )

@@ -19,10 +19,12 @@ from support.postgres import PostgresServer
 from support.stats_scenario import (
     EXPECTED_FORKS,
     EXPECTED_RELEASE,
+    EXPECTED_TEAM_AGENTS,
     EXPECTED_TINY,
     RELEASE,
     drive,
     drive_forks,
+    drive_team,
     drive_timeouts,
     refused,
     without_hashes,
@@ -211,6 +213,18 @@ def test_kept_counts_and_sums_equal_the_traces_after_more_steps_and_older_schema
         equal()
     with psycopg.connect(dsn, autocommit=True) as conn:
         assert conn.execute("SELECT version FROM tether_schema").fetchone() == (SCHEMA_VERSION,)
+
+
+def test_a_team_is_counted_per_agent_from_the_kept_counts(
+    server: PostgresServer, tmp_path: Path
+) -> None:
+    """`drive_team` on the database: the same figures per agent as in a folder, read from
+    the counts the database keeps."""
+    dsn = _database(server)
+    drive_team(dsn, tmp_path / "pg")
+    figures = stats.collect(dsn, tree="stats-team")
+    jsonschema.validate(figures, SCHEMA)
+    assert figures["trees"][0]["agents"] == EXPECTED_TEAM_AGENTS
 
 
 def test_readers_racing_to_catch_the_sums_up_add_each_execution_once(

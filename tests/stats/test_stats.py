@@ -18,11 +18,13 @@ from support.command import REPO, TETHER
 from support.stats_scenario import (
     EXPECTED_FORKS,
     EXPECTED_RELEASE,
+    EXPECTED_TEAM_AGENTS,
     EXPECTED_TINY,
     RELEASE,
     Clock,
     drive,
     drive_forks,
+    drive_team,
     drive_timeouts,
     refused,
     without_hashes,
@@ -329,3 +331,24 @@ def test_a_link_planted_as_the_refusal_log_is_refused(tmp_path: Path) -> None:
     refused(lambda: rt.eval(run, True), "corrupt_execution")
     assert target.read_text() == "keep\n"
     assert stats.collect(str(tmp_path))["unreadable"] == 1
+
+
+@pytest.mark.parametrize("place", ["files", "memory"])
+def test_a_team_is_counted_per_agent(tmp_path: Path, place: str) -> None:
+    """Two items of a fanned-out loop (`drive_team`): each agent's answers, attempts, claims,
+    takeovers and refusals are its own; the items count for their loop's action."""
+    where = str(tmp_path / "runs") if place == "files" else "memory://"
+    drive_team(where, tmp_path)
+    figures = stats.collect(where, tree="stats-team")
+    jsonschema.validate(figures, SCHEMA)
+    (tree,) = figures["trees"]
+    assert tree["agents"] == EXPECTED_TEAM_AGENTS
+    fix = next(a for a in tree["actions"] if a["name"] == "Fix")
+    assert (fix["attempts"], fix["failures"], fix["refused"]) == (2, 1, {"claimed": 2})
+    if place == "files":
+        lines = _tether("stats", where).stdout.splitlines()
+        assert lines[lines.index("  agents:") + 1].split() == [
+            "AGENT", "ANSWERS", "ATTEMPTS", "FAILED", "CLAIMS", "TAKEOVERS", "LAPSED"
+        ]  # fmt: skip
+        assert "  alice  0        0         0       2       0          1" in lines
+        assert "    carol: claimed 2" in lines

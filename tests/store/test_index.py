@@ -17,7 +17,7 @@ from tether.errors import TetherError
 from tether.store import store_for
 from tether.store.base import Summary
 from tether.store.file import FIGURES, INDEX, SUMS
-from tether.store.tally import Tally
+from tether.store.tally import RECORD_FORMAT, Tally
 from tether.verbs import Runtime
 
 HELLO = str(Path(__file__).resolve().parents[2] / "examples" / "hello-world.yaml")
@@ -197,7 +197,7 @@ def test_kept_sums_that_are_torn_or_of_another_version_are_added_up_again(
     for text in ('{"format": 1, "cells": []}', sums.read_text()[:40], "[]"):
         sums.write_text(text)
         assert store.tally(str(tmp_path)) == _recounted(tmp_path)
-        assert json.loads(sums.read_text())["format"] == 2
+        assert json.loads(sums.read_text())["format"] == RECORD_FORMAT
     for kept in tmp_path.rglob(FIGURES):  # a settled execution changes, its count gone
         kept.unlink()
     Runtime().reset(str(tmp_path / "b" / "c" / "failed.json"))

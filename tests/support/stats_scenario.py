@@ -375,6 +375,7 @@ EXPECTED_RELEASE: dict[str, Any] = {
             "total": 1,
         },
     ],
+    "agents": [],
 }
 
 EXPECTED_TINY: dict[str, Any] = {
@@ -386,6 +387,7 @@ EXPECTED_TINY: dict[str, Any] = {
     "refused_no_step": {},
     "actions": [_action([], "Only", reached=1, attempts=1, answer_time=_spread(1, 3.0, 3.0))],
     "checks": [],
+    "agents": [],
 }
 
 
@@ -420,6 +422,7 @@ EXPECTED_FORKS: dict[str, Any] = {
         _action([3], "Close_Out"),
     ],
     "checks": [],
+    "agents": [],
 }
 
 
@@ -453,3 +456,63 @@ def drive_timeouts(place: str, project: Path) -> str:
         rt.next(uri)
     assert rt.next(uri) == {"status": "failure"}
     return uri
+
+
+TEAM = """\
+name: stats-team
+tree:
+  type: sequence
+  name: Root
+  children:
+    - type: action
+      name: Plan
+      steps: [{instruct: List the files., writes: [files]}]
+    - type: action
+      name: Fix
+      for_each: {in: VAR.files, as: file, parallel: true}
+      steps: [{instruct: Fix the file.}]
+"""
+
+
+def drive_team(place: str, project: Path) -> str:
+    """A team on two items of a fanned-out loop, into `place`: the lead plans; alice claims
+    a.py (and again) and lets her lease lapse; carol's answer to it and her claim are refused
+    (`claimed`) until she takes it over and fixes it; bob claims b.py and fails it."""
+    project.mkdir(parents=True, exist_ok=True)
+    (project / "team.yaml").write_text(TEAM)
+    clock = Clock()
+    rt = Runtime(clock=clock)
+    sep = "#" if place.startswith("postgresql") else "/"
+    run = str(rt.start(str(project / "team.yaml"), f"{place.rstrip('/')}{sep}team.json")["uri"])
+    rt.submit(run, "success")
+    rt.submit(run, "success", values={"files": ["a.py", "b.py"]}, agent="lead")
+    steps = {r["item"]["value"]: str(r["step"]) for r in rt.next(run, all=True)}
+    rt.claim(run, "alice", step=steps["a.py"], lease=60)
+    rt.claim(run, "alice", step=steps["a.py"], lease=60)
+    rt.claim(run, "bob", step=steps["b.py"], lease=60)
+    refused(lambda: rt.submit(run, "success", step=steps["a.py"], agent="carol"), "claimed")
+    refused(lambda: rt.claim(run, "carol", step=steps["a.py"]), "claimed")
+    clock.wait(61)
+    rt.claim(run, "carol", step=steps["a.py"], lease=60)
+    rt.submit(run, "success", step=steps["a.py"], agent="carol")
+    rt.submit(run, "failure", step=steps["b.py"], agent="bob")
+    return run
+
+
+_NO_FIGURES: dict[str, Any] = {"answers": 0, "attempts": 0, "failures": 0, "claims": 0}
+_NO_FIGURES |= {"renewals": 0, "takeovers": 0, "lapsed": 0, "refused": {}}
+# The agents of `drive_team`'s execution: alice claimed, renewed and lapsed; bob answered and
+# failed; carol was refused twice, took over and answered; the lead planned.
+EXPECTED_TEAM_AGENTS: list[dict[str, Any]] = [
+    {**_NO_FIGURES, "agent": "alice", "claims": 1, "renewals": 1, "lapsed": 1},
+    {**_NO_FIGURES, "agent": "bob", "answers": 1, "attempts": 1, "failures": 1, "claims": 1},
+    {
+        **_NO_FIGURES,
+        "agent": "carol",
+        "answers": 1,
+        "attempts": 1,
+        "takeovers": 1,
+        "refused": {"claimed": 2},
+    },
+    {**_NO_FIGURES, "agent": "lead", "answers": 1, "attempts": 1},
+]

@@ -68,8 +68,8 @@ CASES = [
     (
         "for_each_not_a_mapping",
         "  for_each: VAR.files\n",
-        "t.yaml:6:13: for_each must be a mapping with 'in' (a CEL list), and optionally 'as' "
-        "and 'max', got string 'VAR.files' at tree.for_each",
+        "t.yaml:6:13: for_each must be a mapping with 'in' (a CEL list), and optionally 'as', "
+        "'max', 'parallel' and 'policy', got string 'VAR.files' at tree.for_each",
         "tree.for_each",
     ),
     (
@@ -87,7 +87,8 @@ CASES = [
     (
         "for_each_unknown_key",
         "  for_each: {in: VAR.files, until: x}\n",
-        "t.yaml:6:29: unknown key 'until' at tree.for_each (for_each takes in, as, max)",
+        "t.yaml:6:29: unknown key 'until' at tree.for_each "
+        "(for_each takes in, as, max, parallel, policy)",
         "tree.for_each.until",
     ),
     (
@@ -117,6 +118,39 @@ CASES = [
         "t.yaml:6:18: in must be a non-empty CEL expression (a string), got string '' "
         "at tree.for_each.in",
         "tree.for_each.in",
+    ),
+    (
+        "for_each_parallel_not_a_flag",
+        "  for_each: {in: VAR.files, parallel: yes please}\n",
+        "t.yaml:6:39: parallel must be true or false, got string 'yes please' "
+        "at tree.for_each.parallel",
+        "tree.for_each.parallel",
+    ),
+    (
+        "for_each_parallel_a_number",
+        "  for_each: {in: VAR.files, parallel: 1}\n",
+        "t.yaml:6:39: parallel must be true or false, got number 1 at tree.for_each.parallel",
+        "tree.for_each.parallel",
+    ),
+    (
+        "for_each_policy_without_parallel",
+        "  for_each: {in: VAR.files, policy: any}\n",
+        "t.yaml:6:37: policy applies only to a for_each with parallel: true (its items run in "
+        "order, and the first failing item fails the node) at tree.for_each.policy",
+        "tree.for_each.policy",
+    ),
+    (
+        "for_each_policy_past_its_max",
+        "  for_each: {in: VAR.files, parallel: true, max: 3, policy: 4}\n",
+        "t.yaml:6:61: policy 4 is more than the loop's max (3 items) at tree.for_each.policy",
+        "tree.for_each.policy",
+    ),
+    (
+        "for_each_policy_a_word",
+        "  for_each: {in: VAR.files, parallel: true, policy: most}\n",
+        "t.yaml:6:53: policy must be 'all', 'any' or a whole number >= 1, got string 'most' "
+        "at tree.for_each.policy",
+        "tree.for_each.policy",
     ),
     (
         "repeat_without_until",

@@ -123,6 +123,14 @@ BAD: list[tuple[str, Any]] = [
         {"name": "t", "tree": {**ACTION, "for_each": {"in": "x", "max": True}}},
     ),
     ("for_each_in_empty", {"name": "t", "tree": {**ACTION, "for_each": {"in": ""}}}),
+    (
+        "for_each_parallel_a_string",
+        {"name": "t", "tree": {**ACTION, "for_each": {"in": "x", "parallel": "yes"}}},
+    ),
+    (
+        "for_each_policy_a_word",
+        {"name": "t", "tree": {**ACTION, "for_each": {"in": "x", "parallel": True, "policy": "m"}}},
+    ),
     ("repeat_a_list", {"name": "t", "tree": {**ACTION, "repeat": ["VAR.done"]}}),
     ("repeat_without_until", {"name": "t", "tree": {**ACTION, "repeat": {"max": 2}}}),
     ("repeat_unknown_key", {"name": "t", "tree": {**ACTION, "repeat": {"until": "x", "in": "y"}}}),

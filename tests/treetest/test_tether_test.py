@@ -63,6 +63,7 @@ def test_the_examples_pass_their_cases() -> None:
         "examples/cases/hello-world.yaml",
         "examples/cases/release.yaml",
         "examples/cases/review-changes.yaml",
+        "examples/cases/team-fix.yaml",
     ]
     done = tether_test(*files)
     assert done.returncode == EXIT_OK, done.stdout + done.stderr
@@ -70,7 +71,7 @@ def test_the_examples_pass_their_cases() -> None:
     assert lines[0] == (
         "PASS examples/cases/code-review.yaml: approves after the tests pass on their second run"
     )
-    assert lines[-1] == "15 passed, 0 failed"
+    assert lines[-1] == "19 passed, 0 failed"
     assert all(line.startswith("PASS ") for line in lines[:-1])
 
 
@@ -118,6 +119,72 @@ def test_a_refused_answer_can_be_expected(tmp_path: Path) -> None:
     done = tether_test(str(path))
     assert done.returncode == EXIT_OK, done.stdout
     assert done.stdout.splitlines() == [f"PASS {path}: refused", "1 passed, 0 failed"]
+
+
+TEAM = str(EXAMPLES / "team-fix.yaml")
+PLANNED = "{instruct: Plan, write: {files: [a.py, b.py]}}"
+
+
+@pytest.mark.parametrize(
+    ("steps", "expected", "got"),
+    [
+        (
+            "{instruct: Fix_File, item: c.py, agent: bob}",
+            "instruct 'Fix_File' for item \"c.py\" open",
+            "instruct 'Fix_File'; instruct 'Fix_File'; instruct 'Write_Notes'",
+        ),
+        (
+            "{claim: Fix_File, item: a.py, agent: bob, refused: claimed}",
+            "a claim by 'bob' refused with claimed",
+            "claimed",
+        ),
+        (
+            "{claim: Fix_File, item: a.py, agent: bob, outcome: taken_over}",
+            "a claim by 'bob': taken_over",
+            "claimed",
+        ),
+        (
+            "{claim: Fix_File, item: a.py, agent: bob}, "
+            "{instruct: Fix_File, item: a.py, agent: carol}",
+            "submit success accepted",
+            "refused: claimed: 'Fix_File' is claimed by 'bob' until",
+        ),
+    ],
+)
+def test_a_teams_step_that_differs_fails_with_what_it_expected(
+    tmp_path: Path, steps: str, expected: str, got: str
+) -> None:
+    cases_file(
+        tmp_path, f"{{name: x, steps: [{PLANNED}, {steps}], end: {{status: done}}}}", tree=TEAM
+    )
+    done = tether_test("t.yaml", cwd=tmp_path)
+    assert done.returncode == EXIT_INVALID, done.stdout
+    failed = done.stdout.splitlines()[1]
+    last = 2 + steps.count("}, {")  # the plan is step 1; the last step given fails
+    assert failed.startswith(f"     step {last} (t.yaml:")
+    assert f": expected {expected}, got {got}" in failed
+
+
+def test_a_wait_lets_a_lease_lapse_only_once_it_has_passed(tmp_path: Path) -> None:
+    claim = "{claim: Fix_File, item: a.py, agent: alice, lease: 60}"
+    take = "{claim: Fix_File, item: a.py, agent: bob, outcome: taken_over}"
+    rest = (
+        "{instruct: Fix_File, item: a.py, agent: alice, refused: claimed}, "
+        "{instruct: Fix_File, item: a.py, agent: bob}, {instruct: Fix_File, item: b.py}, "
+        "{instruct: Write_Notes, write: {notes: n}}, {evaluate: Review, result: true}"
+    )
+    cases_file(
+        tmp_path,
+        f"{{name: early, steps: [{PLANNED}, {claim}, {{wait: 59}}, {take}], "
+        "end: {status: done}}",
+        f"{{name: late, steps: [{PLANNED}, {claim}, {{wait: 60}}, {take}, {rest}], "
+        "end: {status: done}}",
+        tree=TEAM,
+    )
+    lines = tether_test("t.yaml", cwd=tmp_path).stdout.splitlines()
+    assert lines[0] == "FAIL t.yaml: early"
+    assert "expected a claim by 'bob' accepted, got refused: claimed: 'Fix_File'" in lines[1]
+    assert lines[2:] == ["PASS t.yaml: late", "1 passed, 1 failed"]
 
 
 # -- what fails, and how it says so ---------------------------------------------------------------
@@ -422,8 +489,8 @@ def test_files_that_would_leave_their_folder_are_refused_and_never_written(
         (
             "tree: t.yaml\ncases:\n  - {name: x, steps: [{instruct: A, evaluate: B}], "
             "end: {status: done}}\n",
-            "c.yaml:3:23: cases[0].steps[0] takes exactly one of instruct, evaluate or human "
-            "at cases[0].steps[0]",
+            "c.yaml:3:23: cases[0].steps[0] takes exactly one of instruct, evaluate, human, "
+            "claim or wait at cases[0].steps[0]",
             "cases[0].steps[0]",
         ),
         (

@@ -56,6 +56,7 @@ def test_a_snapshot_shows_each_loops_item_and_run_and_clears_below_a_new_item() 
         "items": 2,
         "run": 0,
         "claim": None,
+        "claims": [],
     }
 
 
@@ -134,3 +135,34 @@ def test_the_page_shows_who_holds_a_claimed_item_and_until_when(
     expect(page.locator("#live")).to_have_text("live")
     page.locator("#diagram g.node", has=page.locator("text.name", has_text="Review_File")).click()
     expect(page.locator("#node .status")).to_contain_text("claimed by alice until")
+
+
+def test_a_fanned_out_loop_is_drawn_on_its_node_with_its_item_count() -> None:
+    loop = each("VAR.files", "file", parallel=True)
+    w = Walk(tree(seq("Root", action("Fix", ins("fix"), for_each=loop)), var={"files": ["a", "b"]}))
+    w.submit("success", step=w.open()[1]["step"])
+    snap = snapshot(w.tree, w.state, w.trace)
+    fix = snap.nodes["0"]
+    assert (fix.status, fix.items, fix.entries) == ("open", 2, 2), "its list and one answer"
+    assert index_tree(w.tree)["0"].modifiers(fix) == ["for each file ×2, side by side"]
+    assert snap.open_keys() == ["0"], "item 'a' still open, drawn on its node"
+    w.submit("success")
+    assert snapshot(w.tree, w.state, w.trace).nodes["0"].status == "success"
+
+
+def test_the_page_shows_who_holds_each_item_of_a_fanned_out_loop(
+    page: Page, server: ViewServer, runs: Path
+) -> None:
+    run = runs / "team.json"
+    tether("start", EXAMPLES / "team-fix.yaml", run)
+    answer(run, "submit", "success")
+    answer(run, "submit", "success", "--set-json", 'files=["src/app.py", "src/cli.py"]')
+    steps = [r["step"] for r in answer(run, "next", "--all")]
+    answer(run, "claim", "--agent", "alice", "--step", steps[0])
+    answer(run, "claim", "--agent", "bob", "--step", steps[1])
+    page.goto(server.base + "?run=team.json")
+    expect(page.locator("#live")).to_have_text("live")
+    page.locator("#diagram g.node", has=page.locator("text.name", has_text="Fix_File")).click()
+    status = page.locator("#node .status")
+    expect(status).to_contain_text("claimed by alice (file 1) until")
+    expect(status).to_contain_text("claimed by bob (file 2) until")

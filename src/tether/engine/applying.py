@@ -52,6 +52,7 @@ from tether.engine.phases import (
 from tether.engine.ticking import (
     Condition,
     Ticker,
+    chain,
     default_condition,
     loop_items,
     loop_names,
@@ -533,7 +534,15 @@ def _message(status: Reply, req: dict[str, Any], ticker: Ticker, state: dict[str
 def _jump(
     tree: dict[str, Any], state: dict[str, Any], answer: Jump, now: str, condition: Condition
 ) -> Outcome:
-    target = node_at(tree, answer.path)
+    links = chain(tree, answer.path)
+    target = links[-1][0]
+    if any(item for _, item in links):
+        raise TetherError(
+            "invalid_value",
+            f"jump cannot go into one item of a for_each with parallel: true "
+            f"({target['name']!r}); jump to the node before the loop",
+            path=answer.path,
+        )
     if target["type"] != "action":
         raise TetherError(
             "invalid_value",

@@ -26,6 +26,7 @@ from tether.engine.answers import Claim, Outcome
 from tether.engine.deadlines import deadline_after, passed
 from tether.engine.names import Key, Kind, Reply
 from tether.engine.phases import cursor_of, named
+from tether.engine.ticking import chain
 from tether.engine.trace import node_key, record
 from tether.errors import TetherError
 
@@ -38,13 +39,11 @@ if TYPE_CHECKING:
 def claimable(tree: dict[str, Any], path: list[int]) -> bool:
     """Whether the action at `path` is in a branch: below a `parallel` node, or in (or below)
     a node with `for_each`."""
-    node = tree["root"]
-    for depth in range(len(path) + 1):
-        if "for_each" in node or (depth < len(path) and node["type"] == "parallel"):
-            return True
-        if depth < len(path):
-            node = node["children"][path[depth]]
-    return False
+    links = chain(tree, path)
+    return any(
+        "for_each" in node or (depth < len(path) and node["type"] == "parallel")
+        for depth, (node, _) in enumerate(links)
+    )
 
 
 def claim(tree: dict[str, Any], state: dict[str, Any], answer: Claim, now: str) -> Outcome:

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import copy
 
-from tether.engine.names import Phase, Reply, RequestType, Result, Status
+from tether.engine.names import Key, Phase, Reply, RequestType, Result, Status
 from tether.engine.protocol import GATE_NAME, PROTOCOL_TEXT
+from tether.engine.trace import node_key
 from tether.errors import TetherError
 
 TYPE_CHECKING = False
@@ -113,10 +114,21 @@ def current(state: dict[str, Any]) -> dict[str, Any]:
 
 
 def all_open(state: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every open request (several inside a `parallel`), or the terminal status as one item."""
+    """Every open request (several inside a `parallel`), or the terminal status as one item;
+    a claimed one says who holds it and until when (`claim: {agent, until}`)."""
     if state["status"] != Status.RUNNING:
         return [current(state)]
-    return [dict(r) for r in state["open"]]
+    return [_held(state, r) for r in state["open"]]
+
+
+def _held(state: dict[str, Any], req: dict[str, Any]) -> dict[str, Any]:
+    """`req`, with its action's claim when one holds it."""
+    out = dict(req)
+    if req["path"] is not None:
+        held = state["runtime"].get(node_key(req["path"]), {}).get(Key.CLAIM)
+        if held is not None:
+            out["claim"] = {"agent": held["agent"], "until": held["until"]}
+    return out
 
 
 def waits_on_person(requests: list[dict[str, Any]]) -> bool:

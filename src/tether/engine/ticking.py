@@ -23,7 +23,7 @@ from collections.abc import Callable
 from tether.engine.deadlines import deadline_after
 from tether.engine.names import LEVELS, Key, Kind, RequestType, Result
 from tether.engine.phases import settle
-from tether.engine.trace import attempt_tools, record, step_token
+from tether.engine.trace import attempt_tools, node_key, record, step_token
 from tether.engine.varpath import named_values
 from tether.errors import TetherError
 
@@ -135,6 +135,16 @@ class Ticker:
             listed = self._for_each(node, path, frame)
             if listed != RUNNING:
                 return self._done(node, key, listed)
+        result = (
+            self._fan(node, key, path, frame) if fans(node) else self._runs(node, key, path, frame)
+        )
+        if result == RUNNING:
+            return RUNNING
+        return self._done(node, key, result)
+
+    def _runs(self, node: dict[str, Any], key: str, path: list[int], frame: dict[str, Any]) -> str:
+        """The node's runs in its frame: its type, then `invert`, `retries`, `repeat` and the
+        items of a `for_each` run in order; RUNNING while a step is open, else the result."""
         while True:
             result = self._tick_type(node, key, path, frame)
             if result == RUNNING:
@@ -157,8 +167,28 @@ class Ticker:
                 if following is not None:
                     frame = following
                     continue
-            break
-        return self._done(node, key, result)
+            return result
+
+    def _fan(self, node: dict[str, Any], key: str, path: list[int], frame: dict[str, Any]) -> str:
+        """A `for_each` with `parallel: true`: every item runs as a branch of its own (key
+        `KEY.i`, path `[*path, i]`: the item's index stands in the path where a child's would),
+        decided by the loop's `policy` as a `parallel` node's; a failed item counts as success
+        under `optional`."""
+
+        def item(i: int) -> str:
+            self.visits += 1
+            if self.visits > MAX_VISITS:
+                raise self._over([*path, i], f"visit more than {MAX_VISITS:,} nodes")
+            at = child_key(key, i)
+            result = self._runs(node, at, [*path, i], self.runtime.setdefault(at, {}))
+            if result == RUNNING:
+                return RUNNING
+            self._drop(at)
+            self._finish(at, result)
+            return SUCCESS if result == FAILURE and node.get("optional") else result
+
+        policy = node["for_each"]["policy"]
+        return self._branches(key, path, frame, len(frame[ITEMS]), policy, item)
 
     def _skipped(self, node: dict[str, Any], key: str, path: list[int]) -> str | None:
         """What a node first reached returns without running, by its `when` (None: it runs):
@@ -247,6 +277,9 @@ class Ticker:
             items, problem = [], str(exc) or type(exc).__name__
         if problem is None and len(items) > loop["max"]:
             problem = f"the list has {len(items)} items, more than its max {loop['max']}"
+        need = loop.get("policy")
+        if problem is None and items and isinstance(need, int) and len(items) < need:
+            problem = f"the list has {len(items)} items, fewer than its policy {need} needs"
         if problem is not None:
             self._check(node, path, None, loop["in"], "error", on="for_each", note=problem)
             self.reasons.append(f"The for_each of {node['name']!r} failed: {problem}.")
@@ -255,7 +288,7 @@ class Ticker:
         self._check(node, path, None, loop["in"], outcome, on="for_each", count=len(items))
         if not items:
             return SUCCESS
-        frame.update({ITEMS: items, ITEM: 0})
+        frame.update({ITEMS: items} if fans(node) else {ITEMS: items, ITEM: 0})
         return RUNNING
 
     def _tick_type(
@@ -283,18 +316,34 @@ class Ticker:
         self, node: dict[str, Any], key: str, path: list[int], frame: dict[str, Any]
     ) -> str:
         children = node["children"]
-        n = len(children)
-        policy = node.get("policy", "all")
+
+        def child(i: int) -> str:
+            return self.tick(children[i], child_key(key, i), [*path, i])
+
+        return self._branches(key, path, frame, len(children), node.get("policy", "all"), child)
+
+    def _branches(
+        self,
+        key: str,
+        path: list[int],
+        frame: dict[str, Any],
+        n: int,
+        policy: str | int,
+        branch: Callable[[int], str],
+    ) -> str:
+        """`n` branches ticked side by side (`branch(i)` ticks the i-th), each result kept in
+        the frame: SUCCESS once `policy` (all, any, N) is met, FAILURE once it no longer can
+        be (the branches still running are halted), else RUNNING."""
         need = n if policy == "all" else 1 if policy == "any" else int(policy)
         results: list[bool | None] = frame.get(RESULTS) or [None] * n
         frame[RESULTS] = results
-        for i, child in enumerate(children):
+        ok, pending = results.count(True), results.count(None)  # kept as branches finish
+        for i in range(n):
             if results[i] is None:
-                result = self.tick(child, child_key(key, i), [*path, i])
+                result = branch(i)
                 if result != RUNNING:
                     results[i] = result == SUCCESS
-            ok = sum(1 for r in results if r is True)
-            pending = sum(1 for r in results if r is None)
+                    ok, pending = ok + (result == SUCCESS), pending - 1
             if ok >= need or ok + pending < need:
                 self._halt(key, path, results)
                 return SUCCESS if ok >= need else FAILURE
@@ -450,21 +499,19 @@ class Ticker:
         """The `for_each` and `repeat` loops at and above `path`, innermost first, each with
         the item or run it is at."""
         loops: list[dict[str, Any]] = []
-        node, key = self.tree["root"], ""
-        for depth in range(len(path) + 1):
-            frame = self.runtime.get(key, {})
-            if "for_each" in node and ITEMS in frame:
-                at = f"item {frame[ITEM] + 1} of {len(frame[ITEMS])}"
+        for depth, (node, item) in enumerate(chain(self.tree, path)):
+            frame = self.runtime.get(node_key(path[:depth]), {})
+            if "for_each" in node and ITEMS in frame and not item:
+                n = path[depth] if fans(node) and depth < len(path) else frame.get(ITEM, 0)
+                at = f"item {n + 1} of {len(frame[ITEMS])}"
                 loops.insert(
                     0, {"name": node["name"], "path": path[:depth], "kind": "for_each", "at": at}
                 )
-            if "repeat" in node:
+            if "repeat" in node and (item or not fans(node)):
                 at = f"run {frame.get(RUNS, 0) + 1} of {node['repeat']['max']}"
                 loops.insert(
                     0, {"name": node["name"], "path": path[:depth], "kind": "repeat", "at": at}
                 )
-            if depth < len(path):
-                node, key = node["children"][path[depth]], child_key(key, path[depth])
         return loops
 
     def _drop(self, key: str) -> None:
@@ -476,20 +523,44 @@ class Ticker:
             del self.runtime[k]
 
 
-def node_at(tree: dict[str, Any], path: list[int]) -> dict[str, Any]:
-    """The node at `path` (child indices from the root); `invalid_value` if there is none."""
-    node = tree["root"]
+def fans(node: dict[str, Any]) -> bool:
+    """Whether `node` is a `for_each` fanned out (`parallel: true`): its items run side by
+    side, and in a path the element after it is an item's index, not a child's."""
+    return "parallel" in node.get("for_each", ())
+
+
+def chain(tree: dict[str, Any], path: list[int]) -> list[tuple[dict[str, Any], bool]]:
+    """The nodes from the root along `path`, one more than its elements, each with whether it
+    stands for one item of a fanned-out `for_each` (the element before it was the item's
+    index, and the node repeats); `invalid_value` when `path` names no node."""
+    out = [(tree["root"], False)]
     for depth, i in enumerate(path):
-        children = node.get("children", [])
-        if not isinstance(i, int) or not 0 <= i < len(children):
+        node, item = out[-1]
+        fan = fans(node) and not item
+        count = node["for_each"]["max"] if fan else len(node.get("children", []))
+        if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < count:
+            what = "item" if fan else "child"
             raise TetherError(
                 "invalid_value",
-                f"path {path} names no node: {node['name']!r} has no child {i} "
+                f"path {path} names no node: {node['name']!r} has no {what} {i} "
                 f"(at depth {depth + 1})",
                 path=path,
             )
-        node = children[i]
-    return node
+        out.append((node, True) if fan else (node["children"][i], False))
+    return out
+
+
+def node_at(tree: dict[str, Any], path: list[int]) -> dict[str, Any]:
+    """The node at `path` (child indices from the root, an item's index after a fanned-out
+    `for_each`); `invalid_value` if there is none."""
+    return chain(tree, path)[-1][0]
+
+
+def tree_path(tree: dict[str, Any], path: list[int]) -> list[int]:
+    """`path` without the item indices of fanned-out loops: the node's place in the tree file,
+    where each of its items' runs is counted and drawn."""
+    links = chain(tree, path)
+    return [i for i, (_, item) in zip(path, links[1:], strict=True) if not item]
 
 
 def tool_policy(tree: dict[str, Any], path: list[int] | None) -> dict[str, Any] | None:
@@ -513,10 +584,7 @@ def _nearest(tree: dict[str, Any], path: list[int] | None, key: str) -> dict[str
     """The nearest node at or above the step at `path` that declares `key`, or None."""
     if path is None:
         return None
-    chain = [tree["root"]]
-    for i in path:
-        chain.append(chain[-1]["children"][i])
-    return next((node for node in reversed(chain) if key in node), None)
+    return next((node for node, _ in reversed(chain(tree, path)) if key in node), None)
 
 
 def reads_tools(action: dict[str, Any]) -> bool:
@@ -531,14 +599,12 @@ def loop_items(
     """The current items of the `for_each` loops at and above the node at `path`, outermost
     first, each `{name, index, value}` (a loop whose list is not evaluated yet has none)."""
     out = []
-    node, key = tree["root"], ""
-    for depth in range(len(path) + 1):
-        frame = runtime.get(key) if "for_each" in node else None
+    for depth, (node, item) in enumerate(chain(tree, path)):
+        frame = runtime.get(node_key(path[:depth])) if "for_each" in node and not item else None
         if frame is not None and ITEMS in frame:
-            n = frame[ITEM]
-            out.append({"name": node["for_each"]["as"], "index": n, "value": frame[ITEMS][n]})
-        if depth < len(path):
-            node, key = node["children"][path[depth]], child_key(key, path[depth])
+            n = path[depth] if fans(node) and depth < len(path) else frame.get(ITEM)
+            if n is not None:
+                out.append({"name": node["for_each"]["as"], "index": n, "value": frame[ITEMS][n]})
     return out
 
 

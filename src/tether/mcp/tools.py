@@ -120,6 +120,11 @@ _REQUEST_PROPERTIES: dict[str, Any] = {
         "description": "Inside a for_each loop: the item this request is for ({name, index, "
         "value}); $ITEM in the request's text means this value.",
     },
+    "claim": {
+        "type": "object",
+        "description": "With all=true, on a request whose action an agent holds (claim_step): "
+        "{agent, until}; only that agent answers it until then.",
+    },
     "status": {
         "enum": [Reply.DONE, Reply.FAILURE],
         "description": "Set when the execution is over.",

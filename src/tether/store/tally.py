@@ -25,6 +25,14 @@ refusals recorded since then):
   before its answer, or when the execution was created (a fork) if that is later (the commit that
   opened it; inside a `parallel`, the latest of any branch): the agent's answer time (evaluate and
   instruct, not a `running` answer) and a person's wait (human) run from there.
+- per agent (the name a claim or an answer carries): its answers (evaluate, instruct), the
+  attempts it carried to their end (an attempt ends at the entry `settles` reads; it is the
+  agent's whose answer or claim on that action, or that item of a fanned-out loop, came last)
+  and how many of them failed, its claims, renewals and takeovers, the times its lease lapsed
+  and another agent took the action over, and its answers and claims refused, by reason (the
+  refusal records name the agent);
+- the entries of the items of a fanned-out `for_each` count for its action (the path without
+  the items' indices, `tether.engine.ticking.tree_path`), each item's run of failures apart;
 - `stop` entries refused and `tool` entries, by the action of the step they were recorded
   against; refused answers by reason (all, and by the action they were aimed at); tool calls
   denied by a policy; per check expression, the times it failed and the closes it refused.
@@ -49,11 +57,21 @@ from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
 from tether.engine.names import Kind, Reply, Status
+from tether.engine.ticking import tree_path
 from tether.engine.trace import MOVING, next_retry, settles
 from tether.errors import TetherError
 
 STATUSES = tuple(Status)
-RECORD_FORMAT = 2  # of `record_of`'s count: 2 keeps durations as histograms (`bucket`)
+# Of `record_of`'s count: 2 keeps durations as histograms (`bucket`), 3 adds the agents'.
+RECORD_FORMAT = 3
+# Each agent's figures, in the order `tether stats` shows them (its refusals by reason follow).
+AGENT_FIGURES = ("answers", "attempts", "failures", "claims", "renewals", "takeovers", "lapsed")
+# The figure of each outcome of a claim entry.
+_CLAIMS: dict[str, str] = {
+    Reply.CLAIMED: "claims",
+    Reply.RENEWED: "renewals",
+    Reply.TAKEN_OVER: "takeovers",
+}
 
 
 def key_of(path: Iterable[int]) -> str:
@@ -189,6 +207,34 @@ class _Tree:
         self.answers: dict[str, Counter[str]] = {}
         self.waits: dict[str, Counter[str]] = {}
         self.checks: Counter[tuple[str, str, str]] = Counter()  # (key, expression, failed|refused)
+        self.agents: dict[str, Counter[str]] = {}  # each agent's figures (`AGENT_FIGURES`)
+        self.agent_refused: dict[str, Counter[str]] = {}  # each agent's refusals by reason
+        # While one execution is counted: the agent that last answered or claimed each action
+        # (by its cursor path: each item of a fanned-out loop apart), whose attempt it is.
+        self.holding: dict[tuple[int, ...], str] = {}
+
+    def key(self, path: list[int] | None) -> str | None:
+        """The key of the action at `path` (an item's path counts for its loop's action);
+        None when the path names no action of the tree."""
+        at = tuple(path or ())
+        found = self.keys.get(at)
+        if found is not None or not at:
+            return found
+        try:
+            return self.keys.get(tuple(tree_path(self.tree, list(at))))
+        except TetherError:
+            return None
+
+    def agent(self, name: str, figure: str) -> None:
+        self.agents.setdefault(name, Counter())[figure] += 1
+
+    def agent_figures(self, name: str) -> dict[str, Any]:
+        """The figures of the agent `name`: `AGENT_FIGURES`, and `refused` by reason."""
+        counts = self.agents.get(name, Counter())
+        return {
+            **{figure: counts[figure] for figure in AGENT_FIGURES},
+            "refused": dict(self.agent_refused.get(name, {})),
+        }
 
     @functools.cached_property
     def plan(self) -> dict[str, dict[str, Any]]:
@@ -217,6 +263,8 @@ class _Tree:
             "answers": _kept_each(self.answers),
             "waits": _kept_each(self.waits),
             "checks": [[*check, n] for check, n in self.checks.items() if n],
+            "agents": _kept_each(self.agents),
+            "agent_refused": _kept_each(self.agent_refused),
         }
 
     def merge(self, record: dict[str, Any], sign: int = 1) -> None:
@@ -229,6 +277,8 @@ class _Tree:
             (self.action_refused, record["action_refused"]),
             (self.answers, record["answers"]),
             (self.waits, record["waits"]),
+            (self.agents, record.get("agents", {})),  # by agent (a count of format 2 has none)
+            (self.agent_refused, record.get("agent_refused", {})),
         ):
             for key, counts in theirs.items():
                 _add(mine.setdefault(key, Counter()), counts, sign)
@@ -266,6 +316,9 @@ class _Tree:
             "refused": dict(self.refused),
             "actions": actions,
             "checks": sorted(checks.values(), key=lambda c: (c["key"], c["expression"])),
+            "agents": {
+                name: self.agent_figures(name) for name in {*self.agents, *self.agent_refused}
+            },
         }
 
 
@@ -425,8 +478,9 @@ class Tally:
         copied = int((state.get("forked_from") or {}).get("at", 0))
         _count_trace(counted, entries, copied, str(state["created_at"]))
         if status == Status.RUNNING:
-            for key in {key_of(r["path"]) for r in state["open"] if r.get("path") is not None}:
-                counted.count(key, "open")
+            opened = {counted.key(r["path"]) for r in state["open"] if r.get("path") is not None}
+            for key in opened - {None}:
+                counted.count(str(key), "open")
         since = int(state["seq"]) - int(state["since_reset"])
         for record in refusals:
             if int(record.get("seq", 0)) >= since:
@@ -457,20 +511,23 @@ def _count_trace(
     # (the stored format orders as time does) and read as milliseconds only for an answer; a
     # fork opened its first step when it was created.
     requested = created
-    runs: Counter[str] = Counter()  # the retry number of each action's next attempt
+    # The retry number of each action's next attempt (each item of a fanned-out loop apart).
+    runs: Counter[tuple[int, ...]] = Counter()
+    counted.holding = {}
     for entry in entries:
         kind = entry["kind"]
         cursor = entry["cursor"]
         ts = entry["ts"]
         if cursor is not None:
-            key = counted.keys.get(tuple(cursor["path"] or ()))
+            key = counted.key(cursor["path"])
             if key is not None:
                 action = counted.plan[key]
+                at = tuple(cursor["path"] or ())
                 ended = settles(entry, action["last"])
                 if ended is not None:  # a failure that fails the execution is retried by none
                     retries = 0 if entry.get("on_timeout") == "fail" else action["retries"]
-                    runs[key] = next_retry(runs[key], ended, retries)
-                retried = ended is not None and runs[key] > 0
+                    runs[at] = next_retry(runs[at], ended, retries)
+                retried = ended is not None and runs[at] > 0
                 if entry["seq"] >= copied:
                     _count_entry(counted, key, cursor["step"], entry, ts, requested, ended)
                     if retried:
@@ -489,6 +546,7 @@ def _count_entry(
     ended: bool | None,
 ) -> None:
     kind = entry["kind"]
+    _count_agent(counted, entry, ended)
     if kind == Kind.TOOL:
         counted.count(key, "tools_recorded")
         return
@@ -512,9 +570,33 @@ def _count_entry(
         counted.count(key, "failures")
 
 
+def _count_agent(counted: _Tree, entry: dict[str, Any], ended: bool | None) -> None:
+    """An entry's figures for the agent it names (an answer, a claim), and the end of an
+    attempt for the agent whose attempt it was."""
+    at = tuple(entry["cursor"]["path"] or ())
+    agent = entry.get("agent")
+    if agent is not None:
+        counted.holding[at] = str(agent)
+        if entry["kind"] == Kind.CLAIM:
+            counted.agent(str(agent), _CLAIMS.get(str(entry.get("outcome")), "claims"))
+            lapsed = entry.get("lapsed")
+            if isinstance(lapsed, dict) and lapsed.get("agent") is not None:
+                counted.agent(str(lapsed["agent"]), "lapsed")
+        elif entry["kind"] in (Kind.EVALUATE, Kind.INSTRUCT):
+            counted.agent(str(agent), "answers")
+    if ended is not None and at in counted.holding:
+        holder = counted.holding.pop(at)
+        counted.agent(holder, "attempts")
+        if ended is False:
+            counted.agent(holder, "failures")
+
+
 def _count_refusal(counted: _Tree, record: dict[str, Any]) -> None:
     cursor = record.get("cursor")
-    key = key_of(cursor["path"]) if cursor and cursor.get("path") is not None else None
+    key = counted.key(cursor["path"]) if cursor and cursor.get("path") is not None else None
+    if record.get("agent") is not None and record.get("kind") != Kind.TOOL:
+        codes = counted.agent_refused.setdefault(str(record["agent"]), Counter())
+        codes[str(record.get("code"))] += 1
     if record.get("kind") == Kind.TOOL:
         if key is not None:
             counted.count(key, "tools_denied")

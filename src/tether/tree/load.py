@@ -471,13 +471,30 @@ class _Loader:
         values = {name: self.field(raw, name, field, at) for name, field in fields.items()}
         if key == "for_each":
             self.expression(values["in"], at / "in")
-            return {
+            loop = {
                 "in": values["in"],
                 "as": values["as"] or "item",
                 "max": values["max"] or FOR_EACH_MAX,
             }
+            return loop | self.fan(values, loop["max"], at)
         self.expression(values["until"], at / "until")
         return {"until": values["until"], "max": values["max"] or REPEAT_MAX}
+
+    def fan(self, values: dict[str, Any], most: int, where: Where) -> dict[str, Any]:
+        """A `for_each`'s `parallel` and `policy`, normalised: `{parallel: true, policy}` for a
+        loop fanned out (its policy no more than its `max` items), nothing for one run in
+        order (where a `policy` is refused: it has nothing to decide)."""
+        if not values["parallel"]:
+            if values["policy"] is not None:
+                (where / "policy").fail(
+                    "policy applies only to a for_each with parallel: true (its items run in "
+                    "order, and the first failing item fails the node)"
+                )
+            return {}
+        policy = values["policy"] or "all"
+        if isinstance(policy, int) and policy > most:
+            (where / "policy").fail(f"policy {policy} is more than the loop's max ({most} items)")
+        return {"parallel": True, "policy": policy}
 
     def children(self, raw: list[Any], where: Where, context: _Context) -> list[dict[str, Any]]:
         children: list[dict[str, Any]] = []

@@ -205,6 +205,16 @@ FOR_EACH_FIELDS: dict[str, Field] = {
         f"The longest list allowed (default {FOR_EACH_MAX}, at most {LOOP_MAX_LIMIT}); a longer "
         "list fails the node.",
     ),
+    "parallel": Field(
+        "flag",
+        "When true, the items run side by side, one branch per item (each open step claimable "
+        "by one agent), instead of one after another.",
+    ),
+    "policy": Field(
+        "policy",
+        "With `parallel: true`: when the node succeeds, as a parallel node's policy: `all` "
+        "items (the default), `any` item, or at least N items.",
+    ),
 }
 
 REPEAT_FIELDS: dict[str, Field] = {
@@ -361,7 +371,8 @@ KIND_PHRASES: dict[str, str] = {
     "triggers": "a non-empty list of non-empty strings",
     "scope": "a mapping of names to values",
     "state": "a mapping with 'var' and 'const' (or 'local' and 'global')",
-    "for_each": "a mapping with 'in' (a CEL list), and optionally 'as' and 'max'",
+    "for_each": "a mapping with 'in' (a CEL list), and optionally 'as', 'max', 'parallel' and "
+    "'policy'",
     "repeat": "a mapping with 'until' (a CEL condition), and optionally 'max'",
     "tool_policy": "a mapping with 'allow' and/or 'deny'",
     "tool_entries": "a list of tool names such as Read, mcp__server__tool or Bash(pytest*)",

@@ -30,8 +30,11 @@ cases:
 ```
 
 A step may also say `refused: CODE`: the answer must be refused with that error code, and the
-same request stays open for the next step. Does not own running a case (`run.py`) or printing
-results (`cli.py`).
+same request stays open for the next step. A team's steps say which `agent` answers and may name
+the loop `item` (the request is then picked by name, and item, among all those open); a
+`{claim: NAME, agent: A}` step claims the action of that open request (`lease`, `outcome`), and
+`{wait: SECONDS}` moves the case's clock on (a lease lapses). Does not own running a case
+(`run.py`) or printing results (`cli.py`).
 """
 
 from __future__ import annotations
@@ -75,6 +78,18 @@ _REFUSED = {
 }
 
 
+_AGENT = {
+    **_TEXT,
+    "description": "The agent that answers (or claims): a team's step. It picks the open "
+    "request by name among all those open, not only the first.",
+}
+_ITEM = {
+    "description": "The loop item whose request this step answers (its value, as JSON): an "
+    "item of a fanned-out for_each. The open request is picked by name and item among all "
+    "those open.",
+}
+
+
 def _step(kind: str, answer: str, answer_schema: dict[str, Any], required: bool) -> dict[str, Any]:
     properties = {
         kind: {**_TEXT, "description": f"The name of the {kind} request expected next."},
@@ -82,6 +97,8 @@ def _step(kind: str, answer: str, answer_schema: dict[str, Any], required: bool)
         answer: answer_schema,
         "note": _NOTE,
         "refused": _REFUSED,
+        "agent": _AGENT,
+        "item": _ITEM,
     }
     return {
         "type": "object",
@@ -92,9 +109,40 @@ def _step(kind: str, answer: str, answer_schema: dict[str, Any], required: bool)
     }
 
 
+_CLAIM_STEP = {
+    "type": "object",
+    "description": "A claim of an open step's action for one agent (tether claim).",
+    "properties": {
+        "claim": {**_TEXT, "description": "The name of the open request whose action is claimed."},
+        "agent": {**_TEXT, "description": "The agent that claims it."},
+        "item": _ITEM,
+        "lease": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "The lease in seconds (default 900).",
+        },
+        "outcome": {
+            "enum": ["claimed", "renewed", "taken_over"],
+            "description": "What the claim must do (default: any of them).",
+        },
+        "refused": _REFUSED,
+    },
+    "required": ["claim", "agent"],
+    "additionalProperties": False,
+}
+_WAIT_STEP = {
+    "type": "object",
+    "description": "Time passes: the case's clock moves on (a lease lapses, a deadline passes).",
+    "properties": {
+        "wait": {"type": "integer", "minimum": 1, "description": "The seconds that pass."},
+    },
+    "required": ["wait"],
+    "additionalProperties": False,
+}
+
 _TETHER_STEP = {
     "description": "The request expected next, by type and name, and its answer: exactly one "
-    "of instruct, evaluate or human.",
+    "of instruct, evaluate or human; or a claim, or a wait.",
     "oneOf": [
         _step(
             "instruct",
@@ -115,6 +163,8 @@ _TETHER_STEP = {
             },
             True,
         ),
+        _CLAIM_STEP,
+        _WAIT_STEP,
     ],
 }
 
@@ -299,7 +349,11 @@ def case_schema() -> dict[str, Any]:
 @dataclass(frozen=True)
 class Step:
     """One expected request (`kind`: instruct, evaluate or human; its `name`), what is written
-    while it is open, and the answer: a submit status, an eval result or a human decision."""
+    while it is open, and the answer: a submit status, an eval result or a human decision. A
+    team's step names its `agent` and may name its loop `item` (`picked`: the request is
+    found by name among all those open); a `claim` step claims the request's action (`answer`:
+    the outcome expected, or "" for any; `lease` its seconds); a `wait` step moves the case's
+    clock on by `lease` seconds."""
 
     kind: str
     name: str
@@ -308,6 +362,10 @@ class Step:
     write: dict[str, Any] = field(default_factory=dict)
     note: str | None = None
     refused: str | None = None
+    agent: str | None = None
+    item: tuple[Any, ...] = ()  # the item's value, when the step names one
+    picked: bool = False
+    lease: int = 900
 
 
 @dataclass(frozen=True)
@@ -374,17 +432,21 @@ def _tether_case(doc: Document, raw: dict[str, Any], index: int) -> Case:
     tree = raw.get("tree", doc.data["tree"])
     steps = []
     for i, step in enumerate(raw["steps"]):
-        kind = next(k for k in ("instruct", "evaluate", "human") if k in step)
-        answer = {"instruct": "submit", "evaluate": "result", "human": "decision"}[kind]
+        kind = next(k for k in ("instruct", "evaluate", "human", "claim", "wait") if k in step)
+        answer = {"instruct": "submit", "evaluate": "result", "human": "decision"}.get(kind)
         steps.append(
             Step(
                 kind,
-                step[kind],
-                step.get(answer, "success"),
+                "" if kind == "wait" else step[kind],
+                step.get("outcome", "") if answer is None else step.get(answer, "success"),
                 _line(at / "steps" / i),
                 dict(step.get("write", {})),
                 step.get("note"),
                 step.get("refused"),
+                step.get("agent"),
+                (step["item"],) if "item" in step else (),
+                "agent" in step or "item" in step,
+                step["wait"] if kind == "wait" else step.get("lease", 900),
             )
         )
     end = raw["end"]

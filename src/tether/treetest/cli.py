@@ -81,14 +81,15 @@ def _split(argv: list[str]) -> tuple[list[str], set[str]]:
 
 def _run(files: list[str], *, as_json: bool) -> int:
     from tether.treetest.cases import read_cases
-    from tether.treetest.run import run_case
+    from tether.treetest.run import CaseClock, run_case
     from tether.verbs import Runtime
 
     cases = [case for file in files for case in read_cases(file)]
-    rt = Runtime()
+    clock = CaseClock()
+    rt = Runtime(clock=clock)
     results = []
     for case in cases:
-        result = run_case(rt, case)
+        result = run_case(rt, case, clock)
         results.append(result)
         if not as_json:
             _print(result)

@@ -6,10 +6,12 @@ removed afterwards and never written outside, else `trees/NAME/TREE.yaml`); driv
 `memory://` execution per case through `tether.verbs.Runtime`, as an agent would: the protocol
 accepted, then for each step the open request checked by type and name, the step's writes made
 and its answer given (a human step's decision as `tether approve`/`reject` gives it), both with
-the request's step token; comparing the end (what `next`
-answers, `var` values, the retries each node used, counted by replaying the trace with
-`tether.engine.replay`); and the first difference, with the step it came at. A tree that cannot
-load counts as an execution that failed before its first step, with the load error beside it.
+the request's step token; a team's steps, each by its agent (the request picked by name and
+item among all those open), its claims, and its waits on the case's clock (`CaseClock`);
+comparing the end (what `next` answers, `var` values, the retries each node used, counted by
+replaying the trace with `tether.engine.replay`); and the first difference, with the step it
+came at. A tree that cannot load counts as an execution that failed before its first step, with
+the load error beside it.
 
 Does not own the case formats (`cases.py`) or how results are printed (`cli.py`).
 """
@@ -26,12 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from tether.engine import public as core
-from tether.engine.names import RequestType
+from tether.engine.deadlines import deadline_after
+from tether.engine.names import Kind, RequestType
 from tether.engine.replay import apply_entry
 from tether.errors import TetherError
 from tether.files import is_inside
 from tether.treetest.cases import Case, Step
-from tether.verbs import Runtime
+from tether.verbs import Runtime, utc_now
 
 # Codes with which `start` says the tree itself cannot be loaded.
 LOAD_ERRORS = ("invalid_tree", "invalid_expression", "forbidden")
@@ -68,8 +71,29 @@ class _Differs(Exception):
         self.at, self.expected, self.got = at, expected, got
 
 
-def run_case(rt: Runtime, case: Case) -> Result:
-    """Run one case on a fresh execution of `rt`."""
+class CaseClock:
+    """The clock of the runtime that runs the cases: the time now, moved on by each case's
+    `wait` steps (`wait`), and back to now for each case (`reset`)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0
+
+    def __call__(self) -> str:
+        now = utc_now()
+        return deadline_after(now, self.seconds) if self.seconds else now
+
+    def wait(self, seconds: int) -> None:
+        self.seconds += seconds
+
+    def reset(self) -> None:
+        self.seconds = 0
+
+
+def run_case(rt: Runtime, case: Case, clock: CaseClock | None = None) -> Result:
+    """Run one case on a fresh execution of `rt`, whose clock is `clock` (needed by a case
+    that waits)."""
+    if clock is not None:
+        clock.reset()
     with tempfile.TemporaryDirectory(prefix="tether-test-") as folder:
         staged = Path(folder).resolve()
         try:
@@ -86,7 +110,7 @@ def run_case(rt: Runtime, case: Case) -> Result:
                     raise _Differs("start", f"the tree {case.tree} to start", _error(exc)) from None
                 error = exc.message.replace(str(staged) + os.sep, "")
                 return _unloaded(case, error)
-            _walk(rt, case, uri)
+            _walk(rt, case, uri, clock)
         except _Differs as differs:
             return Result(case, False, differs.at, differs.expected, differs.got)
         except TetherError as exc:  # the runtime refused something the walk did not answer
@@ -155,7 +179,8 @@ def _place(number: int, step: Step) -> str:
 
 
 def _request(step: Step) -> str:
-    return f"{step.kind} {step.name!r}"
+    item = f" for item {_json(step.item[0])}" if step.item else ""
+    return f"{'a request to claim' if step.kind == Kind.CLAIM else step.kind} {step.name!r}{item}"
 
 
 def _shown(response: Mapping[str, Any]) -> str:
@@ -164,16 +189,56 @@ def _shown(response: Mapping[str, Any]) -> str:
     return json.dumps(response, ensure_ascii=False)
 
 
-def _walk(rt: Runtime, case: Case, uri: str) -> None:
+def _walk(rt: Runtime, case: Case, uri: str, clock: CaseClock | None) -> None:
     gate = rt.next(uri)
     rt.submit(uri, core.Result.SUCCESS, step=gate["step"])
     for number, step in enumerate(case.steps, 1):
         at = _place(number, step)
-        request = rt.next(uri)
+        if step.kind == "wait":
+            if clock is None:
+                raise _Differs(at, f"{step.lease} s to pass", "a runner without a clock")
+            clock.wait(step.lease)
+            continue
+        token = _expected(rt, uri, step, at)
+        if step.kind == Kind.CLAIM:
+            _claim(rt, uri, step, token, at)
+        else:
+            _answer(rt, uri, step, token, at)
+    _compare_end(rt, case, uri)
+
+
+def _expected(rt: Runtime, uri: str, step: Step, at: str) -> str:
+    """The step token of the request `step` expects: the first open one, of its type and
+    name; for a team's step (`picked`) or a claim, the open one of its name (and item)."""
+    if not step.picked and step.kind != Kind.CLAIM:
+        request: Mapping[str, Any] = rt.next(uri)
         if (request.get("type"), request.get("name")) != (step.kind, step.name):
             raise _Differs(at, _request(step), _shown(request))
-        _answer(rt, uri, step, request["step"], at)
-    _compare_end(rt, case, uri)
+        return str(request["step"])
+    opened = rt.next(uri, all=True)
+    for request in opened:
+        kind = step.kind if step.kind != Kind.CLAIM else request.get("type")
+        item = request.get("item")
+        if (request.get("type"), request.get("name")) == (kind, step.name) and (
+            not step.item or (item is not None and _json(item["value"]) == _json(step.item[0]))
+        ):
+            return str(request["step"])
+    shown = "; ".join(_shown(r) for r in opened)
+    raise _Differs(at, f"{_request(step)} open", shown or "nothing open")
+
+
+def _claim(rt: Runtime, uri: str, step: Step, token: str, at: str) -> None:
+    what = f"a claim by {step.agent!r}"
+    try:
+        done = rt.claim(uri, str(step.agent), step=token, lease=step.lease)
+    except TetherError as exc:
+        if exc.code == step.refused:
+            return
+        raise _Differs(at, f"{what} accepted", f"refused: {_error(exc)}") from None
+    if step.refused is not None:
+        raise _Differs(at, f"{what} refused with {step.refused}", str(done["status"]))
+    if step.answer and done["status"] != step.answer:
+        raise _Differs(at, f"{what}: {step.answer}", str(done["status"]))
 
 
 def _answer(rt: Runtime, uri: str, step: Step, token: str, at: str) -> None:
@@ -186,14 +251,14 @@ def _answer(rt: Runtime, uri: str, step: Step, token: str, at: str) -> None:
     answer = json.dumps(step.answer) if isinstance(step.answer, bool) else step.answer
     try:
         if step.kind == RequestType.EVALUATE:
-            rt.eval(uri, bool(step.answer), note=step.note, step=token)
+            rt.eval(uri, bool(step.answer), note=step.note, step=token, agent=step.agent)
         elif (
             step.kind == RequestType.HUMAN
         ):  # a person's decision, as `tether approve/reject` gives it
             decide = rt.approve if step.answer == "approve" else rt.reject
             decide(uri, note=step.note, step=token)
         else:
-            rt.submit(uri, str(step.answer), note=step.note, step=token)
+            rt.submit(uri, str(step.answer), note=step.note, step=token, agent=step.agent)
     except TetherError as exc:
         if exc.code == step.refused:
             return

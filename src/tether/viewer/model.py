@@ -21,6 +21,7 @@ from typing import Any
 from tether.engine.names import Key, Kind, Result, Status
 from tether.engine.public import Condition, Outcome, default_condition, tool_records
 from tether.engine.replay import apply_entry, fresh_state
+from tether.engine.ticking import loop_items, tree_path
 from tether.engine.trace import node_key
 from tether.errors import TetherError
 
@@ -85,7 +86,10 @@ class Node:
             out.append(f"run {runs}/{repeat['max']}" if runs else f"repeat {repeat['max']}")
         loop = self.data.get("for_each")
         if loop is not None:
-            if view is not None and view.item is not None:
+            if loop.get("parallel"):
+                shown = f" ×{view.items}" if view is not None and view.items else ""
+                out.append(f"for each {loop['as']}{shown}, side by side")
+            elif view is not None and view.item is not None:
                 out.append(f"{loop['as']} {view.item + 1}/{view.items}")
             else:
                 out.append(f"for each {loop['as']}")
@@ -127,6 +131,7 @@ class NodeView:
     items: int | None = None  # how many items its list has
     run: int = 0  # a repeat's current (or last) run, from 1
     claim: dict[str, Any] | None = None  # an open action's claim: {agent, until} (`tether claim`)
+    claims: list[dict[str, Any]] = field(default_factory=list)  # each item's, when fanned out
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -138,6 +143,7 @@ class NodeView:
             "items": self.items,
             "run": self.run,
             "claim": self.claim,
+            "claims": self.claims,
         }
 
 
@@ -150,12 +156,14 @@ class Snapshot:
     state: dict[str, Any]
     nodes: dict[str, NodeView]
     error: str | None = None
+    tree: dict[str, Any] | None = None  # to draw the open steps of a fanned-out loop
 
     def open_keys(self) -> list[str]:
         """Keys of the nodes with an open step, the cursor (what `next` returns) first."""
         if self.state["status"] != Status.RUNNING:
             return []
-        return [node_key(r["path"]) for r in self.state["open"] if r["path"] is not None]
+        opened = [r["path"] for r in self.state["open"] if r["path"] is not None]
+        return [drawn_key(self.tree, path) if self.tree else node_key(path) for path in opened]
 
     def to_dict(self) -> dict[str, Any]:
         state = self.state
@@ -191,6 +199,7 @@ class Timeline:
     at: int = 0
     error: str | None = None
     tools: list[dict[str, Any]] = field(default_factory=list)  # what checks see as TOOLS
+    drawn: dict[str, str] = field(default_factory=dict)  # frame keys by the node drawn for each
 
     def __post_init__(self) -> None:
         self.nodes = index_tree(self.tree)
@@ -203,8 +212,9 @@ class Timeline:
                 return
             self.at += 1
             cursor = entry.get("cursor")
-            if cursor is not None and node_key(cursor["path"]) in self.views:
-                self.views[node_key(cursor["path"])].entries += 1
+            key = None if cursor is None else self._drawn(node_key(cursor["path"] or ()))
+            if key is not None and cursor is not None and cursor["path"] is not None:
+                self.views[key].entries += 1
             try:
                 self._answer(entry)
             except TetherError as exc:
@@ -212,7 +222,7 @@ class Timeline:
 
     def snapshot(self) -> Snapshot:
         views = {k: replace(v) for k, v in self.views.items()}
-        return Snapshot(self.at, self.state, views, self.error)
+        return Snapshot(self.at, self.state, views, self.error, self.tree)
 
     # -- one answer ----------------------------------------------------------------------------
 
@@ -233,28 +243,54 @@ class Timeline:
         event was halted (its parallel settled, or a jump left it)."""
         new: dict[str, dict[str, Any]] = outcome.state["runtime"]
         touched: set[str] = set()
-        for key, event in outcome.events:
+        for at, event in outcome.events:
+            key = self._drawn(at)
             if event in AGAIN:
                 touched.update(self._clear_below(key))
                 continue
             view = self.views[key]
-            view.status, view.step, view.claim = event, None, None
+            view.status, view.step, view.claim, view.claims = event, None, None, []
             touched.add(key)
-        for key in old:
-            if key not in new and key not in touched:
+        for at in old:
+            key = self._drawn(at)
+            if at not in new and key not in touched:
                 view = self.views[key]
-                view.status, view.step, view.claim = HALTED, None, None
-        for key, frame in new.items():
+                view.status, view.step, view.claim, view.claims = HALTED, None, None, []
+        for at in new:
+            self.views[self._drawn(at)].claims = []
+        for at, frame in new.items():
+            key = self._drawn(at)
             view = self.views[key]
             view.status = OPEN
             view.retries = frame.get(Key.RETRIES, 0)
             held = frame.get(Key.CLAIM)
-            view.claim = {"agent": held["agent"], "until": held["until"]} if held else None
+            if held is not None:
+                view.claims.append(self._claim(at, key, held, new))
+            view.claim = view.claims[0] if view.claims else None
             view.step = frame.get(Key.STEP, 0) if self.nodes[key].type == "action" else None
             if "repeat" in self.nodes[key].data:
                 view.run = frame.get(Key.RUNS, 0) + 1
             if Key.ITEMS in frame:
-                view.item, view.items = frame[Key.ITEM], len(frame[Key.ITEMS])
+                view.item, view.items = frame.get(Key.ITEM), len(frame[Key.ITEMS])
+
+    def _claim(
+        self, at: str, key: str, held: dict[str, Any], runtime: dict[str, dict[str, Any]]
+    ) -> dict[str, Any]:
+        """The claim `held` of the frame `at` as drawn on the node `key`: `{agent, until}`,
+        and `item`, the index of the item it holds when `at` is one of a fanned-out loop's."""
+        claim = {"agent": held["agent"], "until": held["until"]}
+        if at != key:
+            items = loop_items(self.tree, runtime, [int(i) for i in at.split(".") if i])
+            claim["item"] = items[-1]["index"] if items else None
+        return claim
+
+    def _drawn(self, key: str) -> str:
+        """The tree node a frame key is drawn as: itself, or, inside a fanned-out `for_each`,
+        the node without the items' indices (every item of the loop is drawn on its node)."""
+        drawn = self.drawn.get(key)
+        if drawn is None:
+            drawn = self.drawn[key] = drawn_key(self.tree, [int(i) for i in key.split(".") if i])
+        return drawn
 
     def _clear_below(self, key: str) -> list[str]:
         """A node run again starts afresh: its descendants are not reached again yet."""
@@ -263,6 +299,12 @@ class Timeline:
         for k in cleared:
             self.views[k] = NodeView(entries=self.views[k].entries)
         return cleared
+
+
+def drawn_key(tree: dict[str, Any], path: list[int]) -> str:
+    """The key of the node drawn for the frame at `path`: inside a fanned-out `for_each`, the
+    node without the items' indices (every item of the loop is drawn on its node)."""
+    return node_key(tree_path(tree, path))
 
 
 def plural(n: int, one: str, many: str) -> str:

@@ -14,13 +14,13 @@ from typing import Any
 
 from tether.engine.names import Status
 from tether.engine.protocol import GATE_NAME
-from tether.engine.trace import node_key
 from tether.viewer.model import (
     GLYPHS,
     LABELS,
     Node,
     Snapshot,
     cut,
+    drawn_key,
     facts,
     index_tree,
     plural,
@@ -66,7 +66,7 @@ def draw(tree: dict[str, Any], snap: Snapshot, *, total: int, colour: bool = Fal
         if extras:
             line += "  " + " · ".join(extras)
         if node.key in cursor:
-            line += paint(f"  ◀ {_open_text(state, node.key)}", _COLOURS["open"])
+            line += paint(f"  ◀ {_open_text(tree, state, node.key)}", _COLOURS["open"])
         lines.append(line)
         below = prefix + ("" if not node.key else ("   " if last else "│  "))
         for i, child in enumerate(node.children):
@@ -80,9 +80,10 @@ def draw(tree: dict[str, Any], snap: Snapshot, *, total: int, colour: bool = Fal
     return "\n".join(lines) + "\n"
 
 
-def _open_text(state: dict[str, Any], key: str) -> str:
+def _open_text(tree: dict[str, Any], state: dict[str, Any], key: str) -> str:
+    """The first open step drawn on the node at `key` (one item's, in a fanned-out loop)."""
     for req in state["open"]:
-        if req["path"] is not None and node_key(req["path"]) == key:
+        if req["path"] is not None and drawn_key(tree, req["path"]) == key:
             said = req.get("expression") or req.get("instruction") or req.get("prompt", "")
             text = f"{req['type']}: {cut(str(said), _STEP_TEXT_CHARS)}"
             if "item" in req:

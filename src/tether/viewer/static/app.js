@@ -813,7 +813,10 @@ function renderNode() {
   if (view.retries) facts.push(`retry ${view.retries}/${node.retries}`);
   if (view.item !== null) facts.push(`${node.for_each.as} ${view.item + 1}/${view.items}`);
   if (view.run) facts.push(`run ${view.run}/${node.repeat.max}`);
-  if (view.claim) facts.push(`claimed by ${view.claim.agent} until ${utc(view.claim.until)}`);
+  for (const held of view.claims.length ? view.claims : view.claim ? [view.claim] : []) {
+    const item = held.item === undefined || held.item === null ? "" : ` (${node.for_each.as} ${held.item + 1})`;
+    facts.push(`claimed by ${held.agent}${item} until ${utc(held.until)}`);
+  }
   const parts = [
     el("div", { class: "kind" }, [node.type, ...node.modifiers].join(" · ")),
     el("h3", {}, node.name),
