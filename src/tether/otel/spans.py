@@ -83,10 +83,9 @@ class Span:
         self.done = False
 
 
-def trace_id(state: dict[str, Any], entries: list[dict[str, Any]]) -> int:
-    """The execution's trace id: from its URI, creation time and first entry (a reset begins
-    a new trace)."""
-    first = entries[0]["seq"] if entries else 0
+def trace_id(state: dict[str, Any], first: int) -> int:
+    """The execution's trace id: from its URI, creation time and the seq of its trace's first
+    entry (a reset begins a new trace)."""
     return _id(f"{state['uri']}\n{state['created_at']}\n{first}", 16)
 
 
@@ -99,7 +98,38 @@ def spans(
     """The execution's trace id and its spans, the root first, then the attempts in the order
     they began; with `since`, only the spans done by the entries from seq `since` on (what a
     commit whose first entry is `since` completed), the others never built."""
-    tid = trace_id(state, entries)
+    tid, made, _ = _read(state, tree, entries, since, entries[0]["seq"] if entries else 0)
+    return tid, made
+
+
+def tail_spans(
+    state: dict[str, Any],
+    tree: dict[str, Any],
+    tail: list[dict[str, Any]],
+    since: int,
+    first: int,
+) -> tuple[int, list[Span]] | None:
+    """What `spans(state, tree, entries, since)` gives, read from `tail`, the trace's entries
+    from some seq at or before `since` on (`first` is the seq of the trace's first entry), or
+    None when the tail begins too late to tell: an attempt it completes began before the tail's
+    first entry that moved the execution, or follows, within the tail, no attempt of its action
+    whose retry number is sure (an action with `retries`), or the execution finished (its root
+    span holds every entry outside an action) and the tail is not the whole trace."""
+    tid, made, sure = _read(state, tree, tail, since, first)
+    whole = not tail or tail[0]["seq"] <= first
+    return (tid, made) if whole or sure else None
+
+
+def _read(
+    state: dict[str, Any],
+    tree: dict[str, Any],
+    entries: list[dict[str, Any]],
+    since: int | None,
+    first: int,
+) -> tuple[int, list[Span], bool]:
+    """The trace id and the spans `spans` gives, and whether each of them was read whole from
+    `entries` (`_Reader.sure`; never for the root)."""
+    tid = trace_id(state, first)
     common = {
         "tether.execution.uri": state["uri"],
         "tether.tree.name": tree["name"],
@@ -111,16 +141,18 @@ def spans(
         reader.read(entry)
     finished = state["status"] != Status.RUNNING
     last = entries[-1]["seq"] if entries else None
-    made = []
+    made, sure = [], True
     if since is None or (finished and last is not None and last >= since):
         made.append(_root(tid, state, tree, common, reader, entries))
+        sure = False
     root_id = _id(f"{tid}:workflow", 8)
     for attempt in reader.attempts:
         if attempt.outcome is None and finished:
             attempt.done_seq = last
         if since is None or (attempt.done_seq is not None and attempt.done_seq >= since):
             made.append(attempt.span(tid, root_id, reader.created, common, finished))
-    return tid, made
+            sure = sure and reader.sure(attempt)
+    return tid, made, sure
 
 
 # What the agent or a person wrote, withheld unless the user asks for it (`without_content`).
@@ -199,6 +231,7 @@ class _Attempt:
         "first_seq",
         "item",
         "key",
+        "known",
         "last_step",
         "message",
         "name",
@@ -226,6 +259,7 @@ class _Attempt:
         self.answer: tuple[dict[str, Any], int, str] | None = None  # entry, step, token
         self.entries: list[tuple[dict[str, Any], str | None]] = []
         self.done_seq: int | None = None
+        self.known = False  # whether its retry number is sure (`_Reader.sure`)
 
     def token(self, step: int, salt: str) -> str:
         """The token of its step `step` as opened (the engine's `step_token`)."""
@@ -274,6 +308,7 @@ class _Reader:
         self.latest: dict[str, _Attempt] = {}
         self.actions: dict[str, dict[str, Any] | None] = {}
         self.moved = (-1, "")  # the seq and time of the last entry that moved
+        self.first_moved: int | None = None  # the seq of the first entry read that moved
 
     def read(self, entry: dict[str, Any]) -> None:
         cursor = entry.get("cursor") or {"path": [], "step": None}
@@ -289,6 +324,18 @@ class _Reader:
             _settle(attempt, entry, step, token)
         if entry["kind"] in MOVING and entry.get("outcome") != Reply.RUNNING:
             self.moved = (entry["seq"], entry["ts"])
+            if self.first_moved is None:
+                self.first_moved = entry["seq"]
+
+    def sure(self, attempt: _Attempt) -> bool:
+        """Whether `attempt` reads the same from these entries as from the whole trace, when
+        they are its tail: an entry that moved the execution was read before its first (its
+        start and opened seq are that entry's); it began at its first step, outside any
+        `parallel`, while no other attempt read was open (so no earlier entry of it can lie
+        before them); and its retry number is sure (its action has no `retries`, or the attempt
+        before it was sure)."""
+        moved = self.first_moved
+        return attempt.known and moved is not None and moved < attempt.first_seq
 
     def _action(self, path: list[int]) -> dict[str, Any] | None:
         key = node_key(path)
@@ -304,12 +351,21 @@ class _Reader:
         key, item = node_key(path), entry.get("item")
         attempt = self.latest.get(key)
         if attempt is None or attempt.item != item or not _belongs(attempt, entry):
+            alone = all(a.outcome is not None for a in self.latest.values())
             attempt = self._begin(key, node, item, attempt)
             attempt.first_seq = entry["seq"]
+            alone = alone and entry["cursor"]["step"] == 0 and not self._parallel(path)
+            attempt.known = attempt.known and alone
         token = Token.parse(str(entry.get("step")))
         if token is not None:  # a recorded token says when its step was opened
             attempt.opened = token.opened
         return attempt
+
+    def _parallel(self, path: list[int]) -> bool:
+        """Whether the action at `path` lies inside a `parallel` node."""
+        return any(
+            node_at(self.tree, path[:depth])["type"] == "parallel" for depth in range(len(path))
+        )
 
     def _begin(
         self, key: str, node: dict[str, Any], item: int | None, before: _Attempt | None
@@ -319,6 +375,7 @@ class _Reader:
             retry = next_retry(before.retry, before.outcome == "success", node.get("retries", 0))
         attempt = _Attempt(key, node, item, retry, self.moved[1])
         attempt.opened = self.moved[0] + 1
+        attempt.known = not node.get("retries") or (before is not None and self.sure(before))
         self.attempts.append(attempt)
         self.latest[key] = attempt
         return attempt
@@ -326,7 +383,10 @@ class _Reader:
 
 def _belongs(attempt: _Attempt, entry: dict[str, Any]) -> bool:
     """Whether `entry` is part of `attempt` (the latest of its action): the attempt is not
-    settled yet, or the entry is a check the same answer ran after the step that settled it."""
+    settled yet, or the entry is a check the same answer ran after the step that settled it;
+    never a jump to the action (an attempt it left open stays as it was, halted at the end)."""
+    if entry["kind"] == Kind.JUMP:  # a jump opens its action's first step afresh
+        return False
     if attempt.outcome is None:
         return True
     return entry["kind"] == Kind.CHECK and entry["cursor"]["step"] > attempt.last_step
