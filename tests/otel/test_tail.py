@@ -123,9 +123,9 @@ def _answer(w: Walk, verb: str, arg: Any, step: str | None) -> None:
         w.reset()
 
 
-def _check_commit(w: Walk, since: int) -> int | None:
+def _check_commit(w: Walk, since: int, asked: list[dict[str, Any]]) -> int | None:
     """Check every tail of the commit whose first entry is `since`; the fewest entries before
-    `since` a tail needed."""
+    `since` a tail needed (`asked`: the requests open before it)."""
     whole = w.trace
     first = w.state["seq"] - len(whole)
     assert not whole or whole[0]["seq"] == first, "a trace's seqs follow each other"
@@ -133,7 +133,7 @@ def _check_commit(w: Walk, since: int) -> int | None:
     shortest = None
     for start in range(since, first - 1, -1):
         tail = [e for e in whole if e["seq"] >= start]
-        got = tail_spans(w.state, w.tree, tail, since, first)
+        got = tail_spans(w.state, w.tree, tail, since, first, asked)
         if start == first:
             assert got is not None, "the whole trace is always enough"
         if got is not None:
@@ -152,12 +152,12 @@ def test_spans_from_a_tail_are_the_spans_from_the_whole_trace(
     for (verb, arg), pick in answers:
         open_ = w.open()
         step = open_[pick % len(open_)].get("step")
-        since = w.state["seq"]
+        since, asked = w.state["seq"], w.state["open"]
         try:
             _answer(w, verb, arg, step)
         except TetherError:
             continue
-        shortest = _check_commit(w, since)
+        shortest = _check_commit(w, since, asked)
         short = shortest is not None and shortest <= 4
         event(f"a tail of 4 entries before the commit is enough: {short}")
 
@@ -167,13 +167,13 @@ def test_a_tail_that_cuts_an_attempt_of_a_parallel_branch_reads_further() -> Non
     left, right = (r["step"] for r in w.open())
     w.apply(a.ToolCall("Bash", {"command": "make"}, True, step=left))  # the first entry of A
     w.submit("success", step=right)  # B moves on between A's first entry and its answer
-    since = w.state["seq"]
+    since, asked = w.state["seq"], w.state["open"]
     w.submit("success", step=left)
     first = w.state["seq"] - len(w.trace)
     for start in (since - 1, since):
         tail = [e for e in w.trace if e["seq"] >= start]
-        assert tail_spans(w.state, w.tree, tail, since, first) is None
-    _check_commit(w, since)
+        assert tail_spans(w.state, w.tree, tail, since, first, asked) is None
+    _check_commit(w, since, asked)
 
 
 def test_a_jump_back_to_an_action_left_open_begins_its_attempt_afresh() -> None:
@@ -183,10 +183,10 @@ def test_a_jump_back_to_an_action_left_open_begins_its_attempt_afresh() -> None:
     w.apply(a.Jump([1]))
     w.apply(a.Jump([0]))
     w.submit("success")
-    since = w.state["seq"]
+    since, asked = w.state["seq"], w.state["open"]
     w.eval(True)
     _, made = spans(w.state, w.tree, w.trace, since)
     assert [(s.name, s.events[0].attributes["tether.entry.kind"]) for s in made] == [
         ("invoke_agent A", "jump")
     ]
-    _check_commit(w, since)
+    _check_commit(w, since, asked)

@@ -98,7 +98,7 @@ def spans(
     """The execution's trace id and its spans, the root first, then the attempts in the order
     they began; with `since`, only the spans done by the entries from seq `since` on (what a
     commit whose first entry is `since` completed), the others never built."""
-    tid, made, _ = _read(state, tree, entries, since, entries[0]["seq"] if entries else 0)
+    tid, made, _, _ = _read(state, tree, entries, since, entries[0]["seq"] if entries else 0)
     return tid, made
 
 
@@ -108,16 +108,43 @@ def tail_spans(
     tail: list[dict[str, Any]],
     since: int,
     first: int,
+    asked: list[dict[str, Any]] | None = None,
 ) -> tuple[int, list[Span]] | None:
     """What `spans(state, tree, entries, since)` gives, read from `tail`, the trace's entries
     from some seq at or before `since` on (`first` is the seq of the trace's first entry), or
     None when the tail begins too late to tell: an attempt it completes began before the tail's
-    first entry that moved the execution, or follows, within the tail, no attempt of its action
-    whose retry number is sure (an action with `retries`), or the execution finished (its root
-    span holds every entry outside an action) and the tail is not the whole trace."""
-    tid, made, sure = _read(state, tree, tail, since, first)
+    first entry that moved the execution, or its retry number is not sure (an action with
+    `retries` whose attempt before it is not in the tail, and which was not open in `asked`, the
+    requests open before the commit, whose step tokens carry the retry numbers), or the
+    execution finished (its root span holds every entry outside an action) and the tail is not
+    the whole trace."""
+    tid, made, sure, reader = _read(state, tree, tail, since, first)
     whole = not tail or tail[0]["seq"] <= first
+    if not (whole or sure) and asked:
+        seeds = _seeds(reader, since, asked)
+        if seeds:
+            tid, made, sure, _ = _read(state, tree, tail, since, first, seeds)
     return (tid, made) if whole or sure else None
+
+
+def _seeds(reader: _Reader, since: int, asked: list[dict[str, Any]]) -> dict[tuple[str, int], int]:
+    """The retry number of each attempt open at `since` that `asked` (the requests open then)
+    gives a step token for, by its action's key and its first seq: the latest attempt of the
+    action and item begun before `since` unless it had settled, else the first begun after."""
+    seeds = {}
+    for request in asked:
+        token = Token.parse(str(request.get("step")))
+        if token is None:
+            continue
+        item = (request.get("item") or {}).get("index")
+        mine = [a for a in reader.attempts if (a.key, a.item) == (token.key, item)]
+        before = [a for a in mine if a.first_seq < since]
+        after = [a for a in mine if a.first_seq >= since]
+        if before and (before[-1].done_seq is None or before[-1].done_seq >= since):
+            seeds[(token.key, before[-1].first_seq)] = token.retry
+        elif after:
+            seeds[(token.key, after[0].first_seq)] = token.retry
+    return seeds
 
 
 def _read(
@@ -126,9 +153,10 @@ def _read(
     entries: list[dict[str, Any]],
     since: int | None,
     first: int,
-) -> tuple[int, list[Span], bool]:
-    """The trace id and the spans `spans` gives, and whether each of them was read whole from
-    `entries` (`_Reader.sure`; never for the root)."""
+    seeds: dict[tuple[str, int], int] | None = None,
+) -> tuple[int, list[Span], bool, _Reader]:
+    """The trace id and the spans `spans` gives, whether each of them was read whole from
+    `entries` (`_Reader.sure`; never for the root), and the reader (`seeds`: its `retries`)."""
     tid = trace_id(state, first)
     common = {
         "tether.execution.uri": state["uri"],
@@ -136,7 +164,7 @@ def _read(
         "tether.tree.hash": state["tree_hash"],
         "gen_ai.conversation.id": state["uri"],
     }
-    reader = _Reader(tree, state["salt"], _ns(state["created_at"]))
+    reader = _Reader(tree, state["salt"], _ns(state["created_at"]), seeds or {})
     for entry in entries:
         reader.read(entry)
     finished = state["status"] != Status.RUNNING
@@ -152,7 +180,7 @@ def _read(
         if since is None or (attempt.done_seq is not None and attempt.done_seq >= since):
             made.append(attempt.span(tid, root_id, reader.created, common, finished))
             sure = sure and reader.sure(attempt)
-    return tid, made, sure
+    return tid, made, sure, reader
 
 
 # What the agent or a person wrote, withheld unless the user asks for it (`without_content`).
@@ -299,8 +327,11 @@ class _Attempt:
 class _Reader:
     """Reads entries in order, sorting each into an attempt or `outside` (the root's)."""
 
-    def __init__(self, tree: dict[str, Any], salt: str, created: int) -> None:
+    def __init__(
+        self, tree: dict[str, Any], salt: str, created: int, retries: dict[tuple[str, int], int]
+    ) -> None:
         self.tree = tree
+        self.retries = retries  # retry numbers known beforehand, by key and first seq
         self.salt = salt
         self.created = created
         self.attempts: list[_Attempt] = []
@@ -352,8 +383,7 @@ class _Reader:
         attempt = self.latest.get(key)
         if attempt is None or attempt.item != item or not _belongs(attempt, entry):
             alone = all(a.outcome is not None for a in self.latest.values())
-            attempt = self._begin(key, node, item, attempt)
-            attempt.first_seq = entry["seq"]
+            attempt = self._begin(key, node, item, attempt, entry)
             alone = alone and entry["cursor"]["step"] == 0 and not self._parallel(path)
             attempt.known = attempt.known and alone
         token = Token.parse(str(entry.get("step")))
@@ -368,14 +398,23 @@ class _Reader:
         )
 
     def _begin(
-        self, key: str, node: dict[str, Any], item: int | None, before: _Attempt | None
+        self,
+        key: str,
+        node: dict[str, Any],
+        item: int | None,
+        before: _Attempt | None,
+        entry: dict[str, Any],
     ) -> _Attempt:
-        retry = 0
-        if before is not None and before.item == item and before.outcome is not None:
+        """A new attempt of the action at `key` whose first entry is `entry`: a jump opens the
+        action afresh (retry 0), else its retry number follows from the attempt `before`."""
+        retry, jump = 0, entry["kind"] == Kind.JUMP
+        if before is not None and before.item == item and before.outcome is not None and not jump:
             retry = next_retry(before.retry, before.outcome == "success", node.get("retries", 0))
-        attempt = _Attempt(key, node, item, retry, self.moved[1])
-        attempt.opened = self.moved[0] + 1
-        attempt.known = not node.get("retries") or (before is not None and self.sure(before))
+        seeded = self.retries.get((key, entry["seq"]))
+        attempt = _Attempt(key, node, item, retry if seeded is None else seeded, self.moved[1])
+        attempt.first_seq, attempt.opened = entry["seq"], self.moved[0] + 1
+        attempt.known = jump or seeded is not None or not node.get("retries")
+        attempt.known = attempt.known or (before is not None and self.sure(before))
         self.attempts.append(attempt)
         self.latest[key] = attempt
         return attempt
