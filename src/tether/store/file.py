@@ -22,8 +22,9 @@ a killed writer left beyond it), then atomically replaces the state file
 instant leaves either the previous or the next commit, and the cost of a step does not grow with
 the trace. `read_tail` reads the trace file backwards from its committed end, a block at a time
 (one line is one entry, and seqs grow line by line), so what live export reads after a step does
-not grow with it either. Writes are flushed to the operating system, which survives the death of the process;
-set `TETHER_FSYNC=1` to also `fsync` before the rename, for durability across a power loss.
+not grow with it either. Writes are flushed to the operating system, which survives the death
+of the process; set `TETHER_FSYNC=1` to also `fsync` before the rename, for durability across a
+power loss.
 
 Trust: a state file is data, not a map of the disk. The names of the other files derive from the
 state file's own name; a state file that names any other trace or tree file (a path, `..`,
