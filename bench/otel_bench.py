@@ -78,8 +78,7 @@ def _per_step_ms(place: str, folder: Path, before: int, steps: int, endpoint: st
     a database's `postgresql://...#` prefix), with `endpoint` configured or not."""
     os.environ.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
     rt = Runtime()
-    name = f"run-{before}-{bool(endpoint)}"
-    uri = f"{place}{name}" if place.endswith("#") else str(Path(place) / f"{name}.json")
+    uri = _uri(place, f"run-{before}-{bool(endpoint)}")
     rt.start(str(_tree(folder, before + steps + 1)), uri)
     rt.submit(uri, "success")
     for _ in range(before):
@@ -96,6 +95,33 @@ def _per_step_ms(place: str, folder: Path, before: int, steps: int, endpoint: st
     return statistics.median(samples)
 
 
+def _uri(place: str, name: str) -> str:
+    return f"{place}{name}" if place.endswith("#") else str(Path(place) / f"{name}.json")
+
+
+def _reads_ms(uri: str) -> tuple[float, float]:
+    """Median ms of what live emission reads and builds after the last step of `uri`: the
+    whole trace (as it did before `read_tail`) and the tail (`send._completed`)."""
+    from tether.otel import send
+    from tether.otel.spans import spans
+    from tether.store import store_for
+
+    store = store_for(uri)
+    tree, state = store.load_tree(uri), store.load(uri)
+    since = state["seq"] - 1  # the last step's entry (a chain: no retries, no parallel)
+    whole, tail = [], []
+    for _ in range(30):
+        t0 = time.perf_counter()
+        read, entries = store.read_execution(uri)
+        spans(read, tree, entries, since)
+        t1 = time.perf_counter()
+        send._completed(store, uri, tree, since, [])
+        t2 = time.perf_counter()
+        whole.append((t1 - t0) * 1000)
+        tail.append((t2 - t1) * 1000)
+    return statistics.median(whole), statistics.median(tail)
+
+
 def _in_process(
     places: dict[str, str], folder: Path, sizes: list[int], receiver: str
 ) -> list[tuple[str, str]]:
@@ -106,6 +132,14 @@ def _in_process(
         for before in sizes:
             off = _per_step_ms(place, folder, before, steps, None)
             on = _per_step_ms(place, folder, before, steps, receiver)
+            whole, tail = _reads_ms(_uri(place, f"run-{before}-True"))
+            rows.append(
+                (
+                    f"what emission reads after a step, {store}, trace at {before:,} entries: "
+                    "the whole trace (before) / its tail (now)",
+                    f"{whole:.2f} ms / {tail:.2f} ms",
+                )
+            )
             rows.append(
                 (
                     f"per step in process, {store}, trace at {before:,} entries, "
