@@ -363,8 +363,8 @@ class _Reader:
         they are its tail: an entry that moved the execution was read before its first (its
         start and opened seq are that entry's); it began at its first step, outside any
         `parallel`, while no other attempt read was open (so no earlier entry of it can lie
-        before them); and its retry number is sure (its action has no `retries`, or the attempt
-        before it was sure)."""
+        before them); and its retry number is sure (its action has no `retries`, a jump began
+        it, its number was given beforehand, or the attempt before it was sure)."""
         moved = self.first_moved
         return attempt.known and moved is not None and moved < attempt.first_seq
 
