@@ -130,11 +130,13 @@ def tail_spans(
 def _seeds(reader: _Reader, since: int, asked: list[dict[str, Any]]) -> dict[tuple[str, int], int]:
     """The retry number of each attempt open at `since` that `asked` (the requests open then)
     gives a step token for, by its action's key and its first seq: the latest attempt of the
-    action and item begun before `since` unless it had settled, else the first begun after."""
+    action and item begun before `since` unless it had settled, else the first begun after.
+    Not for an inverted action: the reading takes its inverted answer's outcome as the answer's
+    (`settles`), so its retry numbers there are not the step tokens'."""
     seeds = {}
     for request in asked:
         token = Token.parse(str(request.get("step")))
-        if token is None:
+        if token is None or (reader.actions.get(token.key) or {}).get("invert"):
             continue
         item = (request.get("item") or {}).get("index")
         mine = [a for a in reader.attempts if (a.key, a.item) == (token.key, item)]
@@ -340,10 +342,13 @@ class _Reader:
         self.actions: dict[str, dict[str, Any] | None] = {}
         self.moved = (-1, "")  # the seq and time of the last entry that moved
         self.first_moved: int | None = None  # the seq of the first entry read that moved
+        self.unsettled = 0  # how many of the `latest` attempts are not settled
 
     def read(self, entry: dict[str, Any]) -> None:
         cursor = entry.get("cursor") or {"path": [], "step": None}
         step = cursor["step"]
+        if entry["kind"] == Kind.JUMP:  # the runtime starts afresh: what was open is left
+            self.latest, self.unsettled = {}, 0
         node = None if step is None else self._action(cursor["path"])
         if node is None:
             self.outside.append(entry)
@@ -352,7 +357,9 @@ class _Reader:
             token = str(entry.get("step") or attempt.token(step, self.salt))
             # A check step is the runtime's, never a request: it has no token of its own.
             attempt.entries.append((entry, None if entry["kind"] == Kind.CHECK else token))
+            settled = attempt.outcome is not None
             _settle(attempt, entry, step, token)
+            self.unsettled -= not settled and attempt.outcome is not None
         if entry["kind"] in MOVING and entry.get("outcome") != Reply.RUNNING:
             self.moved = (entry["seq"], entry["ts"])
             if self.first_moved is None:
@@ -382,7 +389,7 @@ class _Reader:
         key, item = node_key(path), entry.get("item")
         attempt = self.latest.get(key)
         if attempt is None or attempt.item != item or not _belongs(attempt, entry):
-            alone = all(a.outcome is not None for a in self.latest.values())
+            alone = self.unsettled == 0
             attempt = self._begin(key, node, item, attempt, entry)
             alone = alone and entry["cursor"]["step"] == 0 and not self._parallel(path)
             attempt.known = attempt.known and alone
@@ -416,6 +423,7 @@ class _Reader:
         attempt.known = jump or seeded is not None or not node.get("retries")
         attempt.known = attempt.known or (before is not None and self.sure(before))
         self.attempts.append(attempt)
+        self.unsettled += 1 - (before is not None and before.outcome is None)
         self.latest[key] = attempt
         return attempt
 
