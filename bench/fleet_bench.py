@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import functools
 import json
 import statistics
 import subprocess
@@ -116,22 +117,31 @@ def measure(place: str, rounds: int, browser: bool) -> dict[str, float]:
 _viewer_rss = 0.0
 
 
+@functools.cache
+def _browser() -> Any:
+    """One Chromium for the run (Playwright's sync API starts once per process)."""
+    from playwright.sync_api import sync_playwright
+
+    from viewer.driver import CHROMIUM, CHROMIUM_ARGS
+
+    playwright = sync_playwright().start()
+    browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    atexit.register(lambda: (browser.close(), playwright.stop()))
+    return browser
+
+
 def _pages(place: str) -> dict[str, Callable[[], Any]]:
     """The two pages, each opened fresh in a real browser on a real `tether view PLACE`, up to
     the first row it shows; the viewer's memory is read after each."""
-    from playwright.sync_api import sync_playwright
-
-    from viewer.driver import CHROMIUM, CHROMIUM_ARGS, ViewServer
+    from viewer.driver import ViewServer
 
     view = ViewServer(place)
-    playwright = sync_playwright().start()
-    browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-    atexit.register(lambda: (browser.close(), playwright.stop(), view.stop()))
+    atexit.register(view.stop)
 
     def opened(suffix: str, first: str) -> Callable[[], None]:
         def run() -> None:
             global _viewer_rss
-            page = browser.new_page()
+            page = _browser().new_page()
             page.goto(view.base + suffix)
             page.locator(first).first.wait_for(timeout=120_000)
             page.close()

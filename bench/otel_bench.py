@@ -1,19 +1,23 @@
 """What live OpenTelemetry emission costs a step (`tether.otel.send.emit`).
 
-Run: `.venv/bin/python bench/otel_bench.py` (needs the `otel` extra; prints a table). Every
-step here completes an action, so every step with an endpoint configured reads its trace, builds
-the span of the attempt it ended and hands it to the live outbox. The receiver is a local
-OTLP/HTTP endpoint on 127.0.0.1 that accepts every request (sending happens on the outbox's own
-thread, so what it does with the spans does not reach the step). Measured:
+Run: `.venv/bin/python bench/otel_bench.py [--sizes 10,1000,10000]` (needs the `otel` extra and
+PostgreSQL, as `scripts/install-test-deps-postgres` installs it; prints a table). Every step here
+completes an action, so every step with an endpoint configured reads the trace's tail (from
+where the attempt it ended began), builds the span of that attempt and hands it to the live
+outbox. The receiver is a local OTLP/HTTP endpoint on 127.0.0.1 that accepts every request
+(sending happens on the outbox's own thread, so what it does with the spans does not reach the
+step). Measured:
 
-- per step in process (next + submit), file store, no endpoint vs an endpoint, with the trace at
-  10 and at 1,000 entries (the emission reads the trace of the execution it emits);
+- per step in process (next + submit), no endpoint vs an endpoint, with the trace at 10, 1,000
+  and 10,000 entries, on the file store and on PostgreSQL (a throwaway server on 127.0.0.1 with
+  its durable defaults);
 - `tether submit` as a fresh process, no endpoint vs an endpoint (the SDK's import and the flush
   at exit included) vs an endpoint where nothing listens (bounded by the flush's 1 s).
 """
 
 from __future__ import annotations
 
+import argparse
 import http.server
 import json
 import os
@@ -26,6 +30,9 @@ import threading
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from support.postgres import PostgresServer
 from tether.verbs import Runtime
 
 TETHER = str(Path(sys.executable).parent / "tether")
@@ -66,11 +73,12 @@ def _tree(folder: Path, actions: int) -> Path:
     return path
 
 
-def _per_step_ms(folder: Path, before: int, steps: int, endpoint: str | None) -> float:
-    """Median ms of next + submit after `before` steps, with `endpoint` configured or not."""
+def _per_step_ms(place: str, folder: Path, before: int, steps: int, endpoint: str | None) -> float:
+    """Median ms of next + submit after `before` steps of an execution at `place` (a folder, or
+    a database's `postgresql://...#` prefix), with `endpoint` configured or not."""
     os.environ.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
     rt = Runtime()
-    uri = str(folder / f"run-{before}-{bool(endpoint)}.json")
+    uri = _uri(place, f"run-{before}-{bool(endpoint)}")
     rt.start(str(_tree(folder, before + steps + 1)), uri)
     rt.submit(uri, "success")
     for _ in range(before):
@@ -85,6 +93,61 @@ def _per_step_ms(folder: Path, before: int, steps: int, endpoint: str | None) ->
         samples.append((time.perf_counter() - t0) * 1000)
     os.environ.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
     return statistics.median(samples)
+
+
+def _uri(place: str, name: str) -> str:
+    return f"{place}{name}" if place.endswith("#") else str(Path(place) / f"{name}.json")
+
+
+def _reads_ms(uri: str) -> tuple[float, float]:
+    """Median ms of what live emission reads and builds after the last step of `uri`: the
+    whole trace (as it did before `read_tail`) and the tail (`send._completed`)."""
+    from tether.otel import send
+    from tether.otel.spans import spans
+    from tether.store import store_for
+
+    store = store_for(uri)
+    tree, state = store.load_tree(uri), store.load(uri)
+    since = state["seq"] - 1  # the last step's entry (a chain: no retries, no parallel)
+    whole, tail = [], []
+    for _ in range(30):
+        t0 = time.perf_counter()
+        read, entries = store.read_execution(uri)
+        spans(read, tree, entries, since)
+        t1 = time.perf_counter()
+        send._completed(store, uri, tree, since, [])
+        t2 = time.perf_counter()
+        whole.append((t1 - t0) * 1000)
+        tail.append((t2 - t1) * 1000)
+    return statistics.median(whole), statistics.median(tail)
+
+
+def _in_process(
+    places: dict[str, str], folder: Path, sizes: list[int], receiver: str
+) -> list[tuple[str, str]]:
+    """A row per store and trace size: the median step without and with an endpoint."""
+    rows = []
+    steps = 100
+    for store, place in places.items():
+        for before in sizes:
+            off = _per_step_ms(place, folder, before, steps, None)
+            on = _per_step_ms(place, folder, before, steps, receiver)
+            whole, tail = _reads_ms(_uri(place, f"run-{before}-True"))
+            rows.append(
+                (
+                    f"what emission reads after a step, {store}, trace at {before:,} entries: "
+                    "the whole trace (before) / its tail (now)",
+                    f"{whole:.2f} ms / {tail:.2f} ms",
+                )
+            )
+            rows.append(
+                (
+                    f"per step in process, {store}, trace at {before:,} entries, "
+                    "no endpoint / endpoint",
+                    f"{off:.2f} ms / {on:.2f} ms (+{on - off:.2f} ms)",
+                )
+            )
+    return rows
 
 
 def _cli_ms(folder: Path, endpoint: str | None, steps: int) -> float:
@@ -105,28 +168,28 @@ def _cli_ms(folder: Path, endpoint: str | None, steps: int) -> float:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="10,1000,10000", help="trace sizes, in entries")
+    sizes = [int(n) for n in parser.parse_args().sizes.split(",")]
     receiver = _receiver()
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        rows = []
-        for before in (10, 1000):
-            off = _per_step_ms(folder, before, 200, None)
-            on = _per_step_ms(folder, before, 200, receiver)
+    server = PostgresServer(durable=True)
+    server.start()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            places = {"files": tmp, "PostgreSQL": server.uri("")}
+            rows = _in_process(places, folder, sizes, receiver)
+            off = _cli_ms(folder, None, 15)
+            on = _cli_ms(folder, receiver, 15)
+            down = _cli_ms(folder, _closed_port(), 5)
             rows.append(
                 (
-                    f"per step in process, trace at {before:,} entries, no endpoint / endpoint",
-                    f"{off:.2f} ms / {on:.2f} ms (+{on - off:.2f} ms)",
+                    "`tether submit`, fresh process, no endpoint / endpoint / endpoint down",
+                    f"{off:.1f} ms / {on:.1f} ms / {down:.0f} ms",
                 )
             )
-        off = _cli_ms(folder, None, 15)
-        on = _cli_ms(folder, receiver, 15)
-        down = _cli_ms(folder, _closed_port(), 5)
-        rows.append(
-            (
-                "`tether submit`, fresh process, no endpoint / endpoint / endpoint down",
-                f"{off:.1f} ms / {on:.1f} ms / {down:.0f} ms",
-            )
-        )
+    finally:
+        server.close()
     print("| measure | result |\n|---|---|")
     for measure, result in rows:
         print(f"| {measure} | {result} |")

@@ -212,16 +212,19 @@ def test_read_execution_is_the_state_with_its_own_trace(backend: Backend) -> Non
     )
 
 
-def test_read_execution_stays_consistent_while_others_commit(backend: Backend) -> None:
+def test_read_execution_and_its_tail_stay_consistent_while_others_commit(
+    backend: Backend,
+) -> None:
     uri = backend.store.canonical(backend.new_uri())
-    backend.store.create(uri, _state(uri, counter=0), TREE)
+    backend.store.create(uri, _state(uri, counter=0, seq=0), TREE)
     stop = threading.Event()
 
     def writer() -> None:
         n = 0
         while not stop.is_set() and n < 300:
             with backend.store.transaction(uri) as tx:
-                tx.commit(dict(tx.state, counter=n + 1), [_entry(n)], reset_trace=n % 50 == 49)
+                state, reset = dict(tx.state, counter=n + 1, seq=n + 1), n % 50 == 49
+                tx.commit(state, [_long_entry(n)], reset_trace=reset)
             n += 1
 
     thread = threading.Thread(target=writer)
@@ -232,6 +235,10 @@ def test_read_execution_stays_consistent_while_others_commit(backend: Backend) -
             assert backend.store.trace_length(state) == len(entries)
             if entries:
                 assert entries[-1]["seq"] == state["counter"] - 1
+            since = int(backend.store.load(uri)["seq"]) - 3  # others commit before the read
+            state, tail = backend.store.read_tail(uri, since)
+            first = state["seq"] - backend.store.trace_length(state)
+            assert [e["seq"] for e in tail] == list(range(max(since, first), state["seq"]))
     finally:
         stop.set()
         thread.join()
@@ -432,3 +439,39 @@ def test_r11_the_refusal_log_is_capped(backend: Backend) -> None:
     kept = backend.store.refusals(uri)
     assert len(kept) == 3 and sum(len(json.dumps(r)) for r in kept) <= REFUSAL_LOG_BYTES
     assert [e["seq"] for e in backend.store.read_trace(uri)] == [0]
+
+
+def _long_entry(seq: int) -> dict[str, Any]:
+    return dict(_entry(seq), submitted=f"thought {seq} " + "x" * 700)  # 60 fill blocks of 16 KiB
+
+
+def test_read_tail_is_the_state_with_its_entries_from_a_seq(backend: Backend) -> None:
+    uri = backend.store.canonical(backend.new_uri())
+    backend.store.create(uri, _state(uri, seq=0), TREE)
+    assert backend.store.read_tail(uri, 0) == (backend.store.load(uri), [])
+    for start in range(0, 60, 7):
+        with backend.store.transaction(uri) as tx:
+            seqs = range(start, min(start + 7, 60))
+            tx.commit(dict(tx.state, seq=seqs[-1] + 1), [_long_entry(n) for n in seqs])
+    state, entries = backend.store.read_execution(uri)
+    for since in (-3, 0, 1, 29, 58, 59, 60, 100):
+        assert backend.store.read_tail(uri, since) == (
+            state,
+            [e for e in entries if e["seq"] >= since],
+        )
+    assert _code(backend.store.read_tail, backend.store.canonical(backend.new_uri()), 0) == (
+        "not_found"
+    )
+
+
+def test_read_tail_after_a_reset_reads_the_new_trace(backend: Backend) -> None:
+    uri = backend.store.canonical(backend.new_uri())
+    backend.store.create(uri, _state(uri, seq=0), TREE)
+    with backend.store.transaction(uri) as tx:
+        tx.commit(dict(tx.state, seq=2), [_entry(0), _entry(1)])
+    with backend.store.transaction(uri) as tx:
+        tx.commit(dict(tx.state, seq=3), [_entry(2)], reset_trace=True)
+    with backend.store.transaction(uri) as tx:
+        tx.commit(dict(tx.state, seq=4), [_entry(3)])
+    assert [e["seq"] for e in backend.store.read_tail(uri, 0)[1]] == [2, 3]
+    assert [e["seq"] for e in backend.store.read_tail(uri, 3)[1]] == [3]

@@ -29,7 +29,7 @@ from typing import Any
 
 from tether.engine.names import Status
 from tether.errors import TetherError
-from tether.otel.spans import Span, spans, without_content
+from tether.otel.spans import Span, spans, tail_spans, without_content
 
 # The longest the child process that sends them at exit waits for the spans emitted live.
 FLUSH_SECONDS = 10.0
@@ -37,6 +37,7 @@ _BATCH = 256  # spans per export request
 _QUEUE = 2048  # live spans waiting to be sent, at most
 _EVENTS = 10_000  # events a span keeps unless OTEL_SPAN_EVENT_COUNT_LIMIT says otherwise
 _TRACES = "/v1/traces"
+_BACK = 16  # entries before a commit's first that live emission reads at first
 _DEFAULT = "http://localhost:4318"  # the OTLP/HTTP default
 
 
@@ -212,16 +213,18 @@ _live: _Live | None = None
 _said = False  # whether this process said it cannot send (it says so once)
 
 
-def emit(store: Any, uri: str, tree: dict[str, Any], since: int) -> None:
-    """Send the spans of `uri` that the commit whose first entry is `since` completed, without
-    waiting: the batch processor's worker thread sends them (its queue is bounded). Without
-    `TETHER_OTEL_CONTENT=1` they carry no notes, values, loop items, tool inputs or thoughts
-    (`spans.without_content`). Never raises: the step it follows has committed whatever
-    happens here; a failure is said once on stderr (`_cannot_send`)."""
+def emit(
+    store: Any, uri: str, tree: dict[str, Any], since: int, asked: list[dict[str, Any]]
+) -> None:
+    """Send the spans of `uri` that the commit whose first entry is `since` completed (`asked`:
+    the requests open before it), read from the trace's tail (`_completed`), without waiting:
+    the outbox's thread sends them (its queue is bounded). Without `TETHER_OTEL_CONTENT=1`
+    they carry no notes, values, loop items, tool inputs or thoughts (`spans.without_content`).
+    Never raises: the step it follows has committed whatever happens here; a failure is said
+    once on stderr (`_cannot_send`)."""
     global _live
     try:
-        state, entries = store.read_execution(uri)
-        tid, ready = spans(state, tree, entries, since)
+        tid, ready = _completed(store, uri, tree, since, asked)
         if not ready:
             return
         if os.environ.get("TETHER_OTEL_CONTENT") != "1":
@@ -232,6 +235,24 @@ def emit(store: Any, uri: str, tree: dict[str, Any], since: int) -> None:
         _live.outbox.put(_live.take())
     except Exception as exc:  # no extra, a bad endpoint, a store that moved on: the step stands
         _cannot_send(exc)
+
+
+def _completed(
+    store: Any, uri: str, tree: dict[str, Any], since: int, asked: list[dict[str, Any]]
+) -> tuple[int, list[Span]]:
+    """The spans the commit whose first entry is `since` completed, read from the trace's tail
+    (`Store.read_tail`): from `_BACK` entries before `since`, then eight times further back
+    each time the tail begins too late to tell (`spans.tail_spans`: an attempt it completes
+    began before it, or its retry number is not sure), and from the first entry once the
+    execution finished (its root span holds every entry outside an action)."""
+    back = _BACK
+    while True:
+        state, tail = store.read_tail(uri, since - back)
+        first = int(state["seq"]) - store.trace_length(state)
+        made = tail_spans(state, tree, tail, since, first, asked)
+        if made is not None:
+            return made
+        back = back * 8 if state["status"] == Status.RUNNING else since - first
 
 
 def _cannot_send(reason: Any) -> None:

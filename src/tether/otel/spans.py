@@ -83,10 +83,9 @@ class Span:
         self.done = False
 
 
-def trace_id(state: dict[str, Any], entries: list[dict[str, Any]]) -> int:
-    """The execution's trace id: from its URI, creation time and first entry (a reset begins
-    a new trace)."""
-    first = entries[0]["seq"] if entries else 0
+def trace_id(state: dict[str, Any], first: int) -> int:
+    """The execution's trace id: from its URI, creation time and the seq of its trace's first
+    entry (a reset begins a new trace)."""
     return _id(f"{state['uri']}\n{state['created_at']}\n{first}", 16)
 
 
@@ -99,28 +98,91 @@ def spans(
     """The execution's trace id and its spans, the root first, then the attempts in the order
     they began; with `since`, only the spans done by the entries from seq `since` on (what a
     commit whose first entry is `since` completed), the others never built."""
-    tid = trace_id(state, entries)
+    tid, made, _, _ = _read(state, tree, entries, since, entries[0]["seq"] if entries else 0)
+    return tid, made
+
+
+def tail_spans(
+    state: dict[str, Any],
+    tree: dict[str, Any],
+    tail: list[dict[str, Any]],
+    since: int,
+    first: int,
+    asked: list[dict[str, Any]] | None = None,
+) -> tuple[int, list[Span]] | None:
+    """What `spans(state, tree, entries, since)` gives, read from `tail`, the trace's entries
+    from some seq at or before `since` on (`first` is the seq of the trace's first entry), or
+    None when the tail begins too late to tell: an attempt it completes began before the tail's
+    first entry that moved the execution, or its retry number is not sure (an action with
+    `retries` whose attempt before it is not in the tail, and which was not open in `asked`, the
+    requests open before the commit, whose step tokens carry the retry numbers), or the
+    execution finished (its root span holds every entry outside an action) and the tail is not
+    the whole trace."""
+    tid, made, sure, reader = _read(state, tree, tail, since, first)
+    whole = not tail or tail[0]["seq"] <= first
+    if not (whole or sure) and asked:
+        seeds = _seeds(reader, since, asked)
+        if seeds:
+            tid, made, sure, _ = _read(state, tree, tail, since, first, seeds)
+    return (tid, made) if whole or sure else None
+
+
+def _seeds(reader: _Reader, since: int, asked: list[dict[str, Any]]) -> dict[tuple[str, int], int]:
+    """The retry number of each attempt open at `since` that `asked` (the requests open then)
+    gives a step token for, by its action's key and its first seq: the latest attempt of the
+    action and item begun before `since` unless it had settled, else the first begun after.
+    Not for an inverted action: the reading takes its inverted answer's outcome as the answer's
+    (`settles`), so its retry numbers there are not the step tokens'."""
+    seeds = {}
+    for request in asked:
+        token = Token.parse(str(request.get("step")))
+        if token is None or (reader.actions.get(token.key) or {}).get("invert"):
+            continue
+        item = (request.get("item") or {}).get("index")
+        mine = [a for a in reader.attempts if (a.key, a.item) == (token.key, item)]
+        before = [a for a in mine if a.first_seq < since]
+        after = [a for a in mine if a.first_seq >= since]
+        if before and (before[-1].done_seq is None or before[-1].done_seq >= since):
+            seeds[(token.key, before[-1].first_seq)] = token.retry
+        elif after:
+            seeds[(token.key, after[0].first_seq)] = token.retry
+    return seeds
+
+
+def _read(
+    state: dict[str, Any],
+    tree: dict[str, Any],
+    entries: list[dict[str, Any]],
+    since: int | None,
+    first: int,
+    seeds: dict[tuple[str, int], int] | None = None,
+) -> tuple[int, list[Span], bool, _Reader]:
+    """The trace id and the spans `spans` gives, whether each of them was read whole from
+    `entries` (`_Reader.sure`; never for the root), and the reader (`seeds`: its `retries`)."""
+    tid = trace_id(state, first)
     common = {
         "tether.execution.uri": state["uri"],
         "tether.tree.name": tree["name"],
         "tether.tree.hash": state["tree_hash"],
         "gen_ai.conversation.id": state["uri"],
     }
-    reader = _Reader(tree, state["salt"], _ns(state["created_at"]))
+    reader = _Reader(tree, state["salt"], _ns(state["created_at"]), seeds or {})
     for entry in entries:
         reader.read(entry)
     finished = state["status"] != Status.RUNNING
     last = entries[-1]["seq"] if entries else None
-    made = []
+    made, sure = [], True
     if since is None or (finished and last is not None and last >= since):
         made.append(_root(tid, state, tree, common, reader, entries))
+        sure = False
     root_id = _id(f"{tid}:workflow", 8)
     for attempt in reader.attempts:
         if attempt.outcome is None and finished:
             attempt.done_seq = last
         if since is None or (attempt.done_seq is not None and attempt.done_seq >= since):
             made.append(attempt.span(tid, root_id, reader.created, common, finished))
-    return tid, made
+            sure = sure and reader.sure(attempt)
+    return tid, made, sure, reader
 
 
 # What the agent or a person wrote, withheld unless the user asks for it (`without_content`).
@@ -199,6 +261,7 @@ class _Attempt:
         "first_seq",
         "item",
         "key",
+        "known",
         "last_step",
         "message",
         "name",
@@ -226,6 +289,7 @@ class _Attempt:
         self.answer: tuple[dict[str, Any], int, str] | None = None  # entry, step, token
         self.entries: list[tuple[dict[str, Any], str | None]] = []
         self.done_seq: int | None = None
+        self.known = False  # whether its retry number is sure (`_Reader.sure`)
 
     def token(self, step: int, salt: str) -> str:
         """The token of its step `step` as opened (the engine's `step_token`)."""
@@ -265,8 +329,11 @@ class _Attempt:
 class _Reader:
     """Reads entries in order, sorting each into an attempt or `outside` (the root's)."""
 
-    def __init__(self, tree: dict[str, Any], salt: str, created: int) -> None:
+    def __init__(
+        self, tree: dict[str, Any], salt: str, created: int, retries: dict[tuple[str, int], int]
+    ) -> None:
         self.tree = tree
+        self.retries = retries  # retry numbers known beforehand, by key and first seq
         self.salt = salt
         self.created = created
         self.attempts: list[_Attempt] = []
@@ -274,10 +341,14 @@ class _Reader:
         self.latest: dict[str, _Attempt] = {}
         self.actions: dict[str, dict[str, Any] | None] = {}
         self.moved = (-1, "")  # the seq and time of the last entry that moved
+        self.first_moved: int | None = None  # the seq of the first entry read that moved
+        self.unsettled = 0  # how many of the `latest` attempts are not settled
 
     def read(self, entry: dict[str, Any]) -> None:
         cursor = entry.get("cursor") or {"path": [], "step": None}
         step = cursor["step"]
+        if entry["kind"] == Kind.JUMP:  # the runtime starts afresh: what was open is left
+            self.latest, self.unsettled = {}, 0
         node = None if step is None else self._action(cursor["path"])
         if node is None:
             self.outside.append(entry)
@@ -286,9 +357,23 @@ class _Reader:
             token = str(entry.get("step") or attempt.token(step, self.salt))
             # A check step is the runtime's, never a request: it has no token of its own.
             attempt.entries.append((entry, None if entry["kind"] == Kind.CHECK else token))
+            settled = attempt.outcome is not None
             _settle(attempt, entry, step, token)
+            self.unsettled -= not settled and attempt.outcome is not None
         if entry["kind"] in MOVING and entry.get("outcome") != Reply.RUNNING:
             self.moved = (entry["seq"], entry["ts"])
+            if self.first_moved is None:
+                self.first_moved = entry["seq"]
+
+    def sure(self, attempt: _Attempt) -> bool:
+        """Whether `attempt` reads the same from these entries as from the whole trace, when
+        they are its tail: an entry that moved the execution was read before its first (its
+        start and opened seq are that entry's); it began at its first step, outside any
+        `parallel`, while no other attempt read was open (so no earlier entry of it can lie
+        before them); and its retry number is sure (its action has no `retries`, a jump began
+        it, its number was given beforehand, or the attempt before it was sure)."""
+        moved = self.first_moved
+        return attempt.known and moved is not None and moved < attempt.first_seq
 
     def _action(self, path: list[int]) -> dict[str, Any] | None:
         key = node_key(path)
@@ -304,29 +389,51 @@ class _Reader:
         key, item = node_key(path), entry.get("item")
         attempt = self.latest.get(key)
         if attempt is None or attempt.item != item or not _belongs(attempt, entry):
-            attempt = self._begin(key, node, item, attempt)
-            attempt.first_seq = entry["seq"]
+            alone = self.unsettled == 0
+            attempt = self._begin(key, node, item, attempt, entry)
+            alone = alone and entry["cursor"]["step"] == 0 and not self._parallel(path)
+            attempt.known = attempt.known and alone
         token = Token.parse(str(entry.get("step")))
         if token is not None:  # a recorded token says when its step was opened
             attempt.opened = token.opened
         return attempt
 
+    def _parallel(self, path: list[int]) -> bool:
+        """Whether the action at `path` lies inside a `parallel` node."""
+        return any(
+            node_at(self.tree, path[:depth])["type"] == "parallel" for depth in range(len(path))
+        )
+
     def _begin(
-        self, key: str, node: dict[str, Any], item: int | None, before: _Attempt | None
+        self,
+        key: str,
+        node: dict[str, Any],
+        item: int | None,
+        before: _Attempt | None,
+        entry: dict[str, Any],
     ) -> _Attempt:
-        retry = 0
-        if before is not None and before.item == item and before.outcome is not None:
+        """A new attempt of the action at `key` whose first entry is `entry`: a jump opens the
+        action afresh (retry 0), else its retry number follows from the attempt `before`."""
+        retry, jump = 0, entry["kind"] == Kind.JUMP
+        if before is not None and before.item == item and before.outcome is not None and not jump:
             retry = next_retry(before.retry, before.outcome == "success", node.get("retries", 0))
-        attempt = _Attempt(key, node, item, retry, self.moved[1])
-        attempt.opened = self.moved[0] + 1
+        seeded = self.retries.get((key, entry["seq"]))
+        attempt = _Attempt(key, node, item, retry if seeded is None else seeded, self.moved[1])
+        attempt.first_seq, attempt.opened = entry["seq"], self.moved[0] + 1
+        attempt.known = jump or seeded is not None or not node.get("retries")
+        attempt.known = attempt.known or (before is not None and self.sure(before))
         self.attempts.append(attempt)
+        self.unsettled += 1 - (before is not None and before.outcome is None)
         self.latest[key] = attempt
         return attempt
 
 
 def _belongs(attempt: _Attempt, entry: dict[str, Any]) -> bool:
     """Whether `entry` is part of `attempt` (the latest of its action): the attempt is not
-    settled yet, or the entry is a check the same answer ran after the step that settled it."""
+    settled yet, or the entry is a check the same answer ran after the step that settled it;
+    never a jump to the action (an attempt it left open stays as it was, halted at the end)."""
+    if entry["kind"] == Kind.JUMP:  # a jump opens its action's first step afresh
+        return False
     if attempt.outcome is None:
         return True
     return entry["kind"] == Kind.CHECK and entry["cursor"]["step"] > attempt.last_step

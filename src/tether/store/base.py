@@ -171,6 +171,14 @@ class Store(Protocol):
         (what `get` and `verify` need while other processes keep answering)."""
         ...
 
+    def read_tail(self, uri: str, since: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The committed state and, of the trace of that same commit, the entries whose seq is
+        `since` or more, oldest first (all of them when `since` is at or before the first):
+        what live OpenTelemetry export reads after each step, so that its cost follows the
+        entries it reads, not the length of the trace (the file store reads the trace file
+        backwards from its committed end; PostgreSQL reads the rows from that entry on)."""
+        ...
+
     def trace_length(self, state: dict[str, Any]) -> int:
         """How many entries the committed trace of `state` holds."""
         ...

@@ -20,8 +20,11 @@ A commit appends the new trace lines after the committed byte count (first cutti
 a killed writer left beyond it), then atomically replaces the state file
 (`tether.files.write_atomic`). The state file names the committed length, so a kill at any
 instant leaves either the previous or the next commit, and the cost of a step does not grow with
-the trace. Writes are flushed to the operating system, which survives the death of the process;
-set `TETHER_FSYNC=1` to also `fsync` before the rename, for durability across a power loss.
+the trace. `read_tail` reads the trace file backwards from its committed end, a block at a time
+(one line is one entry, and seqs grow line by line), so what live export reads after a step does
+not grow with it either. Writes are flushed to the operating system, which survives the death
+of the process; set `TETHER_FSYNC=1` to also `fsync` before the rename, for durability across a
+power loss.
 
 Trust: a state file is data, not a map of the disk. The names of the other files derive from the
 state file's own name; a state file that names any other trace or tree file (a path, `..`,
@@ -100,7 +103,7 @@ import contextlib
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from tether.errors import TetherError
@@ -118,7 +121,7 @@ from tether.store.shared import REFUSAL_LOG_BYTES, encode, listed, page_whole, p
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, BinaryIO
 
     from tether.store.base import Summary
     from tether.store.tally import Behind, Counted
@@ -135,6 +138,9 @@ FIGURES = ".tether-figures.jsonl"
 SUMS = ".tether-sums.json"
 MARKS = ".tether-marks.json"
 _LEFTOVER = re.compile(rf"(?:{_TREE})?{TEMPORARY.pattern}")
+# The first block `read_tail` reads back from a trace file's end (each further one four times
+# larger): enough for the entries of a few steps.
+_TAIL_BLOCK = 16_384
 # How far below the folder it is given `list` looks, and the folders it leaves out (besides
 # hidden ones): they hold no executions worth listing and can be large.
 LIST_DEPTH = 6
@@ -230,19 +236,10 @@ class FileStore:
         yield from _read_trace(path, state)
 
     def read_execution(self, uri: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        # The state names the committed length of an append-only trace file, so reading the
-        # state first and then that many bytes is one snapshot; only a reset in between (which
-        # starts a new trace file) can pull the file away, and then the read starts over.
-        path = path_of(uri)
-        for _ in range(3):
-            state = _read_state(path)
-            try:
-                return state, list(_read_trace(path, state))
-            except TetherError:
-                if _read_state(path)["revision"] == state["revision"]:
-                    raise
-        state = _read_state(path)
-        return state, list(_read_trace(path, state))
+        return _snapshot(path_of(uri), lambda path, state: list(_read_trace(path, state)))
+
+    def read_tail(self, uri: str, since: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        return _snapshot(path_of(uri), lambda path, state: _read_tail(path, state, since))
 
     def trace_length(self, state: dict[str, Any]) -> int:
         return int(state["trace"]["entries"])
@@ -1047,33 +1044,93 @@ def _read_refusals(path: str) -> list[dict[str, Any]]:
     return parse(data)
 
 
-def _trace_bytes(path: str, state: dict[str, Any]) -> bytes:
-    trace = state["trace"]
-    trace_path = os.path.join(os.path.dirname(path), trace["file"])
+def _snapshot(
+    path: str, read: Callable[[str, dict[str, Any]], list[dict[str, Any]]]
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The committed state and what `read` reads of its trace, as one snapshot. The state names
+    the committed length of an append-only trace file, so reading the state first and then that
+    many bytes is one snapshot; only a reset in between (which starts a new trace file) can pull
+    the file away, and then the read starts over."""
+    for _ in range(3):
+        state = _read_state(path)
+        try:
+            return state, read(path, state)
+        except TetherError:
+            if _read_state(path)["revision"] == state["revision"]:
+                raise
+    state = _read_state(path)
+    return state, read(path, state)
+
+
+def _trace_file(path: str, state: dict[str, Any]) -> tuple[str, BinaryIO]:
+    """The path of the committed trace file of `state` and the file, open for reading, checked
+    to hold at least its committed length."""
+    trace_path = os.path.join(os.path.dirname(path), state["trace"]["file"])
     try:
-        data = read_regular(trace_path, trace["bytes"])
+        trace = os.fdopen(open_regular(trace_path), "rb")
     except FileNotFoundError:
         raise TetherError(
             "corrupt_execution", f"the trace file {trace_path} is missing", path=trace_path
         ) from None
     except NotARegularFile as exc:
         raise _not_regular(trace_path, exc) from None
-    if len(data) != trace["bytes"]:
+    if os.fstat(trace.fileno()).st_size < state["trace"]["bytes"]:
+        trace.close()
         raise TetherError(
             "corrupt_execution",
             f"the trace file {trace_path} is shorter than its committed length",
             path=trace_path,
         )
-    return data
+    return trace_path, trace
+
+
+def _trace_bytes(path: str, state: dict[str, Any]) -> bytes:
+    with _trace_file(path, state)[1] as trace:
+        return trace.read(state["trace"]["bytes"])
 
 
 def _read_trace(path: str, state: dict[str, Any]) -> Iterator[dict[str, Any]]:
     data = _trace_bytes(path, state)
     trace_path = os.path.join(os.path.dirname(path), state["trace"]["file"])
     for n, line in enumerate(data.splitlines(), 1):
-        try:
-            yield json.loads(line)
-        except ValueError:
-            raise TetherError(
-                "corrupt_execution", f"{trace_path}:{n} is not a JSON trace entry", path=trace_path
-            ) from None
+        yield _entry(line, f"{trace_path}:{n}", trace_path)
+
+
+def _read_tail(path: str, state: dict[str, Any], since: int) -> list[dict[str, Any]]:
+    """The committed entries whose seq is `since` or more, read backwards from the trace
+    file's committed end a block at a time (each four times the last), so that the cost follows
+    the entries read rather than the trace: a line is one entry, and seqs grow line by line."""
+    end, block = int(state["trace"]["bytes"]), _TAIL_BLOCK
+    trace_path, trace = _trace_file(path, state)
+    with trace:
+        while True:
+            start = max(0, end - block)
+            trace.seek(start)
+            lines = trace.read(end - start).split(b"\n")
+            if lines[-1] == b"":
+                lines.pop()
+            if start > 0:
+                lines.pop(0)  # it may begin before the block
+            tail: list[dict[str, Any]] = []
+            for line in reversed(lines):
+                entry = _entry(line, f"{trace_path} (before byte {end})", trace_path)
+                if entry["seq"] < since:
+                    return tail[::-1]
+                tail.append(entry)
+                if entry["seq"] == since:  # the ones before it come before `since`
+                    return tail[::-1]
+                end -= len(line) + 1
+            if start == 0:
+                return tail[::-1]
+            end, block = int(state["trace"]["bytes"]), block * 4
+
+
+def _entry(line: bytes, where: str, trace_path: str) -> dict[str, Any]:
+    """The trace entry a line of the trace file holds."""
+    try:
+        entry: dict[str, Any] = json.loads(line)
+    except ValueError:
+        raise TetherError(
+            "corrupt_execution", f"{where} is not a JSON trace entry", path=trace_path
+        ) from None
+    return entry

@@ -132,6 +132,18 @@ class MemoryStore:
             lines = record.trace[: state["trace"]["entries"]]
         return state, [json.loads(line) for line in lines]
 
+    def read_tail(self, uri: str, since: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        record = self._record(uri)
+        tail: list[dict[str, Any]] = []
+        with hold(record.lock, reading=True):
+            state = dict(json.loads(record.state))
+            for at in range(state["trace"]["entries"] - 1, -1, -1):
+                entry = json.loads(record.trace[at])
+                if entry["seq"] < since:
+                    break
+                tail.append(entry)
+        return state, tail[::-1]
+
     def trace_length(self, state: dict[str, Any]) -> int:
         return int(state["trace"]["entries"])
 

@@ -213,6 +213,17 @@ FROM tether_executions x
 WHERE x.name = %s
 """
 
+# The trace's entries from seq %(since)s on: a trace's entries are numbered one after another,
+# so the entry with seq S sits at idx S - (the state's seq - its entries); `read_tail` checks it.
+_READ_TAIL = """
+SELECT x.state::text,
+       (SELECT json_agg(t.entry ORDER BY t.idx)::text FROM tether_trace t
+        WHERE t.name = x.name AND t.epoch = x.trace_epoch AND t.idx < x.trace_entries
+          AND t.idx >= x.trace_entries - ((x.state->>'seq')::bigint - %(since)s))
+FROM tether_executions x
+WHERE x.name = %(name)s
+"""
+
 _READ_TRACE = """
 SELECT x.trace_entries, t.entry::text
 FROM tether_executions x
@@ -541,6 +552,21 @@ class PostgresStore:
                 uri=target.uri,
             )
         return state, entries
+
+    def read_tail(self, uri: str, since: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        target = parse(uri)
+        with _connection(target) as conn:
+            row = conn.execute(_READ_TAIL, {"name": target.name, "since": since}).fetchone()
+        if row is None:
+            raise _not_found(target)
+        state = dict(json.loads(row[0]))
+        tail = json.loads(row[1]) if row[1] is not None else []
+        start = max(since, int(state["seq"]) - int(state["trace"]["entries"]))
+        if len(tail) != max(0, int(state["seq"]) - start) or (tail and tail[0]["seq"] != start):
+            # Entries not numbered one after another (or rows missing): read them all.
+            state, entries = self.read_execution(uri)
+            tail = [e for e in entries if e["seq"] >= since]
+        return state, tail
 
     def read_trace(self, uri: str) -> Iterator[dict[str, Any]]:
         target = parse(uri)
