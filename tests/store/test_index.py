@@ -233,3 +233,32 @@ def test_a_reader_killed_before_it_writes_the_sums_leaves_them_behind_not_wrong(
     )
     assert done.returncode == -9, done.stderr
     assert store.tally(str(tmp_path)) == _recounted(tmp_path)
+
+
+def test_the_fingerprint_a_viewer_polls_changes_with_every_commit_create_and_removal(
+    tmp_path: Path,
+) -> None:
+    """`fingerprint` re-reads only the folders whose modification time moved, and still sees
+    a commit deep down, a new sub-folder, an execution removed, and nothing when nothing
+    changed; its count is the listing's."""
+    from tether.store.file import FileStore
+
+    _fleet(tmp_path)
+    store, where = FileStore(), str(tmp_path)
+
+    def looked() -> tuple[int, object]:
+        fingerprint = store.fingerprint(where)
+        assert fingerprint[0] == len(_listed(tmp_path))
+        return fingerprint
+
+    first = looked()
+    assert looked() == first, "nothing changed"
+    Runtime().submit(str(tmp_path / "a" / "run.json"), "success")
+    second = looked()
+    assert second != first and second[0] == first[0]
+    Runtime().start(HELLO, str(tmp_path / "d" / "e" / "new.json"))
+    third = looked()
+    assert third[0] == first[0] + 1
+    for path in (tmp_path / "a").glob("done.json*"):
+        path.unlink()
+    assert looked()[0] == first[0]

@@ -220,8 +220,9 @@ class Store(Protocol):
         whenever one of them is created or commits (what a viewer polls to learn that its
         listing changed), read without reading the executions: on PostgreSQL the sum of their
         revisions, in a folder each sub-folder's modification time and the length of its index
-        (`tether.store.file`; an edit by hand that renames nothing goes unseen), in memory each
-        execution's revision."""
+        (`tether.store.file`, which lists again only the folders whose modification time moved;
+        an edit by hand that renames nothing goes unseen), in memory each execution's
+        revision."""
         ...
 
     def locate(self, where: str, name: str) -> str:

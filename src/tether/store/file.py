@@ -254,9 +254,31 @@ class FileStore:
 
     page = page_whole
 
+    def __init__(self) -> None:
+        # what `fingerprint` last saw in each folder: its modification time, how many
+        # executions it holds and the sub-folders `list` enters
+        self._seen: dict[str, tuple[int, int, builtins.list[str]]] = {}
+
     def fingerprint(self, where: str) -> tuple[int, object]:
-        changes: builtins.list[tuple[str, int, int]] = []
-        return len(_execution_names(path_of(where), changes)), tuple(changes)
+        folder = path_of(where)
+        if folder not in self._seen:  # the first look, which says what is wrong with it
+            _execution_names(folder)
+        count, changes = 0, []
+        pending = [(folder, "", 0)]
+        while pending:
+            path, prefix, depth = pending.pop()
+            change = _changes(path, prefix)
+            changes.append(change)
+            seen = self._seen.get(path)
+            if seen is None or seen[0] != change[1]:  # a commit renamed a file in it, or more
+                try:
+                    found, below = _sorted_out(_entries(path), depth)
+                except OSError:
+                    continue
+                self._seen[path] = seen = (change[1], len(found), below)
+            count += seen[1]
+            pending += [(os.path.join(path, sub), f"{prefix}{sub}/", depth + 1) for sub in seen[2]]
+        return count, tuple(changes)
 
     def locate(self, where: str, name: str) -> str:
         return self.canonical(os.path.join(path_of(where), name))
@@ -840,12 +862,9 @@ def _tidy(path: str, state: dict[str, Any] | None) -> list[str]:
     return sorted(present)
 
 
-def _execution_names(
-    folder: str, changes: builtins.list[tuple[str, int, int]] | None = None
-) -> builtins.list[str]:
+def _execution_names(folder: str) -> builtins.list[str]:
     """The executions under `folder` (see "Listing" above), as paths relative to it with `/`,
-    sorted; with `changes`, what a commit changes in each folder visited is added to it
-    (`fingerprint`)."""
+    sorted."""
     try:
         top = _entries(folder)
     except FileNotFoundError:
@@ -864,21 +883,30 @@ def _execution_names(
     pending = [("", 0, top)]
     while pending:
         prefix, depth, entries = pending.pop()
-        names = {entry.name for entry in entries}
-        if changes is not None:
-            changes.append(_changes(os.path.join(folder, prefix), prefix))
-        for entry in entries:
-            if not entry.is_dir(follow_symlinks=False):
-                if entry.name + ".tree.json" in names:
-                    found.append(prefix + entry.name)
-            elif (
-                depth < LIST_DEPTH
-                and not entry.name.startswith(".")
-                and (entry.name not in _UNLISTED)
-            ):
-                with contextlib.suppress(OSError):  # a sub-folder it may not read is left out
-                    pending.append((f"{prefix}{entry.name}/", depth + 1, _entries(entry.path)))
+        here, below = _sorted_out(entries, depth)
+        found += [prefix + name for name in here]
+        for sub in below:
+            with contextlib.suppress(OSError):  # a sub-folder it may not read is left out
+                pending.append(
+                    (f"{prefix}{sub}/", depth + 1, _entries(os.path.join(folder, prefix, sub)))
+                )
     return sorted(found)
+
+
+def _sorted_out(
+    entries: builtins.list[os.DirEntry[str]], depth: int
+) -> tuple[builtins.list[str], builtins.list[str]]:
+    """A folder's executions (a state file beside its tree file) and the sub-folders `list`
+    enters below it (not through a link, none hidden or left out, down to `LIST_DEPTH`)."""
+    names = {entry.name for entry in entries}
+    found, below = [], []
+    for entry in entries:
+        if not entry.is_dir(follow_symlinks=False):
+            if entry.name + ".tree.json" in names:
+                found.append(entry.name)
+        elif depth < LIST_DEPTH and not entry.name.startswith(".") and entry.name not in _UNLISTED:
+            below.append(entry.name)
+    return found, sorted(below)
 
 
 def _changes(folder: str, prefix: str) -> tuple[str, int, int]:
