@@ -111,10 +111,13 @@ def measure(place: str, rounds: int, browser: bool) -> dict[str, float]:
         out[name] = statistics.median(times)
     if browser:
         out["viewer RSS"] = _viewer_rss
+        while _views:
+            _views.pop().stop()
     return out
 
 
 _viewer_rss = 0.0
+_views: list[Any] = []  # the viewers `_pages` started, stopped once their place is measured
 
 
 @functools.cache
@@ -136,7 +139,7 @@ def _pages(place: str) -> dict[str, Callable[[], Any]]:
     from viewer.driver import ViewServer
 
     view = ViewServer(place)
-    atexit.register(view.stop)
+    _views.append(view)
 
     def opened(suffix: str, first: str) -> Callable[[], None]:
         def run() -> None:
