@@ -9,8 +9,10 @@ the last trace entry, from the refusal log), and the claims of a team's branches
 lapsed (`tether claim`). Also the table people read (`table`), and what one
 commit raised that a person is told of (`raised`, for `tether.notify`), in the same shapes.
 
-It reads through the store interface alone (`Store.list`, `read_execution`, `refusals`), one
-execution at a time, so that a kept summary can replace the reading later in this one function.
+It reads through the store interface alone (`Store.list`, `read_tail`, `refusals`), one
+execution at a time: of each running one, its state and the end of its trace back to the last
+entry that moved it (`_tail`), so that its cost follows the running executions and what each
+did since it last moved, not the length of their traces.
 It does not decide anything about an execution, nor record anything.
 """
 
@@ -43,7 +45,7 @@ def waiting(place: str, *, now: float | None = None, refused: int = REFUSED) -> 
         if summary.error is not None:
             unreadable += 1
             continue
-        state, entries = store.read_execution(summary.uri)
+        state, entries = _tail(store, summary.uri)
         base = {"name": summary.name, "uri": summary.uri, "tree": summary.tree}
         found = _human(state, entries, base, _answerable(summary.uri))
         found += _parked(state, entries, base) + _refused(store, state, base, refused)
@@ -86,6 +88,24 @@ def raised(
         since = entries[-1]["ts"] if entries else None
         events.append({"event": ended, **base, "failure": after.get("failure"), "since": since})
     return events
+
+
+_BACK = 32  # entries read back from a trace's end at first (`_tail`)
+
+
+def _tail(store: Any, uri: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The execution's state and the end of its trace back to the last entry that moved it
+    (what `_opened_at` and `_parked` read), or all of it (`Store.read_tail`): `_BACK` entries
+    back, then eight times further each time that entry is not among them, so that the cost
+    follows the entries since the last move, not the trace's length."""
+    state, _ = store.read_tail(uri, 1 << 62)  # the state alone
+    back = _BACK
+    while True:
+        state, entries = store.read_tail(uri, max(0, int(state["seq"]) - back))
+        whole = int(state["seq"]) - back <= int(state["seq"]) - store.trace_length(state)
+        if whole or any(e.get("kind") not in _KINDS_ASIDE for e in entries):
+            return state, entries
+        back *= 8
 
 
 def _answerable(uri: str) -> str:

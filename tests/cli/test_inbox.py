@@ -1,5 +1,5 @@
 """`tether inbox` on a folder and on PostgreSQL: a fleet with known waits (an open human step
-with the values it shows, a parked execution, a step refused many times in a row, and one that
+with the values it shows, a parked execution, both with many tool calls since they moved, a step refused many times in a row, and one that
 waits on nobody), their ages from a clock the test sets, the table and `--json`."""
 
 from __future__ import annotations
@@ -67,6 +67,9 @@ def place(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, dict[str
     now[0] = T0 + 600
     for _ in range(3):
         rt.stop(uris["parked"], cap=2, park="the agent kept stopping")
+    for _ in range(100):  # read past: the inbox reads each trace back to its last move
+        for role in ("human", "parked"):
+            rt.record_tool(uris[role], "Read", {"file_path": "notes.md"}, ok=True)
     rt.claim(uris["lapsed"], "alice", lease=60)  # lapses at T0 + 660
     for _ in range(5):
         with pytest.raises(TetherError):
