@@ -1,6 +1,7 @@
 """`tether inbox` on a folder and on PostgreSQL: a fleet with known waits (an open human step
-with the values it shows, a parked execution, both with many tool calls since they moved, a step refused many times in a row, and one that
-waits on nobody), their ages from a clock the test sets, the table and `--json`."""
+with the values it shows, a parked execution, both with many tool calls since they moved, a
+step refused many times in a row, and one that waits on nobody), their ages from a clock the
+test sets, the table and `--json`."""
 
 from __future__ import annotations
 
