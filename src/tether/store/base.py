@@ -29,7 +29,7 @@ from tether.errors import TetherError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from tether.store.tally import Behind, Counted
+    from tether.store.tally import Behind
 
 
 @dataclass(frozen=True)
@@ -243,13 +243,6 @@ class Store(Protocol):
         or `tool` (code `denied`, with `tool` and `input`); `cursor` is `{path, step}` of the
         step it was aimed at, or None; `seq` is the seq the next trace entry takes, so the
         records since the last reset are those with `seq >= state seq - since_reset`."""
-        ...
-
-    def counted(self, where: str) -> Iterator[Counted]:
-        """Each execution at `where` (a place, as `list` takes it) with its count
-        (`tether.store.tally.Counted`): kept ones where the store keeps them (the file store's
-        `.tether-figures.jsonl`), else counted from its trace. What `tally` adds up, and what the
-        viewer reads one execution's figures from (`/api/behind`)."""
         ...
 
     def behind(

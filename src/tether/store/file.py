@@ -66,12 +66,12 @@ but reads no state file the index is up to date with. A failure to write the ind
 commit's: the next listing catches it up. Folders nothing lists keep appending: the index grows
 by a line a commit until a listing rewrites it.
 
-Counting (`counted`): the executions `list` finds, each counted by `tether.store.tally` once and
-kept in its folder's `.tether-figures.jsonl` (`record_of`), a line stamped like the index's, with
-the length of the refusal log besides. A count is believed only while its stamp is current;
-otherwise the execution is read as a `get` reads it (the tree once per tree hash), its trace
-parsed as one JSON array rather than line by line, counted again and the line appended (a
-reader catches the file up, and rewrites it past twice its length, as the index).
+Counts: an execution's count (`tether.store.tally.record_of`) is kept in its folder's
+`.tether-figures.jsonl` once it has ended, a line stamped like the index's, with the length of
+the refusal log besides. A count is believed only while its stamp is current; otherwise the
+execution is read as a `get` reads it (the tree once per tree hash), its trace parsed as one
+JSON array rather than line by line, counted again and the line appended (a reader that reads
+the file catches it up, and rewrites it past twice its length, as the index).
 
 Sums (`tally`): the folder `tally` is given keeps `.tether-sums.json` (`SUMS`): the counts of
 its executions added up per tree hash and day created (`tether.store.tally.Sums`), the stamp
@@ -287,25 +287,6 @@ class FileStore:
         path = path_of(uri)
         _read_state(path)
         return _read_refusals(path)
-
-    def counted(self, where: str) -> Iterator[Counted]:
-        from tether.store.tally import Counted
-
-        folder = path_of(where)
-        trees: dict[str, dict[str, Any]] = {}
-        kept = _Kept(FIGURES)
-        for name in _execution_names(folder):
-            directory, path = _located(folder, name)
-            try:
-                figures = _figures(directory, path, kept, trees)
-                state = figures["state"]
-                tree_hash = str(state["tree_hash"])
-                if tree_hash not in trees:
-                    trees[tree_hash] = _read_tree(path, _read_state(path))
-                yield Counted(name, state, tree_hash, trees[tree_hash], figures["record"])
-            except (TetherError, OSError, KeyError, TypeError, ValueError):
-                yield Counted(name, {}, "", {}, None)
-        kept.catch_up()
 
     def behind(
         self, where: str, tree: str, tree_hash: str, key: str, measure: str, page: slice

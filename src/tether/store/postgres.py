@@ -31,8 +31,8 @@ first read):
 - `tether_sums` — the counts of every execution that could be counted, running or ended, added
   up per tree hash and day created (`tether.store.tally.Sums`).
 
-A reader, never a commit, writes those two (so a step costs nothing more): `counted` and
-`tally` first count again, from their traces, the executions whose kept count is behind (a
+A reader, never a commit, writes those two (so a step costs nothing more): `tally` and
+`behind` first count again, from their traces, the executions whose kept count is behind (a
 commit or a refusal since: found by comparing the summaries with the counts, in the database),
 in batches, each in one transaction that locks their rows (in name order, so readers racing
 for one execution count it once), takes away what a count added to the sums before, keeps the
@@ -649,12 +649,6 @@ class PostgresStore:
                 (target.name,),
             ).fetchall()
         return [json.loads(text) for (text,) in rows]
-
-    def counted(self, where: str) -> Iterator[Counted]:
-        with _connection(self._database(where)) as conn:
-            trees = _caught_up(conn)
-            rows = conn.execute(_COUNTS + ' ORDER BY s.name COLLATE "C"').fetchall()
-            yield from _counts(rows, trees)
 
     def behind(
         self, where: str, tree: str, tree_hash: str, key: str, measure: str, page: slice
