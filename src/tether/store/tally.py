@@ -62,7 +62,9 @@ from tether.engine.trace import MOVING, next_retry, settles
 from tether.errors import TetherError
 
 STATUSES = tuple(Status)
-# Of `record_of`'s count: 2 keeps durations as histograms (`bucket`), 3 adds the agents'.
+# Of `record_of`'s count: 2 keeps durations as histograms (`bucket`), 3 adds the agents'. A
+# folder's kept files of another format are counted again; PostgreSQL drops its kept counts when
+# its schema version moves, so a new format moves `tether.store.postgres.SCHEMA_VERSION` too.
 RECORD_FORMAT = 3
 # Each agent's figures, in the order `tether stats` shows them (its refusals by reason follow).
 AGENT_FIGURES = ("answers", "attempts", "failures", "claims", "renewals", "takeovers", "lapsed")
