@@ -270,9 +270,14 @@ async def _internal(request: Request, exc: Exception) -> Response:
 
 @asynccontextmanager
 async def lifespan(app: Starlette) -> AsyncIterator[None]:
-    """The watcher runs for as long as the server does."""
+    """The watcher runs for as long as the server does; once it runs, the server says where it
+    listens (`app.state.started`, when set), so that a Ctrl-C from then on finds uvicorn's own
+    signal handlers in place and stops it cleanly."""
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(app.state.watcher.run)
+        started = getattr(app.state, "started", None)
+        if started is not None:
+            started()
         yield
         tasks.cancel_scope.cancel()
 
@@ -343,7 +348,7 @@ def build_app(place: Place, options: ListenOptions) -> ASGIApp:
 def serve(path: str, *, port: int = 0, ready: Callable[[Any], None]) -> None:
     """Serve the place `path` names — a folder, or a database (`postgresql://…`) — until
     interrupted; given one execution (a state file, `postgresql://…#name`), serve the place that
-    holds it and open it. `ready` receives the address once the server listens."""
+    holds it and open it. `ready` receives the address once the server has started."""
     store = store_for(path)
     if scheme_of(path) == "file" and not os.path.exists(path_of(path)):
         raise TetherError("not_found", f"{path} does not exist", path=path)
@@ -362,8 +367,9 @@ def serve(path: str, *, port: int = 0, ready: Callable[[Any], None]) -> None:
         f"(it is shown only here):\n  {link}\n"
     )
     answers = "the one-time link is shown at the terminal" if shown else _NO_TERMINAL
+    address = {"status": "serving", "url": url, "executions": count, "answers": answers}
+    _inner(app).state.started = lambda: ready(address)
     try:
-        ready({"status": "serving", "url": url, "executions": count, "answers": answers})
         asyncio.run(run(app, sock))
     except (KeyboardInterrupt, asyncio.CancelledError):
         # Ctrl-C is a clean stop, also when it lands before uvicorn has put in its own signal
