@@ -16,7 +16,7 @@ import pytest
 from tether.errors import TetherError
 from tether.store import store_for
 from tether.store.base import Summary
-from tether.store.file import FIGURES, INDEX, SUMS
+from tether.store.file import FIGURES, INDEX, MARKED, SUMS
 from tether.store.tally import RECORD_FORMAT, Tally
 from tether.verbs import Runtime
 
@@ -198,6 +198,12 @@ def test_kept_sums_that_are_torn_or_of_another_version_are_added_up_again(
         sums.write_text(text)
         assert store.tally(str(tmp_path)) == _recounted(tmp_path)
         assert json.loads(sums.read_text())["format"] == RECORD_FORMAT
+    _behind_each(tmp_path)
+    marks = tmp_path / MARKED
+    for text in ('{"format": 1, "marks": {}}', marks.read_text()[:40], '{"format": 3}', "[]"):
+        marks.write_text(text)  # torn, of another version, or not marks: made again
+        _behind_each(tmp_path)
+        assert json.loads(marks.read_text())["format"] == RECORD_FORMAT
     for kept in tmp_path.rglob(FIGURES):  # a settled execution changes, its count gone
         kept.unlink()
     Runtime().reset(str(tmp_path / "b" / "c" / "failed.json"))

@@ -87,7 +87,7 @@ A `--since` within a day reads the kept counts of the executions created that da
 of another version, torn or unreadable is added up again; one written by hand to lie is
 believed (delete it to count afresh).
 
-Marks (`behind`): beside the sums, `.tether-marks.json` (`MARKS`) keeps each added execution's
+Marks (`behind`): beside the sums, `.tether-marks.json` (`MARKED`) keeps each added execution's
 figures per action (`tether.store.tally.marks_of`) with the stamp it was added at and what a
 listing shows of it, so the executions behind a figure are found after the sums' pass without
 reading a count; an execution whose marks are behind is read from its count and its marks kept.
@@ -136,7 +136,7 @@ _REFUSED = ".refused.jsonl"
 INDEX = ".tether-index.jsonl"
 FIGURES = ".tether-figures.jsonl"
 SUMS = ".tether-sums.json"
-MARKS = ".tether-marks.json"
+MARKED = ".tether-marks.json"
 _LEFTOVER = re.compile(rf"(?:{_TREE})?{TEMPORARY.pattern}")
 # The first block `read_tail` reads back from a trace file's end (each further one four times
 # larger): enough for the entries of a few steps.
@@ -670,6 +670,7 @@ class _Sums:
         self.added: dict[str, builtins.list[Any]] = {}
         self.running: dict[str, dict[str, Any]] = {}
         self.figures = _Kept(FIGURES)
+        self._lines: dict[str, builtins.list[bytes]] = {}  # FIGURES read whole, by folder
         self.changed = afresh
         if not afresh:
             with contextlib.suppress(OSError, ValueError, KeyError, TypeError, AttributeError):
@@ -690,8 +691,31 @@ class _Sums:
     def _line(self, name: str, directory: str) -> dict[str, Any] | None:
         """The kept line the execution `name` was added with (None: no longer kept)."""
         mark = self.added[name]
-        line = self.running.get(name) or _kept_line(directory, name.rpartition("/")[2], mark[:4])
-        return line if line is not None and line["stamp"] == mark[:4] else None
+        line = self.running.get(name)
+        if line is not None:
+            return line if line["stamp"] == mark[:4] else None
+        return self._kept_line(directory, name.rpartition("/")[2], mark[:4])
+
+    def _kept_line(
+        self, directory: str, base: str, stamp: builtins.list[int]
+    ) -> dict[str, Any] | None:
+        """The line of the folder's kept figures for the execution `base` at `stamp`, if it
+        holds one still; the file is read whole once per pass (only a change to a settled execution,
+        or its removal, asks)."""
+        lines = self._lines.get(directory)
+        if lines is None:
+            try:
+                lines = read_regular(os.path.join(directory, FIGURES)).splitlines()
+            except OSError:
+                lines = []
+            self._lines[directory] = lines
+        for line in reversed(lines):
+            if base.encode() in line:
+                with contextlib.suppress(ValueError):
+                    record = json.loads(line)
+                    if record.get("name") == base and record.get("stamp") == stamp:
+                        return dict(record)
+        return None
 
     def counted(self, name: str, line: dict[str, Any]) -> Counted:
         """The execution `name` with its count, from its kept `line`."""
@@ -746,13 +770,13 @@ class _Sums:
         self,
     ) -> builtins.list[tuple[str, dict[str, Any], str, dict[str, builtins.list[float]]]]:
         """Each execution added, as `tether.store.tally.behind_of` takes it, from the folder's
-        kept marks (`MARKS`) where they were made at the stamp it was added at, else from its
+        kept marks (`MARKED`) where they were made at the stamp it was added at, else from its
         count (a settled one's read from `FIGURES`), which the marks then keep."""
         from tether.store.tally import RECORD_FORMAT, marks_of
 
         cached: dict[str, builtins.list[Any]] = {}
         with contextlib.suppress(OSError, ValueError, TypeError, KeyError):
-            kept = json.loads(read_regular(os.path.join(self.folder, MARKS)))
+            kept = json.loads(read_regular(os.path.join(self.folder, MARKED)))
             cached = dict(kept["marks"]) if kept["format"] == RECORD_FORMAT else {}
         made = {}
         for name, mark in self.added.items():
@@ -773,7 +797,7 @@ class _Sums:
         if made != cached:
             with contextlib.suppress(OSError):
                 write_atomic(
-                    os.path.join(self.folder, MARKS),
+                    os.path.join(self.folder, MARKED),
                     encode({"format": RECORD_FORMAT, "marks": made}),
                 )
         return [
@@ -797,22 +821,6 @@ class _Sums:
         }
         with contextlib.suppress(OSError):
             write_atomic(os.path.join(self.folder, SUMS), encode(kept))
-
-
-def _kept_line(directory: str, base: str, stamp: builtins.list[int]) -> dict[str, Any] | None:
-    """The line of the folder's kept figures for the execution `base` at `stamp`, if it holds
-    one still (read whole: only a change to a settled execution, or its removal, asks)."""
-    try:
-        data = read_regular(os.path.join(directory, FIGURES))
-    except OSError:
-        return None
-    for line in reversed(data.splitlines()):
-        if base.encode() in line:
-            with contextlib.suppress(ValueError):
-                record = json.loads(line)
-                if record.get("name") == base and record.get("stamp") == stamp:
-                    return dict(record)
-    return None
 
 
 def _tidy(path: str, state: dict[str, Any] | None) -> list[str]:
