@@ -81,6 +81,7 @@ STORED = {
         "RESULTS": "res",
         "STEP": "k",
         "OPENED": "o",
+        "BEGAN": "b",
         "WRITTEN": "w",
         "DEADLINE": "d",
         "FAILING": "x",

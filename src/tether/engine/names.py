@@ -175,6 +175,9 @@ class Key(StrEnum):
     """Action: the index of the current step."""
     OPENED = "o"
     """Action: the trace seq at which the open step was opened."""
+    BEGAN = "b"
+    """Action: the trace seq at which its current attempt began (its first step reached); none
+    in a frame begun before Tether kept it."""
     WRITTEN = "w"
     """Action: the var paths written while the open step was open."""
     DEADLINE = "d"

@@ -24,6 +24,7 @@ from tether.engine.public import (
     Human,
     Independent,
     Jump,
+    Key,
     Kind,
     Outcome,
     Reply,
@@ -192,7 +193,7 @@ def verify(
         return [{"field": "trace", "problem": f"replay refused an answer: {exc.message}"}]
     diffs: list[dict[str, Any]] = []
     for name in DERIVED_FIELDS:
-        if state.get(name) != stored.get(name):
+        if _derived(state, stored, name) != stored.get(name):
             diffs.append({"field": name, "stored": stored.get(name), "replayed": state.get(name)})
     for i in range(max(len(produced), len(trace))):
         want = produced[i] if i < len(produced) else None
@@ -257,11 +258,25 @@ def refit(
         same = (
             shape(state["open"]) == shape(stored["open"])
             if field == "open"
-            else state.get(field) == stored.get(field)
+            else _derived(state, stored, field) == stored.get(field)
         )
         if not same:
             raise problem(f"replaying its trace ends with a different {field}")
     return {**stored, **{f: state[f] for f in DERIVED_FIELDS if f in state}}
+
+
+def _derived(state: dict[str, Any], stored: dict[str, Any], field: str) -> Any:
+    """The replayed `field` as the stored state would hold it: an action's frame keeps no
+    `Key.BEGAN` where the stored frame has none (an attempt begun before Tether kept it, which
+    a replay from the start numbers)."""
+    replayed, kept = state.get(field), stored.get(field)
+    if field != "runtime" or not isinstance(replayed, dict) or not isinstance(kept, dict):
+        return replayed
+    older = {key for key, frame in kept.items() if Key.BEGAN not in frame}
+    return {
+        key: {k: v for k, v in frame.items() if k != Key.BEGAN} if key in older else frame
+        for key, frame in replayed.items()
+    }
 
 
 def fork(

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 # enum class costs three times a global (`EnumType.__getattr__` keeps the lookup uncached).
 RUNNING, SUCCESS, FAILURE, SKIPPED = Result.RUNNING, Result.SUCCESS, Result.FAILURE, Result.SKIPPED
 CHILD, RESULTS, STEP, OPENED, FAILING = Key.CHILD, Key.RESULTS, Key.STEP, Key.OPENED, Key.FAILING
+BEGAN = Key.BEGAN
 RETRIES, ITEMS, ITEM, RUNS, DEADLINE = Key.RETRIES, Key.ITEMS, Key.ITEM, Key.RUNS, Key.DEADLINE
 
 # The work one answer may do, counted (never timed, so replay decides alike): the nodes its
@@ -362,6 +363,8 @@ class Ticker:
         if frame.pop(FAILING, None):
             return FAILURE
         steps = node["steps"]
+        if STEP not in frame and OPENED not in frame:  # the attempt's first tick
+            frame.setdefault(BEGAN, self.state["seq"])
         k = frame.get(STEP, 0)
         while k < len(steps):
             step = steps[k]
