@@ -604,7 +604,7 @@ class Runtime:
         if outcome.events and any(os.environ.get(name) for name in _OTLP_ENDPOINTS):
             from tether.otel.send import emit
 
-            emit(store, uri, tree, outcome.entries[0]["seq"], before["open"])
+            emit(store, uri, tree, outcome.entries[0]["seq"], before)
         if not outcome.entries or scheme_of(uri) == "memory":
             return
         if not (self._notify or os.environ.get("TETHER_NOTIFY")):

@@ -51,10 +51,13 @@ from tether.engine.phases import (
 )
 from tether.engine.ticking import (
     Condition,
+    attempt_began,
+    chain,
     default_condition,
     default_list,
     node_at,
     reads_tools,
+    side_by_side,
     tool_policy,
 )
 from tether.engine.trace import tool_records, tools_since
@@ -72,6 +75,8 @@ __all__ = [
     "Status",
     "all_open",
     "apply",
+    "attempt_began",
+    "chain",
     "current",
     "default_condition",
     "default_list",
@@ -80,6 +85,7 @@ __all__ = [
     "initial_state",
     "node_at",
     "reads_tools",
+    "side_by_side",
     "tool_policy",
     "tool_records",
     "tools_since",

@@ -559,6 +559,37 @@ def node_at(tree: dict[str, Any], path: list[int]) -> dict[str, Any]:
     return chain(tree, path)[-1][0]
 
 
+def side_by_side(links: list[tuple[dict[str, Any], bool]]) -> list[int]:
+    """The depths, along a node's `chain`, of the nodes above it that run their children or
+    items side by side (a `parallel`, a fanned-out `for_each`) and so may halt it."""
+    return [d for d, (n, _) in enumerate(links[:-1]) if n["type"] == "parallel" or fans(n)]
+
+
+def attempt_began(
+    tree: dict[str, Any], runtime: dict[str, dict[str, Any]], path: list[int]
+) -> int | None:
+    """The seq at which the current attempt of the action at `path` began (`Key.BEGAN`), when
+    no earlier attempt of it can have been left open by a `parallel` (or fanned-out `for_each`)
+    that finished and was entered again: nothing at or above its innermost such node runs
+    again (a `repeat` run, a retry, an item past the first of a loop, but for the items of the
+    innermost loop, whose index its entries carry). None when its frame does not say (begun
+    before Tether kept it) or such an attempt may lie before it."""
+    began = runtime.get(node_key(path), {}).get(BEGAN)
+    links = chain(tree, path)
+    halts = side_by_side(links)
+    if began is None or not halts:
+        return began
+    loops = [d for d, (n, item) in enumerate(links) if "for_each" in n and not item]
+    numbered = loops[-1] if loops and not fans(links[loops[-1]][0]) else None
+    for depth in range(halts[-1] + 1):
+        frame = runtime.get(node_key(path[:depth]))
+        if frame is None or frame.get(RUNS) or frame.get(RETRIES):
+            return None
+        if frame.get(ITEM) and depth != numbered:
+            return None
+    return began
+
+
 def tree_path(tree: dict[str, Any], path: list[int]) -> list[int]:
     """`path` without the item indices of fanned-out loops: the node's place in the tree file,
     where each of its items' runs is counted and drawn."""

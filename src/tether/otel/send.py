@@ -213,18 +213,16 @@ _live: _Live | None = None
 _said = False  # whether this process said it cannot send (it says so once)
 
 
-def emit(
-    store: Any, uri: str, tree: dict[str, Any], since: int, asked: list[dict[str, Any]]
-) -> None:
-    """Send the spans of `uri` that the commit whose first entry is `since` completed (`asked`:
-    the requests open before it), read from the trace's tail (`_completed`), without waiting:
+def emit(store: Any, uri: str, tree: dict[str, Any], since: int, before: dict[str, Any]) -> None:
+    """Send the spans of `uri` that the commit whose first entry is `since` completed (`before`:
+    the state before it), read from the trace's tail (`_completed`), without waiting:
     the outbox's thread sends them (its queue is bounded). Without `TETHER_OTEL_CONTENT=1`
     they carry no notes, values, loop items, tool inputs or thoughts (`spans.without_content`).
     Never raises: the step it follows has committed whatever happens here; a failure is said
     once on stderr (`_cannot_send`)."""
     global _live
     try:
-        tid, ready = _completed(store, uri, tree, since, asked)
+        tid, ready = _completed(store, uri, tree, since, before)
         if not ready:
             return
         if os.environ.get("TETHER_OTEL_CONTENT") != "1":
@@ -238,7 +236,7 @@ def emit(
 
 
 def _completed(
-    store: Any, uri: str, tree: dict[str, Any], since: int, asked: list[dict[str, Any]]
+    store: Any, uri: str, tree: dict[str, Any], since: int, before: dict[str, Any]
 ) -> tuple[int, list[Span]]:
     """The spans the commit whose first entry is `since` completed, read from the trace's tail
     (`Store.read_tail`): from `_BACK` entries before `since`, then eight times further back
@@ -249,7 +247,7 @@ def _completed(
     while True:
         state, tail = store.read_tail(uri, since - back)
         first = int(state["seq"]) - store.trace_length(state)
-        made = tail_spans(state, tree, tail, since, first, asked)
+        made = tail_spans(state, tree, tail, since, first, before)
         if made is not None:
             return made
         back = back * 8 if state["status"] == Status.RUNNING else since - first

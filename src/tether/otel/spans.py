@@ -34,8 +34,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tether.engine.names import Kind, Reply, Status
-from tether.engine.public import node_at
+from tether.engine.public import attempt_began, chain, node_at, side_by_side
 from tether.engine.trace import MOVING, Token, next_retry, node_key, settles
+from tether.errors import TetherError
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
@@ -108,38 +109,73 @@ def tail_spans(
     tail: list[dict[str, Any]],
     since: int,
     first: int,
-    asked: list[dict[str, Any]] | None = None,
+    before: dict[str, Any] | None = None,
 ) -> tuple[int, list[Span]] | None:
     """What `spans(state, tree, entries, since)` gives, read from `tail`, the trace's entries
     from some seq at or before `since` on (`first` is the seq of the trace's first entry), or
     None when the tail begins too late to tell: an attempt it completes began before the tail's
-    first entry that moved the execution, or its retry number is not sure (an action with
-    `retries` whose attempt before it is not in the tail, and which was not open in `asked`, the
-    requests open before the commit, whose step tokens carry the retry numbers), or the
-    execution finished (its root span holds every entry outside an action) and the tail is not
-    the whole trace."""
-    tid, made, sure, reader = _read(state, tree, tail, since, first)
+    first entry that moved the execution, or where it began is not sure, or its retry number is
+    not (an action with `retries` whose attempt before it is not in the tail and whose step
+    token does not say), or the execution finished (its root span holds every entry outside an
+    action) and the tail is not the whole trace. `before` is the state before the commit: its
+    open requests' step tokens carry their attempts' retry numbers, and its frames where each
+    of those attempts began (`attempt_began`, which places an attempt inside a `parallel`)."""
+    asked = (before or {}).get("open") or []
+    placed = _placed(tree, tail, asked, (before or {}).get("runtime") or {})
+    tid, made, sure, reader = _read(state, tree, tail, since, first, placed=placed)
     whole = not tail or tail[0]["seq"] <= first
     if not (whole or sure) and asked:
-        seeds = _seeds(reader, since, asked)
+        seeds = _seeds(reader, since, asked, placed)
         if seeds:
-            tid, made, sure, _ = _read(state, tree, tail, since, first, seeds)
+            tid, made, sure, _ = _read(state, tree, tail, since, first, seeds, placed)
     return (tid, made) if whole or sure else None
 
 
-def _seeds(reader: _Reader, since: int, asked: list[dict[str, Any]]) -> dict[tuple[str, int], int]:
+def _placed(
+    tree: dict[str, Any],
+    tail: list[dict[str, Any]],
+    asked: list[dict[str, Any]],
+    runtime: dict[str, dict[str, Any]],
+) -> dict[str, int]:
+    """The seq at which the attempt of each request in `asked` began, by its action's key, for
+    those the frames in `runtime` place (`attempt_began`) inside `tail`: every entry of such an
+    attempt is in the tail, and the first of its action's entries from that seq on is its
+    first."""
+    placed = {}
+    for request in asked if tail else ():
+        path = request.get("path")
+        if not isinstance(path, list):  # the protocol gate's request
+            continue
+        try:
+            began = attempt_began(tree, runtime, path)
+        except TetherError:  # a path the tree does not have
+            continue
+        if began is not None and began >= tail[0]["seq"]:
+            placed[node_key(path)] = began
+    return placed
+
+
+def _seeds(
+    reader: _Reader, since: int, asked: list[dict[str, Any]], placed: dict[str, int]
+) -> dict[tuple[str, int], int]:
     """The retry number of each attempt open at `since` that `asked` (the requests open then)
-    gives a step token for, by its action's key and its first seq: the latest attempt of the
-    action and item begun before `since` unless it had settled, else the first begun after.
-    Not for an inverted action: the reading takes its inverted answer's outcome as the answer's
-    (`settles`), so its retry numbers there are not the step tokens'."""
+    gives a step token for, by its action's key and its first seq: the first begun where
+    `placed` says it began, else the latest of the action and item begun before `since` unless
+    it had settled, else the first begun after. Not for an inverted action: the reading takes
+    its inverted answer's outcome as the answer's (`settles`), so its retry numbers there are
+    not the step tokens'."""
     seeds = {}
     for request in asked:
         token = Token.parse(str(request.get("step")))
         if token is None or (reader.actions.get(token.key) or {}).get("invert"):
             continue
         item = (request.get("item") or {}).get("index")
-        mine = [a for a in reader.attempts if (a.key, a.item) == (token.key, item)]
+        began = placed.get(token.key, -1)
+        mine = [
+            a
+            for a in reader.attempts
+            if (a.key, a.item) == (token.key, item) and a.first_seq >= began
+        ]
         before = [a for a in mine if a.first_seq < since]
         after = [a for a in mine if a.first_seq >= since]
         if before and (before[-1].done_seq is None or before[-1].done_seq >= since):
@@ -156,9 +192,11 @@ def _read(
     since: int | None,
     first: int,
     seeds: dict[tuple[str, int], int] | None = None,
+    placed: dict[str, int] | None = None,
 ) -> tuple[int, list[Span], bool, _Reader]:
     """The trace id and the spans `spans` gives, whether each of them was read whole from
-    `entries` (`_Reader.sure`; never for the root), and the reader (`seeds`: its `retries`)."""
+    `entries` (`_Reader.sure`; never for the root), and the reader (`seeds`: its `retries`;
+    `placed`: its `began`)."""
     tid = trace_id(state, first)
     common = {
         "tether.execution.uri": state["uri"],
@@ -166,7 +204,7 @@ def _read(
         "tether.tree.hash": state["tree_hash"],
         "gen_ai.conversation.id": state["uri"],
     }
-    reader = _Reader(tree, state["salt"], _ns(state["created_at"]), seeds or {})
+    reader = _Reader(tree, state["salt"], _ns(state["created_at"]), seeds or {}, placed or {})
     for entry in entries:
         reader.read(entry)
     finished = state["status"] != Status.RUNNING
@@ -330,10 +368,16 @@ class _Reader:
     """Reads entries in order, sorting each into an attempt or `outside` (the root's)."""
 
     def __init__(
-        self, tree: dict[str, Any], salt: str, created: int, retries: dict[tuple[str, int], int]
+        self,
+        tree: dict[str, Any],
+        salt: str,
+        created: int,
+        retries: dict[tuple[str, int], int],
+        began: dict[str, int],
     ) -> None:
         self.tree = tree
         self.retries = retries  # retry numbers known beforehand, by key and first seq
+        self.began = began  # where an action's open attempt began, by key, known beforehand
         self.salt = salt
         self.created = created
         self.attempts: list[_Attempt] = []
@@ -368,10 +412,10 @@ class _Reader:
     def sure(self, attempt: _Attempt) -> bool:
         """Whether `attempt` reads the same from these entries as from the whole trace, when
         they are its tail: an entry that moved the execution was read before its first (its
-        start and opened seq are that entry's); it began at its first step, outside any
-        `parallel`, while no other attempt read was open (so no earlier entry of it can lie
-        before them); and its retry number is sure (its action has no `retries`, a jump began
-        it, its number was given beforehand, or the attempt before it was sure)."""
+        start and opened seq are that entry's); it began where `began` says, or at its first
+        step, outside any `parallel`, while no other attempt read was open (so no earlier entry
+        of it can lie before them); and its retry number is sure (its action has no `retries`,
+        a jump began it, its number was given beforehand, or the attempt before it was sure)."""
         moved = self.first_moved
         return attempt.known and moved is not None and moved < attempt.first_seq
 
@@ -388,21 +432,22 @@ class _Reader:
     def _attempt(self, entry: dict[str, Any], path: list[int], node: dict[str, Any]) -> _Attempt:
         key, item = node_key(path), entry.get("item")
         attempt = self.latest.get(key)
-        if attempt is None or attempt.item != item or not _belongs(attempt, entry):
+        began = self.began.get(key, entry["seq"] + 1)
+        placed = began <= entry["seq"] and (attempt is None or attempt.first_seq < began)
+        if placed or attempt is None or attempt.item != item or not _belongs(attempt, entry):
             alone = self.unsettled == 0
             attempt = self._begin(key, node, item, attempt, entry)
             alone = alone and entry["cursor"]["step"] == 0 and not self._parallel(path)
-            attempt.known = attempt.known and alone
+            attempt.known = attempt.known and (alone or placed)
         token = Token.parse(str(entry.get("step")))
         if token is not None:  # a recorded token says when its step was opened
             attempt.opened = token.opened
         return attempt
 
     def _parallel(self, path: list[int]) -> bool:
-        """Whether the action at `path` lies inside a `parallel` node."""
-        return any(
-            node_at(self.tree, path[:depth])["type"] == "parallel" for depth in range(len(path))
-        )
+        """Whether the action at `path` lies inside a `parallel` node or a fanned-out
+        `for_each`."""
+        return bool(side_by_side(chain(self.tree, path)))
 
     def _begin(
         self,
