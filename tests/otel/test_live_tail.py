@@ -1,7 +1,8 @@
 """Live export reads a trace's tail (`tether.otel.send.emit`) and sends what `tether export
 otel` sends: an execution whose trace grows long, with branches that interleave, retries, a
 check and loop items, driven in process with a receiver on 127.0.0.1, on the file store and on
-PostgreSQL; every span the receiver got is the span of the whole trace with the same id."""
+PostgreSQL; every span the receiver got is the span of the whole trace with the same id. A step
+that ends a branch's attempt inside a `parallel` reads from where that attempt began."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from otel.test_live_private import _Recorder, recorder  # noqa: F401 (the fixture)
+from otel.test_tail import _shape
 from support.postgres import shared_server
 from tether.otel import send
 from tether.otel.spans import spans, without_content
@@ -126,3 +128,44 @@ def test_live_spans_read_from_the_tail_are_the_exported_spans(
         assert [e.time_unix_nano for e in sent.events] == [e.time for e in span.events]
         attributes = {a.key for a in sent.attributes}
         assert attributes == set(span.attributes)
+
+
+class _Reads:
+    """A store whose `read_tail` calls are counted: the entries each read returned."""
+
+    def __init__(self, store: Any) -> None:
+        self.store, self.read = store, []
+
+    def read_tail(self, uri: str, since: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        state, tail = self.store.read_tail(uri, since)
+        self.read.append(len(tail))
+        return state, tail
+
+    def trace_length(self, state: dict[str, Any]) -> int:
+        return int(self.store.trace_length(state))
+
+
+def test_a_step_that_ends_a_branch_reads_from_where_its_attempt_began(tmp_path: Path) -> None:
+    tree = tmp_path / "long.yaml"
+    tree.write_text(TREE)
+    uri = str(tmp_path / "run.json")
+    rt = Runtime()
+    rt.start(str(tree), uri)
+    rt.submit(uri, "success")
+    left, right = rt.next(uri, all=True)
+    for n in range(200):  # the other branch's attempt goes on beside it
+        rt.think(uri, f"thought {n}", step=left["step"])
+    rt.submit(uri, "failure", step=right["step"])  # Right's second attempt begins here
+    rt.submit(uri, "success", step=rt.next(uri, all=True)[1]["step"])
+    store = store_for(uri)
+    before = store.load(uri)
+    assert before["status"] == "running" and len(store.read_execution(uri)[1]) > 200
+    rt.eval(uri, True, step=rt.next(uri, all=True)[1]["step"])  # ends it, inside the parallel
+    reads = _Reads(store)
+    tid, made = send._completed(reads, uri, store.load_tree(uri), before["seq"], before)
+    assert [s.name for s in made] == ["invoke_agent Right"]
+    assert made[0].attributes["tether.attempt.retry"] == 1
+    assert reads.read == [17]  # 16 entries back and its own: Right's attempt began there
+    state, entries = store.read_execution(uri)
+    whole = spans(state, store.load_tree(uri), entries, before["seq"])
+    assert (tid, _shape(made)) == (whole[0], _shape(whole[1]))
