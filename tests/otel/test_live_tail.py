@@ -134,7 +134,8 @@ class _Reads:
     """A store whose `read_tail` calls are counted: the entries each read returned."""
 
     def __init__(self, store: Any) -> None:
-        self.store, self.read = store, []
+        self.store = store
+        self.read: list[int] = []
 
     def read_tail(self, uri: str, since: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         state, tail = self.store.read_tail(uri, since)
