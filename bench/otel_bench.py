@@ -103,7 +103,7 @@ def _per_step_ms(
     os.environ.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
     rt = Runtime()
     uri = _uri(place, f"{'par' if parallel else 'run'}-{before}-{bool(endpoint)}")
-    size = before + steps + 1
+    size = before + steps + 2  # an action more than the steps: `_reads_ms` takes one, still running
     rt.start(str(_branches(folder, size // 2 + 1) if parallel else _tree(folder, size)), uri)
     rt.submit(uri, "success")
     for n in range(before):
