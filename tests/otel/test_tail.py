@@ -308,17 +308,46 @@ def test_a_branch_whose_siblings_moved_since_its_attempt_began_is_read_from_wher
     _check_commit(w, since, before)
 
 
-def test_a_branch_a_parallel_halted_and_entered_again_is_not_placed() -> None:
+def test_a_branch_a_parallel_halted_begins_afresh_when_a_repeat_runs_it_again() -> None:
     w = Walk(tree(_TREES[1], var={"flag": False}))  # `any`, run again by a `repeat`
     right = w.open()[1]["step"]
     w.apply(a.ToolCall("Bash", {"command": "make"}, True, step=right))  # B's attempt, halted
     w.submit("success", step=w.open()[0]["step"])  # A ends the parallel; the repeat runs again
     assert [r["name"] for r in w.open()] == ["A", "B"]
-    # The reading goes on with B's halted attempt: where B's new one began says nothing of it.
-    assert w.state["runtime"]["0.1"][Key.BEGAN] == 4
+    assert attempt_began(w.tree, w.state["runtime"], [0, 1]) == 4  # after the `until` check
+    w.submit("success", step=w.open()[1]["step"])
+    since, before = w.state["seq"], w.state
+    w.eval(True, step=w.open()[1]["step"])
+    _, made = spans(w.state, w.tree, w.trace, since)
+    assert [[e.attributes["tether.seq"] for e in s.events] for s in made] == [[4, 5]]
+    tail = [e for e in w.trace if e["seq"] >= 3]
+    assert tail_spans(w.state, w.tree, tail, since, 0, before) is not None
+    _check_commit(w, since, before)
+
+
+def test_a_branch_a_parallel_halted_and_entered_again_by_a_retry_is_not_placed() -> None:
+    root = {
+        "type": "sequence",
+        "name": "S",
+        "children": [
+            {
+                "type": "parallel",
+                "name": "P",
+                "retries": 1,
+                "children": [_act("A", _DO), _act("B", _DO)],
+            },
+            _act("C", _DO),
+        ],
+    }
+    w = Walk(tree(root))
+    right = w.open()[1]["step"]
+    w.apply(a.ToolCall("Bash", {"command": "make"}, True, step=right))  # B's attempt, halted
+    w.submit("failure", step=w.open()[0]["step"])  # A fails the parallel, retried at once
+    assert w.state["runtime"]["0.1"][Key.BEGAN] == 3
+    # No entry says the parallel ran again: the reading goes on with B's halted attempt.
     assert attempt_began(w.tree, w.state["runtime"], [0, 1]) is None
     since, before = w.state["seq"], w.state
     w.submit("success", step=w.open()[1]["step"])
     _, made = spans(w.state, w.tree, w.trace, since)
-    assert made == []  # B's first step passed; its attempt (begun at seq 1) goes on
+    assert [[e.attributes["tether.seq"] for e in s.events] for s in made] == [[1, 3]]
     _check_commit(w, since, before)

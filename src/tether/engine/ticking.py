@@ -570,10 +570,11 @@ def attempt_began(
 ) -> int | None:
     """The seq at which the current attempt of the action at `path` began (`Key.BEGAN`), when
     no earlier attempt of it can have been left open by a `parallel` (or fanned-out `for_each`)
-    that finished and was entered again: nothing at or above its innermost such node runs
-    again (a `repeat` run, a retry, an item past the first of a loop, but for the items of the
-    innermost loop, whose index its entries carry). None when its frame does not say (begun
-    before Tether kept it) or such an attempt may lie before it."""
+    that finished and was entered again with no entry saying so: nothing at or above its
+    innermost such node was retried, or went on to an item past the first of a loop but the
+    innermost (whose index its entries carry). A `repeat` run says so (its `check` entry,
+    `trace.runs_again`). None when its frame does not say (begun before Tether kept it) or such
+    an attempt may lie before it."""
     began = runtime.get(node_key(path), {}).get(BEGAN)
     links = chain(tree, path)
     halts = side_by_side(links)
@@ -583,7 +584,7 @@ def attempt_began(
     numbered = loops[-1] if loops and not fans(links[loops[-1]][0]) else None
     for depth in range(halts[-1] + 1):
         frame = runtime.get(node_key(path[:depth]))
-        if frame is None or frame.get(RUNS) or frame.get(RETRIES):
+        if frame is None or frame.get(RETRIES):
             return None
         if frame.get(ITEM) and depth != numbered:
             return None

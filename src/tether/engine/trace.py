@@ -9,7 +9,8 @@ Owns:
 - what an entry says of an action's attempt, as stats (`tether.store.tally`), live and exported
   spans (`tether.otel.spans`) and the viewer read it: which entries move the execution and so
   mark when the next request was opened (`MOVING`), how an entry ends an attempt (`settles`),
-  and the retry number of the next attempt (`next_retry`);
+  which node an entry runs again (`runs_again`), and the retry number of the next attempt
+  (`next_retry`);
 - what a `check` sees of `TOOLS` from the trace: where an answer's tool records begin
   (`tools_since`), the records themselves (`tool_records`) and those of one action's attempt
   (`attempt_tools`).
@@ -134,6 +135,19 @@ def settles(entry: dict[str, Any], last: int) -> bool | None:
     else:
         return None
     return False if not passed else True if step == last else None
+
+
+def runs_again(entry: dict[str, Any]) -> str | None:
+    """The key of the node a `check` entry runs again (a `repeat` whose `until` did not hold:
+    every node below it is entered afresh, what a `parallel` there left open stays left), or
+    None."""
+    if (
+        entry["kind"] != Kind.CHECK
+        or entry.get("on") != "until"
+        or entry.get("outcome") != "repeat"
+    ):
+        return None
+    return node_key((entry.get("cursor") or {}).get("path") or [])
 
 
 def next_retry(retry: int, ended: bool, retries: int) -> int:

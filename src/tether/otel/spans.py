@@ -35,7 +35,7 @@ from typing import Any
 
 from tether.engine.names import Kind, Reply, Status
 from tether.engine.public import attempt_began, chain, node_at, side_by_side
-from tether.engine.trace import MOVING, Token, next_retry, node_key, settles
+from tether.engine.trace import MOVING, Token, next_retry, node_key, runs_again, settles
 from tether.errors import TetherError
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -393,6 +393,9 @@ class _Reader:
         step = cursor["step"]
         if entry["kind"] == Kind.JUMP:  # the runtime starts afresh: what was open is left
             self.latest, self.unsettled = {}, 0
+        again = runs_again(entry)
+        if again is not None:  # a `repeat` runs its node again: what was open below is left
+            self._leave(again)
         node = None if step is None else self._action(cursor["path"])
         if node is None:
             self.outside.append(entry)
@@ -408,6 +411,14 @@ class _Reader:
             self.moved = (entry["seq"], entry["ts"])
             if self.first_moved is None:
                 self.first_moved = entry["seq"]
+
+    def _leave(self, key: str) -> None:
+        """Leave the open attempts of the actions below the node at `key` as they are, halted
+        at the end: their actions' next entries begin new attempts."""
+        for k in [k for k, a in self.latest.items() if a.outcome is None]:
+            if not key or k.startswith(f"{key}."):
+                del self.latest[k]
+                self.unsettled -= 1
 
     def sure(self, attempt: _Attempt) -> bool:
         """Whether `attempt` reads the same from these entries as from the whole trace, when
