@@ -306,6 +306,13 @@ def test_a_branch_whose_siblings_moved_since_its_attempt_began_is_read_from_wher
     }
     assert [start for start, got in reads.items() if got is not None] == [1]
     _check_commit(w, since, before)
+    # An execution stored before frames kept where attempts began reads the whole trace.
+    runtime = {
+        k: {n: v for n, v in f.items() if n != Key.BEGAN} for k, f in before["runtime"].items()
+    }
+    older = {**before, "runtime": runtime}
+    assert tail_spans(w.state, w.tree, w.trace[1:], since, first, older) is None
+    _check_commit(w, since, older)
 
 
 def test_a_branch_a_parallel_halted_begins_afresh_when_a_repeat_runs_it_again() -> None:
