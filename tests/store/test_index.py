@@ -268,3 +268,26 @@ def test_the_fingerprint_a_viewer_polls_changes_with_every_commit_create_and_rem
     for path in (tmp_path / "a").glob("done.json*"):
         path.unlink()
     assert looked()[0] == first[0]
+
+
+def test_the_listing_walked_a_folder_at_a_time_keeps_the_order_of_the_whole_names(
+    tmp_path: Path,
+) -> None:
+    """Files and sub-folders whose names sort around each other's (`x.json`, `x/`, `x-1.json`,
+    `x0.json`) list in the order of their whole names, and every page of it is that order's."""
+    rt = Runtime()
+    names = ["x.json", "x/y.json", "x/y/z.json", "x-1.json", "x0.json", "x0/a.json", "w/q.json"]
+    for name in names:
+        rt.start(HELLO, str(tmp_path / name))
+    rt.submit(str(tmp_path / "x/y.json"), "success")
+    listed = _listed(tmp_path)
+    assert [s.name for s in listed] == sorted(names) and listed == _from_states(tmp_path)
+    store = store_for(str(tmp_path))
+    for offset in range(len(names) + 1):
+        assert store.page(str(tmp_path), limit=2, offset=offset) == (
+            listed[offset : offset + 2],
+            len(names),
+            ["hello-world"],
+        )
+    running = [s for s in listed if s.status == "running"]
+    assert store.page(str(tmp_path), status="running") == (running, len(running), ["hello-world"])

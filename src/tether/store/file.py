@@ -252,6 +252,11 @@ class FileStore:
 
         return [s for s in _summaries(path_of(where)) if wanted(s, status)]
 
+    def summaries(self, where: str) -> Iterator[Summary]:
+        """`list(where)` one summary at a time, holding a few folders' index (what `page`
+        walks)."""
+        return _summaries(path_of(where))
+
     page = page_whole
 
     def __init__(self) -> None:
@@ -262,7 +267,7 @@ class FileStore:
     def fingerprint(self, where: str) -> tuple[int, object]:
         folder = path_of(where)
         if folder not in self._seen:  # the first look, which says what is wrong with it
-            _execution_names(folder)
+            _walk(folder)
         count, changes = 0, []
         pending = [(folder, "", 0)]
         while pending:
@@ -294,7 +299,7 @@ class FileStore:
         from tether.store.tally import behind_of
 
         folder = path_of(where)
-        kept, _ = _summed(folder, _execution_names(folder), None)
+        kept, _ = _summed(folder, builtins.list(_walk(folder)), None)
         return behind_of(kept.marked(), tree, tree_hash, key, measure, page)
 
     def tally(
@@ -303,7 +308,7 @@ class FileStore:
         from tether.store.tally import tally_of
 
         folder = path_of(where)
-        kept, counts = _summed(folder, _execution_names(folder), since)
+        kept, counts = _summed(folder, builtins.list(_walk(folder)), since)
         return tally_of(counts, tree=tree, since=since, sums=kept.sums.each())
 
     def place(self, uri: str) -> tuple[str, str | None]:
@@ -502,31 +507,29 @@ def _read_index(folder: str, name: str = INDEX) -> tuple[dict[str, dict[str, Any
     return kept, len(lines)
 
 
-def _summaries(folder: str) -> builtins.list[Summary]:
-    """`list(folder)`: each execution's summary from its folder's index where the index is not
-    behind its state file (same stamp), else from the state file, which then catches the index
-    up."""
+def _summaries(folder: str) -> Iterator[Summary]:
+    """`list(folder)`, one summary at a time: each execution's summary from its folder's index
+    where the index is not behind its state file (same stamp), else from the state file, which
+    then catches the index up. The index of a few folders at a time is held (`_Kept`)."""
     from tether.store.base import Summary
 
     kept = _Kept(INDEX)
-    out = []
-    for name in _execution_names(folder):
+    for name in _walk(folder):
         directory, path = _located(folder, name)
         uri = "file://" + path
         record = kept.get(directory, os.path.basename(path))
         try:
             stamp = _stamp(path)
             if record is not None and record["stamp"] == stamp:
-                out.append(Summary.of(uri, name, record["state"]))
+                yield Summary.of(uri, name, record["state"])
                 continue
             state = _read_state(path)
-            out.append(Summary.of(uri, name, state))
             kept.add(directory, _index_record(os.path.basename(path), stamp, state))
+            yield Summary.of(uri, name, state)
         except (TetherError, OSError) as exc:
             error = exc if isinstance(exc, TetherError) else _read_error(path)
-            out.append(Summary.unreadable(uri, name, error))
+            yield Summary.unreadable(uri, name, error)
     kept.catch_up()
-    return out
 
 
 def _read_error(path: str) -> TetherError:
@@ -567,7 +570,9 @@ def _located(folder: str, name: str) -> tuple[str, str]:
 
 class _Kept:
     """The kept files of one name (`INDEX`, `FIGURES`) of the folders a reader visits: read
-    once each, and caught up with what the reader found them behind on."""
+    once each, and caught up with what the reader found them behind on. Only the folders
+    above the one read last are held besides it (a reader walks the folders in name order and
+    never comes back to one it left): the others are caught up and let go."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -576,18 +581,31 @@ class _Kept:
 
     def get(self, directory: str, base: str) -> dict[str, Any] | None:
         if directory not in self.read:
+            above, up = set(), directory
+            while os.path.dirname(up) != up:
+                above.add(up := os.path.dirname(up))
+            for held in builtins.list(self.read):
+                if held not in above:
+                    self._let_go(held)
             self.read[directory] = _read_index(directory, self.name)
         return self.read[directory][0].get(base)
 
     def add(self, directory: str, record: dict[str, Any]) -> None:
         self.behind.setdefault(directory, []).append(encode(record) + "\n")
 
+    def _let_go(self, directory: str) -> None:
+        lines = self.behind.pop(directory, None)
+        if lines:
+            _catch_up(directory, lines, *self.read[directory], self.name)
+        del self.read[directory]
+
     def catch_up(self) -> None:
+        for directory in builtins.list(self.read):
+            self._let_go(directory)
         for directory, lines in self.behind.items():
-            if directory in self.read:
-                _catch_up(directory, lines, *self.read[directory], self.name)
-            else:  # a reader that did not read it appends, and a later one rewrites it
-                _catch_up(directory, lines, {}, -(10**9), self.name)
+            # a reader that did not read it appends, and a later one rewrites it
+            _catch_up(directory, lines, {}, -(10**9), self.name)
+        self.behind = {}
 
 
 def _figures(
@@ -851,9 +869,10 @@ def _tidy(path: str, state: dict[str, Any] | None) -> list[str]:
     return sorted(present)
 
 
-def _execution_names(folder: str) -> builtins.list[str]:
+def _walk(folder: str) -> Iterator[str]:
     """The executions under `folder` (see "Listing" above), as paths relative to it with `/`,
-    sorted."""
+    in name order, one folder's entries held at a time: a folder's own executions and its
+    sub-folders (as `SUB/`) sorted together give the order of the whole paths."""
     try:
         top = _entries(folder)
     except FileNotFoundError:
@@ -868,18 +887,23 @@ def _execution_names(folder: str) -> builtins.list[str]:
         raise TetherError(
             "invalid_value", f"cannot list {folder}: {exc.strerror}", path=folder
         ) from None
-    found: builtins.list[str] = []
-    pending = [("", 0, top)]
-    while pending:
-        prefix, depth, entries = pending.pop()
-        here, below = _sorted_out(entries, depth)
-        found += [prefix + name for name in here]
-        for sub in below:
-            with contextlib.suppress(OSError):  # a sub-folder it may not read is left out
-                pending.append(
-                    (f"{prefix}{sub}/", depth + 1, _entries(os.path.join(folder, prefix, sub)))
-                )
-    return sorted(found)
+    return _walk_below(folder, "", 0, top)
+
+
+def _walk_below(
+    folder: str, prefix: str, depth: int, entries: builtins.list[os.DirEntry[str]]
+) -> Iterator[str]:
+    here, below = _sorted_out(entries, depth)
+    del entries
+    for name in sorted([*here, *(sub + "/" for sub in below)]):
+        if not name.endswith("/"):
+            yield prefix + name
+            continue
+        try:  # a sub-folder it may not read is left out
+            inside = _entries(os.path.join(folder, prefix, name))
+        except OSError:
+            continue
+        yield from _walk_below(folder, prefix + name, depth + 1, inside)
 
 
 def _sorted_out(
