@@ -49,7 +49,9 @@ below it, leaving out hidden folders (`.git`, `.venv`...), `venv`, `node_modules
 read does (no link followed, the file names it gives checked) and nothing else, no tree and no
 trace (and no state file its index is up to date with: see Index): a link, a FIFO or a corrupt
 file there is listed with its own error, and the others are listed as usual. A folder given to
-`list` by a link is followed: the caller chose it.
+`list` by a link is followed: the caller chose it. The folders are walked in the order of the
+executions' names (a folder's own executions and its sub-folders sorted together), one
+folder's entries at a time (`summaries`, what `page` reads).
 
 Index: each folder that holds executions also holds `.tether-index.jsonl`, a cache of what a
 listing shows of them (`tether.store.shared.listed`: tree, status, phase, open step, revision,
@@ -73,24 +75,36 @@ execution is read as a `get` reads it (the tree once per tree hash), its trace p
 JSON array rather than line by line, counted again and the line appended (a reader that reads
 the file catches it up, and rewrites it past twice its length, as the index).
 
-Sums (`tally`): the folder `tally` is given keeps `.tether-sums.json` (`SUMS`): the counts of
-its executions added up per tree hash and day created (`tether.store.tally.Sums`), the stamp
-each was added at, and the count of each running one (a settled one's, `tether.store.tally.
-settled`, is its line in the kept figures). `tally` stats each execution, counts (from its
-trace) only those whose stamp moved since they were added, taking away the count each added
-before, and reads the sums: its cost grows with the executions' number by a `stat` or two each,
-and with what changed by their traces. When the count an execution added is no longer kept
-(its line rewritten away), the sums are added up again from every execution. The sums file is
-written atomically after the counts it adds are appended: a kill leaves the previous sums,
-never wrong ones, and readers that race each write sums that agree with the stamps they hold.
-A `--since` within a day reads the kept counts of the executions created that day. A sums file
-of another version, torn or unreadable is added up again; one written by hand to lie is
-believed (delete it to count afresh).
+Sums (`tally`): the folder `tally` is given keeps `.tether-sums.jsonl` (`SUMS`). Its first line
+holds the counts of its executions added up per tree hash and day created
+(`tether.store.tally.Sums`) and the trees they count; then one line per execution added, in name
+order: the stamp it was added at, its tree hash, when it was created, what `behind` shows of it
+(tree, status, last change), its figures per action (`tether.store.tally.marks_of`) and, while
+it runs, its count (a settled one's, `tether.store.tally.settled`, is its line in the kept
+figures). `tally` walks the executions and these lines side by side in name order, one of each
+at a time: it stats each execution, counts (from its trace) only those whose stamp moved since
+they were added, taking away the count each added before, and reads the sums. Its cost grows
+with the executions' number by a `stat` or two and a short line each, and with what changed by
+their traces; what it holds does not grow with them (the changes it makes are spooled to a
+temporary file past a megabyte). When the count an execution added is no longer kept (its line
+rewritten away), or a line is torn, out of order or not a line this store writes, the sums are
+added up again from every execution. The sums file is written atomically (streamed from the
+lines it had and the changes) after the counts it adds are appended: a kill leaves the previous
+sums, never wrong ones, and readers that race each write sums that agree with the stamps they
+hold. A `--since` within a day reads the kept counts of the executions created that day. A sums
+file of another version, torn or unreadable is added up again; one written by hand to lie is
+believed (delete it to count afresh). An older Tether's sums (`.tether-sums.json`, one JSON
+object) and figures per action (`.tether-marks.json`) are not read: the sums are added up again
+and those files removed.
 
-Marks (`behind`): beside the sums, `.tether-marks.json` (`MARKED`) keeps each added execution's
-figures per action (`tether.store.tally.marks_of`) with the stamp it was added at and what a
-listing shows of it, so the executions behind a figure are found after the sums' pass without
-reading a count; an execution whose marks are behind is read from its count and its marks kept.
+Memory: a reader holds one folder's entries at a time, and the index or kept figures of that
+folder and the folders above it (`_Kept`), never every execution's: a listing's page
+(`tether.store.shared.page_whole`) keeps only the page, `tally` only the sums' cells, `behind`
+only the rows up to its page's end. What grows is the largest single folder's entries and
+index: executions spread over sub-folders (as teams' are) keep it small.
+
+Behind (`behind`): the executions behind a figure are the sums' lines whose figures per action
+have it, read one at a time after the sums' pass.
 
 It does not interpret the state (the engine and verbs do; `tether.store.base.Summary` reads
 what a listing shows).
