@@ -155,6 +155,8 @@ SUMS = ".tether-sums.jsonl"
 # apart): removed once the sums are written again.
 _OLDER_KEPT = (".tether-sums.json", ".tether-marks.json")
 _LEFTOVER = re.compile(rf"(?:{_TREE})?{TEMPORARY.pattern}")
+# How a line of the index or the kept figures begins: the execution's name, as JSON.
+_NAMED = re.compile(rb'\{"name":("(?:[^"\\]|\\.)*"),')
 # The first block `read_tail` reads back from a trace file's end (each further one four times
 # larger): enough for the entries of a few steps.
 _TAIL_BLOCK = 16_384
@@ -294,7 +296,7 @@ class FileStore:
             seen = self._seen.get(path)
             if seen is None or seen[0] != change[1]:  # a commit renamed a file in it, or more
                 try:
-                    found, below = _sorted_out(_entries(path), depth)
+                    found, below = _sorted_out(path, depth)
                 except OSError:
                     continue
                 self._seen[path] = seen = (change[1], len(found), below)
@@ -501,29 +503,37 @@ def _note(path: str, state: dict[str, Any]) -> None:
             os.close(fd)
 
 
-def _read_index(folder: str, name: str = INDEX) -> tuple[dict[str, dict[str, Any]], int]:
+def _read_index(folder: str, name: str = INDEX) -> tuple[dict[str, bytes], int]:
     """The folder's index (or its kept figures, `FIGURES`): the latest line per execution name,
-    and how many lines it has. A line that is not such a record (torn by a kill, written by
-    something else) is skipped."""
+    as written (read by `_record` when asked for), and how many lines it has. A line that does
+    not begin as such a record (torn by a kill, written by something else) is skipped."""
     try:
         data = read_regular(os.path.join(folder, name))
     except OSError:
         return {}, 0
-    kept: dict[str, dict[str, Any]] = {}
+    kept: dict[str, bytes] = {}
     lines = data.splitlines()
     for line in lines:
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if (
-            isinstance(record, dict)
-            and isinstance(record.get("name"), str)
-            and isinstance(record.get("stamp"), list)
-            and isinstance(record.get("state"), dict)
-        ):
-            kept[record["name"]] = record
+        named = _NAMED.match(line)
+        if named is not None:
+            with contextlib.suppress(ValueError):
+                kept[json.loads(named.group(1))] = line
     return kept, len(lines)
+
+
+def _record(line: bytes | None) -> dict[str, Any] | None:
+    """The record a kept line holds (None: none, or not a record this store writes)."""
+    try:
+        record = json.loads(line) if line is not None else None
+    except ValueError:
+        return None
+    if (
+        isinstance(record, dict)
+        and isinstance(record.get("stamp"), list)
+        and isinstance(record.get("state"), dict)
+    ):
+        return record
+    return None
 
 
 def _summaries(folder: str) -> Iterator[Summary]:
@@ -561,7 +571,7 @@ def _read_error(path: str) -> TetherError:
 
 
 def _catch_up(
-    folder: str, lines: builtins.list[str], kept: dict[str, Any], count: int, name: str = INDEX
+    folder: str, lines: builtins.list[str], kept: dict[str, bytes], count: int, name: str = INDEX
 ) -> None:
     """Add `lines` to the folder's index (or kept figures): appended, or, once it holds more
     than twice the lines it needs, written afresh with one line per execution. An append that
@@ -575,7 +585,7 @@ def _catch_up(
             finally:
                 os.close(fd)
             return
-        fresh = {r["name"]: encode(r) + "\n" for r in kept.values()}
+        fresh = {name: line.decode() + "\n" for name, line in kept.items()}
         fresh.update((json.loads(line)["name"], line) for line in lines)
         write_atomic(index, "".join(fresh.values()))
 
@@ -595,14 +605,14 @@ class _Kept:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.read: dict[str, tuple[dict[str, dict[str, Any]], int]] = {}
+        self.read: dict[str, tuple[dict[str, bytes], int]] = {}
         self.behind: dict[str, builtins.list[str]] = {}
 
     def get(self, directory: str, base: str) -> dict[str, Any] | None:
         if directory not in self.read:
             self._visit(directory)
             self.read[directory] = _read_index(directory, self.name)
-        return self.read[directory][0].get(base)
+        return _record(self.read[directory][0].get(base))
 
     def add(self, directory: str, record: dict[str, Any]) -> None:
         if directory not in self.behind:
@@ -993,10 +1003,10 @@ def _tidy(path: str, state: dict[str, Any] | None) -> list[str]:
 
 def _walk(folder: str) -> Iterator[str]:
     """The executions under `folder` (see "Listing" above), as paths relative to it with `/`,
-    in name order, one folder's entries held at a time: a folder's own executions and its
+    in name order, one folder's names held at a time: a folder's own executions and its
     sub-folders (as `SUB/`) sorted together give the order of the whole paths."""
     try:
-        top = _entries(folder)
+        top = _sorted_out(folder, 0)
     except FileNotFoundError:
         raise TetherError("not_found", f"no folder at {folder}", path=folder) from None
     except NotADirectoryError:
@@ -1013,34 +1023,40 @@ def _walk(folder: str) -> Iterator[str]:
 
 
 def _walk_below(
-    folder: str, prefix: str, depth: int, entries: builtins.list[os.DirEntry[str]]
+    folder: str, prefix: str, depth: int, found: tuple[builtins.list[str], builtins.list[str]]
 ) -> Iterator[str]:
-    here, below = _sorted_out(entries, depth)
-    del entries
-    for name in sorted([*here, *(sub + "/" for sub in below)]):
+    here, below = found
+    names = sorted([*here, *(sub + "/" for sub in below)])
+    del here, below, found
+    for name in names:
         if not name.endswith("/"):
             yield prefix + name
             continue
         try:  # a sub-folder it may not read is left out
-            inside = _entries(os.path.join(folder, prefix, name))
+            inside = _sorted_out(os.path.join(folder, prefix, name), depth + 1)
         except OSError:
             continue
         yield from _walk_below(folder, prefix + name, depth + 1, inside)
 
 
-def _sorted_out(
-    entries: builtins.list[os.DirEntry[str]], depth: int
-) -> tuple[builtins.list[str], builtins.list[str]]:
+def _sorted_out(folder: str, depth: int) -> tuple[builtins.list[str], builtins.list[str]]:
     """A folder's executions (a state file beside its tree file) and the sub-folders `list`
-    enters below it (not through a link, none hidden or left out, down to `LIST_DEPTH`)."""
-    names = {entry.name for entry in entries}
+    enters below it (not through a link, none hidden or left out, down to `LIST_DEPTH`), read
+    in two passes so that only their names are held, not every file's entry."""
+    with os.scandir(folder) as entries:
+        named = {entry.name[:-10] for entry in entries if entry.name.endswith(".tree.json")}
     found, below = [], []
-    for entry in entries:
-        if not entry.is_dir(follow_symlinks=False):
-            if entry.name + ".tree.json" in names:
-                found.append(entry.name)
-        elif depth < LIST_DEPTH and not entry.name.startswith(".") and entry.name not in _UNLISTED:
-            below.append(entry.name)
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if not entry.is_dir(follow_symlinks=False):
+                if entry.name in named:
+                    found.append(entry.name)
+            elif (
+                depth < LIST_DEPTH
+                and not entry.name.startswith(".")
+                and entry.name not in _UNLISTED
+            ):
+                below.append(entry.name)
     return found, sorted(below)
 
 
@@ -1050,11 +1066,6 @@ def _changes(folder: str, prefix: str) -> tuple[str, int, int]:
     with contextlib.suppress(OSError):
         return prefix, os.stat(folder).st_mtime_ns, _size(os.path.join(folder, INDEX))
     return prefix, -1, -1
-
-
-def _entries(folder: str) -> builtins.list[os.DirEntry[str]]:
-    with os.scandir(folder) as entries:
-        return builtins.list(entries)
 
 
 def _open(path: str, flags: int) -> int:
