@@ -37,6 +37,7 @@ from tether.errors import TetherError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from pathlib import Path
     from typing import Any
 
@@ -170,14 +171,22 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def write_atomic(path: str, data: str | bytes, *, fsync: bool = FSYNC) -> None:
-    """Replace the file at `path` with `data` (text is written as UTF-8) in one rename.
+# How much of a file given in chunks `write_atomic` gathers before each write.
+_WRITTEN_AT = 1 << 20
+
+
+def write_atomic(path: str, data: str | bytes | Iterable[bytes], *, fsync: bool = FSYNC) -> None:
+    """Replace the file at `path` with `data` (text is written as UTF-8; chunks of bytes are
+    written as they come, so a long file need not be held whole) in one rename.
 
     The temporary file is created beside `path` with `O_EXCL` and `O_NOFOLLOW`, so nothing that
     another program put at its name (a link, a file) is written through or reused; it is removed
     if the write fails. A regular file already at `path` keeps its permission bits; a symbolic
     link at `path` is replaced by the file, never followed."""
-    body = data.encode() if isinstance(data, str) else data
+    if isinstance(data, (str, bytes)):
+        chunks: Iterable[bytes] = [data.encode() if isinstance(data, str) else data]
+    else:
+        chunks = data
     temporary = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o666)
     try:
@@ -188,7 +197,13 @@ def write_atomic(path: str, data: str | bytes, *, fsync: bool = FSYNC) -> None:
         else:
             if stat.S_ISREG(existing.st_mode):
                 os.fchmod(fd, stat.S_IMODE(existing.st_mode))
-        write_all(fd, body)
+        buffered = bytearray()
+        for chunk in chunks:
+            buffered += chunk
+            if len(buffered) >= _WRITTEN_AT:
+                write_all(fd, bytes(buffered))
+                buffered.clear()
+        write_all(fd, bytes(buffered))
         if fsync:
             os.fsync(fd)
         os.close(fd)

@@ -16,7 +16,7 @@ import pytest
 from tether.errors import TetherError
 from tether.store import store_for
 from tether.store.base import Summary
-from tether.store.file import FIGURES, INDEX, MARKED, SUMS
+from tether.store.file import FIGURES, INDEX, SUMS
 from tether.store.tally import RECORD_FORMAT, Tally
 from tether.verbs import Runtime
 
@@ -43,6 +43,14 @@ def _fleet(folder: Path) -> None:
     rt.submit(str(folder / "b/c/failed.json"), "failure")
     rt.submit(str(folder / "reset.json"), "success")
     rt.reset(str(folder / "reset.json"))
+
+
+def _kept_sums(folder: Path) -> tuple[dict[str, object], dict[str, list[str]]]:
+    """The folder's kept sums: its first line (format, trees, cells), and each execution's line
+    by name (its stamp and what it shows, its figures per action, its count while it runs)."""
+    head, *lines = (folder / SUMS).read_text().splitlines()
+    fields = [line.split("\t") for line in lines]
+    return json.loads(head), {json.loads(f[0])[0]: f for f in fields}
 
 
 def _listed(folder: Path) -> list[Summary]:
@@ -173,9 +181,9 @@ def test_the_kept_sums_follow_a_settled_execution_that_changes_or_goes(tmp_path:
     store = store_for(str(tmp_path))
     failed = tmp_path / "b" / "c" / "failed.json"
     assert store.tally(str(tmp_path)) == _recounted(tmp_path)
-    kept = json.loads((tmp_path / SUMS).read_text())
-    assert {"b/c/failed.json", "a/run.json"} <= kept["added"].keys()
-    assert "a/run.json" in kept["running"] and "b/c/failed.json" not in kept["running"]
+    kept = _kept_sums(tmp_path)[1]
+    assert list(kept) == sorted(kept) and {"b/c/failed.json", "a/run.json"} <= kept.keys()
+    assert kept["a/run.json"][2] and not kept["b/c/failed.json"][2], "a running one's count"
     Runtime().reset(str(failed))  # a settled execution runs again: its kept count is taken away
     assert store.tally(str(tmp_path)) == _recounted(tmp_path)
     Runtime().submit(str(failed), "failure")
@@ -184,7 +192,7 @@ def test_the_kept_sums_follow_a_settled_execution_that_changes_or_goes(tmp_path:
         path.unlink()  # removed by hand
     assert store.tally(str(tmp_path)) == _recounted(tmp_path)
     _behind_each(tmp_path)
-    assert "b/c/failed.json" not in json.loads((tmp_path / SUMS).read_text())["added"]
+    assert "b/c/failed.json" not in _kept_sums(tmp_path)[1]
 
 
 def test_kept_sums_that_are_torn_or_of_another_version_are_added_up_again(
@@ -194,16 +202,28 @@ def test_kept_sums_that_are_torn_or_of_another_version_are_added_up_again(
     store = store_for(str(tmp_path))
     store.tally(str(tmp_path))
     sums = tmp_path / SUMS
-    for text in ('{"format": 1, "cells": []}', sums.read_text()[:40], "[]"):
+    whole = sums.read_text()
+    head, first, *rest = whole.splitlines(keepends=True)
+    for text in (
+        '{"format": 1, "cells": []}',
+        whole[:40],
+        "[]",
+        head + first[:30] + "\n" + "".join(rest),  # a line torn
+        head + "".join(rest) + first,  # out of order
+        head + first.replace("\t", " "),  # not a kept line
+    ):
         sums.write_text(text)
         assert store.tally(str(tmp_path)) == _recounted(tmp_path)
-        assert json.loads(sums.read_text())["format"] == RECORD_FORMAT
-    _behind_each(tmp_path)
-    marks = tmp_path / MARKED
-    for text in ('{"format": 1, "marks": {}}', marks.read_text()[:40], '{"format": 3}', "[]"):
-        marks.write_text(text)  # torn, of another version, or not marks: made again
+        assert _kept_sums(tmp_path)[0]["format"] == RECORD_FORMAT
+        sums.write_text(text)
         _behind_each(tmp_path)
-        assert json.loads(marks.read_text())["format"] == RECORD_FORMAT
+        assert sums.read_text() == whole, "made again as it was"
+    older = [tmp_path / ".tether-sums.json", tmp_path / ".tether-marks.json"]
+    for path in older:  # what an older Tether kept: the sums are added up again, and they go
+        path.write_text('{"format": 3, "added": {}, "marks": {}}')
+    sums.unlink()
+    assert store.tally(str(tmp_path)) == _recounted(tmp_path)
+    assert sums.read_text() == whole and not any(path.exists() for path in older)
     for kept in tmp_path.rglob(FIGURES):  # a settled execution changes, its count gone
         kept.unlink()
     Runtime().reset(str(tmp_path / "b" / "c" / "failed.json"))
@@ -268,3 +288,26 @@ def test_the_fingerprint_a_viewer_polls_changes_with_every_commit_create_and_rem
     for path in (tmp_path / "a").glob("done.json*"):
         path.unlink()
     assert looked()[0] == first[0]
+
+
+def test_the_listing_walked_a_folder_at_a_time_keeps_the_order_of_the_whole_names(
+    tmp_path: Path,
+) -> None:
+    """Files and sub-folders whose names sort around each other's (`x.json`, `x/`, `x-1.json`,
+    `x0.json`) list in the order of their whole names, and every page of it is that order's."""
+    rt = Runtime()
+    names = ["x.json", "x/y.json", "x/y/z.json", "x-1.json", "x0.json", "x0/a.json", "w/q.json"]
+    for name in names:
+        rt.start(HELLO, str(tmp_path / name))
+    rt.submit(str(tmp_path / "x/y.json"), "success")
+    listed = _listed(tmp_path)
+    assert [s.name for s in listed] == sorted(names) and listed == _from_states(tmp_path)
+    store = store_for(str(tmp_path))
+    for offset in range(len(names) + 1):
+        assert store.page(str(tmp_path), limit=2, offset=offset) == (
+            listed[offset : offset + 2],
+            len(names),
+            ["hello-world"],
+        )
+    running = [s for s in listed if s.status == "running"]
+    assert store.page(str(tmp_path), status="running") == (running, len(running), ["hello-world"])

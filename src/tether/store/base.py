@@ -212,7 +212,8 @@ class Store(Protocol):
         `status` and by `tree` (the tree's name) — an execution that cannot be read is kept
         whatever they say — with the number kept and the names of every tree at `where`, sorted.
         PostgreSQL answers it from its kept summaries without reading a state; the file and
-        memory stores page their whole listing (`tether.store.shared.page_whole`)."""
+        memory stores walk their listing, holding only the page
+        (`tether.store.shared.page_whole`)."""
         ...
 
     def fingerprint(self, where: str) -> tuple[int, object]:

@@ -49,7 +49,9 @@ below it, leaving out hidden folders (`.git`, `.venv`...), `venv`, `node_modules
 read does (no link followed, the file names it gives checked) and nothing else, no tree and no
 trace (and no state file its index is up to date with: see Index): a link, a FIFO or a corrupt
 file there is listed with its own error, and the others are listed as usual. A folder given to
-`list` by a link is followed: the caller chose it.
+`list` by a link is followed: the caller chose it. The folders are walked in the order of the
+executions' names (a folder's own executions and its sub-folders sorted together), one
+folder's entries at a time (`summaries`, what `page` reads).
 
 Index: each folder that holds executions also holds `.tether-index.jsonl`, a cache of what a
 listing shows of them (`tether.store.shared.listed`: tree, status, phase, open step, revision,
@@ -73,24 +75,36 @@ execution is read as a `get` reads it (the tree once per tree hash), its trace p
 JSON array rather than line by line, counted again and the line appended (a reader that reads
 the file catches it up, and rewrites it past twice its length, as the index).
 
-Sums (`tally`): the folder `tally` is given keeps `.tether-sums.json` (`SUMS`): the counts of
-its executions added up per tree hash and day created (`tether.store.tally.Sums`), the stamp
-each was added at, and the count of each running one (a settled one's, `tether.store.tally.
-settled`, is its line in the kept figures). `tally` stats each execution, counts (from its
-trace) only those whose stamp moved since they were added, taking away the count each added
-before, and reads the sums: its cost grows with the executions' number by a `stat` or two each,
-and with what changed by their traces. When the count an execution added is no longer kept
-(its line rewritten away), the sums are added up again from every execution. The sums file is
-written atomically after the counts it adds are appended: a kill leaves the previous sums,
-never wrong ones, and readers that race each write sums that agree with the stamps they hold.
-A `--since` within a day reads the kept counts of the executions created that day. A sums file
-of another version, torn or unreadable is added up again; one written by hand to lie is
-believed (delete it to count afresh).
+Sums (`tally`): the folder `tally` is given keeps `.tether-sums.jsonl` (`SUMS`). Its first line
+holds the counts of its executions added up per tree hash and day created
+(`tether.store.tally.Sums`) and the trees they count; then one line per execution added, in name
+order: the stamp it was added at, its tree hash, when it was created, what `behind` shows of it
+(tree, status, last change), its figures per action (`tether.store.tally.marks_of`) and, while
+it runs, its count (a settled one's, `tether.store.tally.settled`, is its line in the kept
+figures). `tally` walks the executions and these lines side by side in name order, one of each
+at a time: it stats each execution, counts (from its trace) only those whose stamp moved since
+they were added, taking away the count each added before, and reads the sums. Its cost grows
+with the executions' number by a `stat` or two and a short line each, and with what changed by
+their traces; what it holds does not grow with them (the changes it makes are spooled to a
+temporary file past a megabyte). When the count an execution added is no longer kept (its line
+rewritten away), or a line is torn, out of order or not a line this store writes, the sums are
+added up again from every execution. The sums file is written atomically (streamed from the
+lines it had and the changes) after the counts it adds are appended: a kill leaves the previous
+sums, never wrong ones, and readers that race each write sums that agree with the stamps they
+hold. A `--since` within a day reads the kept counts of the executions created that day. A sums
+file of another version, torn or unreadable is added up again; one written by hand to lie is
+believed (delete it to count afresh). An older Tether's sums (`.tether-sums.json`, one JSON
+object) and figures per action (`.tether-marks.json`) are not read: the sums are added up again
+and those files removed.
 
-Marks (`behind`): beside the sums, `.tether-marks.json` (`MARKED`) keeps each added execution's
-figures per action (`tether.store.tally.marks_of`) with the stamp it was added at and what a
-listing shows of it, so the executions behind a figure are found after the sums' pass without
-reading a count; an execution whose marks are behind is read from its count and its marks kept.
+Memory: a reader holds one folder's entries at a time, and the index or kept figures of that
+folder and the folders above it (`_Kept`), never every execution's: a listing's page
+(`tether.store.shared.page_whole`) keeps only the page, `tally` only the sums' cells, `behind`
+only the rows up to its page's end. What grows is the largest single folder's entries and
+index: executions spread over sub-folders (as teams' are) keep it small.
+
+Behind (`behind`): the executions behind a figure are the sums' lines whose figures per action
+have it, read one at a time after the sums' pass.
 
 It does not interpret the state (the engine and verbs do; `tether.store.base.Summary` reads
 what a listing shows).
@@ -100,6 +114,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -135,9 +150,13 @@ _REFUSED = ".refused.jsonl"
 # The summary index of the executions in a folder, and their kept figures (see "Index" above).
 INDEX = ".tether-index.jsonl"
 FIGURES = ".tether-figures.jsonl"
-SUMS = ".tether-sums.json"
-MARKED = ".tether-marks.json"
+SUMS = ".tether-sums.jsonl"
+# What an older Tether kept beside the sums (the sums as one JSON object, the figures per action
+# apart): removed once the sums are written again.
+_OLDER_KEPT = (".tether-sums.json", ".tether-marks.json")
 _LEFTOVER = re.compile(rf"(?:{_TREE})?{TEMPORARY.pattern}")
+# How a line of the index or the kept figures begins: the execution's name, as JSON.
+_NAMED = re.compile(rb'\{"name":("(?:[^"\\]|\\.)*"),')
 # The first block `read_tail` reads back from a trace file's end (each further one four times
 # larger): enough for the entries of a few steps.
 _TAIL_BLOCK = 16_384
@@ -252,6 +271,11 @@ class FileStore:
 
         return [s for s in _summaries(path_of(where)) if wanted(s, status)]
 
+    def summaries(self, where: str) -> Iterator[Summary]:
+        """`list(where)` one summary at a time, holding a few folders' index (what `page`
+        walks)."""
+        return _summaries(path_of(where))
+
     page = page_whole
 
     def __init__(self) -> None:
@@ -262,7 +286,7 @@ class FileStore:
     def fingerprint(self, where: str) -> tuple[int, object]:
         folder = path_of(where)
         if folder not in self._seen:  # the first look, which says what is wrong with it
-            _execution_names(folder)
+            _walk(folder)
         count, changes = 0, []
         pending = [(folder, "", 0)]
         while pending:
@@ -272,7 +296,7 @@ class FileStore:
             seen = self._seen.get(path)
             if seen is None or seen[0] != change[1]:  # a commit renamed a file in it, or more
                 try:
-                    found, below = _sorted_out(_entries(path), depth)
+                    found, below = _sorted_out(path, depth)
                 except OSError:
                     continue
                 self._seen[path] = seen = (change[1], len(found), below)
@@ -293,17 +317,19 @@ class FileStore:
     ) -> tuple[int, builtins.list[Behind]]:
         from tether.store.tally import behind_of
 
-        folder = path_of(where)
-        kept, _ = _summed(folder, _execution_names(folder), None)
-        return behind_of(kept.marked(), tree, tree_hash, key, measure, page)
+        kept, _ = _summed(path_of(where), None)
+        try:
+            return behind_of(kept.marked(key), tree, tree_hash, key, measure, page)
+        finally:
+            kept.close()
 
     def tally(
         self, where: str, *, since: str | None = None, tree: str | None = None
     ) -> dict[str, Any]:
         from tether.store.tally import tally_of
 
-        folder = path_of(where)
-        kept, counts = _summed(folder, _execution_names(folder), since)
+        kept, counts = _summed(path_of(where), since)
+        kept.close()
         return tally_of(counts, tree=tree, since=since, sums=kept.sums.each())
 
     def place(self, uri: str) -> tuple[str, str | None]:
@@ -477,56 +503,62 @@ def _note(path: str, state: dict[str, Any]) -> None:
             os.close(fd)
 
 
-def _read_index(folder: str, name: str = INDEX) -> tuple[dict[str, dict[str, Any]], int]:
+def _read_index(folder: str, name: str = INDEX) -> tuple[dict[str, bytes], int]:
     """The folder's index (or its kept figures, `FIGURES`): the latest line per execution name,
-    and how many lines it has. A line that is not such a record (torn by a kill, written by
-    something else) is skipped."""
+    as written (read by `_record` when asked for), and how many lines it has. A line that does
+    not begin as such a record (torn by a kill, written by something else) is skipped."""
     try:
         data = read_regular(os.path.join(folder, name))
     except OSError:
         return {}, 0
-    kept: dict[str, dict[str, Any]] = {}
+    kept: dict[str, bytes] = {}
     lines = data.splitlines()
     for line in lines:
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if (
-            isinstance(record, dict)
-            and isinstance(record.get("name"), str)
-            and isinstance(record.get("stamp"), list)
-            and isinstance(record.get("state"), dict)
-        ):
-            kept[record["name"]] = record
+        named = _NAMED.match(line)
+        if named is not None:
+            with contextlib.suppress(ValueError):
+                kept[json.loads(named.group(1))] = line
     return kept, len(lines)
 
 
-def _summaries(folder: str) -> builtins.list[Summary]:
-    """`list(folder)`: each execution's summary from its folder's index where the index is not
-    behind its state file (same stamp), else from the state file, which then catches the index
-    up."""
+def _record(line: bytes | None) -> dict[str, Any] | None:
+    """The record a kept line holds (None: none, or not a record this store writes)."""
+    try:
+        record = json.loads(line) if line is not None else None
+    except ValueError:
+        return None
+    if (
+        isinstance(record, dict)
+        and isinstance(record.get("stamp"), list)
+        and isinstance(record.get("state"), dict)
+    ):
+        return record
+    return None
+
+
+def _summaries(folder: str) -> Iterator[Summary]:
+    """`list(folder)`, one summary at a time: each execution's summary from its folder's index
+    where the index is not behind its state file (same stamp), else from the state file, which
+    then catches the index up. The index of a few folders at a time is held (`_Kept`)."""
     from tether.store.base import Summary
 
     kept = _Kept(INDEX)
-    out = []
-    for name in _execution_names(folder):
+    for name in _walk(folder):
         directory, path = _located(folder, name)
         uri = "file://" + path
         record = kept.get(directory, os.path.basename(path))
         try:
             stamp = _stamp(path)
             if record is not None and record["stamp"] == stamp:
-                out.append(Summary.of(uri, name, record["state"]))
+                yield Summary.of(uri, name, record["state"])
                 continue
             state = _read_state(path)
-            out.append(Summary.of(uri, name, state))
             kept.add(directory, _index_record(os.path.basename(path), stamp, state))
+            yield Summary.of(uri, name, state)
         except (TetherError, OSError) as exc:
             error = exc if isinstance(exc, TetherError) else _read_error(path)
-            out.append(Summary.unreadable(uri, name, error))
+            yield Summary.unreadable(uri, name, error)
     kept.catch_up()
-    return out
 
 
 def _read_error(path: str) -> TetherError:
@@ -539,7 +571,7 @@ def _read_error(path: str) -> TetherError:
 
 
 def _catch_up(
-    folder: str, lines: builtins.list[str], kept: dict[str, Any], count: int, name: str = INDEX
+    folder: str, lines: builtins.list[str], kept: dict[str, bytes], count: int, name: str = INDEX
 ) -> None:
     """Add `lines` to the folder's index (or kept figures): appended, or, once it holds more
     than twice the lines it needs, written afresh with one line per execution. An append that
@@ -553,7 +585,7 @@ def _catch_up(
             finally:
                 os.close(fd)
             return
-        fresh = {r["name"]: encode(r) + "\n" for r in kept.values()}
+        fresh = {name: line.decode() + "\n" for name, line in kept.items()}
         fresh.update((json.loads(line)["name"], line) for line in lines)
         write_atomic(index, "".join(fresh.values()))
 
@@ -567,27 +599,45 @@ def _located(folder: str, name: str) -> tuple[str, str]:
 
 class _Kept:
     """The kept files of one name (`INDEX`, `FIGURES`) of the folders a reader visits: read
-    once each, and caught up with what the reader found them behind on."""
+    once each, and caught up with what the reader found them behind on. Only the folders
+    above the one read last are held besides it (a reader walks the folders in name order and
+    never comes back to one it left): the others are caught up and let go."""
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.read: dict[str, tuple[dict[str, dict[str, Any]], int]] = {}
+        self.read: dict[str, tuple[dict[str, bytes], int]] = {}
         self.behind: dict[str, builtins.list[str]] = {}
 
     def get(self, directory: str, base: str) -> dict[str, Any] | None:
         if directory not in self.read:
+            self._visit(directory)
             self.read[directory] = _read_index(directory, self.name)
-        return self.read[directory][0].get(base)
+        return _record(self.read[directory][0].get(base))
 
     def add(self, directory: str, record: dict[str, Any]) -> None:
+        if directory not in self.behind:
+            self._visit(directory)
         self.behind.setdefault(directory, []).append(encode(record) + "\n")
 
+    def _visit(self, directory: str) -> None:
+        """Let go of every folder held that is not above `directory`."""
+        above, up = set(), directory
+        while os.path.dirname(up) != up:
+            above.add(up := os.path.dirname(up))
+        for held in {*self.read, *self.behind} - above - {directory}:
+            self._let_go(held)
+
+    def _let_go(self, directory: str) -> None:
+        lines = self.behind.pop(directory, None)
+        read = self.read.pop(directory, None)
+        if lines and read is not None:
+            _catch_up(directory, lines, *read, self.name)
+        elif lines:  # a reader that did not read it appends, and a later one rewrites it
+            _catch_up(directory, lines, {}, -(10**9), self.name)
+
     def catch_up(self) -> None:
-        for directory, lines in self.behind.items():
-            if directory in self.read:
-                _catch_up(directory, lines, *self.read[directory], self.name)
-            else:  # a reader that did not read it appends, and a later one rewrites it
-                _catch_up(directory, lines, {}, -(10**9), self.name)
+        for directory in {*self.read, *self.behind}:
+            self._let_go(directory)
 
 
 def _figures(
@@ -619,121 +669,245 @@ def _figures(
 
 
 def _summed(
-    folder: str, names: builtins.list[str], since: str | None, afresh: bool = False
+    folder: str, since: str | None, afresh: bool = False
 ) -> tuple[_Sums, builtins.list[Counted]]:
-    """The kept sums of the executions under `folder` (`SUMS`) caught up with `names`, and the
-    count of each that the sums cannot give: unreadable, or created on the day `since` falls
-    in, which a day's sum holds only some of (see "Sums" above)."""
+    """The kept sums of the executions under `folder` (`SUMS`) caught up with the executions
+    there, and the count of each that the sums cannot give: unreadable, or created on the day
+    `since` falls in, which a day's sum holds only some of (see "Sums" above). The executions
+    and the kept lines are walked side by side in name order, one at a time. The caller closes
+    the sums (`_Sums.close`)."""
     from tether.store.tally import Counted, whole_days
 
     kept = _Sums(folder, afresh)
     split = since[:10] if since and whole_days(since) != since[:10] else None
     others: builtins.list[Counted] = []
-    present = set(names)
-    for name in [*(set(kept.added) - present), *names]:
-        directory, path = _located(folder, name)
-        mark = kept.added.get(name)
-        try:
-            stamp = [*_stamp(path), _size(path + _REFUSED)]
-        except OSError:
-            stamp = None
-        if mark is not None and mark[:4] == stamp:
-            if mark[5][:10] == split:
-                held = kept.running.get(name) or _figures(directory, path, kept.figures, kept.trees)
-                others.append(kept.counted(name, held))
-            continue
-        if mark is not None and not kept.take_away(name, directory):
-            return _summed(folder, names, since, afresh=True)  # its count is no longer kept
-        line = kept.count(path, stamp) if stamp is not None else None
-        if line is None:
-            if name in present:
-                others.append(Counted(name, {}, "", {}, None))
-            continue
-        kept.add(name, directory, line)
-        if str(line["state"]["created_at"])[:10] == split:
-            others.append(kept.counted(name, line))
-    kept.write(present)
+    try:
+        names = _walk(folder)
+    except TetherError:
+        kept.close()
+        raise
+    try:
+        for name, present, line in _joined(names, kept.lines()):
+            directory, path = _located(folder, name)
+            try:
+                stamp = [*_stamp(path), _size(path + _REFUSED)] if present else None
+            except OSError:
+                stamp = None
+            if line is not None and line.stamp == stamp:
+                if line.created[:10] == split:
+                    others.append(kept.counted(line, directory, path))
+                continue
+            if line is not None:
+                kept.take_away(line, directory)
+            new = kept.count(path, stamp) if stamp is not None else None
+            if new is None:
+                kept.changes.add(name, b"")
+                if present:
+                    others.append(Counted(name, {}, "", {}, None))
+                continue
+            kept.add(name, directory, new)
+            if str(new["state"]["created_at"])[:10] == split:
+                others.append(Counted(name, new["state"], *kept.tree_of(new), new["record"]))
+    except _Torn:  # a kept line is not what this store writes, or its count is no longer kept
+        kept.close()
+        return _summed(folder, since, afresh=True)
+    kept.write()
     return kept, others
 
 
+class _Torn(Exception):
+    """The kept sums cannot be believed (see `_summed`)."""
+
+
+class _Line:
+    """An execution's line in the kept sums: its name, the stamp it was added at, its tree
+    hash, when it was created, what `Store.behind` shows of it (tree name, status, last
+    change), its figures per action (`tether.store.tally.marks_of`, as JSON) and, while it
+    runs, its count (`tether.store.tally.record_of`, as JSON; a settled one's is in
+    `FIGURES`); `raw` is the line as kept."""
+
+    __slots__ = ("created", "marks", "name", "raw", "record", "shown", "stamp", "tree_hash")
+
+    def __init__(self, raw: bytes, head: builtins.list[Any], marks: bytes, record: bytes) -> None:
+        name, stamp, tree_hash, created, tree, status, updated = head
+        self.name, self.stamp, self.tree_hash = str(name), stamp, str(tree_hash)
+        self.created, self.marks, self.record, self.raw = str(created), marks, record, raw
+        self.shown = {"tree_name": tree, "status": status, "updated_at": updated}
+
+    @classmethod
+    def of(cls, raw: bytes) -> _Line:
+        try:
+            head, marks, record = raw.rstrip(b"\n").split(b"\t")
+            return cls(raw, json.loads(head), marks, record)
+        except (ValueError, TypeError):
+            raise _Torn from None
+
+    @staticmethod
+    def made(name: str, line: dict[str, Any], running: bool) -> bytes:
+        """The kept line of the execution `name` from its count's `line`."""
+        from tether.store.tally import marks_of
+
+        state = line["state"]
+        head = [name, line["stamp"], str(state["tree_hash"]), str(state["created_at"])]
+        head += [state.get(k) for k in ("tree_name", "status", "updated_at")]
+        record = encode(line["record"]) if running else ""
+        return f"{encode(head)}\t{encode(marks_of(line['record']))}\t{record}\n".encode()
+
+
+def _joined(
+    names: Iterator[str], lines: Iterator[_Line]
+) -> Iterator[tuple[str, bool, _Line | None]]:
+    """The executions `names` and the kept `lines`, both in name order, side by side: each
+    name, whether it is an execution there still, and its kept line (None: none)."""
+    name, line = next(names, None), next(lines, None)
+    while name is not None or line is not None:
+        if line is None or (name is not None and name < line.name):
+            assert name is not None
+            yield name, True, None
+            name = next(names, None)
+        elif name is None or line.name < name:
+            yield line.name, False, line
+            line = next(lines, None)
+        else:
+            yield name, True, line
+            name, line = next(names, None), next(lines, None)
+
+
+class _Changes:
+    """The changes one pass makes to the kept sums' lines, in name order: each execution's new
+    line (empty: its line goes), spooled to a temporary file past a megabyte, so that a pass
+    that adds every execution (the first) holds no more than one that adds a few."""
+
+    def __init__(self) -> None:
+        import tempfile
+
+        self._spool = tempfile.SpooledTemporaryFile(max_size=1 << 20)  # noqa: SIM115 (`close`)
+
+    def add(self, name: str, line: bytes) -> None:
+        self._spool.write(encode(name).encode() + b"\t" + line.rstrip(b"\n") + b"\n")
+
+    def __iter__(self) -> Iterator[tuple[str, bytes]]:
+        """Each change: the name, and its line with its end (empty: none)."""
+        self._spool.seek(0)
+        for raw in self._spool:
+            name, _, line = raw.rstrip(b"\n").partition(b"\t")
+            yield json.loads(name), line + b"\n" if line else b""
+
+    def close(self) -> None:
+        self._spool.close()
+
+
 class _Sums:
-    """One reader's pass over a folder's kept sums (`SUMS`): the cells, the trees they count,
-    the stamp (with tree hash and creation time) each execution was added at, and the count of
-    each running one (a settled one's is in `FIGURES`)."""
+    """One reader's pass over a folder's kept sums (`SUMS`): the cells and the trees they count
+    (its first line, read whole), the kept lines (read one at a time from the file as it was
+    opened, in name order), and the changes the pass makes to them, in name order."""
 
     def __init__(self, folder: str, afresh: bool) -> None:
-        from tether.store.tally import Sums
+        from tether.store.tally import RECORD_FORMAT, Sums
 
         self.folder = folder
         self.sums = Sums()
         self.trees: dict[str, dict[str, Any]] = {}
-        self.added: dict[str, builtins.list[Any]] = {}
-        self.running: dict[str, dict[str, Any]] = {}
         self.figures = _Kept(FIGURES)
-        self._lines: dict[str, builtins.list[bytes]] = {}  # FIGURES read whole, by folder
+        self.changes = _Changes()
+        self._figures_read: tuple[str, builtins.list[bytes]] = ("", [])  # the last folder's
+        self._file: BinaryIO | None = None
         self.changed = afresh
-        if not afresh:
-            with contextlib.suppress(OSError, ValueError, KeyError, TypeError, AttributeError):
-                self._read(json.loads(read_regular(os.path.join(folder, SUMS))))
-
-    def _read(self, kept: dict[str, Any]) -> None:
-        from tether.store.tally import RECORD_FORMAT, Sums
-
-        if kept["format"] != RECORD_FORMAT:
+        if afresh:
             return
-        sums, trees = Sums(), {str(h): dict(tree) for h, tree in kept["trees"].items()}
-        for tree_hash, day, record in kept["cells"]:
-            sums.add(tree_hash, trees[tree_hash], day, record)
-        added = {str(name): list(mark) for name, mark in kept["added"].items()}
-        running = {str(name): dict(line) for name, line in kept["running"].items()}
-        self.sums, self.trees, self.added, self.running = sums, trees, added, running
+        try:
+            self._file = os.fdopen(open_regular(os.path.join(folder, SUMS)), "rb")
+            head = json.loads(self._file.readline())
+            if head["format"] == RECORD_FORMAT:
+                trees = {str(h): dict(tree) for h, tree in head["trees"].items()}
+                for tree_hash, day, record in head["cells"]:
+                    self.sums.add(tree_hash, trees[tree_hash], day, record)
+                self.trees = trees
+                return
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            pass
+        self.sums, self.changed = Sums(), True  # torn, of another version, or none: afresh
+        if self._file is not None:
+            self._file.close()
+            self._file = None
 
-    def _line(self, name: str, directory: str) -> dict[str, Any] | None:
-        """The kept line the execution `name` was added with (None: no longer kept)."""
-        mark = self.added[name]
-        line = self.running.get(name)
-        if line is not None:
-            return line if line["stamp"] == mark[:4] else None
-        return self._kept_line(directory, name.rpartition("/")[2], mark[:4])
+    def close(self) -> None:
+        self.changes.close()
+        if self._file is not None:
+            self._file.close()
+            self._file = None
 
-    def _kept_line(
-        self, directory: str, base: str, stamp: builtins.list[int]
-    ) -> dict[str, Any] | None:
-        """The line of the folder's kept figures for the execution `base` at `stamp`, if it
-        holds one still; the file is read whole once per pass (only a change to a settled execution,
-        or its removal, asks)."""
-        lines = self._lines.get(directory)
-        if lines is None:
-            try:
-                lines = read_regular(os.path.join(directory, FIGURES)).splitlines()
-            except OSError:
-                lines = []
-            self._lines[directory] = lines
-        for line in reversed(lines):
-            if base.encode() in line:
-                with contextlib.suppress(ValueError):
-                    record = json.loads(line)
-                    if record.get("name") == base and record.get("stamp") == stamp:
-                        return dict(record)
-        return None
+    def lines(self) -> Iterator[_Line]:
+        """The kept lines, in name order (`_Torn` for one that is not, or is not a line)."""
+        if self._file is None:
+            return
+        self._file.seek(0)
+        self._file.readline()
+        last = None
+        for raw in self._file:
+            line = _Line.of(raw)
+            if last is not None and line.name <= last:
+                raise _Torn
+            last = line.name
+            yield line
 
-    def counted(self, name: str, line: dict[str, Any]) -> Counted:
-        """The execution `name` with its count, from its kept `line`."""
+    def merged(self) -> Iterator[bytes]:
+        """The kept lines with the pass's changes made, in name order."""
+        changes = iter(self.changes)
+        change = next(changes, None)
+        for line in self.lines():
+            replaced = False
+            while change is not None and change[0] <= line.name:
+                replaced = replaced or change[0] == line.name
+                yield change[1]
+                change = next(changes, None)
+            if not replaced:
+                yield line.raw
+        while change is not None:
+            yield change[1]
+            change = next(changes, None)
+
+    def tree_of(self, line: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        tree_hash = str(line["state"]["tree_hash"])
+        return tree_hash, self.trees[tree_hash]
+
+    def counted(self, line: _Line, directory: str, path: str) -> Counted:
+        """The execution of the kept `line` with its count (a settled one's from `FIGURES`)."""
         from tether.store.tally import Counted
 
-        tree_hash = str(line["state"]["tree_hash"])
-        return Counted(name, line["state"], tree_hash, self.trees[tree_hash], line["record"])
+        if line.record:
+            record = json.loads(line.record)
+        else:
+            record = _figures(directory, path, self.figures, self.trees)["record"]
+        shown = {**line.shown, "created_at": line.created}
+        return Counted(line.name, shown, line.tree_hash, self.trees[line.tree_hash], record)
 
-    def take_away(self, name: str, directory: str) -> bool:
-        """Take the count the execution `name` added away (it changed or went); False when
-        its kept line is gone."""
-        line, mark = self._line(name, directory), self.added.pop(name)
-        self.running.pop(name, None)
-        if line is None or mark[4] not in self.trees:
-            return False
-        self.sums.add(mark[4], self.trees[mark[4]], mark[5][:10], line["record"], -1)
+    def take_away(self, line: _Line, directory: str) -> None:
+        """Take the count the execution of `line` added away (it changed or went); `_Torn` when
+        its count is no longer kept."""
+        record = json.loads(line.record) if line.record else self._kept(directory, line)
+        if record is None or line.tree_hash not in self.trees:
+            raise _Torn
+        self.sums.add(line.tree_hash, self.trees[line.tree_hash], line.created[:10], record, -1)
         self.changed = True
-        return True
+
+    def _kept(self, directory: str, line: _Line) -> dict[str, Any] | None:
+        """The count of the settled execution of `line` at the stamp it was added at, from the
+        folder's `FIGURES` if it holds it still (the last folder's lines are held)."""
+        if self._figures_read[0] != directory:
+            try:
+                read = read_regular(os.path.join(directory, FIGURES)).splitlines()
+            except OSError:
+                read = []
+            self._figures_read = (directory, read)
+        base = line.name.rpartition("/")[2]
+        for raw in reversed(self._figures_read[1]):
+            if base.encode() in raw:
+                with contextlib.suppress(ValueError, AttributeError):
+                    record = json.loads(raw)
+                    if record.get("name") == base and record.get("stamp") == line.stamp:
+                        return dict(record["record"])
+        return None
 
     def count(self, path: str, stamp: builtins.list[int]) -> dict[str, Any] | None:
         """The execution at `path` counted from its trace, as a kept line (None: unreadable)."""
@@ -753,74 +927,50 @@ class _Sums:
 
     def add(self, name: str, directory: str, line: dict[str, Any]) -> None:
         """Add an execution's count to the sums, and keep its line to take it away: a settled
-        one's in `FIGURES`, a running one's here."""
+        one's count in `FIGURES`, a running one's in its line."""
         from tether.store.tally import settled
 
         state = line["state"]
-        tree_hash, created = str(state["tree_hash"]), str(state["created_at"])
-        self.sums.add(tree_hash, self.trees[tree_hash], created[:10], line["record"])
-        self.added[name] = [*line["stamp"], tree_hash, created]
-        if settled(state):
+        tree_hash, tree = self.tree_of(line)
+        self.sums.add(tree_hash, tree, str(state["created_at"])[:10], line["record"])
+        running = not settled(state)
+        if not running:
             self.figures.add(directory, line)
-        else:
-            self.running[name] = line
+        self.changes.add(name, _Line.made(name, line, running))
         self.changed = True
 
     def marked(
-        self,
-    ) -> builtins.list[tuple[str, dict[str, Any], str, dict[str, builtins.list[float]]]]:
-        """Each execution added, as `tether.store.tally.behind_of` takes it, from the folder's
-        kept marks (`MARKED`) where they were made at the stamp it was added at, else from its
-        count (a settled one's read from `FIGURES`), which the marks then keep."""
-        from tether.store.tally import RECORD_FORMAT, marks_of
+        self, key: str
+    ) -> Iterator[tuple[str, dict[str, Any], str, dict[str, builtins.list[float]]]]:
+        """Each execution added that may have figures of the action `key`, as
+        `tether.store.tally.behind_of` takes it, one at a time."""
+        for raw in self.merged():
+            line = _Line.of(raw)
+            if key.encode() in line.marks:
+                yield line.name, line.shown, line.tree_hash, json.loads(line.marks)
 
-        cached: dict[str, builtins.list[Any]] = {}
-        with contextlib.suppress(OSError, ValueError, TypeError, KeyError):
-            kept = json.loads(read_regular(os.path.join(self.folder, MARKED)))
-            cached = dict(kept["marks"]) if kept["format"] == RECORD_FORMAT else {}
-        made = {}
-        for name, mark in self.added.items():
-            held = cached.get(name)
-            if not isinstance(held, list) or held[0] != mark[:4]:
-                directory, path = _located(self.folder, name)
-                try:
-                    line = self.running.get(name) or _figures(
-                        directory, path, self.figures, self.trees
-                    )
-                except (TetherError, OSError, KeyError, TypeError, ValueError):
-                    continue  # it went since it was counted
-                state = line["state"]
-                seen = {k: state.get(k) for k in ("tree_name", "status", "updated_at")}
-                held = [mark[:4], seen, mark[4], marks_of(line["record"])]
-            made[name] = held
-        self.figures.catch_up()
-        if made != cached:
-            with contextlib.suppress(OSError):
-                write_atomic(
-                    os.path.join(self.folder, MARKED),
-                    encode({"format": RECORD_FORMAT, "marks": made}),
-                )
-        return [
-            (name, seen, tree_hash, marks) for name, (_, seen, tree_hash, marks) in made.items()
-        ]
-
-    def write(self, present: set[str]) -> None:
-        """Keep what changed: the added counts' lines, then the sums (atomically)."""
+    def write(self) -> None:
+        """Keep what changed: the added counts' lines, then the sums (atomically), streamed
+        from the kept lines and the changes."""
         from tether.store.tally import RECORD_FORMAT
 
         self.figures.catch_up()
         if not self.changed:
             return
         cells = [[h, day, record] for h, _, day, record in self.sums.each()]
-        kept = {
+        hashes = {cell[0] for cell in cells}
+        head = {
             "format": RECORD_FORMAT,
-            "trees": {h: tree for h, tree in self.trees.items() if h in {c[0] for c in cells}},
+            "trees": {h: tree for h, tree in self.trees.items() if h in hashes},
             "cells": cells,
-            "added": self.added,
-            "running": {name: line for name, line in self.running.items() if name in present},
         }
         with contextlib.suppress(OSError):
-            write_atomic(os.path.join(self.folder, SUMS), encode(kept))
+            write_atomic(
+                os.path.join(self.folder, SUMS),
+                itertools.chain([(encode(head) + "\n").encode()], self.merged()),
+            )
+            for older in _OLDER_KEPT:
+                _remove_quietly(os.path.join(self.folder, older))
 
 
 def _tidy(path: str, state: dict[str, Any] | None) -> list[str]:
@@ -851,11 +1001,12 @@ def _tidy(path: str, state: dict[str, Any] | None) -> list[str]:
     return sorted(present)
 
 
-def _execution_names(folder: str) -> builtins.list[str]:
+def _walk(folder: str) -> Iterator[str]:
     """The executions under `folder` (see "Listing" above), as paths relative to it with `/`,
-    sorted."""
+    in name order, one folder's names held at a time: a folder's own executions and its
+    sub-folders (as `SUB/`) sorted together give the order of the whole paths."""
     try:
-        top = _entries(folder)
+        top = _sorted_out(folder, 0)
     except FileNotFoundError:
         raise TetherError("not_found", f"no folder at {folder}", path=folder) from None
     except NotADirectoryError:
@@ -868,33 +1019,44 @@ def _execution_names(folder: str) -> builtins.list[str]:
         raise TetherError(
             "invalid_value", f"cannot list {folder}: {exc.strerror}", path=folder
         ) from None
-    found: builtins.list[str] = []
-    pending = [("", 0, top)]
-    while pending:
-        prefix, depth, entries = pending.pop()
-        here, below = _sorted_out(entries, depth)
-        found += [prefix + name for name in here]
-        for sub in below:
-            with contextlib.suppress(OSError):  # a sub-folder it may not read is left out
-                pending.append(
-                    (f"{prefix}{sub}/", depth + 1, _entries(os.path.join(folder, prefix, sub)))
-                )
-    return sorted(found)
+    return _walk_below(folder, "", 0, top)
 
 
-def _sorted_out(
-    entries: builtins.list[os.DirEntry[str]], depth: int
-) -> tuple[builtins.list[str], builtins.list[str]]:
+def _walk_below(
+    folder: str, prefix: str, depth: int, found: tuple[builtins.list[str], builtins.list[str]]
+) -> Iterator[str]:
+    here, below = found
+    names = sorted([*here, *(sub + "/" for sub in below)])
+    del here, below, found
+    for name in names:
+        if not name.endswith("/"):
+            yield prefix + name
+            continue
+        try:  # a sub-folder it may not read is left out
+            inside = _sorted_out(os.path.join(folder, prefix, name), depth + 1)
+        except OSError:
+            continue
+        yield from _walk_below(folder, prefix + name, depth + 1, inside)
+
+
+def _sorted_out(folder: str, depth: int) -> tuple[builtins.list[str], builtins.list[str]]:
     """A folder's executions (a state file beside its tree file) and the sub-folders `list`
-    enters below it (not through a link, none hidden or left out, down to `LIST_DEPTH`)."""
-    names = {entry.name for entry in entries}
+    enters below it (not through a link, none hidden or left out, down to `LIST_DEPTH`), read
+    in two passes so that only their names are held, not every file's entry."""
+    with os.scandir(folder) as entries:
+        named = {entry.name[:-10] for entry in entries if entry.name.endswith(".tree.json")}
     found, below = [], []
-    for entry in entries:
-        if not entry.is_dir(follow_symlinks=False):
-            if entry.name + ".tree.json" in names:
-                found.append(entry.name)
-        elif depth < LIST_DEPTH and not entry.name.startswith(".") and entry.name not in _UNLISTED:
-            below.append(entry.name)
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if not entry.is_dir(follow_symlinks=False):
+                if entry.name in named:
+                    found.append(entry.name)
+            elif (
+                depth < LIST_DEPTH
+                and not entry.name.startswith(".")
+                and entry.name not in _UNLISTED
+            ):
+                below.append(entry.name)
     return found, sorted(below)
 
 
@@ -904,11 +1066,6 @@ def _changes(folder: str, prefix: str) -> tuple[str, int, int]:
     with contextlib.suppress(OSError):
         return prefix, os.stat(folder).st_mtime_ns, _size(os.path.join(folder, INDEX))
     return prefix, -1, -1
-
-
-def _entries(folder: str) -> builtins.list[os.DirEntry[str]]:
-    with os.scandir(folder) as entries:
-        return builtins.list(entries)
 
 
 def _open(path: str, flags: int) -> int:

@@ -160,6 +160,10 @@ class MemoryStore:
         ]
         return [summary for summary in listed if wanted(summary, status)]
 
+    def summaries(self, where: str) -> Iterator[Summary]:
+        """`list(where)`, one summary at a time (what `page` reads)."""
+        return iter(self.list(where))
+
     page = page_whole
 
     def fingerprint(self, where: str) -> tuple[int, object]:

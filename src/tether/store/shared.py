@@ -21,7 +21,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from tether.store.base import Store, Summary
+    from tether.store.base import Summary
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 
@@ -67,7 +67,7 @@ def path_of(uri: str) -> str:
 
 
 def page_whole(
-    store: Store,
+    store: Any,
     where: str,
     *,
     status: str | None = None,
@@ -75,15 +75,21 @@ def page_whole(
     limit: int | None = None,
     offset: int = 0,
 ) -> tuple[list[Summary], int, list[str]]:
-    """`Store.page` of a store that keeps no summaries (the file and memory stores): its whole
-    listing, kept by `status` and `tree` (one that cannot be read is kept whatever they say),
-    then paged."""
+    """`Store.page` of a store that keeps no summaries (the file and memory stores): its listing
+    taken one summary at a time (`store.summaries(where)`, in name order), kept by `status` and
+    `tree` (one that cannot be read is kept whatever they say), and only the page held."""
     from tether.store.base import wanted
 
-    listed = store.list(where)
-    kept = [s for s in listed if wanted(s, status) and (tree is None or s.error or s.tree == tree)]
+    page, kept, trees = [], 0, set()
     end = None if limit is None else offset + limit
-    return kept[offset:end], len(kept), sorted({s.tree for s in listed if s.tree is not None})
+    for summary in store.summaries(where):
+        if summary.tree is not None:
+            trees.add(summary.tree)
+        if wanted(summary, status) and (tree is None or summary.error or summary.tree == tree):
+            if offset <= kept and (end is None or kept < end):
+                page.append(summary)
+            kept += 1
+    return page, kept, sorted(trees)
 
 
 # The keys of a state an execution's kept summary copies (`listed`).

@@ -416,15 +416,32 @@ def behind_of(
     page: slice,
 ) -> tuple[int, builtins.list[Behind]]:
     """`Store.behind` over the executions `marked` holds: (name, what a listing reads of it,
-    its tree hash, its `marks_of`)."""
-    found = [
+    its tree hash, its `marks_of`), taken one at a time; only the rows up to the page's end are
+    held (`page` is a slice without a step)."""
+    import heapq
+
+    found = (
         row
         for name, listed, counted_hash, marks in marked
         if counted_hash == tree_hash and listed.get("tree_name") == tree and key in marks
         if (row := Behind.of(marks[key], measure, name, listed)).value
-    ]
-    found.sort(key=lambda row: (-row.value, row.name))
-    return len(found), found[page]
+    )
+    total = 0
+
+    def counted() -> Iterator[Behind]:
+        nonlocal total
+        for row in found:
+            total += 1
+            yield row
+
+    def order(row: Behind) -> tuple[float, str]:
+        return -row.value, row.name
+
+    if page.stop is None:
+        rows = sorted(counted(), key=order)
+    else:
+        rows = heapq.nsmallest(page.stop, counted(), key=order)
+    return total, rows[page.start :]
 
 
 def marked(

@@ -73,7 +73,8 @@ class Paging:
 
 class Place:
     """The place a viewer serves (`where`: a folder, or a store location such as a PostgreSQL
-    database): its store and a warm timeline per execution."""
+    database): its store and a warm timeline per execution shown, for the last `MAX_PAGE`
+    shown (so that what it holds does not grow with the executions in the place)."""
 
     def __init__(self, where: str) -> None:
         self.store = store_for(where)
@@ -167,9 +168,10 @@ class Place:
                 "updated_at": state["updated_at"],
             }
 
-    def executions(self) -> list[Summary]:
-        """The executions in the place, as its store lists them."""
-        return self.store.list(self.where)
+    def count(self) -> int:
+        """How many executions the place holds, as its store pages them (the file store walks
+        them without holding their summaries)."""
+        return self.store.page(self.where, limit=1)[1]
 
     def revision_reader(self, uri: str) -> Callable[[], int | None]:
         """A reader of the revision of the execution at `uri` (from `uri_of`), for its event
@@ -263,7 +265,10 @@ class Place:
             )
             if fresh or cached is None:
                 cached = _Cached(state["salt"], Timeline(execution.tree, state), 0, None)
-                self._cache[rel] = cached
+            self._cache.pop(rel, None)
+            self._cache[rel] = cached  # the last shown last: the first let go past `MAX_PAGE`
+            if len(self._cache) > MAX_PAGE:
+                del self._cache[next(iter(self._cache))]
             cached.timeline.feed(trace[cached.fed :])
             cached.fed = len(trace)
             cached.last_seq = trace[-1]["seq"] if trace else None
