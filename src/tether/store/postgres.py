@@ -8,11 +8,11 @@ the execution inside that database. The canonical spelling drops the password (g
 `PGPASSWORD` or a `.pgpass` file; a password written in a URI is used for that DSN's pool for the
 life of the process) and sorts the query parameters.
 
-Six tables hold the data, created on first use under an advisory lock, with their version in
+Eight tables hold the data, created on first use under an advisory lock, with their version in
 `tether_schema` (a database written by a newer Tether is refused; one of version 1 gains the
 refusal log when first used, one of version 1 or 2 the summaries, filled from its executions'
 rows in that same transaction; one of version 3 or 4 gains the kept counts and sums, filled when
-first read):
+first read; one of version 5 the notes and ranked marks, below, in its first open):
 
 - `tether_executions` — one row per execution: the state (as JSON text, key order kept), the
   embedded tree, the revision and which trace epoch is current and how long it is;
@@ -25,23 +25,33 @@ first read):
   version, status, phase, open step, revision, trace length, created and updated): written by
   the database from the execution's row (`_SUMMARIZE`) in the transaction of every create, commit
   and tree swap, so it is never behind the state.
+- `tether_stale` — the executions whose kept count is behind, each with a count of the changes
+  since: noted (`_NOTE`) in the transaction of every create, commit, tree swap and refusal, so
+  no kill leaves a change unnoted.
 - `tether_figures` — each execution's count (`tether.store.tally.record_of`) with the revision
-  and the number of refusals it was made at, its tree hash and day created, and whether it is
-  added to the sums (none: it could not be counted);
+  and the number of refusals it was made at, its tree hash and day created, its marks
+  (`tether.store.tally.marks_of`), and whether it is added to the sums (none: it could not be
+  counted);
+- `tether_marks` — each execution's figure of each measure per action where it is not 0 (its
+  tree, tree hash, action key, measure, value), indexed so that a page of the executions behind
+  one figure is an index range scan and their number an index-only count;
 - `tether_sums` — the counts of every execution that could be counted, running or ended, added
   up per tree hash and day created (`tether.store.tally.Sums`).
 
-A reader, never a commit, writes those two (so a step costs nothing more): `tally` and
-`behind` first count again, from their traces, the executions whose kept count is behind (a
-commit or a refusal since: found by comparing the summaries with the counts, in the database),
-in batches, each in one transaction that locks their rows (in name order, so readers racing
-for one execution count it once), takes away what a count added to the sums before, keeps the
-new count and adds it to its cell (cells locked in key order). `tally` then reads the cells,
-and the counts of the executions created on the day a `--since` within a day falls in: past the
-comparison that finds what is behind (one row per execution, in the database), its cost grows
-with the days and trees and with what changed since the last reader, not with the executions.
-A store of schema version 4 drops its counts, kept in another form, and counts again when first
-read.
+A reader writes the counts, marks and sums (so a step costs one more row written, its note):
+`tally` and `behind` first count again, from their traces, the executions noted in
+`tether_stale`, in batches, each in one transaction that locks their rows (in name order, so
+readers racing for one execution count it once), takes away what a count added to the sums
+before, keeps the new count and its marks and adds it to its cell (cells locked in key order),
+and drops each note unless a change came since it was read (the commit's note is a row write,
+so the reader's delete waits for a commit in flight and then sees its change). `tally` then
+reads the cells, and the counts of the executions created on the day a `--since` within a day
+falls in: its cost grows with the days and trees and with what changed since the last reader,
+not with the executions. A role that may not write (a read-only transaction, or no privilege
+to: psycopg's errors) counts what is noted in memory for that one answer and keeps nothing. A
+store of schema version 4 drops its counts, kept in another form, and counts again when first
+read; one of version 5 notes what its counts are behind on by comparing revisions and refusals
+once (`_BEHIND`), and ranks the marks it kept.
 
 `list(DSN)` — a URI without `#name` — lists every execution in the database and `page(DSN, ...)`
 one page of them, filtered by tree and status, with their number and the trees: both read the
