@@ -167,9 +167,10 @@ class Place:
                 "updated_at": state["updated_at"],
             }
 
-    def executions(self) -> list[Summary]:
-        """The executions in the place, as its store lists them."""
-        return self.store.list(self.where)
+    def count(self) -> int:
+        """How many executions the place holds, as its store counts a page of them (the
+        listing is not read: a viewer's memory does not grow with the place)."""
+        return self.store.page(self.where, limit=1)[1]
 
     def revision_reader(self, uri: str) -> Callable[[], int | None]:
         """A reader of the revision of the execution at `uri` (from `uri_of`), for its event

@@ -356,7 +356,7 @@ def serve(path: str, *, port: int = 0, ready: Callable[[Any], None]) -> None:
     if opened is not None and not store.exists(store.locate(where, opened)):
         raise TetherError("not_found", f"no execution at {path}", path=path)
     place = Place(where)
-    count = len(place.executions())
+    count = place.count()
     sock = bind(ListenOptions(port=port))
     options = ListenOptions(port=sock.getsockname()[1], max_body_bytes=MAX_POST_BYTES)
     url = options.url(options.port) + "/" + (f"?run={quote(opened)}" if opened else "")
