@@ -307,7 +307,8 @@ def test_a_commit_killed_between_its_row_and_its_note_leaves_the_counts_right(
 ) -> None:
     """A commit says what the kept counts are behind on in its own transaction: killed after
     it wrote the execution's row and before the note, neither is kept; a commit that lands
-    is noted, counted again by the next reader, and its note dropped."""
+    is noted, counted again by the next reader, and its note dropped (as is the note of an
+    execution no longer there)."""
     import sys
 
     import psycopg
@@ -334,6 +335,8 @@ def test_a_commit_killed_between_its_row_and_its_note_leaves_the_counts_right(
     with psycopg.connect(dsn, autocommit=True) as conn:
         noted = conn.execute("SELECT name FROM tether_stale").fetchall()
     assert noted == [(running.name,)]
+    with psycopg.connect(dsn, autocommit=True) as conn:  # a note of an execution not there
+        conn.execute("INSERT INTO tether_stale (name, changes) VALUES ('gone', 1)")
     assert store.tally(dsn) == tally_of(count_each(store, dsn))
     with psycopg.connect(dsn, autocommit=True) as conn:
         assert conn.execute("SELECT count(*) FROM tether_stale").fetchone() == (0,)

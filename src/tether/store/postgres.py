@@ -1036,10 +1036,11 @@ def _caught_up(conn: psycopg.Connection[Any]) -> tuple[_Trees, _Unkept | None]:
     names = builtins.list(stale)
     unkept: _Unkept | None = None
     for start in range(0, len(names), _BATCH):
-        counts = _count_again(conn, names[start : start + _BATCH], trees)
+        batch = names[start : start + _BATCH]
+        counts = _count_again(conn, batch, trees)
         if unkept is None:
             try:
-                _keep(conn, counts, stale, trees)
+                _keep(conn, counts, {name: stale[name] for name in batch}, trees)
                 continue
             except _CANNOT_WRITE:
                 unkept = _Unkept({}, Sums())
@@ -1108,11 +1109,12 @@ def _moved(
 
 
 def _keep(
-    conn: psycopg.Connection[Any], counts: dict[str, _Count], stale: dict[str, int], trees: _Trees
+    conn: psycopg.Connection[Any], counts: dict[str, _Count], noted: dict[str, int], trees: _Trees
 ) -> None:
     """Keep each fresh count and its marks, and move it into the sums (taking away what it
     added before), in one transaction that locks its row, then its cells (in name and key
-    order), and drops the note that it was behind unless another change came since."""
+    order), and drops the `noted` notes (a name: its changes when read) of what was counted,
+    or of an execution no longer there, unless another change came since."""
     from tether.store.tally import Sums
 
     names = builtins.list(counts)
@@ -1135,4 +1137,4 @@ def _keep(
                 _KEEP_CELLS,
                 [[c[0] for c in made], [c[2] for c in made], [encode(c[3]) for c in made]],
             )
-        conn.execute(_CAUGHT, (names, [stale[name] for name in names]))
+        conn.execute(_CAUGHT, (builtins.list(noted), builtins.list(noted.values())))
