@@ -1094,9 +1094,7 @@ def _count_again(
     return out
 
 
-def _moved(
-    delta: Sums, held: builtins.list[Any], counts: dict[str, _Count], trees: _Trees
-) -> None:
+def _moved(delta: Sums, held: builtins.list[Any], counts: dict[str, _Count], trees: _Trees) -> None:
     """Into `delta`, what moving the fresh `counts` into the sums changes: the `held` counts
     (`_HELD`) that were added are taken away, the fresh ones added."""
     for _, added, tree_hash, day, record in held:
