@@ -202,6 +202,7 @@ def test_kept_counts_and_sums_equal_the_traces_after_more_steps_and_older_schema
     with psycopg.connect(dsn, autocommit=True) as conn:  # as schema 5 left it
         conn.execute("DROP TABLE tether_stale")
         conn.execute("DROP TABLE tether_marks")
+        conn.execute("DROP TABLE tether_marked")
         conn.execute("UPDATE tether_schema SET version = 5")
     postgres._ready.discard(dsn)
     assert store.exists(running.uri)  # opened: what its counts are behind on is noted, once

@@ -8,7 +8,7 @@ the execution inside that database. The canonical spelling drops the password (g
 `PGPASSWORD` or a `.pgpass` file; a password written in a URI is used for that DSN's pool for the
 life of the process) and sorts the query parameters.
 
-Eight tables hold the data, created on first use under an advisory lock, with their version in
+Nine tables hold the data, created on first use under an advisory lock, with their version in
 `tether_schema` (a database written by a newer Tether is refused; one of version 1 gains the
 refusal log when first used, one of version 1 or 2 the summaries, filled from its executions'
 rows in that same transaction; one of version 3 or 4 gains the kept counts and sums, filled when
@@ -32,9 +32,10 @@ first read; one of version 5 the notes and ranked marks, below, in its first ope
   and the number of refusals it was made at, its tree hash and day created, its marks
   (`tether.store.tally.marks_of`), and whether it is added to the sums (none: it could not be
   counted);
-- `tether_marks` — each execution's figure of each measure per action where it is not 0 (its
-  tree, tree hash, action key, measure, value), indexed so that a page of the executions behind
-  one figure is an index range scan and their number an index-only count;
+- `tether_marked` — each figure (tree hash, tree, action key, measure) numbered once;
+- `tether_marks` — each execution's value of each figure where it is not 0 (the figure's
+  number, the value, the name), indexed so that a page of the executions behind one figure is
+  an index range scan and their number an index-only count;
 - `tether_sums` — the counts of every execution that could be counted, running or ended, added
   up per tree hash and day created (`tether.store.tally.Sums`).
 
@@ -177,17 +178,22 @@ CREATE TABLE IF NOT EXISTS tether_stale (
     name text PRIMARY KEY,
     changes bigint NOT NULL
 );
-CREATE TABLE IF NOT EXISTS tether_marks (
-    name text NOT NULL,
-    tree text,
+CREATE TABLE IF NOT EXISTS tether_marked (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     tree_hash text NOT NULL,
+    tree text NOT NULL,
     key text NOT NULL,
     measure text NOT NULL,
-    value float8 NOT NULL
+    UNIQUE (tree_hash, tree, key, measure)
+);
+CREATE TABLE IF NOT EXISTS tether_marks (
+    figure bigint NOT NULL,
+    value float8 NOT NULL,
+    name text NOT NULL
 );
 CREATE INDEX IF NOT EXISTS tether_marks_name ON tether_marks (name);
 CREATE INDEX IF NOT EXISTS tether_marks_ranked
-    ON tether_marks (tree_hash, tree, key, measure, value DESC, name COLLATE "C");
+    ON tether_marks (figure, value DESC, name COLLATE "C");
 """
 
 # One execution's summary (what a listing shows), read from its committed row by the database:
@@ -481,7 +487,8 @@ def _ensure_schema(conn: psycopg.Connection[Any], dsn: str) -> None:
             if row is not None:
                 from tether.store.tally import MARKS
 
-                conn.execute(_MARKED, {"measures": list(MARKS)})  # schema 5's, ranked
+                for statement in _MARKED:  # schema 5's marks, ranked
+                    conn.execute(statement, {"measures": list(MARKS)})
             row = conn.execute(
                 "INSERT INTO tether_schema (version) VALUES (%s) ON CONFLICT (singleton)"
                 " DO UPDATE SET version = GREATEST(tether_schema.version, EXCLUDED.version)"
@@ -868,8 +875,7 @@ ON CONFLICT (name) DO NOTHING
 """
 # Schema 5's marks (one `jsonb` per execution) as ranked rows: each action's figure of each
 # measure (`tether.store.tally.mark`, the same float8 arithmetic) where it is not 0.
-_MARKED = """
-INSERT INTO tether_marks (name, tree, tree_hash, key, measure, value)
+_RANKED_FIGURES = """
 SELECT * FROM (
     SELECT f.name, s.tree, f.tree_hash, m.key, ms.measure,
            coalesce(CASE ms.measure
@@ -879,10 +885,19 @@ SELECT * FROM (
                ELSE (m.v->>4)::float8 END, 0) AS value
     FROM tether_figures f JOIN tether_summaries s USING (name),
          jsonb_each(f.marks) AS m(key, v), unnest(%(measures)s::text[]) AS ms(measure)
-    WHERE f.added AND NOT EXISTS (SELECT 1 FROM tether_marks k WHERE k.name = f.name)
+    WHERE f.added AND s.tree IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM tether_marks k WHERE k.name = f.name)
 ) r
 WHERE r.value <> 0
 """
+_MARKED = (
+    f"CREATE TEMPORARY TABLE tether_ranked ON COMMIT DROP AS {_RANKED_FIGURES}",
+    """INSERT INTO tether_marked (tree_hash, tree, key, measure)
+    SELECT DISTINCT tree_hash, tree, key, measure FROM tether_ranked ON CONFLICT DO NOTHING""",
+    """INSERT INTO tether_marks (figure, value, name)
+    SELECT f.id, r.value, r.name FROM tether_ranked r
+    JOIN tether_marked f USING (tree_hash, tree, key, measure)""",
+)
 _STALE = 'SELECT name, changes FROM tether_stale ORDER BY name COLLATE "C"'
 _COUNTS = """
 SELECT s.name, f.tree_hash, f.record::text, s.tree, s.tree_hash, s.status, s.created_at,
@@ -893,8 +908,9 @@ FROM tether_summaries s JOIN tether_figures f USING (name)
 # scan), less those counted again in memory (`without`); and how many there are (index only).
 _RANKED = """
 FROM tether_marks m
-WHERE m.tree_hash = %(hash)s AND m.tree = %(tree)s AND m.key = %(key)s
-  AND m.measure = %(measure)s AND m.name <> ALL(%(without)s::text[])
+WHERE m.figure = (SELECT id FROM tether_marked WHERE tree_hash = %(hash)s AND tree = %(tree)s
+                                                AND key = %(key)s AND measure = %(measure)s)
+  AND m.name <> ALL(%(without)s::text[])
 """
 _BEHIND_PAGE = f"""
 SELECT f.marks->%(key)s, p.name, s.status, s.updated_at
@@ -937,9 +953,20 @@ FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::
 WHERE f.name = k.name
 """
 _UNMARK = "DELETE FROM tether_marks WHERE name = ANY(%s::text[])"
+# A figure (tree hash, tree, action, measure) is numbered once, so a mark row holds its number.
+_FIGURES = """
+INSERT INTO tether_marked (tree_hash, tree, key, measure)
+SELECT DISTINCT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[]) AS n(h, t, a, m)
+WHERE NOT EXISTS (SELECT 1 FROM tether_marked f
+                  WHERE (f.tree_hash, f.tree, f.key, f.measure) = (n.h, n.t, n.a, n.m))
+ON CONFLICT DO NOTHING
+"""
 _MARK = """
-INSERT INTO tether_marks (name, tree, tree_hash, key, measure, value)
-SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::float8[])
+INSERT INTO tether_marks (figure, value, name)
+SELECT f.id, k.value, k.name
+FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::float8[])
+     AS k(name, tree, tree_hash, key, measure, value)
+JOIN tether_marked f USING (tree_hash, tree, key, measure)
 """
 # The notes of the executions counted again, unless a change came since they were read.
 _CAUGHT = """
@@ -995,8 +1022,8 @@ class _Count(NamedTuple):
         for key, figures in self.marks.items():
             for measure in MARKS:
                 value = Behind.of(figures, measure, name, listed).value
-                if value:
-                    yield name, listed.get("tree_name"), self.counted.tree_hash, key, measure, value
+                if value and listed.get("tree_name") is not None:
+                    yield name, listed["tree_name"], self.counted.tree_hash, key, measure, value
 
 
 @dataclass
@@ -1124,6 +1151,7 @@ def _keep(
         conn.execute(_KEEP, [names, *([row[i] for row in kept] for i in range(7))])
         conn.execute(_UNMARK, (names,))
         ranked = [row for count in counts.values() for row in count.ranked()]
+        conn.execute(_FIGURES, [[row[i] for row in ranked] for i in (2, 1, 3, 4)])
         conn.execute(_MARK, [[row[i] for row in ranked] for i in range(6)])
         if delta.cells:
             cells = sorted(delta.cells)
