@@ -341,3 +341,36 @@ def test_a_commit_killed_between_its_row_and_its_note_leaves_the_counts_right(
     assert store.tally(dsn) == tally_of(count_each(store, dsn))
     with psycopg.connect(dsn, autocommit=True) as conn:
         assert conn.execute("SELECT count(*) FROM tether_stale").fetchone() == (0,)
+
+
+def test_commits_racing_readers_leave_nothing_behind_unnoted(
+    server: PostgresServer, tmp_path: Path
+) -> None:
+    """Steps commit while readers count again: a reader drops a note only when no change came
+    since it read it, so after the race the next reader's figures are the traces'."""
+    import threading
+
+    from tether.store.tally import count_each, tally_of
+
+    dsn = _database(server)
+    drive(dsn, tmp_path / "pg")
+    store = store_for(dsn)
+    running = [s.uri for s in store.list(dsn) if s.status == "running"]
+    stepping = threading.Event()
+
+    def read() -> None:
+        while not stepping.is_set():
+            store.tally(dsn)
+
+    readers = [threading.Thread(target=read) for _ in range(2)]
+    for reader in readers:
+        reader.start()
+    try:
+        for n in range(20):  # each a refusal, which the figures count
+            uri = running[n % len(running)]
+            refused(lambda uri=uri: Runtime().submit(uri, "sideways"), "invalid_value")
+    finally:
+        stepping.set()
+        for reader in readers:
+            reader.join()
+    assert store.tally(dsn) == tally_of(count_each(store, dsn))
