@@ -308,8 +308,8 @@ def test_a_commit_killed_between_its_row_and_its_note_leaves_the_counts_right(
 ) -> None:
     """A commit says what the kept counts are behind on in its own transaction: killed after
     it wrote the execution's row and before the note, neither is kept; a commit that lands
-    is noted, counted again by the next reader, and its note dropped (as is the note of an
-    execution no longer there)."""
+    is noted (so is a tree swap), counted again by the next reader, and its note dropped (as
+    is the note of an execution no longer there)."""
     import sys
 
     import psycopg
@@ -336,6 +336,14 @@ def test_a_commit_killed_between_its_row_and_its_note_leaves_the_counts_right(
     with psycopg.connect(dsn, autocommit=True) as conn:
         noted = conn.execute("SELECT name FROM tether_stale").fetchall()
     assert noted == [(running.name,)]
+    assert store.tally(dsn) == tally_of(count_each(store, dsn))
+    swapped = tmp_path / "release-2.2.yaml"  # a tree swap is noted too: its hash moves
+    swapped.write_text(RELEASE.replace('version: "2.1"', 'version: "2.2"'))
+    release = next(s for s in store.list(dsn) if s.status == "running" and s.tree == "release")
+    assert Runtime().replace_tree(release.uri, str(swapped))["status"] == "replaced"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        noted = conn.execute("SELECT name FROM tether_stale").fetchall()
+    assert noted == [(release.name,)]
     with psycopg.connect(dsn, autocommit=True) as conn:  # a note of an execution not there
         conn.execute("INSERT INTO tether_stale (name, changes) VALUES ('gone', 1)")
     assert store.tally(dsn) == tally_of(count_each(store, dsn))
