@@ -8,7 +8,7 @@ the execution inside that database. The canonical spelling drops the password (g
 `PGPASSWORD` or a `.pgpass` file; a password written in a URI is used for that DSN's pool for the
 life of the process) and sorts the query parameters.
 
-Nine tables hold the data, created on first use under an advisory lock, with their version in
+Ten tables hold the data, created on first use under an advisory lock, with their version in
 `tether_schema` (a database written by a newer Tether is refused; one of version 1 gains the
 refusal log when first used, one of version 1 or 2 the summaries, filled from its executions'
 rows in that same transaction; one of version 3 or 4 gains the kept counts and sums, filled when
@@ -25,6 +25,9 @@ first read; one of version 5 the notes and ranked marks, below, in its first ope
   version, status, phase, open step, revision, trace length, created and updated): written by
   the database from the execution's row (`_SUMMARIZE`) in the transaction of every create, commit
   and tree swap, so it is never behind the state.
+- `tether_pulse` — the executions created and the commits, counted in 64 rows (by a hash of
+  the name), moved in the transaction of each create, commit and tree swap: what `fingerprint`
+  reads, in constant time;
 - `tether_stale` — the executions whose kept count is behind, each with a count of the changes
   since: noted (`_NOTE`) in the transaction of every create, commit, tree swap and refusal, so
   no kill leaves a change unnoted.
@@ -178,6 +181,11 @@ CREATE TABLE IF NOT EXISTS tether_stale (
     name text PRIMARY KEY,
     changes bigint NOT NULL
 );
+CREATE TABLE IF NOT EXISTS tether_pulse (
+    shard integer PRIMARY KEY,
+    created bigint NOT NULL,
+    changes bigint NOT NULL
+);
 CREATE TABLE IF NOT EXISTS tether_marked (
     id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     tree_hash text NOT NULL,
@@ -226,8 +234,25 @@ _NOTE = """
 INSERT INTO tether_stale (name, changes) VALUES (%(name)s::text, 1)
 ON CONFLICT (name) DO UPDATE SET changes = tether_stale.changes + 1
 """
-# The summary of a created or changed execution, and the note that its count is behind.
-_CHANGED = f"WITH noted AS ({_NOTE}) {_SUMMARIZE}"
+# What a viewer polls to learn that the listing changed (`fingerprint`), read in constant time:
+# executions created and commits, counted in 64 rows (an execution's by a hash of its name, so
+# commits on different executions seldom wait for one row), moved in the commit's transaction.
+_SHARDS = 64
+_PULSE = f"""
+UPDATE tether_pulse SET created = created + %(created)s::bigint, changes = changes + 1
+WHERE shard = hashtext(%(name)s::text) & {_SHARDS - 1}
+"""
+_PULSES = f"""
+INSERT INTO tether_pulse (shard, created, changes)
+SELECT g, coalesce(s.n, 0), coalesce(s.r, 0)
+FROM generate_series(0, {_SHARDS - 1}) AS g
+LEFT JOIN (SELECT hashtext(name) & {_SHARDS - 1} AS shard, count(*) AS n, sum(revision) AS r
+           FROM tether_summaries GROUP BY 1) s ON s.shard = g
+ON CONFLICT (shard) DO UPDATE SET created = EXCLUDED.created, changes = EXCLUDED.changes
+"""
+# The summary of a created (`created` 1) or changed execution, the note that its count is
+# behind, and the pulse.
+_CHANGED = f"WITH noted AS ({_NOTE}), pulsed AS ({_PULSE}) {_SUMMARIZE}"
 
 _COMMIT = """
 WITH dropped AS (
@@ -466,8 +491,26 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _stored_version(conn: psycopg.Connection[Any]) -> int | None:
+    if conn.execute("SELECT to_regclass('tether_schema')").fetchone() == (None,):
+        return None
     row = conn.execute("SELECT version FROM tether_schema").fetchone()
     return None if row is None else int(row[0])
+
+
+def _upgrade(conn: psycopg.Connection[Any], stored: int | None) -> None:
+    """Bring a database of schema version `stored` (None: new) to this one, in the caller's
+    transaction, which holds the schema lock."""
+    if stored is not None and stored < 5:
+        conn.execute("DROP TABLE IF EXISTS tether_figures")  # counts of another form
+    conn.execute(_DDL)
+    conn.execute(_SUMMARIZE, {"name": None})  # an older store: its summaries, once
+    conn.execute(_NOTED)  # and what its kept counts are behind on (all: none kept)
+    conn.execute(_PULSES)
+    if stored is not None:
+        from tether.store.tally import MARKS
+
+        for statement in _MARKED:  # schema 5's marks, ranked
+            conn.execute(statement, {"measures": list(MARKS)})
 
 
 def _ensure_schema(conn: psycopg.Connection[Any], dsn: str) -> None:
@@ -479,16 +522,9 @@ def _ensure_schema(conn: psycopg.Connection[Any], dsn: str) -> None:
     if row is None or int(row[0]) < SCHEMA_VERSION:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-            if row is not None and (_stored_version(conn) or 0) < 5:
-                conn.execute("DROP TABLE IF EXISTS tether_figures")  # counts of another form
-            conn.execute(_DDL)
-            conn.execute(_SUMMARIZE, {"name": None})  # an older store: its summaries, once
-            conn.execute(_NOTED)  # and what its kept counts are behind on (all: none kept)
-            if row is not None:
-                from tether.store.tally import MARKS
-
-                for statement in _MARKED:  # schema 5's marks, ranked
-                    conn.execute(statement, {"measures": list(MARKS)})
+            stored = _stored_version(conn)  # another process may have brought it up meanwhile
+            if stored is None or stored < SCHEMA_VERSION:
+                _upgrade(conn, stored)
             row = conn.execute(
                 "INSERT INTO tether_schema (version) VALUES (%s) ON CONFLICT (singleton)"
                 " DO UPDATE SET version = GREATEST(tether_schema.version, EXCLUDED.version)"
@@ -550,7 +586,7 @@ class PostgresStore:
             ).fetchone()
             if row is not None:
                 conn.execute("DELETE FROM tether_refusals WHERE name = %s", (target.name,))
-                conn.execute(_CHANGED, {"name": target.name})
+                conn.execute(_CHANGED, {"name": target.name, "created": 1})
             if row is not None and lines:
                 conn.execute(
                     "INSERT INTO tether_trace (name, epoch, idx, entry) SELECT %s, 0, e.ord - 1,"
@@ -678,7 +714,7 @@ class PostgresStore:
         target = self._database(where)
         with _connection(target) as conn:
             row = conn.execute(
-                "SELECT count(*), coalesce(sum(revision), 0) FROM tether_summaries"
+                "SELECT coalesce(sum(created), 0), coalesce(sum(changes), 0) FROM tether_pulse"
             ).fetchone()
         assert row is not None  # an aggregate gives one row
         return int(row[0]), int(row[1])
@@ -823,7 +859,7 @@ class _PostgresTransaction:
                 "length": start + len(entries),
             },
         )
-        self._conn.execute(_CHANGED, {"name": self._target.name})
+        self._conn.execute(_CHANGED, {"name": self._target.name, "created": 0})
         self.state = committed
         return committed
 
@@ -850,7 +886,7 @@ class _PostgresTransaction:
             " updated_at = now() WHERE name = %s",
             (encode(tree), encode(committed), revision, self._target.name),
         )
-        self._conn.execute(_CHANGED, {"name": self._target.name})
+        self._conn.execute(_CHANGED, {"name": self._target.name, "created": 0})
         self.state = committed
         return committed
 
