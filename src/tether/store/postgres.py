@@ -42,7 +42,7 @@ first read; one of version 5 the notes and ranked marks, below, in its first ope
 - `tether_sums` — the counts of every execution that could be counted, running or ended, added
   up per tree hash and day created (`tether.store.tally.Sums`).
 
-A reader writes the counts, marks and sums (so a step costs one more row written, its note):
+A reader writes the counts, marks and sums (a step writes two more rows, its note and pulse):
 `tally` and `behind` first count again, from their traces, the executions noted in
 `tether_stale`, in batches, each in one transaction that locks their rows (in name order, so
 readers racing for one execution count it once), takes away what a count added to the sums
