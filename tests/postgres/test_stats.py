@@ -162,9 +162,9 @@ def test_kept_counts_and_sums_equal_the_traces_after_more_steps_and_older_schema
 ) -> None:
     """`tally` adds up the kept sums of settled executions and the kept counts of the others,
     `behind` reads each execution's kept marks; each counts again what it finds behind (a
-    commit, a refusal, a settled execution reset, a store of schema version 3 without the
-    table or 4 with counts of another form), and its figures are those counted from every
-    trace, for any `--since`."""
+    commit, a refusal, a settled execution reset, a store of schema version 5 without the
+    notes of what is behind and the ranked marks, 3 without the tables or 4 with counts of
+    another form), and its figures are those counted from every trace, for any `--since`."""
     import psycopg
 
     from tether.store import postgres
@@ -197,6 +197,19 @@ def test_kept_counts_and_sums_equal_the_traces_after_more_steps_and_older_schema
     equal()
     ended = next(s for s in store.list(dsn) if s.status != "running")
     Runtime().reset(ended.uri)  # a settled execution runs again: its sum is taken away
+    equal()
+    Runtime().think(running.uri, "a step a store of schema version 5 finds by its revision")
+    with psycopg.connect(dsn, autocommit=True) as conn:  # as schema 5 left it
+        conn.execute("DROP TABLE tether_stale")
+        conn.execute("DROP TABLE tether_marks")
+        conn.execute("DROP TABLE tether_marked")
+        conn.execute("UPDATE tether_schema SET version = 5")
+    postgres._ready.discard(dsn)
+    assert store.exists(running.uri)  # opened: what its counts are behind on is noted, once
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        noted = conn.execute("SELECT name FROM tether_stale").fetchall()
+        assert noted == [(running.name,)]
+        assert conn.execute("SELECT count(*) FROM tether_marks").fetchone() != (0,)
     equal()
     for version in (3, 4):
         with psycopg.connect(dsn, autocommit=True) as conn:  # as Tether's schema left it
@@ -272,4 +285,100 @@ def test_a_reader_killed_while_it_keeps_counts_and_sums_leaves_them_right(
     )
     assert done.returncode == -9, done.stderr
     store = store_for(dsn)
+    assert store.tally(dsn) == tally_of(count_each(store, dsn))
+
+
+_KILLED_BEFORE_ITS_NOTE = """
+import os, signal, sys
+import psycopg
+from tether.store import postgres
+from tether.verbs import Runtime
+execute = psycopg.Connection.execute
+def killing(self, query, *args, **kwargs):
+    if query is postgres._CHANGED:  # the commit's row is written, the note not yet
+        os.kill(os.getpid(), signal.SIGKILL)
+    return execute(self, query, *args, **kwargs)
+psycopg.Connection.execute = killing
+Runtime().think(sys.argv[1], "a step killed before its note")
+"""
+
+
+def test_a_commit_killed_between_its_row_and_its_note_leaves_the_counts_right(
+    server: PostgresServer, tmp_path: Path
+) -> None:
+    """A commit says what the kept counts are behind on in its own transaction: killed after
+    it wrote the execution's row and before the note, neither is kept; a commit that lands
+    is noted (so is a tree swap), counted again by the next reader, and its note dropped (as
+    is the note of an execution no longer there)."""
+    import sys
+
+    import psycopg
+
+    from tether.store.tally import count_each, tally_of
+
+    dsn = _database(server)
+    drive(dsn, tmp_path / "pg")
+    store = store_for(dsn)
+    assert store.tally(dsn) == tally_of(count_each(store, dsn))
+    running = next(s for s in store.list(dsn) if s.status == "running")
+    before = store.read_execution(running.uri)
+    done = subprocess.run(
+        [sys.executable, "-c", _KILLED_BEFORE_ITS_NOTE, running.uri],
+        capture_output=True,
+        timeout=120,
+    )
+    assert done.returncode == -9, done.stderr
+    assert store.read_execution(running.uri) == before
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM tether_stale").fetchone() == (0,)
+    assert store.tally(dsn) == tally_of(count_each(store, dsn))
+    Runtime().think(running.uri, "a step that lands")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        noted = conn.execute("SELECT name FROM tether_stale").fetchall()
+    assert noted == [(running.name,)]
+    assert store.tally(dsn) == tally_of(count_each(store, dsn))
+    swapped = tmp_path / "release-2.2.yaml"  # a tree swap is noted too: its hash moves
+    swapped.write_text(RELEASE.replace('version: "2.1"', 'version: "2.2"'))
+    release = next(s for s in store.list(dsn) if s.status == "running" and s.tree == "release")
+    assert Runtime().replace_tree(release.uri, str(swapped))["status"] == "replaced"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        noted = conn.execute("SELECT name FROM tether_stale").fetchall()
+    assert noted == [(release.name,)]
+    with psycopg.connect(dsn, autocommit=True) as conn:  # a note of an execution not there
+        conn.execute("INSERT INTO tether_stale (name, changes) VALUES ('gone', 1)")
+    assert store.tally(dsn) == tally_of(count_each(store, dsn))
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM tether_stale").fetchone() == (0,)
+
+
+def test_commits_racing_readers_leave_nothing_behind_unnoted(
+    server: PostgresServer, tmp_path: Path
+) -> None:
+    """Steps commit while readers count again: a reader drops a note only when no change came
+    since it read it, so after the race the next reader's figures are the traces'."""
+    import threading
+
+    from tether.store.tally import count_each, tally_of
+
+    dsn = _database(server)
+    drive(dsn, tmp_path / "pg")
+    store = store_for(dsn)
+    running = [s.uri for s in store.list(dsn) if s.status == "running"]
+    stepping = threading.Event()
+
+    def read() -> None:
+        while not stepping.is_set():
+            store.tally(dsn)
+
+    readers = [threading.Thread(target=read) for _ in range(2)]
+    for reader in readers:
+        reader.start()
+    try:
+        for n in range(20):  # each a refusal, which the figures count
+            uri = running[n % len(running)]
+            refused(lambda uri=uri: Runtime().submit(uri, "sideways"), "invalid_value")
+    finally:
+        stepping.set()
+        for reader in readers:
+            reader.join()
     assert store.tally(dsn) == tally_of(count_each(store, dsn))

@@ -67,6 +67,25 @@ def test_the_kept_summaries_equal_the_states_and_page_by_tree_and_status(
     assert store.page(dsn, tree="another")[:2] == ([], 0)
 
 
+def test_the_fingerprint_a_viewer_polls_moves_with_each_create_and_commit_alone(
+    server: PostgresServer,
+) -> None:
+    """`fingerprint` (read in constant time from the pulse each commit moves) counts the
+    executions and changes with every create and commit, and with nothing else."""
+    _, dsn = _database(server)
+    _walk(dsn)
+    store = store_for(dsn)
+    first = store.fingerprint(dsn)
+    assert first[0] == len(store.list(dsn)) and store.fingerprint(dsn) == first
+    store.tally(dsn)  # a reader keeps counts: no change to the listing
+    assert store.fingerprint(dsn) == first
+    Runtime().submit(f"{dsn}#b-running", "success")  # a commit
+    second = store.fingerprint(dsn)
+    assert second[0] == first[0] and second != first
+    Runtime().start(HELLO, f"{dsn}#another")
+    assert store.fingerprint(dsn)[0] == first[0] + 1
+
+
 def test_a_store_of_schema_version_2_gains_its_summaries_on_first_open(
     server: PostgresServer,
 ) -> None:
@@ -86,6 +105,7 @@ def test_a_store_of_schema_version_2_gains_its_summaries_on_first_open(
     assert listed.returncode == 0, listed.stderr
     assert [row["name"] for row in json.loads(listed.stdout)] == [s.name for s in expected]
     assert [Summary(**row) for row in json.loads(listed.stdout)] == expected
+    assert store_for(dsn).fingerprint(dsn)[0] == len(expected)
     with psycopg.connect(dsn) as conn:
         assert conn.execute("SELECT version FROM tether_schema").fetchone() == (SCHEMA_VERSION,)
 
@@ -106,6 +126,7 @@ def test_a_process_killed_between_the_trace_and_the_summary_leaves_both_as_they_
     _walk(dsn)
     uri = f"{dsn}#b-running"
     before, entries = Runtime().get(uri), len(Runtime().trace(uri))
+    fingerprint = store_for(dsn).fingerprint(dsn)
     with psycopg.connect(dsn) as holder:
         holder.execute("LOCK TABLE tether_summaries IN EXCLUSIVE MODE")
         step = subprocess.Popen(
@@ -119,11 +140,13 @@ def test_a_process_killed_between_the_trace_and_the_summary_leaves_both_as_they_
         holder.rollback()
     after = Runtime().get(uri)
     assert after["revision"] == before["revision"]
+    assert store_for(dsn).fingerprint(dsn) == fingerprint
     assert len(Runtime().trace(uri)) == entries
     assert store_for(dsn).list(dsn) == _from_states(dsn)
     assert Runtime().verify(uri)["ok"]
     Runtime().submit(uri, "success")  # the next step commits, summary and all
     assert store_for(dsn).list(dsn) == _from_states(dsn)
+    assert store_for(dsn).fingerprint(dsn) != fingerprint
 
 
 def _await_waiting_on_summaries(server: PostgresServer, dsn: str) -> None:

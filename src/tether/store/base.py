@@ -219,8 +219,9 @@ class Store(Protocol):
     def fingerprint(self, where: str) -> tuple[int, object]:
         """`(n, token)`: how many executions `list(where)` would give, and a value that changes
         whenever one of them is created or commits (what a viewer polls to learn that its
-        listing changed), read without reading the executions: on PostgreSQL the sum of their
-        revisions, in a folder each sub-folder's modification time and the length of its index
+        listing changed), read without reading the executions: on PostgreSQL the executions
+        created and the commits, counted by each (`tether_pulse`; one deleted by hand goes
+        unseen), in a folder each sub-folder's modification time and the length of its index
         (`tether.store.file`, which lists again only the folders whose modification time moved;
         an edit by hand that renames nothing goes unseen), in memory each execution's
         revision."""

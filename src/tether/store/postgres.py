@@ -8,11 +8,11 @@ the execution inside that database. The canonical spelling drops the password (g
 `PGPASSWORD` or a `.pgpass` file; a password written in a URI is used for that DSN's pool for the
 life of the process) and sorts the query parameters.
 
-Six tables hold the data, created on first use under an advisory lock, with their version in
+Ten tables hold the data, created on first use under an advisory lock, with their version in
 `tether_schema` (a database written by a newer Tether is refused; one of version 1 gains the
 refusal log when first used, one of version 1 or 2 the summaries, filled from its executions'
 rows in that same transaction; one of version 3 or 4 gains the kept counts and sums, filled when
-first read):
+first read; one of version 5 the notes and ranked marks, below, in its first open):
 
 - `tether_executions` — one row per execution: the state (as JSON text, key order kept), the
   embedded tree, the revision and which trace epoch is current and how long it is;
@@ -25,23 +25,37 @@ first read):
   version, status, phase, open step, revision, trace length, created and updated): written by
   the database from the execution's row (`_SUMMARIZE`) in the transaction of every create, commit
   and tree swap, so it is never behind the state.
+- `tether_pulse` — the executions created and the commits, counted in 64 rows (by a hash of
+  the name), moved in the transaction of each create, commit and tree swap: what `fingerprint`
+  reads, in constant time;
+- `tether_stale` — the executions whose kept count is behind, each with a count of the changes
+  since: noted (`_NOTE`) in the transaction of every create, commit, tree swap and refusal, so
+  no kill leaves a change unnoted.
 - `tether_figures` — each execution's count (`tether.store.tally.record_of`) with the revision
-  and the number of refusals it was made at, its tree hash and day created, and whether it is
-  added to the sums (none: it could not be counted);
+  and the number of refusals it was made at, its tree hash and day created, its marks
+  (`tether.store.tally.marks_of`), and whether it is added to the sums (none: it could not be
+  counted);
+- `tether_marked` — each figure (tree hash, tree, action key, measure) numbered once;
+- `tether_marks` — each execution's value of each figure where it is not 0 (the figure's
+  number, the value, the name), indexed so that a page of the executions behind one figure is
+  an index range scan and their number an index-only count;
 - `tether_sums` — the counts of every execution that could be counted, running or ended, added
   up per tree hash and day created (`tether.store.tally.Sums`).
 
-A reader, never a commit, writes those two (so a step costs nothing more): `tally` and
-`behind` first count again, from their traces, the executions whose kept count is behind (a
-commit or a refusal since: found by comparing the summaries with the counts, in the database),
-in batches, each in one transaction that locks their rows (in name order, so readers racing
-for one execution count it once), takes away what a count added to the sums before, keeps the
-new count and adds it to its cell (cells locked in key order). `tally` then reads the cells,
-and the counts of the executions created on the day a `--since` within a day falls in: past the
-comparison that finds what is behind (one row per execution, in the database), its cost grows
-with the days and trees and with what changed since the last reader, not with the executions.
-A store of schema version 4 drops its counts, kept in another form, and counts again when first
-read.
+A reader writes the counts, marks and sums (a step writes two more rows, its note and pulse):
+`tally` and `behind` first count again, from their traces, the executions noted in
+`tether_stale`, in batches, each in one transaction that locks their rows (in name order, so
+readers racing for one execution count it once), takes away what a count added to the sums
+before, keeps the new count and its marks and adds it to its cell (cells locked in key order),
+and drops each note unless a change came since it was read (the commit's note is a row write,
+so the reader's delete waits for a commit in flight and then sees its change). `tally` then
+reads the cells, and the counts of the executions created on the day a `--since` within a day
+falls in: its cost grows with the days and trees and with what changed since the last reader,
+not with the executions. A role that may not write (a read-only transaction, or no privilege
+to: psycopg's errors) counts what is noted in memory for that one answer and keeps nothing. A
+store of schema version 4 drops its counts, kept in another form, and counts again when first
+read; one of version 5 notes what its counts are behind on by comparing revisions and refusals
+once (`_BEHIND`), and ranks the marks it kept.
 
 `list(DSN)` — a URI without `#name` — lists every execution in the database and `page(DSN, ...)`
 one page of them, filtered by tree and status, with their number and the trees: both read the
@@ -71,7 +85,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import quote, unquote, urlsplit
 
 import psycopg
@@ -84,9 +98,9 @@ from tether.store.shared import REFUSAL_LOG_BYTES, encode
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from tether.store.tally import Behind, Counted
+    from tether.store.tally import Behind, Counted, Sums
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 _SCHEMES = ("postgresql", "postgres")
 _POOL_MAX = int(os.environ.get("TETHER_PG_POOL_MAX", "10"))
 _TIMEOUT = float(os.environ.get("TETHER_PG_TIMEOUT", "5"))
@@ -163,6 +177,31 @@ CREATE TABLE IF NOT EXISTS tether_sums (
     record json NOT NULL,
     PRIMARY KEY (tree_hash, day)
 );
+CREATE TABLE IF NOT EXISTS tether_stale (
+    name text PRIMARY KEY,
+    changes bigint NOT NULL
+);
+CREATE TABLE IF NOT EXISTS tether_pulse (
+    shard integer PRIMARY KEY,
+    created bigint NOT NULL,
+    changes bigint NOT NULL
+);
+CREATE TABLE IF NOT EXISTS tether_marked (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    tree_hash text NOT NULL,
+    tree text NOT NULL,
+    key text NOT NULL,
+    measure text NOT NULL,
+    UNIQUE (tree_hash, tree, key, measure)
+);
+CREATE TABLE IF NOT EXISTS tether_marks (
+    figure bigint NOT NULL,
+    value float8 NOT NULL,
+    name text NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tether_marks_name ON tether_marks (name);
+CREATE INDEX IF NOT EXISTS tether_marks_ranked
+    ON tether_marks (figure, value DESC, name COLLATE "C");
 """
 
 # One execution's summary (what a listing shows), read from its committed row by the database:
@@ -188,6 +227,32 @@ ON CONFLICT (name) DO UPDATE SET
     revision = EXCLUDED.revision, entries = EXCLUDED.entries,
     created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at
 """
+# An execution's kept count is behind it: noted in the transaction of every create, commit, tree
+# swap and refusal, as one more change (a row write, so a reader's `_CAUGHT` waits for a change
+# in flight and then sees it).
+_NOTE = """
+INSERT INTO tether_stale (name, changes) VALUES (%(name)s::text, 1)
+ON CONFLICT (name) DO UPDATE SET changes = tether_stale.changes + 1
+"""
+# What a viewer polls to learn that the listing changed (`fingerprint`), read in constant time:
+# executions created and commits, counted in 64 rows (an execution's by a hash of its name, so
+# commits on different executions seldom wait for one row), moved in the commit's transaction.
+_SHARDS = 64
+_PULSE = f"""
+UPDATE tether_pulse SET created = created + %(created)s::bigint, changes = changes + 1
+WHERE shard = hashtext(%(name)s::text) & {_SHARDS - 1}
+"""
+_PULSES = f"""
+INSERT INTO tether_pulse (shard, created, changes)
+SELECT g, coalesce(s.n, 0), coalesce(s.r, 0)
+FROM generate_series(0, {_SHARDS - 1}) AS g
+LEFT JOIN (SELECT hashtext(name) & {_SHARDS - 1} AS shard, count(*) AS n, sum(revision) AS r
+           FROM tether_summaries GROUP BY 1) s ON s.shard = g
+ON CONFLICT (shard) DO UPDATE SET created = EXCLUDED.created, changes = EXCLUDED.changes
+"""
+# The summary of a created (`created` 1) or changed execution, the note that its count is
+# behind, and the pulse.
+_CHANGED = f"WITH noted AS ({_NOTE}), pulsed AS ({_PULSE}) {_SUMMARIZE}"
 
 _COMMIT = """
 WITH dropped AS (
@@ -426,8 +491,26 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _stored_version(conn: psycopg.Connection[Any]) -> int | None:
+    if conn.execute("SELECT to_regclass('tether_schema')").fetchone() == (None,):
+        return None
     row = conn.execute("SELECT version FROM tether_schema").fetchone()
     return None if row is None else int(row[0])
+
+
+def _upgrade(conn: psycopg.Connection[Any], stored: int | None) -> None:
+    """Bring a database of schema version `stored` (None: new) to this one, in the caller's
+    transaction, which holds the schema lock."""
+    if stored is not None and stored < 5:
+        conn.execute("DROP TABLE IF EXISTS tether_figures")  # counts of another form
+    conn.execute(_DDL)
+    conn.execute(_SUMMARIZE, {"name": None})  # an older store: its summaries, once
+    conn.execute(_NOTED)  # and what its kept counts are behind on (all: none kept)
+    conn.execute(_PULSES)
+    if stored is not None:
+        from tether.store.tally import MARKS
+
+        for statement in _MARKED:  # schema 5's marks, ranked
+            conn.execute(statement, {"measures": list(MARKS)})
 
 
 def _ensure_schema(conn: psycopg.Connection[Any], dsn: str) -> None:
@@ -439,10 +522,9 @@ def _ensure_schema(conn: psycopg.Connection[Any], dsn: str) -> None:
     if row is None or int(row[0]) < SCHEMA_VERSION:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-            if row is not None and (_stored_version(conn) or 0) < SCHEMA_VERSION:
-                conn.execute("DROP TABLE IF EXISTS tether_figures")  # counts of another form
-            conn.execute(_DDL)
-            conn.execute(_SUMMARIZE, {"name": None})  # an older store: its summaries, once
+            stored = _stored_version(conn)  # another process may have brought it up meanwhile
+            if stored is None or stored < SCHEMA_VERSION:
+                _upgrade(conn, stored)
             row = conn.execute(
                 "INSERT INTO tether_schema (version) VALUES (%s) ON CONFLICT (singleton)"
                 " DO UPDATE SET version = GREATEST(tether_schema.version, EXCLUDED.version)"
@@ -504,7 +586,7 @@ class PostgresStore:
             ).fetchone()
             if row is not None:
                 conn.execute("DELETE FROM tether_refusals WHERE name = %s", (target.name,))
-                conn.execute(_SUMMARIZE, {"name": target.name})
+                conn.execute(_CHANGED, {"name": target.name, "created": 1})
             if row is not None and lines:
                 conn.execute(
                     "INSERT INTO tether_trace (name, epoch, idx, entry) SELECT %s, 0, e.ord - 1,"
@@ -632,7 +714,7 @@ class PostgresStore:
         target = self._database(where)
         with _connection(target) as conn:
             row = conn.execute(
-                "SELECT count(*), coalesce(sum(revision), 0) FROM tether_summaries"
+                "SELECT coalesce(sum(created), 0), coalesce(sum(changes), 0) FROM tether_pulse"
             ).fetchone()
         assert row is not None  # an aggregate gives one row
         return int(row[0]), int(row[1])
@@ -653,21 +735,35 @@ class PostgresStore:
     def behind(
         self, where: str, tree: str, tree_hash: str, key: str, measure: str, page: slice
     ) -> tuple[int, builtins.list[Behind]]:
-        from tether.store.tally import Behind
+        from tether.store.tally import Behind, behind_of
 
-        start = page.start or 0
+        start, stop = page.start or 0, page.stop or 0
         asked: dict[str, Any] = {"tree": tree, "hash": tree_hash, "key": key, "measure": measure}
-        asked.update(offset=start, limit=(page.stop or 0) - start)
         with _connection(self._database(where)) as conn:
-            _caught_up(conn)
-            found = conn.execute(_BEHIND_FIGURE, asked).fetchall()
-            counted = conn.execute(_BEHIND_COUNT, asked).fetchone() if not found else None
-        total = found[0][-1] if found else (counted or (0,))[0]
+            _, unkept = _caught_up(conn)
+            fresh = unkept.counts.values() if unkept else ()
+            # Counted in memory: the kept rows from the first, less theirs, with the fresh ones.
+            asked.update(without=[count.counted.name for count in fresh])
+            asked.update(offset=0 if fresh else start, limit=stop if fresh else stop - start)
+            found = conn.execute(_BEHIND_PAGE, asked).fetchall()
+            counted = conn.execute(_BEHIND_COUNT, asked).fetchone()
+        total = int((counted or (0,))[0])
         rows = [
             Behind.of(marks, measure, str(name), {"status": status, "updated_at": updated})
-            for marks, name, status, updated, _ in found
+            for marks, name, status, updated in found
         ]
-        return int(total), rows
+        if not fresh:
+            return total, rows
+        more, extra = behind_of(
+            ((c.counted.name, c.counted.listed, c.counted.tree_hash, c.marks) for c in fresh),
+            tree,
+            tree_hash,
+            key,
+            measure,
+            slice(0, stop),
+        )
+        rows = sorted([*rows, *extra], key=lambda row: (-row.value, row.name))
+        return total + more, rows[start:stop]
 
     def tally(
         self, where: str, *, since: str | None = None, tree: str | None = None
@@ -677,15 +773,17 @@ class PostgresStore:
         first = whole_days(since)
         split = since[:10] if since and first != since[:10] else None
         with _connection(self._database(where)) as conn:
-            trees = _caught_up(conn)
+            trees, unkept = _caught_up(conn)
             cells = conn.execute(_CELLS, (first,)).fetchall()
             rows = conn.execute(_COUNTS + " WHERE NOT f.added OR f.day = %s", (split,)).fetchall()
-            sums = [
-                (str(h), trees[str(h)], str(day), json.loads(record))
-                for h, day, record in cells
-                if trees[str(h)]
-            ]
-            return tally_of(_counts(rows, trees), tree=tree, since=since, sums=sums)
+            sums: Iterator[tuple[str, dict[str, Any], str, dict[str, Any]]] = (
+                (str(h), trees[str(h)], str(day), json.loads(record)) for h, day, record in cells
+            )
+            counts = _counts(rows, trees)
+            if unkept is not None:  # a role that may not write: counted again in memory
+                sums, counts = unkept.sums(sums).each(), unkept.counted(counts, split)
+            kept = [cell for cell in sums if cell[1]]
+            return tally_of(counts, tree=tree, since=since, sums=kept)
 
     def locate(self, where: str, name: str) -> str:
         target = self._database(where)
@@ -761,14 +859,15 @@ class _PostgresTransaction:
                 "length": start + len(entries),
             },
         )
-        self._conn.execute(_SUMMARIZE, {"name": self._target.name})
+        self._conn.execute(_CHANGED, {"name": self._target.name, "created": 0})
         self.state = committed
         return committed
 
     def refuse(self, record: dict[str, Any]) -> None:
         line = encode(record)
         self._conn.execute(
-            "INSERT INTO tether_refusals (name, entry) SELECT %(name)s, %(entry)s::json"
+            f"WITH noted AS ({_NOTE})"
+            " INSERT INTO tether_refusals (name, entry) SELECT %(name)s, %(entry)s::json"
             " WHERE (SELECT coalesce(sum(octet_length(entry::text)), 0) FROM tether_refusals"
             " WHERE name = %(name)s) + %(size)s <= %(cap)s",
             {
@@ -787,44 +886,76 @@ class _PostgresTransaction:
             " updated_at = now() WHERE name = %s",
             (encode(tree), encode(committed), revision, self._target.name),
         )
-        self._conn.execute(_SUMMARIZE, {"name": self._target.name})
+        self._conn.execute(_CHANGED, {"name": self._target.name, "created": 0})
         self.state = committed
         return committed
 
 
 # -- counting (tally) ----------------------------------------------------------------------------
 
-# The kept counts (`tether_figures`) and sums (`tether_sums`): see "Sums" above.
+# The kept counts (`tether_figures`), sums (`tether_sums`), notes of what they are behind on
+# (`tether_stale`) and marks (`tether_marks`): see "Sums" above.
 _LISTED_COLUMNS = ("tree_name", "tree_hash", "status", "created_at", "updated_at")
+# What the counts of a store of schema version 5 or older are behind on, found by comparing
+# revisions and refusals once, when it is first opened (`_NOTED`); later commits say it (`_NOTE`).
 _BEHIND = """
 SELECT s.name
 FROM tether_summaries s
 LEFT JOIN (SELECT name, count(*) AS n FROM tether_refusals GROUP BY name) r USING (name)
 LEFT JOIN tether_figures f USING (name)
 WHERE f.name IS NULL OR f.revision <> s.revision OR f.refusals <> coalesce(r.n, 0)
-ORDER BY s.name COLLATE "C"
 """
+_NOTED = f"""
+INSERT INTO tether_stale (name, changes) SELECT name, 1 FROM ({_BEHIND}) b
+ON CONFLICT (name) DO NOTHING
+"""
+# Schema 5's marks (one `jsonb` per execution) as ranked rows: each action's figure of each
+# measure (`tether.store.tally.mark`, the same float8 arithmetic) where it is not 0.
+_RANKED_FIGURES = """
+SELECT * FROM (
+    SELECT f.name, s.tree, f.tree_hash, m.key, ms.measure,
+           coalesce(CASE ms.measure
+               WHEN 'failures' THEN (m.v->>0)::float8 / nullif((m.v->>1)::float8, 0)
+               WHEN 'retries' THEN (m.v->>2)::float8
+               WHEN 'stops_refused' THEN (m.v->>3)::float8
+               ELSE (m.v->>4)::float8 END, 0) AS value
+    FROM tether_figures f JOIN tether_summaries s USING (name),
+         jsonb_each(f.marks) AS m(key, v), unnest(%(measures)s::text[]) AS ms(measure)
+    WHERE f.added AND s.tree IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM tether_marks k WHERE k.name = f.name)
+) r
+WHERE r.value <> 0
+"""
+_MARKED = (
+    f"CREATE TEMPORARY TABLE tether_ranked ON COMMIT DROP AS {_RANKED_FIGURES}",
+    """INSERT INTO tether_marked (tree_hash, tree, key, measure)
+    SELECT DISTINCT tree_hash, tree, key, measure FROM tether_ranked ON CONFLICT DO NOTHING""",
+    """INSERT INTO tether_marks (figure, value, name)
+    SELECT f.id, r.value, r.name FROM tether_ranked r
+    JOIN tether_marked f USING (tree_hash, tree, key, measure)""",
+)
+_STALE = 'SELECT name, changes FROM tether_stale ORDER BY name COLLATE "C"'
 _COUNTS = """
 SELECT s.name, f.tree_hash, f.record::text, s.tree, s.tree_hash, s.status, s.created_at,
        s.updated_at
 FROM tether_summaries s JOIN tether_figures f USING (name)
 """
-_FIGURE = """coalesce(CASE %(measure)s::text
-    WHEN 'failures' THEN (f.marks->%(key)s->>0)::float8 / nullif((f.marks->%(key)s->>1)::float8, 0)
-    WHEN 'retries' THEN (f.marks->%(key)s->>2)::float8
-    WHEN 'stops_refused' THEN (f.marks->%(key)s->>3)::float8
-    ELSE (f.marks->%(key)s->>4)::float8 END, 0)"""
-_BEHIND_FIGURE = f"""
-SELECT f.marks->%(key)s, s.name, s.status, s.updated_at, count(*) OVER ()
-FROM tether_figures f JOIN tether_summaries s USING (name)
-WHERE f.tree_hash = %(hash)s AND s.tree = %(tree)s AND {_FIGURE} <> 0
-ORDER BY {_FIGURE} DESC, s.name COLLATE "C"
-LIMIT %(limit)s OFFSET %(offset)s
+# A page of the executions behind one action's figure, from the ranked marks (an index range
+# scan), less those counted again in memory (`without`); and how many there are (index only).
+_RANKED = """
+FROM tether_marks m
+WHERE m.figure = (SELECT id FROM tether_marked WHERE tree_hash = %(hash)s AND tree = %(tree)s
+                                                AND key = %(key)s AND measure = %(measure)s)
+  AND m.name <> ALL(%(without)s::text[])
 """
-_BEHIND_COUNT = f"""
-SELECT count(*) FROM tether_figures f JOIN tether_summaries s USING (name)
-WHERE f.tree_hash = %(hash)s AND s.tree = %(tree)s AND {_FIGURE} <> 0
+_BEHIND_PAGE = f"""
+SELECT f.marks->%(key)s, p.name, s.status, s.updated_at
+FROM (SELECT m.name, m.value {_RANKED} ORDER BY m.value DESC, m.name COLLATE "C"
+      LIMIT %(limit)s OFFSET %(offset)s) p
+JOIN tether_figures f USING (name) JOIN tether_summaries s USING (name)
+ORDER BY p.value DESC, p.name COLLATE "C"
 """
+_BEHIND_COUNT = f"SELECT count(*) {_RANKED}"
 _CELLS = "SELECT tree_hash, day, record::text FROM tether_sums WHERE day >= coalesce(%s, '')"
 _TREE = """
 SELECT x.tree::text FROM tether_summaries s JOIN tether_executions x USING (name)
@@ -834,8 +965,9 @@ _AGAIN = """
 SELECT x.name, x.revision, x.state::text,
        (SELECT json_agg(t.entry ORDER BY t.idx)::text FROM tether_trace t
         WHERE t.name = x.name AND t.epoch = x.trace_epoch AND t.idx < x.trace_entries),
-       (SELECT json_agg(r.entry ORDER BY r.id)::text FROM tether_refusals r WHERE r.name = x.name)
-FROM tether_executions x
+       (SELECT json_agg(r.entry ORDER BY r.id)::text FROM tether_refusals r WHERE r.name = x.name),
+       s.tree, s.tree_hash, s.status, s.created_at, s.updated_at
+FROM tether_executions x LEFT JOIN tether_summaries s USING (name)
 WHERE x.name = ANY(%s::text[])
 """
 _PLACE = """
@@ -843,9 +975,9 @@ INSERT INTO tether_figures (name, revision, refusals)
 SELECT unnest(%s::text[]), -1, -1
 ON CONFLICT (name) DO NOTHING
 """
-_HOLD = """
+_HELD = """
 SELECT name, added, tree_hash, day, record::text FROM tether_figures
-WHERE name = ANY(%s::text[]) ORDER BY name COLLATE "C" FOR UPDATE
+WHERE name = ANY(%s::text[]) ORDER BY name COLLATE "C"
 """
 _KEEP = """
 UPDATE tether_figures f
@@ -855,6 +987,27 @@ FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::
             %s::text[], %s::text[]) AS k(name, revision, refusals, tree_hash, day, added, record,
                                          marks)
 WHERE f.name = k.name
+"""
+_UNMARK = "DELETE FROM tether_marks WHERE name = ANY(%s::text[])"
+# A figure (tree hash, tree, action, measure) is numbered once, so a mark row holds its number.
+_FIGURES = """
+INSERT INTO tether_marked (tree_hash, tree, key, measure)
+SELECT DISTINCT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[]) AS n(h, t, a, m)
+WHERE NOT EXISTS (SELECT 1 FROM tether_marked f
+                  WHERE (f.tree_hash, f.tree, f.key, f.measure) = (n.h, n.t, n.a, n.m))
+ON CONFLICT DO NOTHING
+"""
+_MARK = """
+INSERT INTO tether_marks (figure, value, name)
+SELECT f.id, k.value, k.name
+FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::float8[])
+     AS k(name, tree, tree_hash, key, measure, value)
+JOIN tether_marked f USING (tree_hash, tree, key, measure)
+"""
+# The notes of the executions counted again, unless a change came since they were read.
+_CAUGHT = """
+DELETE FROM tether_stale s USING unnest(%s::text[], %s::bigint[]) AS k(name, changes)
+WHERE s.name = k.name AND s.changes = k.changes
 """
 _HOLD_CELLS = """
 SELECT tree_hash, day, record::text FROM tether_sums
@@ -867,6 +1020,8 @@ SELECT * FROM unnest(%s::text[], %s::text[], %s::json[])
 ON CONFLICT (tree_hash, day) DO UPDATE SET record = EXCLUDED.record
 """
 _BATCH = 500  # executions counted again per query
+# What a role that may not write meets when a reader would keep counts: it counts in memory.
+_CANNOT_WRITE = (psycopg.errors.ReadOnlySqlTransaction, psycopg.errors.InsufficientPrivilege)
 
 
 class _Trees(dict[str, dict[str, Any]]):
@@ -882,17 +1037,83 @@ class _Trees(dict[str, dict[str, Any]]):
         return tree
 
 
-def _caught_up(conn: psycopg.Connection[Any]) -> _Trees:
-    """Count again every execution whose kept count is behind it (`_count_again`); the trees
-    by hash, as far as read."""
+class _Count(NamedTuple):
+    """One execution counted again: what `tether_figures` keeps of it (revision, refusals, tree
+    hash, day created, whether it is added to the sums, its count and marks as JSON), and as
+    `tally_of` and `behind` read it (`counted`, its `marks_of`)."""
+
+    kept: tuple[Any, ...]
+    counted: Counted
+    marks: dict[str, builtins.list[float]]
+
+    @property
+    def added(self) -> bool:
+        return bool(self.kept[4])
+
+    def ranked(self) -> Iterator[tuple[Any, ...]]:
+        """Its rows of `tether_marks`: each action's figure of each measure that is not 0."""
+        from tether.store.tally import MARKS, Behind
+
+        name, listed = self.counted.name, self.counted.listed
+        for key, figures in self.marks.items():
+            for measure in MARKS:
+                value = Behind.of(figures, measure, name, listed).value
+                if value and listed.get("tree_name") is not None:
+                    yield name, listed["tree_name"], self.counted.tree_hash, key, measure, value
+
+
+@dataclass
+class _Unkept:
+    """What a reader that may not write counted again in memory, for its answer alone: each
+    execution's fresh count and what it changes in the sums."""
+
+    counts: dict[str, _Count]
+    delta: Sums
+
+    def sums(self, cells: Iterator[tuple[str, dict[str, Any], str, dict[str, Any]]]) -> Sums:
+        """The kept `cells` as they would be with the fresh counts moved into them."""
+        from tether.store.tally import Sums
+
+        out = Sums()
+        for tree_hash, tree, day, record in cells:
+            out.add(tree_hash, tree, day, record)
+        for tree_hash, tree, day, record in self.delta.each():
+            out.add(tree_hash, tree, day, record)
+        return out
+
+    def counted(self, kept: Iterator[Counted], split: str | None) -> Iterator[Counted]:
+        """The `kept` counts `tally` reads one by one, the fresh ones in place of theirs."""
+        yield from (counted for counted in kept if counted.name not in self.counts)
+        for count in self.counts.values():
+            if not count.added or count.kept[3] == split:
+                yield count.counted
+
+
+def _caught_up(conn: psycopg.Connection[Any]) -> tuple[_Trees, _Unkept | None]:
+    """Count again every execution noted behind (`_count_again`): the trees by hash, as far
+    as read, and, for a role that may not write, what it counted in memory instead."""
+    from tether.store.tally import Sums
+
     trees = _Trees(conn)
-    behind = [str(name) for (name,) in conn.execute(_BEHIND)]
-    for start in range(0, len(behind), _BATCH):
-        _count_again(conn, behind[start : start + _BATCH], trees)
-    return trees
+    stale = {str(name): int(changes) for name, changes in conn.execute(_STALE)}
+    names = builtins.list(stale)
+    unkept: _Unkept | None = None
+    for start in range(0, len(names), _BATCH):
+        batch = names[start : start + _BATCH]
+        counts = _count_again(conn, batch, trees)
+        if unkept is None:
+            try:
+                _keep(conn, counts, {name: stale[name] for name in batch}, trees)
+                continue
+            except _CANNOT_WRITE:
+                unkept = _Unkept({}, Sums())
+        held = conn.execute(_HELD, (builtins.list(counts),)).fetchall()
+        _moved(unkept.delta, held, counts, trees)
+        unkept.counts.update(counts)
+    return trees, unkept
 
 
-def _counts(rows: list[Any], trees: _Trees) -> Iterator[Counted]:
+def _counts(rows: builtins.list[Any], trees: _Trees) -> Iterator[Counted]:
     """Each row of `_COUNTS` as a `Counted` (an execution that cannot be counted: no record)."""
     from tether.store.tally import Counted
 
@@ -905,44 +1126,77 @@ def _counts(rows: list[Any], trees: _Trees) -> Iterator[Counted]:
             yield Counted(str(name), listed, str(tree_hash), tree, json.loads(record))
 
 
-def _count_again(conn: psycopg.Connection[Any], names: list[str], trees: _Trees) -> None:
-    """Count the executions `names` from their traces (`tether.store.tally.record_of`) and keep
-    each count with the revision and number of refusals it was made at, in one transaction
-    that also moves its count into the sums (taking away what it added before).
-    One that cannot be counted is kept with no count."""
-    from tether.store.tally import Sums, marks_of, record_of
+def _count_again(
+    conn: psycopg.Connection[Any], names: builtins.list[str], trees: _Trees
+) -> dict[str, _Count]:
+    """The executions `names` counted from their traces (`tether.store.tally.record_of`), with
+    the revision and number of refusals each was counted at; one that cannot be counted has
+    no count."""
+    from tether.store.tally import Counted, marks_of, record_of
 
-    kept: dict[str, tuple[Any, ...]] = {}
-    for name, revision, state_text, entries_text, refusals_text in conn.execute(_AGAIN, (names,)):
+    out: dict[str, _Count] = {}
+    for name, revision, state_text, entries_text, refusals_text, *summary in conn.execute(
+        _AGAIN, (names,)
+    ):
+        listed = dict(zip(_LISTED_COLUMNS, summary, strict=True))
         refusals = json.loads(refusals_text or "[]")
-        row: tuple[Any, ...] = (revision, len(refusals), None, None, False, None, None)
+        kept: tuple[Any, ...] = (revision, len(refusals), None, None, False, None, None)
+        count = _Count(kept, Counted(str(name), listed, "", {}, None), {})
         try:
             state = json.loads(state_text)
             tree_hash = str(state["tree_hash"])
             record = record_of(state, trees[tree_hash], json.loads(entries_text or "[]"), refusals)
             day = str(state["created_at"])[:10]
-            marks = encode(marks_of(record))
-            row = (revision, len(refusals), tree_hash, day, True, encode(record), marks)
+            marks = marks_of(record)
+            kept = (revision, len(refusals), tree_hash, day, True, encode(record), encode(marks))
+            counted = Counted(str(name), listed, tree_hash, trees[tree_hash], record)
+            count = _Count(kept, counted, marks)
         except (KeyError, TypeError, ValueError, TetherError):
             pass
-        kept[str(name)] = row
+        out[str(name)] = count
+    return out
+
+
+def _moved(delta: Sums, held: builtins.list[Any], counts: dict[str, _Count], trees: _Trees) -> None:
+    """Into `delta`, what moving the fresh `counts` into the sums changes: the `held` counts
+    (`_HELD`) that were added are taken away, the fresh ones added."""
+    for _, added, tree_hash, day, record in held:
+        if added:  # counted in the sums at its last count: taken away
+            delta.add(tree_hash, trees[tree_hash], day, json.loads(record), -1)
+    for count in counts.values():
+        if count.added:
+            _, _, tree_hash, day, _, record, _ = count.kept
+            delta.add(tree_hash, trees[tree_hash], day, json.loads(record))
+
+
+def _keep(
+    conn: psycopg.Connection[Any], counts: dict[str, _Count], noted: dict[str, int], trees: _Trees
+) -> None:
+    """Keep each fresh count and its marks, and move it into the sums (taking away what it
+    added before), in one transaction that locks its row, then its cells (in name and key
+    order), and drops the `noted` notes (a name: its changes when read) of what was counted,
+    or of an execution no longer there, unless another change came since."""
+    from tether.store.tally import Sums
+
+    names = builtins.list(counts)
     delta = Sums()
     with conn.transaction():
-        conn.execute(_PLACE, (list(kept),))
-        for _, added, tree_hash, day, record in conn.execute(_HOLD, (list(kept),)).fetchall():
-            if added:  # counted in the sums at its last count: taken away
-                delta.add(tree_hash, trees[tree_hash], day, json.loads(record), -1)
-        for _, _, tree_hash, day, added, record, _ in kept.values():
-            if added:
-                delta.add(tree_hash, trees[tree_hash], day, json.loads(record))
-        conn.execute(_KEEP, [list(kept), *([row[i] for row in kept.values()] for i in range(7))])
+        conn.execute(_PLACE, (names,))
+        _moved(delta, conn.execute(_HELD + " FOR UPDATE", (names,)).fetchall(), counts, trees)
+        kept = [count.kept for count in counts.values()]
+        conn.execute(_KEEP, [names, *([row[i] for row in kept] for i in range(7))])
+        conn.execute(_UNMARK, (names,))
+        ranked = [row for count in counts.values() for row in count.ranked()]
+        conn.execute(_FIGURES, [[row[i] for row in ranked] for i in (2, 1, 3, 4)])
+        conn.execute(_MARK, [[row[i] for row in ranked] for i in range(6)])
         if delta.cells:
             cells = sorted(delta.cells)
             held = conn.execute(_HOLD_CELLS, [[h for h, _ in cells], [d for _, d in cells]])
             for tree_hash, day, record in held.fetchall():
                 delta.add(tree_hash, trees[tree_hash], day, json.loads(record))
-            made = list(delta.each())
+            made = builtins.list(delta.each())
             conn.execute(
                 _KEEP_CELLS,
                 [[c[0] for c in made], [c[2] for c in made], [encode(c[3]) for c in made]],
             )
+        conn.execute(_CAUGHT, (builtins.list(noted), builtins.list(noted.values())))
