@@ -15,13 +15,15 @@ memory after them is read from /proc ("viewer RSS", MiB).
 
 The executions are those of `bench/stats_bench.py` (a 33-action tree, 100 entries each, a tenth
 failed, a tenth running, a tenth with refusals), written through the file store's own `create`
-and, on PostgreSQL, as the store's rows with COPY; then the store is opened once through its
-API, by `tether list` in a fresh process ("first open"): the rows COPY wrote are those of a
-database of schema version 2, whose summaries that first open fills. Sizes are
-chosen with `--executions` (1,000 by default; 10,000 and 100,000 take minutes to write).
+(`files`: over 100 sub-folders; `files-flat`: all in one folder, as `tether start TREE
+runs/NAME.json` leaves them) and, on PostgreSQL, as the store's rows with COPY; then the
+store is opened once through its API, by `tether list` in a fresh process ("first open"): the
+rows COPY wrote are those of a database of schema version 2, whose summaries that first open
+fills. Sizes are chosen with `--executions` (1,000 by default; 10,000 and 100,000 take minutes
+to write).
 
     .venv/bin/python bench/fleet_bench.py [--executions 1000 10000] [--rounds 3]
-        [--store files postgresql] [--browser]
+        [--store files files-flat postgresql] [--browser]
 """
 
 from __future__ import annotations
@@ -47,6 +49,9 @@ from tether.store import store_for
 from tether.viewer import insight
 from tether.viewer.place import Place
 
+# "files": over 100 sub-folders, as a team's runs might be; "files-flat": all in one folder, as
+# `tether start TREE runs/NAME.json` puts them.
+STORES = ("files", "files-flat", "postgresql")
 ANSWERS = (
     "tether stats",
     "tether list",
@@ -164,7 +169,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--executions", type=int, nargs="+", default=[1_000])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--store", nargs="+", default=["files", "postgresql"])
+    parser.add_argument("--store", nargs="+", choices=STORES, default=["files", "postgresql"])
     parser.add_argument("--browser", action="store_true")
     args = parser.parse_args()
     rows = []
@@ -177,15 +182,15 @@ def main() -> None:
         try:
             for count in args.executions:
                 for label in args.store:
-                    if label == "files":
-                        place = str(root / f"runs-{count}")
+                    if label.startswith("files"):
+                        place = str(root / f"{label}-{count}")
                         Path(place).mkdir()
                     else:
                         assert server is not None
                         server.create_database(f"fleet{count}")
                         place = server.database_uri(f"fleet{count}")
-                    written = fill(place, count, made)
-                    if label != "files":
+                    written = fill(place, count, made, spread=label != "files-flat")
+                    if label == "postgresql":
                         _as_schema_2(place)
                     started = time.perf_counter()
                     _cli("list", place, "--json")()  # the first open: an upgrade happens here

@@ -83,9 +83,10 @@ def templates(folder: Path) -> list[Template]:
     return out
 
 
-def fill(place: str, count: int, made: list[Template]) -> float:
-    """Write `count` copies of the `made` executions into `place` (a folder or a database URI);
-    returns the seconds it took."""
+def fill(place: str, count: int, made: list[Template], *, spread: bool = True) -> float:
+    """Write `count` copies of the `made` executions into `place` (a folder or a database URI),
+    in a folder over 100 sub-folders, or all in it when not `spread`; returns the seconds it
+    took."""
     started = time.perf_counter()
     if place.startswith("postgresql"):
         _copy_rows(place, count, made)
@@ -93,7 +94,8 @@ def fill(place: str, count: int, made: list[Template]) -> float:
     for n in range(count):
         state, tree, entries = _template(made, n)
         store = store_for(place)
-        uri = store.canonical(os.path.join(place, f"team-{n % 100:02d}/run-{n:05d}.json"))
+        folder = f"team-{n % 100:02d}/" if spread else ""
+        uri = store.canonical(os.path.join(place, f"{folder}run-{n:05d}.json"))
         store.create(uri, dict(state, uri=uri), tree, entries)
         if n % 10 == 3:
             with store.transaction(uri) as tx:
