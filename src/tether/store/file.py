@@ -507,18 +507,19 @@ def _read_index(folder: str, name: str = INDEX) -> tuple[dict[str, bytes], int]:
     """The folder's index (or its kept figures, `FIGURES`): the latest line per execution name,
     as written (read by `_record` when asked for), and how many lines it has. A line that does
     not begin as such a record (torn by a kill, written by something else) is skipped."""
+    kept: dict[str, bytes] = {}
+    count = 0
     try:
-        data = read_regular(os.path.join(folder, name))
+        with os.fdopen(open_regular(os.path.join(folder, name)), "rb") as lines:
+            for line in lines:  # a line at a time: the file is not held whole
+                count += 1
+                named = _NAMED.match(line)
+                if named is not None:
+                    with contextlib.suppress(ValueError):
+                        kept[json.loads(named.group(1))] = line.rstrip(b"\n")
     except OSError:
         return {}, 0
-    kept: dict[str, bytes] = {}
-    lines = data.splitlines()
-    for line in lines:
-        named = _NAMED.match(line)
-        if named is not None:
-            with contextlib.suppress(ValueError):
-                kept[json.loads(named.group(1))] = line
-    return kept, len(lines)
+    return kept, count
 
 
 def _record(line: bytes | None) -> dict[str, Any] | None:
