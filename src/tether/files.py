@@ -175,6 +175,16 @@ def write_all(fd: int, data: bytes) -> None:
 _WRITTEN_AT = 1 << 20
 
 
+def _write_chunks(fd: int, chunks: Iterable[bytes]) -> None:
+    gathered = bytearray()
+    for chunk in chunks:
+        gathered += chunk
+        if len(gathered) >= _WRITTEN_AT:
+            write_all(fd, bytes(gathered))
+            gathered.clear()
+    write_all(fd, bytes(gathered))
+
+
 def write_atomic(path: str, data: str | bytes | Iterable[bytes], *, fsync: bool = FSYNC) -> None:
     """Replace the file at `path` with `data` (text is written as UTF-8; chunks of bytes are
     written as they come, so a long file need not be held whole) in one rename.
@@ -183,10 +193,6 @@ def write_atomic(path: str, data: str | bytes | Iterable[bytes], *, fsync: bool 
     another program put at its name (a link, a file) is written through or reused; it is removed
     if the write fails. A regular file already at `path` keeps its permission bits; a symbolic
     link at `path` is replaced by the file, never followed."""
-    if isinstance(data, (str, bytes)):
-        chunks: Iterable[bytes] = [data.encode() if isinstance(data, str) else data]
-    else:
-        chunks = data
     temporary = f"{path}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o666)
     try:
@@ -197,13 +203,10 @@ def write_atomic(path: str, data: str | bytes | Iterable[bytes], *, fsync: bool 
         else:
             if stat.S_ISREG(existing.st_mode):
                 os.fchmod(fd, stat.S_IMODE(existing.st_mode))
-        buffered = bytearray()
-        for chunk in chunks:
-            buffered += chunk
-            if len(buffered) >= _WRITTEN_AT:
-                write_all(fd, bytes(buffered))
-                buffered.clear()
-        write_all(fd, bytes(buffered))
+        if isinstance(data, (str, bytes)):  # a commit's state: written as it is, not copied
+            write_all(fd, data.encode() if isinstance(data, str) else data)
+        else:
+            _write_chunks(fd, data)
         if fsync:
             os.fsync(fd)
         os.close(fd)

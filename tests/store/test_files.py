@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,23 @@ def test_write_atomic_keeps_permissions_and_leaves_no_temporary_on_failure(tmp_p
     with pytest.raises(IsADirectoryError):
         write_atomic(str(tmp_path / "folder"), "cannot replace a folder")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["folder", "state.json"]
+
+
+def test_write_atomic_of_chunks_writes_them_all_or_leaves_the_old_file(tmp_path: Path) -> None:
+    out = tmp_path / "sums.jsonl"
+    out.write_bytes(b"old")
+    chunks = [bytes([65 + n % 26]) * 300_000 for n in range(8)]  # past one gathered write
+    write_atomic(str(out), iter(chunks))
+    assert out.read_bytes() == b"".join(chunks)
+
+    def torn() -> Iterator[bytes]:
+        yield b"x" * 2_000_000
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError):
+        write_atomic(str(out), torn())
+    assert out.read_bytes() == b"".join(chunks)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sums.jsonl"]
 
 
 def test_temporary_names_are_recognised() -> None:

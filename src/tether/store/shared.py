@@ -19,9 +19,15 @@ from tether.errors import TetherError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Iterator
+    from typing import Any, Protocol
 
     from tether.store.base import Summary
+
+    class Walked(Protocol):
+        """A store that lists a place one summary at a time (files, memory)."""
+
+        def summaries(self, where: str) -> Iterator[Summary]: ...
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 
@@ -67,7 +73,7 @@ def path_of(uri: str) -> str:
 
 
 def page_whole(
-    store: Any,
+    store: Walked,
     where: str,
     *,
     status: str | None = None,
