@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
         def summaries(self, where: str) -> Iterator[Summary]: ...
 
+
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 
 
